@@ -1,0 +1,142 @@
+//! [`RunResult`]: what one run of either engine produced.
+
+use crate::attribution::Attribution;
+use crate::histogram::LatencyHistogram;
+use crate::trace::LatencyTrace;
+use crate::units::Nanos;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which engine produced a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// The deterministic kernel model.
+    Sim,
+    /// The host probe on a real kernel.
+    Probe,
+}
+
+/// Everything needed to say what was run and to run it again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub engine: Engine,
+    /// Machine profile name (model) or hostname + CPU model (probe).
+    pub machine: String,
+    /// Kernel variant name (model) or `uname -r` (probe).
+    pub kernel: String,
+    /// Workload / load description.
+    pub workload: String,
+    /// PRNG seed (model); 0 for the probe.
+    pub seed: u64,
+    /// Length of the measured run (simulated or wall time).
+    pub duration_ns: Nanos,
+    /// latlab version that produced the result.
+    pub version: String,
+    /// Free-form settings (`interval_us`, `priority`, experiment file, ...).
+    pub settings: BTreeMap<String, String>,
+}
+
+/// One latency sample kept in full, with its explanation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// When the stimulus happened (run-relative).
+    pub at_ns: Nanos,
+    pub latency_ns: Nanos,
+    /// Extra per-sample identification (CPU, file offset in KB, ...).
+    pub tag: BTreeMap<String, String>,
+    pub attribution: Attribution,
+}
+
+/// One measurement stream: realfeel wakeups, a CPU's timer wakeups, write(2) calls, ...
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Stream {
+    pub name: String,
+    /// What a sample measures (`irq-to-user wakeup`, `write(2) of 4 KiB`).
+    pub measures: String,
+    pub hist: LatencyHistogram,
+    /// Expected events that never produced a sample (missed timer overruns, RTC overflows).
+    pub missed: u64,
+    /// The worst samples, worst first, each with its attribution.
+    pub worst: Vec<Sample>,
+}
+
+impl Stream {
+    pub fn new(name: impl Into<String>, measures: impl Into<String>) -> Self {
+        Stream {
+            name: name.into(),
+            measures: measures.into(),
+            hist: LatencyHistogram::new(),
+            missed: 0,
+            worst: Vec::new(),
+        }
+    }
+
+    /// Keep `s` if it is among the `keep` worst seen so far (ties: the earlier stays first).
+    pub fn offer_worst(&mut self, s: Sample, keep: usize) {
+        if keep == 0 {
+            return;
+        }
+        if self.worst.len() == keep
+            && self.worst.last().is_some_and(|w| w.latency_ns >= s.latency_ns)
+        {
+            return;
+        }
+        let pos = self.worst.partition_point(|w| w.latency_ns >= s.latency_ns);
+        self.worst.insert(pos, s);
+        self.worst.truncate(keep);
+    }
+}
+
+/// The result of one run of the model or the probe.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    pub meta: RunMeta,
+    pub streams: Vec<Stream>,
+    /// Event counters: context switches, interrupts, missed timer events, pages written...
+    pub counters: BTreeMap<String, u64>,
+    /// Throughput figures with their unit in the key (`write_MBps`, `builds_per_min`).
+    pub throughput: BTreeMap<String, f64>,
+    /// The worst latency as a `/proc/latency_trace`-style trace, where the engine has one.
+    pub trace: Option<LatencyTrace>,
+}
+
+impl RunResult {
+    pub fn new(meta: RunMeta) -> Self {
+        RunResult {
+            meta,
+            streams: Vec::new(),
+            counters: BTreeMap::new(),
+            throughput: BTreeMap::new(),
+            trace: None,
+        }
+    }
+
+    pub fn stream(&self, name: &str) -> Option<&Stream> {
+        self.streams.iter().find(|s| s.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(l: Nanos) -> Sample {
+        Sample {
+            at_ns: 0,
+            latency_ns: l,
+            tag: BTreeMap::new(),
+            attribution: Attribution::default(),
+        }
+    }
+
+    #[test]
+    fn offer_worst_keeps_the_largest_in_order() {
+        let mut s = Stream::new("x", "y");
+        for l in [5, 1, 9, 7, 3, 9] {
+            s.offer_worst(sample(l), 3);
+        }
+        let got: Vec<_> = s.worst.iter().map(|w| w.latency_ns).collect();
+        assert_eq!(got, vec![9, 9, 7]);
+    }
+}
