@@ -19,6 +19,9 @@ pub struct Attribution {
     pub ran_ahead_ns: Nanos,
     /// Time in the scheduler itself (selection plus context switch).
     pub sched_ns: Nanos,
+    /// The woken task's own kernel work before it reached user space (finishing its
+    /// system call, e.g. `rtc_read` and the syscall return path).
+    pub wakee_kernel_ns: Nanos,
     /// The non-preemptible stretch that was running when the wakeup came.
     pub cause: Option<Cause>,
     /// Tasks that ran on the CPU between wakeup and the woken task running.
