@@ -1,1 +1,202 @@
-//! placeholder
+//! latlab-sim: a deterministic discrete-event model of a uniprocessor Linux kernel, in
+//! which each latency mechanism of the seeds is real, switchable code.
+//!
+//! A run ([`simulate`]) takes a [`SimConfig`]: a [`MachineProfile`] (hardware and costs), a
+//! [`Variant`] (the kernel's switches: preemption model, rescheduling points, scheduler,
+//! swap allocator), a workload (task programs) and the measurement (realfeel at a rate). It
+//! returns a [`latlab_core::RunResult`], the same type the host probe produces.
+//!
+//! **Determinism.** Time is integer nanoseconds; events due at the same instant fire in the
+//! order they were scheduled ([`engine`]); all randomness comes from one seeded ChaCha
+//! stream. The same configuration and seed give a byte-identical result.
+//!
+//! **Architecture invariant.** This crate knows nothing of files, command lines or output
+//! formats: configurations come in as values, results go out as values.
+
+pub mod dev;
+pub mod engine;
+pub mod fs;
+pub mod kernel;
+pub mod machine;
+pub mod measure;
+pub mod mm;
+pub mod sched;
+pub mod variant;
+pub mod workload;
+
+pub use machine::{DiskProfile, MachineProfile};
+pub use variant::{PreemptModel, SchedClass, Variant};
+pub use workload::script::CommandSpec;
+
+use kernel::state::KState;
+use kernel::task::Policy;
+use kernel::Kernel;
+use latlab_core::{Engine, LatencyTrace, Nanos, RunMeta, RunResult};
+use std::collections::BTreeMap;
+use workload::kthreads::{Kthread, KthreadProg};
+use workload::script::Shell;
+use workload::TaskSpec;
+
+/// A workload: a script of commands run by a shell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub name: String,
+    pub commands: Vec<CommandSpec>,
+    /// Idle time between commands (an unscripted run), ms.
+    pub gap_ms: u64,
+}
+
+/// Everything one model run needs.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub machine: MachineProfile,
+    pub variant: Variant,
+    pub workload: Workload,
+    /// RTC interrupt rate for realfeel, Hz.
+    pub rtc_hz: u32,
+    /// realfeel's SCHED_FIFO priority.
+    pub rt_priority: u32,
+    pub seed: u64,
+    /// Keep running (idle) after the workload until this much simulated time has passed.
+    pub min_duration_ns: Nanos,
+    /// Stop here even if the workload is not done.
+    pub max_duration_ns: Nanos,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("machine profile `{profile}`: field `{field}`: {why}")]
+    Machine { profile: String, field: &'static str, why: String },
+    #[error("kernel variant `{variant}`: field `{field}`: {why}")]
+    Variant { variant: String, field: &'static str, why: String },
+    #[error("swap: {0}")]
+    Swap(#[from] latlab_swap::SwapError),
+    #[error("rtc_hz must be 2..=8192 (a power of two for the MC146818), got {0}")]
+    RtcHz(u32),
+}
+
+/// Progress callback: simulated ns so far, target ns.
+pub type Progress<'a> = &'a mut dyn FnMut(Nanos, Nanos);
+
+/// Statistics of the engine itself (for benchmarks).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EngineStats {
+    pub events: u64,
+    pub simulated_ns: Nanos,
+}
+
+/// Run one model configuration.
+pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, EngineStats), SimError> {
+    cfg.machine.validate().map_err(|(field, why)| SimError::Machine {
+        profile: cfg.machine.name.clone(),
+        field,
+        why,
+    })?;
+    cfg.variant.validate().map_err(|(field, why)| SimError::Variant {
+        variant: cfg.variant.name.clone(),
+        field,
+        why,
+    })?;
+    if !(2..=8192).contains(&cfg.rtc_hz) || !cfg.rtc_hz.is_power_of_two() {
+        return Err(SimError::RtcHz(cfg.rtc_hz));
+    }
+    let swap = latlab_swap::by_name(&cfg.variant.swap_allocator, cfg.machine.swap_slots().max(latlab_swap::MIN_SLOTS))?;
+    let st = KState::new(&cfg.machine, swap);
+    let sched: Box<dyn sched::Scheduler> = match cfg.variant.sched {
+        SchedClass::Goodness24 => Box::new(sched::goodness24::Goodness24::new(cfg.variant.hz)),
+    };
+    let rng = engine::rng_for(cfg.seed, 1);
+    let mut k = Kernel::new(cfg.variant.clone(), cfg.machine.clone(), sched, st, rng);
+
+    // Kernel threads, then the measurement task, then the workload's shell.
+    for (comm, kind) in [("kswapd", Kthread::Kswapd), ("bdflush", Kthread::Bdflush), ("kupdated", Kthread::Kupdated), ("kjournald", Kthread::Kjournald)] {
+        let pid = k.spawn(TaskSpec::kthread(comm, KthreadProg::new(kind)), None);
+        let p = &mut k.st.kthreads;
+        match kind {
+            Kthread::Kswapd => p.kswapd = pid,
+            Kthread::Bdflush => p.bdflush = pid,
+            Kthread::Kupdated => p.kupdated = pid,
+            Kthread::Kjournald => p.kjournald = pid,
+        }
+    }
+    k.spawn(
+        TaskSpec {
+            policy: Policy::Fifo,
+            rt_priority: cfg.rt_priority,
+            ..TaskSpec::user("realfeel", Box::<workload::realfeel::Realfeel>::default())
+        },
+        None,
+    );
+    k.start_rtc(cfg.rtc_hz);
+    k.spawn(TaskSpec::user("sh", Box::new(Shell::new(cfg.workload.commands.clone(), cfg.workload.gap_ms * 1_000_000))), None);
+
+    let target = cfg.min_duration_ns.min(cfg.max_duration_ns);
+    while k.now < cfg.max_duration_ns && !(k.st.workload_done && k.now >= target) {
+        let until = (k.now + 1_000_000_000).min(cfg.max_duration_ns);
+        let goal = target.max(k.now);
+        k.run_until(until, |_| {});
+        progress(k.now, goal);
+    }
+    Ok(finish(cfg, k))
+}
+
+fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
+    let mut settings = BTreeMap::new();
+    settings.insert("rtc_hz".into(), cfg.rtc_hz.to_string());
+    settings.insert("preempt".into(), format!("{:?}", cfg.variant.preempt));
+    settings.insert("points".into(), cfg.variant.points.iter().cloned().collect::<Vec<_>>().join(","));
+    settings.insert("workload_finished".into(), k.st.workload_done.to_string());
+    let meta = RunMeta {
+        engine: Engine::Sim,
+        machine: cfg.machine.name.clone(),
+        kernel: cfg.variant.name.clone(),
+        workload: cfg.workload.name.clone(),
+        seed: cfg.seed,
+        duration_ns: k.now,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        settings,
+    };
+    let mut r = RunResult::new(meta);
+    let c = &mut r.counters;
+    c.insert("context_switches".into(), k.stats.context_switches);
+    c.insert("interrupts".into(), k.stats.irqs);
+    c.insert("syscalls".into(), k.stats.syscalls);
+    c.insert("schedule_calls".into(), k.stats.schedule_calls);
+    c.insert("tasks_created".into(), k.stats.tasks_created);
+    c.insert("disk_requests".into(), k.st.disk.served);
+    c.insert("disk_blocks".into(), k.st.disk.blocks_moved);
+    c.insert("buffers_written".into(), k.st.buf.written);
+    c.insert("journal_commits".into(), k.st.jbd.commits);
+    c.insert("pages_swapped_out".into(), k.st.mm.swapouts);
+    c.insert("idle_ms".into(), k.stats.idle_ns / 1_000_000);
+    let secs = k.now as f64 / 1e9;
+    r.throughput.insert("disk_MBps".into(), k.st.disk.blocks_moved as f64 * 4096.0 / 1e6 / secs.max(1e-9));
+    if let Some(s) = k.take_stream() {
+        r.counters.insert("rtc_missed".into(), s.missed);
+        if let (Some(w), Some((task, policy, rt))) = (s.worst.first(), k.tracker.worst_task.clone()) {
+            let cause = w.attribution.cause.clone();
+            r.trace = Some(LatencyTrace {
+                kernel: format!("{} (latlab model)", cfg.variant.name),
+                latency_ns: w.latency_ns,
+                task,
+                policy,
+                rt_prio: rt,
+                started_at: cause.as_ref().map_or("rtc_interrupt".into(), |c| c.path.clone()),
+                ended_at: cause.as_ref().map_or("schedule".into(), |c| c.ended_by.clone()),
+                flags: vec![
+                    ("VP".into(), false),
+                    ("KP".into(), cfg.variant.preempt == PreemptModel::Kernel),
+                    ("SP".into(), false),
+                    ("HP".into(), false),
+                ],
+                entries: std::mem::take(&mut k.tracker.worst_entries),
+            });
+        }
+        r.streams.push(s);
+    }
+    let stats = EngineStats {
+        events: k.events(),
+        simulated_ns: k.now,
+    };
+    (r, stats)
+}

@@ -1,0 +1,37 @@
+//! The MC146818 RTC as drivers/char/rtc.c (2.4) drives it for realfeel: periodic interrupts;
+//! `rtc_interrupt` adds one to `rtc_irq_data` and wakes `rtc_wait`; `read()` returns the
+//! count accumulated since the last read and clears it.
+
+use latlab_core::Nanos;
+
+#[derive(Default, Debug)]
+pub struct Rtc {
+    /// Interrupts since the last read (`rtc_irq_data >> 8`).
+    pending: u64,
+    /// When the first of them was raised.
+    first_at: Nanos,
+}
+
+impl Rtc {
+    pub fn interrupt(&mut self, at: Nanos) {
+        if self.pending == 0 {
+            self.first_at = at;
+        }
+        self.pending += 1;
+    }
+
+    pub fn has_data(&self) -> bool {
+        self.pending > 0
+    }
+
+    /// rtc_read(): consume the pending count. Returns the first interrupt's time and how many
+    /// more were folded into this read.
+    pub fn read(&mut self) -> Option<(Nanos, u64)> {
+        if self.pending == 0 {
+            return None;
+        }
+        let r = (self.first_at, self.pending - 1);
+        self.pending = 0;
+        Some(r)
+    }
+}

@@ -1,0 +1,303 @@
+//! The 2.4 buffer cache's LRU lists (fs/buffer.c, 2.4.17/2.4.18), as far as their lengths
+//! decide how long `write_some_buffers`, `wait_for_buffers` and the journal commit walk.
+//!
+//! Data buffers are 4 KiB blocks (ext3 with 4 KiB blocks, research notes §4). A buffer is
+//! dirtied by a write, written out by whoever comes first (the writer in `balance_dirty`,
+//! bdflush, kupdated, sync, or kjournald's commit) and completes when the disk says so.
+//! Writers always take the oldest dirty buffers first (the BUF_DIRTY list is in dirtying
+//! order), and the disk completes requests in order, so the model keeps:
+//! - dirty buffers as a FIFO of runs (file, transaction, count), so a deleted file's dirty
+//!   buffers can be dropped (`journal_unmap_buffer` / `discard_buffer`);
+//! - submitted buffers as sequence numbers handed out at submission, with every number below
+//!   `done_hi` complete;
+//! - the buffers still sitting on BUF_LOCKED (submitted via `write_some_buffers`, which refiles
+//!   them there) and those still on BUF_DIRTY although locked (submitted by kjournald's
+//!   `ll_rw_block`, which does not refile), each a FIFO of sequence ranges, until someone
+//!   refiles them.
+
+use crate::kernel::state::KReq;
+use latlab_core::Nanos;
+use std::collections::VecDeque;
+
+/// A run of dirty, not yet submitted buffers of one file in one transaction.
+#[derive(Clone, Copy, Debug)]
+pub struct DirtyRun {
+    pub file: u32,
+    pub txn: u64,
+    pub count: u64,
+    pub dirtied_at: Nanos,
+    /// Disk block of the run's first buffer.
+    pub block: u64,
+}
+
+/// Submitted buffers `lo..hi` not yet refiled off the list they sit on.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    lo: u64,
+    hi: u64,
+}
+
+/// Who submitted a batch (and so which list the buffers now sit on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// `write_some_buffers`: refiled to BUF_LOCKED.
+    Lru,
+    /// kjournald's `ll_rw_block`: left on BUF_DIRTY while locked.
+    Jbd,
+}
+
+#[derive(Default)]
+pub struct BufferCache {
+    dirty: VecDeque<DirtyRun>,
+    pub nr_dirty: u64,
+    next_seq: u64,
+    pub done_hi: u64,
+    on_locked: VecDeque<Span>,
+    nr_on_locked: u64,
+    on_dirty_locked: VecDeque<Span>,
+    nr_on_dirty_locked: u64,
+    /// Buffers written out in all.
+    pub written: u64,
+}
+
+/// A batch just taken off the dirty FIFO for submission.
+pub struct Batch {
+    pub lo: u64,
+    pub hi: u64,
+    /// (transaction, buffers) in the batch.
+    pub per_txn: Vec<(u64, u64)>,
+    /// Disk block of the first buffer.
+    pub block: u64,
+}
+
+fn count_completed(q: &VecDeque<Span>, done_hi: u64) -> u64 {
+    let mut n = 0;
+    for s in q {
+        if s.lo >= done_hi {
+            break;
+        }
+        n += s.hi.min(done_hi) - s.lo;
+        if s.hi > done_hi {
+            break;
+        }
+    }
+    n
+}
+
+fn pop_front_n(q: &mut VecDeque<Span>, total: &mut u64, mut n: u64) {
+    while n > 0 {
+        let Some(s) = q.front_mut() else { break };
+        let len = s.hi - s.lo;
+        if len <= n {
+            n -= len;
+            *total -= len;
+            q.pop_front();
+        } else {
+            s.lo += n;
+            *total -= n;
+            n = 0;
+        }
+    }
+}
+
+fn trim_below(q: &mut VecDeque<Span>, total: &mut u64, seq: u64) {
+    while let Some(s) = q.front_mut() {
+        if s.hi <= seq {
+            *total -= s.hi - s.lo;
+            q.pop_front();
+        } else {
+            if s.lo < seq {
+                *total -= seq - s.lo;
+                s.lo = seq;
+            }
+            break;
+        }
+    }
+}
+
+impl BufferCache {
+    /// A write dirtied `n` new buffers of `file` in transaction `txn`.
+    pub fn dirty(&mut self, file: u32, txn: u64, n: u64, block: u64, now: Nanos) {
+        if n == 0 {
+            return;
+        }
+        self.nr_dirty += n;
+        if let Some(last) = self.dirty.back_mut() {
+            if last.file == file && last.txn == txn && last.block + last.count == block {
+                last.count += n;
+                return;
+            }
+        }
+        self.dirty.push_back(DirtyRun {
+            file,
+            txn,
+            count: n,
+            dirtied_at: now,
+            block,
+        });
+    }
+
+    /// The file is gone: its dirty buffers are discarded. Returns (txn, count) dropped.
+    pub fn cancel_file(&mut self, file: u32) -> Vec<(u64, u64)> {
+        let mut dropped: Vec<(u64, u64)> = Vec::new();
+        self.dirty.retain(|r| {
+            if r.file == file {
+                match dropped.iter_mut().find(|(t, _)| *t == r.txn) {
+                    Some(d) => d.1 += r.count,
+                    None => dropped.push((r.txn, r.count)),
+                }
+                false
+            } else {
+                true
+            }
+        });
+        self.nr_dirty -= dropped.iter().map(|d| d.1).sum::<u64>();
+        dropped
+    }
+
+    /// When the oldest dirty buffer was dirtied.
+    pub fn oldest_dirty(&self) -> Option<Nanos> {
+        self.dirty.front().map(|r| r.dirtied_at)
+    }
+
+    /// Take up to `max` of the oldest dirty buffers (only of transaction `only_txn` if given)
+    /// for submission. Contiguous disk blocks only: a batch stops at a file boundary.
+    pub fn take(&mut self, max: u64, only_txn: Option<u64>) -> Option<Batch> {
+        let idx = match only_txn {
+            Some(t) => self.dirty.iter().position(|r| r.txn == t)?,
+            None => 0,
+        };
+        let run = self.dirty.get_mut(idx)?;
+        let n = run.count.min(max);
+        let block = run.block;
+        let txn = run.txn;
+        run.count -= n;
+        run.block += n;
+        if run.count == 0 {
+            self.dirty.remove(idx);
+        }
+        self.nr_dirty -= n;
+        let lo = self.next_seq;
+        self.next_seq += n;
+        Some(Batch {
+            lo,
+            hi: lo + n,
+            per_txn: vec![(txn, n)],
+            block,
+        })
+    }
+
+    /// A batch went to the disk via `via`.
+    pub fn submitted(&mut self, b: &Batch, via: Via) {
+        let span = Span { lo: b.lo, hi: b.hi };
+        match via {
+            Via::Lru => {
+                self.on_locked.push_back(span);
+                self.nr_on_locked += b.hi - b.lo;
+            }
+            Via::Jbd => {
+                self.on_dirty_locked.push_back(span);
+                self.nr_on_dirty_locked += b.hi - b.lo;
+            }
+        }
+    }
+
+    /// Disk completion of buffers `lo..hi` (completions arrive in order).
+    pub fn io_done(&mut self, hi: u64, n: u64) {
+        self.done_hi = self.done_hi.max(hi);
+        self.written += n;
+    }
+
+    /// BUF_LOCKED: completed buffers at the head (what `wait_for_buffers(.., BUF_LOCKED, 1)`
+    /// refiles before it meets a locked one).
+    pub fn locked_list_completed(&self) -> u64 {
+        count_completed(&self.on_locked, self.done_hi)
+    }
+
+    /// The first still-locked buffer on BUF_LOCKED, if any.
+    pub fn locked_list_first_inflight(&self) -> Option<u64> {
+        self.on_locked.iter().find(|s| s.hi > self.done_hi).map(|s| s.lo.max(self.done_hi))
+    }
+
+    pub fn nr_locked_list(&self) -> u64 {
+        self.nr_on_locked
+    }
+
+    /// Refile `n` completed buffers off the head of BUF_LOCKED.
+    pub fn refile_locked(&mut self, n: u64) {
+        pop_front_n(&mut self.on_locked, &mut self.nr_on_locked, n);
+    }
+
+    /// BUF_DIRTY's head: kjournald-submitted buffers, (completed, still locked).
+    pub fn dirty_list_jbd(&self) -> (u64, u64) {
+        let c = count_completed(&self.on_dirty_locked, self.done_hi);
+        (c, self.nr_on_dirty_locked - c)
+    }
+
+    /// The first still-locked kjournald buffer on BUF_DIRTY, if any.
+    pub fn dirty_list_first_inflight(&self) -> Option<u64> {
+        self.on_dirty_locked.iter().find(|s| s.hi > self.done_hi).map(|s| s.lo.max(self.done_hi))
+    }
+
+    /// Refile `n` completed kjournald buffers off BUF_DIRTY.
+    pub fn refile_dirty_jbd(&mut self, n: u64) {
+        pop_front_n(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, n);
+    }
+
+    /// Everything below `seq` was refiled to BUF_CLEAN (journal unfile of a transaction).
+    pub fn refile_below(&mut self, seq: u64) {
+        trim_below(&mut self.on_locked, &mut self.nr_on_locked, seq);
+        trim_below(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, seq);
+    }
+
+    /// Buffers `balance_dirty_state()` counts as dirty: BUF_DIRTY + BUF_LOCKED (2.4.17).
+    pub fn dirty_for_balance(&self) -> u64 {
+        self.nr_dirty + self.nr_on_locked + self.nr_on_dirty_locked
+    }
+
+    /// Sequence number the next submitted buffer gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Hand a batch to the disk queue.
+    pub fn submit(&mut self, b: &Batch, via: Via, disk: &mut crate::dev::disk::Disk, now: Nanos, out: &mut Vec<KReq>) -> u64 {
+        self.submitted(b, via);
+        disk.submit(
+            crate::dev::disk::Dir::Write,
+            b.block,
+            b.hi - b.lo,
+            crate::dev::disk::Payload::Buffers { lo: b.lo, hi: b.hi },
+            now,
+            out,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_submission_and_completion() {
+        let mut b = BufferCache::default();
+        b.dirty(1, 1, 100, 1000, 0);
+        b.dirty(2, 1, 50, 5000, 0);
+        let x = b.take(32, None).unwrap();
+        assert_eq!((x.lo, x.hi, x.block), (0, 32, 1000));
+        b.submitted(&x, Via::Lru);
+        let y = b.take(64, None).unwrap();
+        assert_eq!((y.lo, y.hi), (32, 96));
+        b.submitted(&y, Via::Jbd);
+        assert_eq!(b.nr_dirty, 54);
+        b.io_done(40, 40);
+        assert_eq!(b.locked_list_completed(), 32);
+        assert_eq!(b.dirty_list_jbd(), (8, 56));
+        b.refile_locked(32);
+        assert_eq!(b.nr_locked_list(), 0);
+        b.refile_below(60);
+        assert_eq!(b.dirty_list_jbd(), (0, 36));
+        assert_eq!(b.cancel_file(2), vec![(1, 50)]);
+        assert_eq!(b.nr_dirty, 4);
+    }
+}

@@ -1,0 +1,122 @@
+//! `journal_commit_transaction()` (fs/jbd/commit.c, 2.4.18) in ordered-data mode, phase 2
+//! (`write_out_data`) and the metadata/commit-block phases, as kjournald runs it.
+//!
+//! Phase 2 holds `journal_datalist_lock` while it walks the committing transaction's data
+//! list from the head: completed buffers are unfiled (mini-ll's lock-break sits here), locked
+//! ones skipped, then up to 64 dirty ones are gathered, the lock dropped and the batch
+//! submitted (stock's `if (current->need_resched) schedule()` follows). With nothing dirty
+//! left it waits on the last buffer written and walks again.
+
+use crate::dev::disk::Dir;
+use crate::fs::buffer::Via;
+use crate::fs::flush::{disk_io, SubmitBatch};
+use crate::fs::jbd::WBUF;
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
+use crate::kernel::state::KState;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Walk {
+    Unfile,
+    Skip,
+    None,
+}
+
+pub struct Commit {
+    started: bool,
+    sub: Nested,
+    walk: Walk,
+    /// The locked part of the list was walked in this pass.
+    skipped: bool,
+    meta_done: bool,
+}
+
+pub fn journal_commit_transaction() -> Box<dyn Path> {
+    Box::new(Commit {
+        started: false,
+        sub: Nested::default(),
+        walk: Walk::None,
+        skipped: false,
+        meta_done: false,
+    })
+}
+
+/// Transaction id the checkpointed metadata buffers carry (they belong to no running one).
+pub const NO_TXN: u64 = u64::MAX;
+
+impl Path for Commit {
+    fn name(&self) -> &'static str {
+        "journal_commit_transaction"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        if let Some(s) = self.sub.next(k, cx) {
+            return s;
+        }
+        if !self.started {
+            self.started = true;
+            k.jbd.start_commit(cx.now);
+            return Work::plain("journal_commit_transaction", k.c.journal_meta);
+        }
+        let done_hi = k.buf.done_hi;
+        let Some(t) = k.jbd.committing.as_ref() else {
+            return Step::Done;
+        };
+        let (tid, completed, locked, dirty) = (t.tid, t.completed(done_hi), t.locked(done_hi), t.dirty);
+        self.walk = Walk::None;
+        if completed > 0 {
+            self.walk = Walk::Unfile;
+            let hold = locked > 0 || dirty > 0;
+            return LoopStep::locked("journal_commit_transaction", completed, k.c.unfile, "journal_datalist_lock", vec![point("journal_commit:write_out_data", 1)], hold);
+        }
+        if locked > 0 && !self.skipped {
+            self.skipped = true;
+            self.walk = Walk::Skip;
+            return LoopStep::locked("journal_commit_transaction", locked, k.c.skip_locked, "journal_datalist_lock", vec![], dirty > 0);
+        }
+        if dirty > 0 {
+            self.skipped = false;
+            if let Some(b) = k.buf.take(WBUF, Some(tid)) {
+                let n = b.hi - b.lo;
+                self.sub.start(Box::new(SubmitBatch::new(b, Via::Jbd, Some("journal_commit_transaction"))));
+                return Work::locked("journal_commit_transaction", n * k.c.collect, "journal_datalist_lock", false);
+            }
+        }
+        if locked > 0 {
+            // wait_on_buffer(last written), then `goto write_out_data`.
+            self.skipped = false;
+            let last = k.jbd.committing.as_ref().map_or(0, |t| t.sub_hi.saturating_sub(1));
+            if let Some(id) = k.disk.req_of_seq(last) {
+                return Step::Block(Chan::Io(id));
+            }
+            return Work::plain("journal_commit_transaction", 0);
+        }
+        if !self.meta_done {
+            // Phases 3-6: metadata blocks and descriptor to the log, then the commit record.
+            self.meta_done = true;
+            let meta = k.jbd.committing.as_ref().map_or(0, |t| t.meta);
+            let at = k.jbd.log_alloc(meta + 2);
+            let mut parts: Vec<Box<dyn Path>> = Vec::new();
+            parts.push(Box::new(disk_io(Dir::Write, at, meta + 1)));
+            parts.push(Box::new(disk_io(Dir::Write, at + meta + 1, 1)));
+            self.sub.start(crate::fs::flush::chain("journal_write_metadata", parts));
+            // Stock: `if (current->need_resched) schedule()` after each batch of 64.
+            return LoopStep::plain("journal_write_metadata_buffer", meta, k.c.journal_meta, vec![point("journal_commit_transaction", WBUF)]);
+        }
+        // Checkpoint: the metadata is now dirty in place, for bdflush/kupdated to write.
+        let meta = k.jbd.committing.as_ref().map_or(0, |t| t.meta);
+        k.buf.dirty(0, NO_TXN, meta, crate::fs::jbd::JOURNAL_START_BLOCK - meta.min(4096), cx.now);
+        k.jbd.finish_commit();
+        Step::Done
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        if self.sub.advanced(k, cx, done) {
+            return;
+        }
+        if self.walk == Walk::Unfile {
+            if let Some(t) = k.jbd.committing.as_mut() {
+                t.unfile(done);
+                let hi = t.unfiled_hi;
+                k.buf.refile_below(hi);
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! File system calls on ext3 (ordered data, 4 KiB blocks) over the 2.4 page cache
+//! (mm/filemap.c `generic_file_write`, `do_generic_file_read`, `truncate_inode_pages`;
+//! fs/ext3/inode.c `ext3_truncate`; fs/namei.c).
+
+use crate::dev::disk::Dir;
+use crate::fs::flush::{disk_io, write_some_buffers};
+use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
+use crate::kernel::state::KState;
+use crate::mm::vmscan::try_to_free_pages;
+
+/// Pages per readahead request (2.4 `vm_max_readahead` 31 pages, rounded to 32).
+const READAHEAD: u64 = 32;
+/// Block pointers per indirect block (4 KiB / 4 bytes).
+const PTRS_PER_BLOCK: u64 = 1024;
+
+/// Get `n` free pages for the page cache, reclaiming first if the zone is low.
+fn need_pages(k: &mut KState, sub: &mut Nested, n: u64) -> bool {
+    if k.mm.low() {
+        let pid = k.kthreads.kswapd;
+        k.wake_kthread(pid);
+    }
+    if !k.mm.can_alloc(n) {
+        sub.start(try_to_free_pages());
+        return true;
+    }
+    false
+}
+
+/// `write(fd, buf, bytes)` appending to `file`.
+pub struct FileWrite {
+    file: u32,
+    left: u64,
+    sub: Nested,
+    looping: bool,
+}
+
+pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
+    Box::new(FileWrite {
+        file,
+        left: bytes.div_ceil(4096),
+        sub: Nested::default(),
+        looping: false,
+    })
+}
+
+impl Path for FileWrite {
+    fn name(&self) -> &'static str {
+        "sys_write"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            if self.left == 0 || !k.mm.files.contains_key(&self.file) {
+                return Step::Done;
+            }
+            if need_pages(k, &mut self.sub, 1) {
+                continue;
+            }
+            if self.looping {
+                // balance_dirty() after the page(s) just written.
+                self.looping = false;
+                match k.balance_dirty_state() {
+                    s if s >= 0 => {
+                        if s > 0 {
+                            let pid = k.kthreads.bdflush;
+                            k.wake_kthread(pid);
+                        }
+                        self.sub.start(Box::new(write_some_buffers()));
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            let room = k.mm.free.saturating_sub(k.mm.pages_min).max(1);
+            let n = self.left.min(room).min(k.dirty_headroom().max(1));
+            self.looping = true;
+            return LoopStep::plain("generic_file_write", n, k.c.write_page + k.c.page_copy, vec![point("generic_file_write", 1)]);
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        if self.sub.advanced(k, cx, done) {
+            return;
+        }
+        let Some(f) = k.mm.files.get_mut(&self.file) else { return };
+        let block = f.block + f.size;
+        f.size += done;
+        self.left -= done.min(self.left);
+        k.mm.add_cache(self.file, done);
+        let txn = k.jbd.add_data(done);
+        k.buf.dirty(self.file, txn, done, block, cx.now);
+        // Block allocation journals a new indirect block every 1024 data blocks and the
+        // block bitmap (one 4 KiB bitmap covers 32768 blocks): ~1/1024 per block.
+        k.jbd.add_meta16(done * 16 / PTRS_PER_BLOCK + 1);
+    }
+}
+
+/// `read(fd, buf, bytes)` from offset `off` (pages) of `file`.
+pub struct FileRead {
+    file: u32,
+    off: u64,
+    left: u64,
+    sub: Nested,
+}
+
+pub fn sys_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+    Box::new(FileRead {
+        file,
+        off: off_pages,
+        left: bytes.div_ceil(4096),
+        sub: Nested::default(),
+    })
+}
+
+impl Path for FileRead {
+    fn name(&self) -> &'static str {
+        "sys_read"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            let Some(f) = k.mm.files.get(&self.file) else { return Step::Done };
+            let (size, fblock) = (f.size, f.block);
+            if self.left == 0 || self.off >= size {
+                return Step::Done;
+            }
+            let cached = f.cached.min(size);
+            if self.off < cached {
+                let n = self.left.min(cached - self.off);
+                return LoopStep::plain("do_generic_file_read", n, k.c.read_page + k.c.page_copy, vec![point("do_generic_file_read", 1)]);
+            }
+            // Page-cache miss: readpage + readahead, sleep on the I/O.
+            let n = READAHEAD.min(size - cached);
+            if need_pages(k, &mut self.sub, n) {
+                continue;
+            }
+            let block = fblock + cached;
+            k.mm.add_cache(self.file, n);
+            self.sub.start(Box::new(disk_io(Dir::Read, block, n)));
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        if self.sub.advanced(k, cx, done) {
+            return;
+        }
+        self.off += done;
+        self.left -= done.min(self.left);
+        k.mm.touch(self.file);
+    }
+}
+
+/// open()/stat(): path lookup through the dcache.
+pub fn sys_lookup(k: &mut KState, file: u32) -> Box<dyn Path> {
+    k.dcache.touch_existing();
+    k.mm.touch(file);
+    crate::kernel::path::once("path_lookup", k.c.lookup)
+}
+
+/// creat(): a new inode and directory entry (the caller made the file record).
+pub fn sys_create(k: &mut KState) -> Box<dyn Path> {
+    k.dcache.touch_new();
+    // Inode-table block (1/32 of one), directory block (1/100), inode bitmap: ~1/16 block.
+    k.jbd.add_meta16(1);
+    crate::kernel::path::once("ext3_create", k.c.create)
+}
+
+/// unlink() of a file whose last link goes: truncate_inode_pages, ext3_truncate freeing
+/// every block, dentry_iput.
+pub struct Unlink {
+    file: u32,
+    stage: u8,
+}
+
+pub fn sys_unlink(file: u32) -> Box<dyn Path> {
+    Box::new(Unlink { file, stage: 0 })
+}
+
+impl Path for Unlink {
+    fn name(&self) -> &'static str {
+        "sys_unlink"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        let Some(f) = k.mm.files.get(&self.file) else { return Step::Done };
+        let (cached, size) = (f.cached, f.size);
+        self.stage += 1;
+        match self.stage {
+            1 => Work::plain("ext3_unlink", k.c.unlink),
+            2 => LoopStep::plain("truncate_inode_pages", cached, k.c.truncate_page, vec![point("truncate_list_pages", 1)]),
+            3 => {
+                // ext3_truncate: per block freed, plus an indirect block read (bread hit)
+                // every 1024 blocks.
+                let per = k.c.free_block + k.c.free_indirect / PTRS_PER_BLOCK;
+                LoopStep::plain("ext3_truncate", size, per, vec![point("ext3_free_data", 1), point("bread", PTRS_PER_BLOCK)])
+            }
+            4 => {
+                let dropped = k.buf.cancel_file(self.file);
+                k.jbd.drop_data(&dropped);
+                k.mm.delete_file(self.file);
+                k.dcache.delete();
+                k.jbd.add_meta16(1 + 16 * size / PTRS_PER_BLOCK);
+                LoopStep::plain("dentry_iput", 1, k.c.prune_dentry, vec![point("dentry_iput", 1)])
+            }
+            _ => {
+                let _ = cx;
+                Step::Done
+            }
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+        let Some(f) = k.mm.files.get_mut(&self.file) else { return };
+        match self.stage {
+            2 => {
+                let d = done.min(f.cached);
+                f.cached -= d;
+                k.mm.cache -= d.min(k.mm.cache);
+                k.mm.free += d;
+                if f.cached > 0 {
+                    self.stage = 1;
+                }
+            }
+            3 => {
+                f.size -= done.min(f.size);
+                if f.size > 0 {
+                    self.stage = 2;
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! Buffer write-out paths of fs/buffer.c (2.4.17/2.4.18): `write_some_buffers`,
+//! `wait_for_buffers`, `sync_buffers` as `sys_sync` runs it, and the passes of bdflush and
+//! kupdated (research notes §2).
+
+use crate::dev::disk::Payload;
+use crate::fs::buffer::{Batch, Via};
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
+use crate::kernel::state::KState;
+use latlab_core::Nanos;
+
+/// NRSYNC: buffers written per write_some_buffers batch.
+pub const NRSYNC: u64 = 32;
+/// bdf_prm.age_buffer: kupdated writes buffers dirty for longer than this (30 s).
+pub const AGE_BUFFER_NS: Nanos = 30_000_000_000;
+/// bdf_prm.interval: kupdated's period (5 s).
+pub const KUPDATE_INTERVAL_NS: Nanos = 5_000_000_000;
+
+/// Record a submitted batch with the journal (its data buffers leave the dirty state).
+pub fn account_submission(k: &mut KState, b: &Batch) {
+    for &(tid, n) in &b.per_txn {
+        if let Some(t) = k.jbd.txn_mut(tid) {
+            t.submitted(b.lo, n);
+        }
+    }
+}
+
+/// Submit `batch` via `via`, then `submit_bh` per buffer (a loop with mini-ll's point and,
+/// at its end, `end_point` if given).
+pub struct SubmitBatch {
+    batch: Option<Batch>,
+    via: Via,
+    n: u64,
+    end_point: Option<&'static str>,
+    looped: bool,
+}
+
+impl SubmitBatch {
+    pub fn new(batch: Batch, via: Via, end_point: Option<&'static str>) -> Self {
+        let n = batch.hi - batch.lo;
+        SubmitBatch {
+            batch: Some(batch),
+            via,
+            n,
+            end_point,
+            looped: false,
+        }
+    }
+}
+
+impl Path for SubmitBatch {
+    fn name(&self) -> &'static str {
+        "ll_rw_block"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        if let Some(chan) = k.disk.must_wait(self.n) {
+            // __get_request_wait: no free request slot.
+            return Step::Block(chan);
+        }
+        if let Some(b) = self.batch.take() {
+            account_submission(k, &b);
+            let mut out = std::mem::take(&mut k.out);
+            k.buf.submit(&b, self.via, &mut k.disk, cx.now, &mut out);
+            k.out = out;
+        }
+        if self.looped {
+            return Step::Done;
+        }
+        self.looped = true;
+        let mut pts = vec![point("submit_bh", 1)];
+        if let Some(p) = self.end_point {
+            pts.push(point(p, self.n.max(1)));
+        }
+        LoopStep::plain("submit_bh", self.n, k.c.submit_bh, pts)
+    }
+}
+
+/// `write_some_buffers(NODEV)`: under lru_list_lock walk BUF_DIRTY from the head — refile
+/// kjournald's completed buffers, skip its locked ones — take up to NRSYNC dirty buffers,
+/// drop the lock and submit them. Returns (via `wrote`) whether it found any.
+pub struct WriteSomeBuffers {
+    stage: u8,
+    sub: Nested,
+    refiling: bool,
+    pub wrote: u64,
+}
+
+pub fn write_some_buffers() -> WriteSomeBuffers {
+    WriteSomeBuffers {
+        stage: 0,
+        sub: Nested::default(),
+        refiling: false,
+        wrote: 0,
+    }
+}
+
+impl Path for WriteSomeBuffers {
+    fn name(&self) -> &'static str {
+        "write_some_buffers"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        if let Some(s) = self.sub.next(k, cx) {
+            return s;
+        }
+        loop {
+            self.stage += 1;
+            let (done, locked) = k.buf.dirty_list_jbd();
+            match self.stage {
+                1 if done > 0 => {
+                    self.refiling = true;
+                    return LoopStep::locked("write_some_buffers", done, k.c.refile, "lru_list_lock", vec![], true);
+                }
+                2 if locked > 0 => {
+                    self.refiling = false;
+                    return LoopStep::locked("write_some_buffers", locked, k.c.skip_locked, "lru_list_lock", vec![], true);
+                }
+                3 => {
+                    self.refiling = false;
+                    let Some(b) = k.buf.take(NRSYNC, None) else {
+                        return Work::locked("write_some_buffers", 0, "lru_list_lock", false);
+                    };
+                    let n = b.hi - b.lo;
+                    self.wrote = n;
+                    self.sub.start(Box::new(SubmitBatch::new(b, Via::Lru, Some("write_some_buffers"))));
+                    return Work::locked("write_some_buffers", n * k.c.collect, "lru_list_lock", false);
+                }
+                1 | 2 => {}
+                _ => return Step::Done,
+            }
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        if self.sub.advanced(k, cx, done) {
+            return;
+        }
+        if self.refiling {
+            k.buf.refile_dirty_jbd(done);
+        }
+    }
+}
+
+/// `wait_for_buffers(NODEV, BUF_LOCKED, refile=1)`: under lru_list_lock refile the completed
+/// buffers at the head of BUF_LOCKED (mini-ll's lock-break), then sleep on the first locked
+/// one. `found_locked` says whether it had to wait (the caller's -EAGAIN).
+pub struct WaitForBuffers {
+    stage: u8,
+    pub found_locked: bool,
+}
+
+pub fn wait_for_buffers() -> WaitForBuffers {
+    WaitForBuffers {
+        stage: 0,
+        found_locked: false,
+    }
+}
+
+impl Path for WaitForBuffers {
+    fn name(&self) -> &'static str {
+        "wait_for_buffers"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        match self.stage {
+            0 => {
+                self.stage = 1;
+                let n = k.buf.locked_list_completed();
+                LoopStep::locked("wait_for_buffers", n, k.c.refile, "lru_list_lock", vec![point("wait_for_buffers", 1)], false)
+            }
+            1 => {
+                self.stage = 2;
+                match k.buf.locked_list_first_inflight().and_then(|s| k.disk.req_of_seq(s)) {
+                    Some(id) => {
+                        self.found_locked = true;
+                        Step::Block(Chan::Io(id))
+                    }
+                    None => Step::Done,
+                }
+            }
+            _ => Step::Done,
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+        k.buf.refile_locked(done);
+        if self.stage == 1 && k.buf.locked_list_completed() > 0 {
+            // Stopped at the lock-break: restart the walk from the head.
+            self.stage = 0;
+        }
+    }
+}
+
+/// Run `make()` repeatedly as a sub-path while `again(state)` holds.
+struct Repeat<F, G> {
+    make: F,
+    again: G,
+    sub: Nested,
+    name: &'static str,
+}
+
+impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&KState) -> bool> Path for Repeat<F, G> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            if !(self.again)(k) {
+                return Step::Done;
+            }
+            self.sub.start((self.make)());
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        self.sub.advanced(k, cx, done);
+    }
+}
+
+fn repeat(name: &'static str, make: impl FnMut() -> Box<dyn Path> + 'static, again: impl FnMut(&KState) -> bool + 'static) -> Box<dyn Path> {
+    Box::new(Repeat {
+        make,
+        again,
+        sub: Nested::default(),
+        name,
+    })
+}
+
+/// Run paths one after another.
+pub struct Chain {
+    name: &'static str,
+    parts: std::collections::VecDeque<Box<dyn Path>>,
+    sub: Nested,
+}
+
+pub fn chain(name: &'static str, parts: Vec<Box<dyn Path>>) -> Box<dyn Path> {
+    Box::new(Chain {
+        name,
+        parts: parts.into(),
+        sub: Nested::default(),
+    })
+}
+
+impl Path for Chain {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            match self.parts.pop_front() {
+                Some(p) => self.sub.start(p),
+                None => return Step::Done,
+            }
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        self.sub.advanced(k, cx, done);
+    }
+}
+
+/// A path from a closure run once at its start (state changes with no CPU cost of their own).
+pub struct Effect<F>(Option<F>);
+
+pub fn effect(f: impl FnOnce(&mut KState) + 'static) -> Box<dyn Path> {
+    Box::new(Effect(Some(f)))
+}
+
+impl<F: FnOnce(&mut KState)> Path for Effect<F> {
+    fn name(&self) -> &'static str {
+        "effect"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        if let Some(f) = self.0.take() {
+            f(k);
+        }
+        Step::Done
+    }
+}
+
+/// `write_unlocked_buffers(NODEV)`: write_some_buffers until BUF_DIRTY has nothing dirty.
+pub fn write_unlocked_buffers() -> Box<dyn Path> {
+    repeat("write_unlocked_buffers", || Box::new(write_some_buffers()), |k| k.buf.nr_dirty > 0)
+}
+
+/// `wait_for_locked_buffers(NODEV, BUF_DIRTY, 0)`: walk BUF_DIRTY from the head past the
+/// unlocked buffers (not refiled: they are walked again after every sleep), sleep on the first
+/// locked one, restart, until none is locked.
+struct WaitDirtyLocked {
+    walked: bool,
+}
+
+impl Path for WaitDirtyLocked {
+    fn name(&self) -> &'static str {
+        "wait_for_buffers"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        let (done, locked) = k.buf.dirty_list_jbd();
+        if locked == 0 {
+            return Step::Done;
+        }
+        if !self.walked {
+            self.walked = true;
+            return LoopStep::locked("wait_for_buffers", done, k.c.skip_locked, "lru_list_lock", vec![point("wait_for_buffers", 1)], false);
+        }
+        self.walked = false;
+        match k.buf.dirty_list_first_inflight().and_then(|s| k.disk.req_of_seq(s)) {
+            Some(id) => Step::Block(Chan::Io(id)),
+            None => Step::Done,
+        }
+    }
+}
+
+/// `sys_sync` = `fsync_dev(0)`: sync_buffers(0, 0); sync_inodes; sync_supers (ext3 starts a
+/// commit); sync_buffers(0, 1) = write_unlocked + wait(BUF_DIRTY) + write_unlocked +
+/// wait(BUF_LOCKED, refile).
+pub fn sys_sync(kjournald: u32) -> Box<dyn Path> {
+    chain(
+        "sys_sync",
+        vec![
+            write_unlocked_buffers(),
+            effect(move |k| {
+                k.jbd.commit_requested = true;
+                k.wake_kthread(kjournald);
+            }),
+            write_unlocked_buffers(),
+            Box::new(WaitDirtyLocked { walked: false }),
+            write_unlocked_buffers(),
+            repeat("wait_for_locked_buffers", || Box::new(wait_for_buffers()), |k| {
+                k.buf.locked_list_first_inflight().is_some() || k.buf.locked_list_completed() > 0
+            }),
+        ],
+    )
+}
+
+/// bdflush's pass: write batches while above nfract, then `wait_for_some_buffers`.
+pub fn bdflush_pass() -> Box<dyn Path> {
+    chain(
+        "bdflush",
+        vec![
+            repeat("bdflush", || Box::new(write_some_buffers()), |k| k.balance_dirty_state() >= 0 && k.buf.nr_dirty > 0),
+            Box::new(wait_for_buffers()),
+        ],
+    )
+}
+
+/// kupdated's pass (`sync_old_buffers`): write batches while the oldest dirty buffer is older
+/// than age_buffer, then (2.4.17) `wait_for_some_buffers`.
+pub fn kupdate_pass(now: Nanos) -> Box<dyn Path> {
+    chain(
+        "kupdate",
+        vec![
+            repeat("sync_old_buffers", || Box::new(write_some_buffers()), move |k| {
+                k.buf.oldest_dirty().is_some_and(|t| t + AGE_BUFFER_NS <= now)
+            }),
+            Box::new(wait_for_buffers()),
+        ],
+    )
+}
+
+/// Submit a plain disk request (journal blocks, reads) and wait for it.
+pub struct DiskIo {
+    pub dir: crate::dev::disk::Dir,
+    pub block: u64,
+    pub blocks: u64,
+    id: Option<u64>,
+}
+
+pub fn disk_io(dir: crate::dev::disk::Dir, block: u64, blocks: u64) -> DiskIo {
+    DiskIo {
+        dir,
+        block,
+        blocks,
+        id: None,
+    }
+}
+
+impl Path for DiskIo {
+    fn name(&self) -> &'static str {
+        "ll_rw_block"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        if self.id.is_some() {
+            return Step::Done;
+        }
+        if let Some(chan) = k.disk.must_wait(self.blocks) {
+            return Step::Block(chan);
+        }
+        let mut out = std::mem::take(&mut k.out);
+        let id = k.disk.submit(self.dir, self.block, self.blocks, Payload::Other, cx.now, &mut out);
+        k.out = out;
+        self.id = Some(id);
+        Step::Block(Chan::Io(id))
+    }
+}

@@ -1,0 +1,169 @@
+//! ext3's journal in ordered-data mode (fs/jbd/transaction.c, fs/jbd/commit.c, 2.4.18).
+//!
+//! Every data buffer a write dirties joins the running transaction's `t_sync_datalist`.
+//! kjournald commits the running transaction `j_commit_interval` (5 s) after it started, or
+//! when someone forces a commit (`sync`). Commit phase 2 (`write_out_data`) walks the
+//! datalist under `journal_datalist_lock`: buffers whose I/O has completed are unfiled one by
+//! one, locked ones are skipped, dirty ones are gathered 64 at a time (`wbuf[64]`) and
+//! submitted with the lock dropped; then it waits on the last buffer it wrote and walks again.
+//! The datalist holds, in order, completed then locked then dirty buffers (see
+//! [`crate::fs::buffer`]), so the walk's stretches are counts, not item-by-item work.
+
+use latlab_core::Nanos;
+
+/// `j_commit_interval = HZ * 5` (research notes §2, JBD_DEFAULT_MAX_COMMIT_AGE).
+pub const COMMIT_INTERVAL_NS: Nanos = 5_000_000_000;
+/// `struct buffer_head *wbuf[64]` in journal_commit_transaction.
+pub const WBUF: u64 = 64;
+
+#[derive(Clone, Debug, Default)]
+pub struct Txn {
+    pub tid: u64,
+    pub started: Nanos,
+    /// Data buffers of this transaction not yet submitted.
+    pub dirty: u64,
+    /// Sequence range of its submitted data buffers.
+    pub sub_lo: Option<u64>,
+    pub sub_hi: u64,
+    /// Buffers below this sequence number are unfiled from the datalist.
+    pub unfiled_hi: u64,
+    /// Metadata blocks to write to the journal at commit.
+    pub meta: u64,
+    meta16: u64,
+}
+
+impl Txn {
+    /// Completed, not yet unfiled buffers on the datalist.
+    pub fn completed(&self, done_hi: u64) -> u64 {
+        let lo = self.sub_lo.unwrap_or(self.sub_hi).max(self.unfiled_hi);
+        self.sub_hi.min(done_hi).saturating_sub(lo)
+    }
+    /// Submitted, still locked buffers on the datalist.
+    pub fn locked(&self, done_hi: u64) -> u64 {
+        let lo = self.sub_lo.unwrap_or(self.sub_hi).max(self.unfiled_hi).max(done_hi);
+        self.sub_hi.saturating_sub(lo)
+    }
+    /// Record a submission of `n` of its buffers at `lo..lo+n`.
+    pub fn submitted(&mut self, lo: u64, n: u64) {
+        if self.sub_lo.is_none() {
+            self.sub_lo = Some(lo);
+            self.unfiled_hi = lo;
+        }
+        self.sub_hi = self.sub_hi.max(lo + n);
+        self.dirty -= n.min(self.dirty);
+    }
+    /// Unfile the next `n` completed buffers.
+    pub fn unfile(&mut self, n: u64) {
+        let lo = self.sub_lo.unwrap_or(self.sub_hi).max(self.unfiled_hi);
+        self.unfiled_hi = lo + n;
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Journal {
+    pub running: Txn,
+    pub committing: Option<Txn>,
+    next_tid: u64,
+    /// A commit was asked for (sync, journal full) before the interval ran out.
+    pub commit_requested: bool,
+    /// Transactions committed so far.
+    pub commits: u64,
+    /// Next free block of the journal area (for disk positions).
+    pub log_block: u64,
+}
+
+/// Disk block where the journal lives (an internal journal near the start of the fs).
+pub const JOURNAL_START_BLOCK: u64 = 8_192;
+/// `j_max_transaction_buffers = j_maxlen / 4`: a transaction this full is committed at once.
+pub const MAX_TRANSACTION_BUFFERS: u64 = JOURNAL_BLOCKS / 4;
+/// Journal size: 32 MiB (mke2fs -j default for large filesystems of the era), in blocks.
+pub const JOURNAL_BLOCKS: u64 = 8_192;
+
+impl Journal {
+    pub fn txn_mut(&mut self, tid: u64) -> Option<&mut Txn> {
+        if self.running.tid == tid {
+            return Some(&mut self.running);
+        }
+        self.committing.as_mut().filter(|t| t.tid == tid)
+    }
+
+    /// A write dirtied `n` data buffers: they join the running transaction.
+    pub fn add_data(&mut self, n: u64) -> u64 {
+        self.running.dirty += n;
+        self.running.tid
+    }
+
+    /// Metadata blocks newly journaled in the running transaction, in sixteenths of a block
+    /// (a block already in the transaction costs nothing more: 32 inodes share an inode-table
+    /// block, a directory block holds ~100 entries).
+    pub fn add_meta16(&mut self, n16: u64) {
+        self.running.meta16 += n16;
+        self.running.meta = self.running.meta16 / 16;
+    }
+
+    /// Dirty buffers of a deleted file leave their transactions.
+    pub fn drop_data(&mut self, dropped: &[(u64, u64)]) {
+        for &(tid, n) in dropped {
+            if let Some(t) = self.txn_mut(tid) {
+                t.dirty -= n.min(t.dirty);
+            }
+        }
+    }
+
+    /// Should kjournald start a commit now?
+    pub fn commit_due(&self, now: Nanos) -> bool {
+        self.committing.is_none()
+            && (self.running.dirty + self.running.meta > 0 || self.running.sub_lo.is_some())
+            && (self.commit_requested || now >= self.running.started + COMMIT_INTERVAL_NS || self.running.meta >= MAX_TRANSACTION_BUFFERS)
+    }
+
+    /// journal_commit_transaction() begins: the running transaction becomes the committing one.
+    pub fn start_commit(&mut self, now: Nanos) {
+        self.next_tid += 1;
+        let fresh = Txn {
+            tid: self.next_tid,
+            started: now,
+            ..Txn::default()
+        };
+        let old = std::mem::replace(&mut self.running, fresh);
+        self.committing = Some(old);
+        self.commit_requested = false;
+    }
+
+    pub fn finish_commit(&mut self) {
+        self.committing = None;
+        self.commits += 1;
+    }
+
+    /// Next journal block for `n` blocks of log (wrapping).
+    pub fn log_alloc(&mut self, n: u64) -> u64 {
+        if self.log_block + n > JOURNAL_BLOCKS {
+            self.log_block = 0;
+        }
+        let b = JOURNAL_START_BLOCK + self.log_block;
+        self.log_block += n;
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datalist_counts() {
+        let mut t = Txn {
+            dirty: 100,
+            ..Txn::default()
+        };
+        t.submitted(10, 64);
+        t.submitted(74, 20);
+        assert_eq!(t.dirty, 16);
+        assert_eq!(t.completed(50), 40);
+        assert_eq!(t.locked(50), 44);
+        t.unfile(30);
+        assert_eq!(t.completed(50), 10);
+        assert_eq!(t.locked(94), 0);
+        assert_eq!(t.completed(94), 54);
+    }
+}

@@ -1,0 +1,298 @@
+//! The code-path catalog: every rescheduling point the model knows, and the cost of every
+//! loop body, shared by all variants of an experiment.
+//!
+//! Costs are not tuned numbers: each loop body is described by the instructions and the
+//! cache misses it takes (read off the 2.4 code it follows), and [`MachineProfile::cost`]
+//! turns them into time with the machine's CPI, clock and memory latency. A cache miss is a
+//! pointer dereference to a cold structure (a buffer_head, a journal_head, a list
+//! neighbour); hot, sequential or just-touched data count as hits.
+
+use crate::kernel::path::{Chan, Ctx, LoopStep, Path, Step, Work};
+use crate::kernel::state::KState;
+use crate::machine::MachineProfile;
+use latlab_core::Nanos;
+
+/// Where a rescheduling point comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Already in stock 2.4.17/2.4.18.
+    Stock,
+    /// Andrew Morton's mini-ll patch (seed 000).
+    MiniLl,
+    /// Andrew Morton's full low-latency patch (research notes §1).
+    LowLatency,
+}
+
+/// A rescheduling point or lock-break, named after its kernel function.
+#[derive(Clone, Copy, Debug)]
+pub struct PointInfo {
+    pub name: &'static str,
+    pub file: &'static str,
+    pub origin: Origin,
+    /// Drops a spinlock to schedule (a lock-break) rather than calling schedule() lock-free.
+    pub lock_break: Option<&'static str>,
+    pub what: &'static str,
+}
+
+const fn pt(name: &'static str, file: &'static str, origin: Origin, lock_break: Option<&'static str>, what: &'static str) -> PointInfo {
+    PointInfo {
+        name,
+        file,
+        origin,
+        lock_break,
+        what,
+    }
+}
+
+/// Every point the model knows. A variant lists the ones its kernel has.
+pub const POINTS: &[PointInfo] = &[
+    pt("truncate_list_pages", "mm/filemap.c", Origin::Stock, None, "need_resched check after each truncated page (pagecache_lock already dropped)"),
+    pt("shrink_cache", "mm/vmscan.c", Origin::Stock, Some("pagemap_lru_lock"), "per inactive page scanned"),
+    pt("swap_out", "mm/vmscan.c", Origin::Stock, None, "before each address space scanned"),
+    pt("journal_commit_transaction", "fs/jbd/commit.c", Origin::Stock, None, "after each wbuf[64] submission: if (current->need_resched) schedule()"),
+    pt("kswapd_balance", "mm/vmscan.c", Origin::Stock, None, "between kswapd's try_to_free_pages rounds"),
+    pt("read_zero", "drivers/char/mem.c", Origin::Stock, None, "per page cleared by read(/dev/zero)"),
+    pt("wait_for_buffers", "fs/buffer.c", Origin::MiniLl, Some("lru_list_lock"), "per buffer walked, for a global sync (dev == NODEV)"),
+    pt("bread", "fs/buffer.c", Origin::MiniLl, None, "on a buffer-cache hit (the low-latency patch has it in getblk, which bread calls)"),
+    pt("dentry_iput", "fs/dcache.c", Origin::MiniLl, None, "after each dentry's inode is released"),
+    pt("journal_commit:write_out_data", "fs/jbd/commit.c", Origin::MiniLl, Some("journal_datalist_lock"), "after unfiling each clean data buffer"),
+    pt("statm_pte_range", "fs/proc/array.c", Origin::MiniLl, None, "per PTE of /proc/PID/statm"),
+    pt("proc_file_read", "fs/proc/generic.c", Origin::MiniLl, None, "per page of /proc output"),
+    pt("filemap_fdatasync", "mm/filemap.c", Origin::MiniLl, None, "per dirty page synced"),
+    pt("do_generic_file_read", "mm/filemap.c", Origin::MiniLl, None, "per page read"),
+    pt("generic_file_write", "mm/filemap.c", Origin::MiniLl, None, "per page written"),
+    pt("submit_bh", "drivers/block/ll_rw_blk.c", Origin::MiniLl, None, "after each buffer submitted"),
+    pt("write_some_buffers", "fs/buffer.c", Origin::LowLatency, None, "after each 32-buffer batch"),
+    pt("prune_dcache", "fs/dcache.c", Origin::LowLatency, Some("dcache_lock"), "every 100 dentries walked (TEST_RESCHED_COUNT(100))"),
+    pt("prune_icache", "fs/inode.c", Origin::LowLatency, Some("inode_lock"), "per inode walked"),
+    pt("dispose_list", "fs/inode.c", Origin::LowLatency, None, "per inode freed"),
+    pt("ext3_free_data", "fs/ext3/inode.c", Origin::LowLatency, None, "per block pointer freed"),
+    pt("zap_page_range", "mm/memory.c", Origin::LowLatency, Some("page_table_lock"), "every 256 PTEs (MAX_ZAP_BYTES, 1 MB)"),
+    pt("swap_out_pmd", "mm/vmscan.c", Origin::LowLatency, Some("page_table_lock"), "every 4 present pages scanned"),
+    pt("close_files", "kernel/exit.c", Origin::LowLatency, None, "per fd closed at exit"),
+];
+
+/// Per-operation costs of one machine, derived once per run from the profile.
+#[derive(Clone, Debug)]
+pub struct Costs {
+    /// jbd write_out_data, clean buffer: __journal_unfile_buffer + __journal_remove_journal_head
+    /// + refile_buffer + __brelse: ~150 instructions; misses on the journal_head, two lines
+    /// of the buffer_head, both LRU neighbours and the slab page: 6.
+    pub unfile: Nanos,
+    /// Any buffer-list walk passing a locked buffer: test of b_state, follow b_next_free:
+    /// ~20 instructions, 1 miss (the buffer_head).
+    pub skip_locked: Nanos,
+    /// __refile_buffer of a completed buffer: unlink + relink on another LRU list: ~50
+    /// instructions, 3 misses (buffer_head, prev and next neighbours).
+    pub refile: Nanos,
+    /// write_some_buffers taking a dirty buffer: test_and_set lock, clean, refile, get_bh:
+    /// ~60 instructions, 3 misses.
+    pub collect: Nanos,
+    /// submit_bh -> generic_make_request -> __make_request (elevator merge at the queue
+    /// tail): ~300 instructions, 2 misses.
+    pub submit_bh: Nanos,
+    /// prune_dcache passing a referenced dentry: flag clear, list_del + list_add: ~25
+    /// instructions, 2 misses (dentry, list neighbour).
+    pub dcache_skip: Nanos,
+    /// prune_one_dentry: d_free, dentry_iput, list and hash unlinks: ~300 instructions, 6 misses.
+    pub prune_dentry: Nanos,
+    /// prune_icache visiting an inode: i_state, i_data.nrpages, i_count, list step: ~20
+    /// instructions, 2 misses.
+    pub icache_visit: Nanos,
+    /// dispose_list freeing one inode (clear_inode, destroy): ~400 instructions, 5 misses.
+    pub dispose_inode: Nanos,
+    /// zap_pte_range per present PTE: ptep_get_and_clear, free_page_and_swap_cache into the
+    /// buddy allocator: ~100 instructions, 2 misses (struct page, buddy neighbour).
+    pub zap_pte: Nanos,
+    /// swap_out_pmd per present PTE: ptep_test_and_clear_young: ~20 instructions, 1 miss
+    /// (struct page).
+    pub swap_scan_pte: Nanos,
+    /// try_to_swap_out of an old page besides the slot search: add_to_swap_cache, set the
+    /// swap pte, flush: ~600 instructions, 6 misses.
+    pub swap_out_page: Nanos,
+    /// scan_swap_map per swap_map entry read: ~5 instructions; 16 two-byte entries per
+    /// 32-byte PIII cache line, so 1/16 miss.
+    pub swap_map_entry: Nanos,
+    /// shrink_cache per inactive page: lock tests, page_count, mapping checks,
+    /// __remove_inode_page for clean ones: ~100 instructions, 3 misses.
+    pub shrink_page: Nanos,
+    /// refill_inactive per active page moved: ~30 instructions, 2 misses.
+    pub refill_page: Nanos,
+    /// truncate_complete_page + page_cache_release + list restart: ~200 instructions, 4 misses.
+    pub truncate_page: Nanos,
+    /// ext3_free_blocks per block of a run: clear bit, count: ~30 instructions, bitmap is hot.
+    pub free_block: Nanos,
+    /// ext3_free_branches per indirect block: bread hit + journal_get_write_access +
+    /// ext3_free_data bookkeeping: ~1500 instructions, 10 misses.
+    pub free_indirect: Nanos,
+    /// generic_file_write per page besides the copy: __grab_cache_page, ext3_prepare_write
+    /// (block allocation, journal_start, get_write_access), commit_write (journal_dirty_data,
+    /// mark dirty, balance_dirty): ~2000 instructions, 15 misses.
+    pub write_page: Nanos,
+    /// do_generic_file_read per cached page besides the copy: __find_page_nolock, mark
+    /// accessed, file_read_actor setup: ~300 instructions, 4 misses.
+    pub read_page: Nanos,
+    /// A 4 KiB copy to or from user space.
+    pub page_copy: Nanos,
+    /// Path lookup of one component pair (open/stat): ~1000 instructions, 8 misses.
+    pub lookup: Nanos,
+    /// ext3_create / mkdir: inode allocation, directory entry, journal handles: ~4000
+    /// instructions, 30 misses.
+    pub create: Nanos,
+    /// ext3_unlink + iput bookkeeping besides truncation: ~3000 instructions, 25 misses.
+    pub unlink: Nanos,
+    /// journal_write_metadata_buffer per metadata block: ~400 instructions, 4 misses.
+    pub journal_meta: Nanos,
+    /// getdents per entry: ~300 instructions, 2 misses.
+    pub readdir_entry: Nanos,
+    /// do_fork + execve besides page-table copies: ~60000 instructions, 300 misses
+    /// (lmbench on a PIII-868 gives fork+exec ~0.8 ms with page faults; the kernel part is
+    /// a fraction).
+    pub fork_exec: Nanos,
+    /// rtc_read: copy the count out, clear rtc_irq_data: ~200 instructions, 2 misses.
+    pub rtc_read: Nanos,
+    /// Rest of do_exit besides exit_mmap: files, fs, signals, notify parent: ~5000
+    /// instructions, 40 misses.
+    pub exit_rest: Nanos,
+}
+
+impl Costs {
+    pub fn new(m: &MachineProfile) -> Self {
+        Costs {
+            unfile: m.cost(150.0, 6.0),
+            skip_locked: m.cost(20.0, 1.0),
+            refile: m.cost(50.0, 3.0),
+            collect: m.cost(60.0, 3.0),
+            submit_bh: m.cost(300.0, 2.0),
+            dcache_skip: m.cost(25.0, 2.0),
+            prune_dentry: m.cost(300.0, 6.0),
+            icache_visit: m.cost(20.0, 2.0),
+            dispose_inode: m.cost(400.0, 5.0),
+            zap_pte: m.cost(100.0, 2.0),
+            swap_scan_pte: m.cost(20.0, 1.0),
+            swap_out_page: m.cost(600.0, 6.0),
+            swap_map_entry: m.cost(5.0, 1.0 / 16.0),
+            shrink_page: m.cost(100.0, 3.0),
+            refill_page: m.cost(30.0, 2.0),
+            truncate_page: m.cost(200.0, 4.0),
+            free_block: m.cost(30.0, 0.0),
+            free_indirect: m.cost(1500.0, 10.0),
+            write_page: m.cost(2000.0, 15.0),
+            read_page: m.cost(300.0, 4.0),
+            page_copy: m.copy_ns(4096),
+            lookup: m.cost(1000.0, 8.0),
+            create: m.cost(4000.0, 30.0),
+            unlink: m.cost(3000.0, 25.0),
+            journal_meta: m.cost(400.0, 4.0),
+            readdir_entry: m.cost(300.0, 2.0),
+            fork_exec: m.cost(60000.0, 300.0),
+            rtc_read: m.cost(200.0, 2.0),
+            exit_rest: m.cost(5000.0, 40.0),
+        }
+    }
+}
+
+/// A path that sleeps on `chan` (optionally with a timeout) and returns.
+pub struct WaitOn {
+    pub chan: Chan,
+    pub timeout: Option<Nanos>,
+    slept: bool,
+}
+
+impl WaitOn {
+    pub fn new(chan: Chan, timeout: Option<Nanos>) -> Box<Self> {
+        Box::new(WaitOn {
+            chan,
+            timeout,
+            slept: false,
+        })
+    }
+}
+
+impl Path for WaitOn {
+    fn name(&self) -> &'static str {
+        "interruptible_sleep_on"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        if self.slept {
+            return Step::Done;
+        }
+        self.slept = true;
+        if let Some(t) = self.timeout {
+            k.out.push(crate::kernel::state::KReq::WakeAt { at: cx.now + t, chan: self.chan });
+        }
+        Step::Block(self.chan)
+    }
+}
+
+/// read(/dev/rtc): sleep until an interrupt has arrived, then return the count.
+pub struct RtcRead {
+    copied: bool,
+}
+
+pub fn rtc_read() -> Box<dyn Path> {
+    Box::new(RtcRead { copied: false })
+}
+
+impl Path for RtcRead {
+    fn name(&self) -> &'static str {
+        "rtc_read"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        if self.copied {
+            k.rtc_last = k.rtc.read();
+            return Step::Done;
+        }
+        if !k.rtc.has_data() {
+            return Step::Block(Chan::Rtc);
+        }
+        self.copied = true;
+        Work::plain("rtc_read", k.c.rtc_read)
+    }
+}
+
+/// do_exit(): exit_mmap zaps every page under the mm's page_table_lock (the low-latency patch
+/// cuts it into 256-page chunks), then the rest of the teardown.
+pub struct DoExit {
+    mm: u32,
+    stage: u8,
+}
+
+pub fn do_exit(mm: u32) -> Box<dyn Path> {
+    Box::new(DoExit { mm, stage: 0 })
+}
+
+impl Path for DoExit {
+    fn name(&self) -> &'static str {
+        "do_exit"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        let c = &k.c;
+        self.stage += 1;
+        match self.stage {
+            1 => {
+                let rss = k.mm.mms.get(&self.mm).map_or(0, |r| r.rss);
+                LoopStep::locked("zap_page_range", rss, c.zap_pte, "page_table_lock", vec![crate::kernel::path::point("zap_page_range", 256)], false)
+            }
+            2 => {
+                let t = c.exit_rest;
+                k.mm.drop_mm(self.mm);
+                Work::plain("exit_files", t)
+            }
+            _ => Step::Done,
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+        // Pages zapped so far are freed at once; a restart (after a lock-break) zaps the rest.
+        if let Some(r) = k.mm.mms.get_mut(&self.mm) {
+            let d = done.min(r.rss);
+            r.rss -= d;
+            r.young = r.young.min(r.rss);
+            k.mm.anon -= d.min(k.mm.anon);
+            k.mm.free += d;
+            if r.rss > 0 {
+                self.stage = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,700 @@
+//! The uniprocessor kernel: the CPU loop, interrupts, wakeups, schedule().
+//!
+//! Follows Linux 2.4's structure (arch/i386/kernel/entry.S, kernel/sched.c): the CPU runs the
+//! current task's user burst or kernel step; interrupts (timer tick at HZ, RTC, disk
+//! completion) run their handler on top of whatever runs, may wake tasks and set
+//! `need_resched`, and on return either reschedule (when the interrupted context allows it,
+//! see [`preempt`]) or resume. Kernel code gives up the CPU only where the variant lets it:
+//! blocking, return to user space, the rescheduling points it has, and, with kernel
+//! preemption, IRQ return and the unlock that brings `preempt_count` to 0.
+
+pub mod catalog;
+pub mod path;
+pub mod preempt;
+pub mod state;
+pub mod task;
+
+use crate::engine::{EventQueue, Rng};
+use crate::machine::MachineProfile;
+use crate::measure::realfeel::Tracker;
+use crate::sched::Scheduler;
+use crate::variant::Variant;
+use crate::workload::{Action, ProgCx, TaskSpec};
+use latlab_core::{Nanos, Stream};
+use path::{Chan, Ctx, Step};
+use preempt::Boundary;
+use state::{KReq, KState};
+use std::collections::BTreeMap;
+use task::{Exec, Policy, Running, Task, TaskId, TaskState};
+
+/// Hardware interrupts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Irq {
+    /// The timer tick (IRQ 0).
+    Tick,
+    /// The RTC periodic interrupt (IRQ 8).
+    Rtc,
+    /// Disk request completion (IDE).
+    Disk(u64),
+}
+
+/// Queue events: interrupts and software wakeups.
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Irq(Irq),
+    /// A timer or device-side completion that wakes a channel (delivered in softirq context at
+    /// no modelled cost).
+    Wake(Chan),
+}
+
+/// Counters the kernel keeps for the result.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub context_switches: u64,
+    pub irqs: u64,
+    pub irq_ns: Nanos,
+    pub schedule_calls: u64,
+    pub sched_ns: Nanos,
+    pub idle_ns: Nanos,
+    pub syscalls: u64,
+    pub tasks_created: u64,
+}
+
+/// Why the CPU left a context: recorded for attribution and traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchReason {
+    Point(&'static str),
+    Unlock(&'static str),
+    IrqExit,
+    UserReturn,
+    Block,
+    Exit,
+    Idle,
+}
+
+impl SwitchReason {
+    pub fn describe(&self) -> String {
+        match self {
+            SwitchReason::Point(p) => format!("rescheduling point in {p}"),
+            SwitchReason::Unlock(l) => format!("spin_unlock({l}) -> preempt_schedule"),
+            SwitchReason::IrqExit => "IRQ return (kernel preemption)".into(),
+            SwitchReason::UserReturn => "return to user space".into(),
+            SwitchReason::Block => "schedule() (task blocked)".into(),
+            SwitchReason::Exit => "do_exit".into(),
+            SwitchReason::Idle => "idle loop".into(),
+        }
+    }
+}
+
+/// The simulated machine running one kernel variant.
+pub struct Kernel {
+    pub now: Nanos,
+    q: EventQueue<Ev>,
+    pub tasks: Vec<Task>,
+    current: TaskId,
+    sched: Box<dyn Scheduler>,
+    pub v: Variant,
+    pub m: MachineProfile,
+    pub st: KState,
+    waiters: BTreeMap<Chan, Vec<TaskId>>,
+    /// Time still owed to schedule()/context switch, run with interrupts off before the
+    /// current task continues.
+    overhead: Nanos,
+    tick_ns: Nanos,
+    rtc_period: Option<Nanos>,
+    next_timer_token: u64,
+    pub rng: Rng,
+    pub stats: Stats,
+    pub tracker: Tracker,
+    /// Tasks by pid.
+    pids: BTreeMap<u32, TaskId>,
+    next_pid: u32,
+    next_mm: u32,
+    /// When the current task last got the CPU or entered the kernel.
+    ran_since: Nanos,
+}
+
+impl Kernel {
+    pub fn new(
+        v: Variant,
+        m: MachineProfile,
+        sched: Box<dyn Scheduler>,
+        st: KState,
+        rng: Rng,
+    ) -> Self {
+        let tick_ns = 1_000_000_000 / v.hz as Nanos;
+        let idle = Task {
+            pid: 0,
+            comm: "swapper".into(),
+            policy: Policy::Other,
+            rt_priority: 0,
+            nice: 0,
+            counter: 0,
+            state: TaskState::Runnable,
+            kthread: true,
+            mm: 0,
+            need_resched: false,
+            program: None,
+            exec: Exec::Idle,
+            parent: None,
+            children: 0,
+            cpu_ns: 0,
+            exiting: false,
+            wait_below: None,
+        };
+        let mut k = Kernel {
+            now: 0,
+            q: EventQueue::new(),
+            tasks: vec![idle],
+            current: 0,
+            sched,
+            v,
+            m,
+            st,
+            waiters: BTreeMap::new(),
+            overhead: 0,
+            tick_ns,
+            rtc_period: None,
+            next_timer_token: 0,
+            rng,
+            stats: Stats::default(),
+            tracker: Tracker::default(),
+            pids: BTreeMap::new(),
+            next_pid: 1,
+            next_mm: 1,
+            ran_since: 0,
+        };
+        k.pids.insert(0, 0);
+        k.q.schedule(tick_ns, Ev::Irq(Irq::Tick));
+        k
+    }
+
+    /// Start the RTC's periodic interrupt at `hz` (RTC_IRQP_SET + RTC_PIE_ON).
+    pub fn start_rtc(&mut self, hz: u32) {
+        let period = 1_000_000_000 / hz as Nanos;
+        self.rtc_period = Some(period);
+        self.q.schedule(self.now + period, Ev::Irq(Irq::Rtc));
+    }
+
+    /// Events delivered so far.
+    pub fn events(&self) -> u64 {
+        self.q.delivered()
+    }
+
+    /// Create a task; it becomes runnable at once. Returns its pid.
+    pub fn spawn(&mut self, spec: TaskSpec, parent: Option<TaskId>) -> u32 {
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let mm = if spec.kthread {
+            0
+        } else if let (Some(p), true) = (parent, spec.share_mm) {
+            self.tasks[p].mm
+        } else {
+            self.next_mm += 1;
+            self.next_mm
+        };
+        let id = self.tasks.len();
+        self.tasks.push(Task {
+            pid,
+            comm: spec.comm,
+            policy: spec.policy,
+            rt_priority: spec.rt_priority,
+            nice: spec.nice,
+            counter: 0,
+            state: TaskState::Runnable,
+            kthread: spec.kthread,
+            mm,
+            need_resched: false,
+            program: Some(spec.program),
+            exec: Exec::Ready,
+            parent,
+            children: 0,
+            cpu_ns: 0,
+            exiting: false,
+            wait_below: None,
+        });
+        self.pids.insert(pid, id);
+        self.stats.tasks_created += 1;
+        match parent {
+            Some(p) => {
+                self.tasks[p].children += 1;
+                self.sched.fork(&mut self.tasks, p, id);
+            }
+            None => {
+                let g = &mut self.tasks[id];
+                g.counter = 6; // NICE_TO_TICKS(0) at HZ=100: a fresh task's first slice
+            }
+        }
+        self.sched.enqueue(&self.tasks, id);
+        if self.sched.wakeup_preempt(&self.tasks, id, self.current) {
+            self.tasks[self.current].need_resched = true;
+        }
+        pid
+    }
+
+    /// Run until simulated time `end` (or until nothing is left to do).
+    pub fn run_until(&mut self, end: Nanos, mut progress: impl FnMut(Nanos)) {
+        let mut next_report = self.now;
+        while self.now < end {
+            if self.now >= next_report {
+                progress(self.now);
+                next_report = self.now + 1_000_000_000;
+            }
+            let seg = self.segment_len();
+            let irqs_off = self.irqs_off();
+            match (seg, self.q.peek_time()) {
+                (Some(d), Some(t)) if irqs_off || self.now + d <= t => {
+                    self.advance(d);
+                    self.boundary();
+                }
+                (Some(d), None) => {
+                    self.advance(d);
+                    self.boundary();
+                }
+                (_, Some(t)) => {
+                    if t > self.now {
+                        self.advance(t - self.now);
+                    }
+                    let (at, ev) = self.q.pop().expect("peeked");
+                    self.event(at, ev);
+                }
+                (None, None) => break,
+            }
+        }
+    }
+
+    fn irqs_off(&self) -> bool {
+        if self.overhead > 0 {
+            return true;
+        }
+        matches!(&self.tasks[self.current].exec,
+            Exec::Kernel { step: Some(Running { step: Step::Work(w), .. }), .. } if w.irqs_off)
+    }
+
+    /// Time until the current context reaches its next boundary; None when idle.
+    fn segment_len(&self) -> Option<Nanos> {
+        if self.overhead > 0 {
+            return Some(self.overhead);
+        }
+        let t = &self.tasks[self.current];
+        match &t.exec {
+            Exec::Idle => {
+                if t.need_resched {
+                    Some(0)
+                } else {
+                    None
+                }
+            }
+            Exec::Ready => Some(0),
+            Exec::User { left } => Some(*left),
+            Exec::Kernel { step: None, .. } => Some(0),
+            Exec::Kernel {
+                step: Some(r), ..
+            } => match &r.step {
+                Step::Loop(l) if t.need_resched => match preempt::loop_point(l, &self.v) {
+                    Some(p) => Some(preempt::to_next_point(r.total - r.left, l, p).min(r.left)),
+                    None => Some(r.left),
+                },
+                _ => Some(r.left),
+            },
+        }
+    }
+
+    /// Let `d` ns of CPU time pass in the current context.
+    fn advance(&mut self, d: Nanos) {
+        self.now += d;
+        if self.overhead > 0 {
+            let x = d.min(self.overhead);
+            self.overhead -= x;
+            self.stats.sched_ns += x;
+            self.tracker.on_sched(x);
+            return;
+        }
+        let cur = self.current;
+        let t = &mut self.tasks[cur];
+        t.cpu_ns += d;
+        match &mut t.exec {
+            Exec::User { left } => *left -= d.min(*left),
+            Exec::Kernel { step: Some(r), .. } => r.left -= d.min(r.left),
+            Exec::Idle => self.stats.idle_ns += d,
+            _ => {}
+        }
+        self.tracker.on_run(cur, d);
+    }
+
+    // ----- boundaries -------------------------------------------------------------------
+
+    fn boundary(&mut self) {
+        if self.overhead > 0 {
+            return;
+        }
+        let cur = self.current;
+        let exec = std::mem::replace(&mut self.tasks[cur].exec, Exec::Ready);
+        match exec {
+            Exec::Idle => {
+                self.tasks[cur].exec = Exec::Idle;
+                if self.tasks[cur].need_resched {
+                    self.schedule(SwitchReason::Idle);
+                }
+            }
+            Exec::Ready => self.dispatch(),
+            Exec::User { left } if left > 0 => self.tasks[cur].exec = Exec::User { left },
+            Exec::User { .. } => self.dispatch(),
+            Exec::Kernel {
+                mut path,
+                step,
+                from_user,
+            } => {
+                let cx = Ctx {
+                    now: self.now,
+                    pid: self.tasks[cur].pid,
+                };
+                // Finish the step under way.
+                let mut resched_here: Option<SwitchReason> = None;
+                if let Some(r) = step {
+                    match &r.step {
+                        Step::Loop(l) => {
+                            let done_ns = r.total - r.left;
+                            let done = if r.left == 0 {
+                                l.items
+                            } else {
+                                (done_ns / l.per_item.max(1)).min(l.items)
+                            };
+                            path.advanced(&mut self.st, &cx, done);
+                            // A point is checked after every `every`-th item, the last one too.
+                            let at_point = preempt::loop_point(l, &self.v).filter(|p| done > 0 && done % p.every == 0);
+                            if let (Some(p), true) = (at_point, self.tasks[cur].need_resched) {
+                                self.tracker.on_step(self.now, cur, p.name, l.func, l.lock.is_some());
+                                resched_here = Some(match (p.name, l.lock) {
+                                    ("spin_unlock", Some(lock)) => SwitchReason::Unlock(lock),
+                                    ("preempt", _) => SwitchReason::IrqExit,
+                                    (name, _) => SwitchReason::Point(name),
+                                });
+                            } else if let (Some(lock), false, true) = (l.lock, l.hold, preempt::unlock_preempts(&self.v)) {
+                                resched_here = Some(SwitchReason::Unlock(lock));
+                            }
+                        }
+                        Step::Work(w) => {
+                            if let (Some(lock), false, true) = (w.lock, w.hold, preempt::unlock_preempts(&self.v)) {
+                                resched_here = Some(SwitchReason::Unlock(lock));
+                            }
+                        }
+                        Step::Block(_) | Step::Done => {}
+                    }
+                }
+                self.drain_requests();
+                if let Some(reason) = resched_here {
+                    if self.tasks[cur].need_resched {
+                        self.tasks[cur].exec = Exec::Kernel {
+                            path,
+                            step: None,
+                            from_user,
+                        };
+                        self.schedule(reason);
+                        return;
+                    }
+                }
+                // Next step.
+                let next = path.next(&mut self.st, &cx);
+                self.drain_requests();
+                match next {
+                    Step::Block(chan) => {
+                        self.tasks[cur].exec = Exec::Kernel {
+                            path,
+                            step: None,
+                            from_user,
+                        };
+                        self.sleep_on(cur, chan);
+                        self.schedule(SwitchReason::Block);
+                    }
+                    Step::Done => {
+                        if self.tasks[cur].exiting {
+                            self.finish_exit(cur);
+                            return;
+                        }
+                        self.tasks[cur].exec = Exec::Ready;
+                        if from_user && self.tasks[cur].need_resched {
+                            self.schedule(SwitchReason::UserReturn);
+                        }
+                    }
+                    s => {
+                        let total = preempt::step_len(&s);
+                        let since = self.now;
+                        self.tracker.on_step(self.now, cur, step_func(&s), path.name(), step_locked(&s));
+                        self.tasks[cur].exec = Exec::Kernel {
+                            path,
+                            step: Some(Running {
+                                step: s,
+                                left: total,
+                                total,
+                                since,
+                            }),
+                            from_user,
+                        };
+                    }
+                }
+            }
+        }
+    }
+
+    /// The current task is in user space (or between kernel-thread passes): run its program.
+    fn dispatch(&mut self) {
+        let cur = self.current;
+        for _ in 0..64 {
+            if let Some(n) = self.tasks[cur].wait_below {
+                if self.tasks[cur].children >= n {
+                    let chan = Chan::Child(self.tasks[cur].pid);
+                    self.sleep_on(cur, chan);
+                    self.schedule(SwitchReason::Block);
+                    return;
+                }
+                self.tasks[cur].wait_below = None;
+            }
+            let Some(mut prog) = self.tasks[cur].program.take() else {
+                // A task without a program (idle) has nothing to do.
+                self.tasks[cur].exec = Exec::Idle;
+                return;
+            };
+            let mut marks = Vec::new();
+            let action = {
+                let mut cx = ProgCx {
+                    now: self.now,
+                    m: &self.m,
+                    st: &mut self.st,
+                    rng: &mut self.rng,
+                    pid: self.tasks[cur].pid,
+                    marks: &mut marks,
+                    mm: self.tasks[cur].mm,
+                };
+                prog.next(&mut cx)
+            };
+            self.tasks[cur].program = Some(prog);
+            for mark in marks {
+                self.tracker.on_mark(mark, self.now, cur, &self.tasks);
+            }
+            self.drain_requests();
+            match action {
+                Action::Compute(ns) => {
+                    self.tasks[cur].exec = Exec::User { left: ns };
+                    return;
+                }
+                Action::Syscall(path) => {
+                    self.stats.syscalls += 1;
+                    self.ran_since = self.now;
+                    let from_user = !self.tasks[cur].kthread;
+                    let entry = if from_user { self.m.syscall_ns } else { 0 };
+                    let s = path::Work::plain("system_call", entry);
+                    self.tasks[cur].exec = Exec::Kernel {
+                        path,
+                        step: Some(Running {
+                            step: s,
+                            left: entry,
+                            total: entry,
+                            since: self.now,
+                        }),
+                        from_user,
+                    };
+                    return;
+                }
+                Action::Sleep(ns) => {
+                    let chan = self.arm_timer(ns);
+                    self.tasks[cur].exec = Exec::Ready;
+                    self.sleep_on(cur, chan);
+                    self.schedule(SwitchReason::Block);
+                    return;
+                }
+                Action::Spawn(spec) => {
+                    self.spawn(spec, Some(cur));
+                }
+                Action::WaitChildren => self.tasks[cur].wait_below = Some(1),
+                Action::WaitChildrenBelow(n) => self.tasks[cur].wait_below = Some(n.max(1)),
+                Action::Exit => {
+                    self.tasks[cur].exiting = true;
+                    let mm = self.tasks[cur].mm;
+                    self.tasks[cur].exec = Exec::Kernel {
+                        path: catalog::do_exit(mm),
+                        step: None,
+                        from_user: false,
+                    };
+                    return;
+                }
+            }
+        }
+        // A program that only spawns and never runs: give it a tick of compute.
+        self.tasks[cur].exec = Exec::User { left: self.tick_ns };
+    }
+
+    fn finish_exit(&mut self, cur: TaskId) {
+        self.tasks[cur].state = TaskState::Zombie;
+        self.tasks[cur].program = None;
+        self.tasks[cur].exec = Exec::Ready;
+        self.sched.dequeue(&self.tasks, cur);
+        if let Some(p) = self.tasks[cur].parent {
+            self.tasks[p].children -= 1;
+            let chan = Chan::Child(self.tasks[p].pid);
+            self.wake(chan);
+        }
+        self.schedule(SwitchReason::Exit);
+    }
+
+    fn arm_timer(&mut self, ns: Nanos) -> Chan {
+        // Kernel timers fire from the tick: round up to the next jiffy.
+        let at = (self.now + ns).div_ceil(self.tick_ns) * self.tick_ns;
+        self.next_timer_token += 1;
+        let chan = Chan::Timer(self.next_timer_token);
+        self.q.schedule(at, Ev::Wake(chan));
+        chan
+    }
+
+    fn sleep_on(&mut self, t: TaskId, chan: Chan) {
+        self.tasks[t].state = TaskState::Sleeping(chan);
+        self.sched.dequeue(&self.tasks, t);
+        self.waiters.entry(chan).or_default().push(t);
+    }
+
+    fn wake(&mut self, chan: Chan) {
+        let Some(list) = self.waiters.remove(&chan) else {
+            return;
+        };
+        for t in list {
+            if self.tasks[t].state != TaskState::Sleeping(chan) {
+                continue;
+            }
+            self.tasks[t].state = TaskState::Runnable;
+            self.sched.enqueue(&self.tasks, t);
+            if self.sched.wakeup_preempt(&self.tasks, t, self.current) {
+                self.tasks[self.current].need_resched = true;
+            }
+            self.tracker.on_wake(self.now, t, &self.tasks);
+        }
+    }
+
+    fn drain_requests(&mut self) {
+        if self.st.out.is_empty() {
+            return;
+        }
+        let reqs = std::mem::take(&mut self.st.out);
+        for r in reqs {
+            match r {
+                KReq::Wake(chan) => self.wake(chan),
+                KReq::DiskIrq { at, id } => self.q.schedule(at.max(self.now), Ev::Irq(Irq::Disk(id))),
+                KReq::WakeAt { at, chan } => self.q.schedule(at.max(self.now), Ev::Wake(chan)),
+            }
+        }
+    }
+
+    /// schedule(): pick the next task and charge the decision and switch as IRQ-off time.
+    fn schedule(&mut self, reason: SwitchReason) {
+        let prev = self.current;
+        self.tasks[prev].need_resched = false;
+        self.stats.schedule_calls += 1;
+        let (next, cost) = self.sched.pick(&mut self.tasks, prev, &self.m);
+        if std::env::var("LLDBG").is_ok() && self.stats.schedule_calls < 40 { eprintln!("{} sched {:?} {} -> {} cost {}", self.now, reason, self.tasks[prev].label(), self.tasks[next].label(), cost); }
+        let mut overhead = cost;
+        if next != prev {
+            overhead += self.m.ctx_switch_ns;
+            self.stats.context_switches += 1;
+            self.current = next;
+        }
+        self.ran_since = self.now + overhead;
+        if next == 0 {
+            self.tasks[0].exec = Exec::Idle;
+        }
+        self.overhead = overhead;
+        self.tracker.on_switch(self.now, prev, next, reason, &self.tasks);
+    }
+
+    // ----- interrupts and timers -----------------------------------------------------------
+
+    fn event(&mut self, at: Nanos, ev: Ev) {
+        match ev {
+            Ev::Wake(chan) => {
+                self.wake(chan);
+                self.maybe_preempt_after_irq();
+            }
+            Ev::Irq(irq) => self.irq(at, irq),
+        }
+    }
+
+    fn irq(&mut self, at: Nanos, irq: Irq) {
+        self.stats.irqs += 1;
+        let delivered = self.now;
+        let body = match irq {
+            Irq::Tick => self.m.tick_handler_ns,
+            Irq::Rtc => self.m.rtc_handler_ns,
+            Irq::Disk(_) => self.m.disk_handler_ns,
+        };
+        let h = self.m.irq_entry_exit_ns + body;
+        if irq == Irq::Rtc {
+            let cause = preempt::cause_of(&self.tasks[self.current], self.current == 0, self.ran_since);
+            self.tracker.on_rtc_irq(at, delivered, h, cause);
+        } else {
+            self.tracker.on_other_irq(irq, h);
+        }
+        self.now += h;
+        self.stats.irq_ns += h;
+        match irq {
+            Irq::Tick => {
+                self.st.jiffies += 1;
+                self.q.schedule(at + self.tick_ns, Ev::Irq(Irq::Tick));
+                let cur = self.current;
+                if self.sched.tick(&mut self.tasks, cur) {
+                    self.tasks[cur].need_resched = true;
+                }
+            }
+            Irq::Rtc => {
+                let period = self.rtc_period.expect("RTC interrupts only when started");
+                self.q.schedule(at + period, Ev::Irq(Irq::Rtc));
+                self.st.rtc.interrupt(at);
+                self.wake(Chan::Rtc);
+            }
+            Irq::Disk(id) => {
+                self.st.disk_complete(id, self.now);
+                self.drain_requests();
+            }
+        }
+        self.maybe_preempt_after_irq();
+    }
+
+    /// ret_from_intr: reschedule if need_resched and the interrupted context allows it.
+    fn maybe_preempt_after_irq(&mut self) {
+        let cur = self.current;
+        if self.overhead > 0 || !self.tasks[cur].need_resched {
+            return;
+        }
+        match preempt::at_irq_return(&self.tasks[cur].exec, &self.v) {
+            Boundary::No => {}
+            Boundary::Yes(reason) => {
+                // The interrupted step stays where it is; the task is still runnable.
+                self.schedule(reason);
+            }
+        }
+    }
+
+    /// Take the stream the tracker measured.
+    pub fn take_stream(&mut self) -> Option<Stream> {
+        self.tracker.take_stream()
+    }
+
+    /// pid of a running task by comm (first match).
+    pub fn pid_of(&self, comm: &str) -> Option<u32> {
+        self.tasks.iter().find(|t| t.comm == comm).map(|t| t.pid)
+    }
+}
+
+fn step_func(s: &Step) -> &'static str {
+    match s {
+        Step::Work(w) => w.func,
+        Step::Loop(l) => l.func,
+        Step::Block(_) => "schedule",
+        Step::Done => "ret_from_sys_call",
+    }
+}
+
+fn step_locked(s: &Step) -> bool {
+    match s {
+        Step::Work(w) => w.lock.is_some() || w.irqs_off || w.hold,
+        Step::Loop(l) => l.lock.is_some() || l.hold,
+        _ => false,
+    }
+}

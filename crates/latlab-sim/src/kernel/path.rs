@@ -1,0 +1,220 @@
+//! Code paths: kernel work as data.
+//!
+//! A system call or kernel thread runs a [`Path`], a small state machine that hands the CPU
+//! one [`Step`] at a time: straight-line work, a loop over a kernel data structure, a
+//! sleep. Each step says which spinlock it holds and where its rescheduling points are;
+//! whether a point exists, and whether kernel code is preemptible at all, is the variant's
+//! business (`kernel::preempt`). A loop over N items is one step, however large N is: the
+//! CPU loop computes where the next usable preemption opportunity lies instead of
+//! simulating items one by one.
+//!
+//! Paths read their loop lengths from the kernel state ([`crate::kernel::state::KState`]) at
+//! the moment the loop starts, so a loop that breaks its lock and restarts sees the state as
+//! it is after the break, exactly like the kernel's `goto restart`.
+
+use crate::kernel::state::KState;
+use latlab_core::Nanos;
+
+/// A wait channel: what a sleeping task waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Chan {
+    /// Completion of disk request `n`.
+    Io(u64),
+    /// A timeout (`schedule_timeout`, `nanosleep`); the token is unique per sleep.
+    Timer(u64),
+    /// `/dev/rtc` data became available (rtc_wait).
+    Rtc,
+    /// A child of task `pid` exited (wait4).
+    Child(u32),
+    /// A kernel thread's own wakeup (`wake_up_process(bdflush_tsk)`, ...).
+    Kthread(u32),
+    /// Free memory rose above the low watermark (kswapd_done).
+    FreeMem,
+    /// Network data arrived for the reader (NFS read, cvs).
+    Net(u64),
+}
+
+/// One step of kernel work.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Straight-line code.
+    Work(Work),
+    /// A loop over a kernel data structure.
+    Loop(LoopStep),
+    /// Sleep on a wait channel: calls schedule().
+    Block(Chan),
+    /// The path is finished: return to user space (or, for a kernel thread, to its loop).
+    Done,
+}
+
+/// Straight-line kernel code.
+#[derive(Clone, Debug)]
+pub struct Work {
+    /// Kernel function, for traces and attribution.
+    pub func: &'static str,
+    pub ns: Nanos,
+    /// Spinlock held for the whole stretch (not preemptible under any model).
+    pub lock: Option<&'static str>,
+    /// Interrupts disabled for the whole stretch.
+    pub irqs_off: bool,
+    /// The lock (or an outer one) stays held after the step.
+    pub hold: bool,
+}
+
+/// A loop of `items` iterations, `per_item` each.
+#[derive(Clone, Debug)]
+pub struct LoopStep {
+    pub func: &'static str,
+    pub items: u64,
+    pub per_item: Nanos,
+    /// Spinlock held across the loop.
+    pub lock: Option<&'static str>,
+    /// Rescheduling points checked inside the loop; the CPU loop uses the most frequent one
+    /// the variant has.
+    pub points: Vec<PointUse>,
+    /// The loop body drops and re-takes `lock` once per item (e.g. `dentry_iput` inside
+    /// `prune_dcache`): under kernel preemption each item end is an opportunity.
+    pub unlock_each: bool,
+    /// The lock (or an outer one) stays held after the loop: its end is no opportunity.
+    pub hold: bool,
+}
+
+/// A rescheduling point used inside a loop: `conditional_schedule()` every `every` items.
+/// If the loop holds a lock, the point is a lock-break: it drops the lock, schedules, and
+/// the path restarts the loop from the kernel state it then finds.
+#[derive(Clone, Copy, Debug)]
+pub struct PointUse {
+    pub name: &'static str,
+    pub every: u64,
+}
+
+/// Context a path sees when asked for its next step.
+pub struct Ctx {
+    pub now: Nanos,
+    /// pid of the task running the path.
+    pub pid: u32,
+}
+
+/// A running system call or kernel-thread pass.
+pub trait Path {
+    /// Entry function (`sys_write`, `journal_commit_transaction`).
+    fn name(&self) -> &'static str;
+    /// The next step, built from the kernel state as it is now.
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step;
+    /// The last [`Step::Loop`] stopped after `done` of its items (all of them, or fewer
+    /// when it stopped at a rescheduling point); apply what those items did.
+    fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, _done: u64) {}
+}
+
+impl Work {
+    pub fn plain(func: &'static str, ns: Nanos) -> Step {
+        Step::Work(Work {
+            func,
+            ns,
+            lock: None,
+            irqs_off: false,
+            hold: false,
+        })
+    }
+    /// Under `lock`, released at the end (`hold` false) or kept.
+    pub fn locked(func: &'static str, ns: Nanos, lock: &'static str, hold: bool) -> Step {
+        Step::Work(Work {
+            func,
+            ns,
+            lock: Some(lock),
+            irqs_off: false,
+            hold,
+        })
+    }
+}
+
+impl LoopStep {
+    /// A loop without a lock.
+    pub fn plain(func: &'static str, items: u64, per_item: Nanos, points: Vec<PointUse>) -> Step {
+        Step::Loop(LoopStep {
+            func,
+            items,
+            per_item,
+            lock: None,
+            points,
+            unlock_each: false,
+            hold: false,
+        })
+    }
+    /// A loop under `lock`; `hold` keeps the lock after the last item.
+    pub fn locked(func: &'static str, items: u64, per_item: Nanos, lock: &'static str, points: Vec<PointUse>, hold: bool) -> Step {
+        Step::Loop(LoopStep {
+            func,
+            items,
+            per_item,
+            lock: Some(lock),
+            points,
+            unlock_each: false,
+            hold,
+        })
+    }
+}
+
+/// `conditional_schedule()` named `name`, checked every `every` items.
+pub fn point(name: &'static str, every: u64) -> PointUse {
+    PointUse { name, every }
+}
+
+/// A path that runs a fixed list of steps (for simple system calls and tests).
+pub struct Script {
+    pub name: &'static str,
+    pub steps: std::collections::VecDeque<Step>,
+}
+
+impl Path for Script {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn next(&mut self, _k: &mut KState, _cx: &Ctx) -> Step {
+        self.steps.pop_front().unwrap_or(Step::Done)
+    }
+}
+
+/// A sub-path a path is running on its behalf (a write running `balance_dirty`, a sync
+/// running `write_some_buffers`). The parent asks it first; when it returns `Done` the
+/// parent continues.
+#[derive(Default)]
+pub struct Nested {
+    sub: Option<Box<dyn Path>>,
+}
+
+impl Nested {
+    pub fn start(&mut self, p: Box<dyn Path>) {
+        self.sub = Some(p);
+    }
+    pub fn active(&self) -> bool {
+        self.sub.is_some()
+    }
+    /// The sub-path's next step, or None once it is done (or none is running).
+    pub fn next(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
+        let s = self.sub.as_mut()?.next(k, cx);
+        if matches!(s, Step::Done) {
+            self.sub = None;
+            return None;
+        }
+        Some(s)
+    }
+    /// Forward a loop's progress to the sub-path if it produced the loop.
+    pub fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) -> bool {
+        match self.sub.as_mut() {
+            Some(s) => {
+                s.advanced(k, cx, done);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A path of one plain work step.
+pub fn once(func: &'static str, ns: Nanos) -> Box<dyn Path> {
+    Box::new(Script {
+        name: func,
+        steps: std::collections::VecDeque::from([Work::plain(func, ns)]),
+    })
+}

@@ -1,0 +1,162 @@
+//! Preemption: where a task with `need_resched` set actually gets to schedule().
+//!
+//! - Stock 2.4 (`PreemptModel::None`): at return to user space, when kernel code blocks, and
+//!   at the rescheduling points the variant has (`conditional_schedule()` and the stock
+//!   kernel's own `if (current->need_resched) schedule()` checks).
+//! - Kernel preemption (`PreemptModel::Kernel`, Robert Love's patch): also at IRQ return
+//!   when `preempt_count == 0` (no spinlock held, interrupts on) and at the spin_unlock that
+//!   brings the count to 0 (kernel-facts.md, "Kernel preemption patch").
+
+use super::path::{LoopStep, PointUse, Step};
+use super::task::{Exec, Task};
+use super::SwitchReason;
+use crate::variant::{PreemptModel, Variant};
+use latlab_core::Nanos;
+
+/// Can the interrupted context reschedule on IRQ return?
+pub enum Boundary {
+    No,
+    Yes(SwitchReason),
+}
+
+/// Length of a step that takes CPU time.
+pub fn step_len(s: &Step) -> Nanos {
+    match s {
+        Step::Work(w) => w.ns,
+        Step::Loop(l) => l.items * l.per_item,
+        Step::Block(_) | Step::Done => 0,
+    }
+}
+
+/// Does releasing a spinlock reschedule (preempt_enable -> preempt_schedule)?
+pub fn unlock_preempts(v: &Variant) -> bool {
+    v.preempt == PreemptModel::Kernel
+}
+
+/// The rescheduling opportunity inside loop `l` under variant `v`: the most frequent point the
+/// variant has, or, under kernel preemption, every item of a loop that drops its lock per item
+/// (or holds none).
+pub fn loop_point(l: &LoopStep, v: &Variant) -> Option<PointUse> {
+    let named = l.points.iter().filter(|p| v.has_point(p.name)).min_by_key(|p| p.every).copied();
+    let preempt = v.preempt == PreemptModel::Kernel && (l.unlock_each || l.lock.is_none());
+    match (named, preempt) {
+        (_, true) => Some(PointUse {
+            name: if l.lock.is_some() { "spin_unlock" } else { "preempt" },
+            every: 1,
+        }),
+        (n, false) => n,
+    }
+}
+
+/// Time from `elapsed` ns into loop `l` until its next rescheduling point `p`: the point is
+/// checked after every `p.every`-th item. Zero when the loop sits exactly on a point.
+pub fn to_next_point(elapsed: Nanos, l: &LoopStep, p: PointUse) -> Nanos {
+    let per = l.per_item.max(1);
+    let every = p.every.max(1);
+    let items_begun = elapsed.div_ceil(per);
+    let next = items_begun.div_ceil(every).max(1) * every;
+    (next * per).saturating_sub(elapsed)
+}
+
+/// ret_from_intr with need_resched set: may the interrupted context be left now?
+pub fn at_irq_return(e: &Exec, v: &Variant) -> Boundary {
+    match e {
+        Exec::User { .. } | Exec::Ready => Boundary::Yes(SwitchReason::UserReturn),
+        Exec::Idle => Boundary::Yes(SwitchReason::Idle),
+        Exec::Kernel { step, .. } => {
+            if v.preempt != PreemptModel::Kernel {
+                return Boundary::No;
+            }
+            let atomic = match step {
+                Some(r) => match &r.step {
+                    Step::Work(w) => w.lock.is_some() || w.irqs_off || w.hold,
+                    Step::Loop(l) => l.lock.is_some() || l.hold,
+                    _ => false,
+                },
+                None => false,
+            };
+            if atomic {
+                Boundary::No
+            } else {
+                Boundary::Yes(SwitchReason::IrqExit)
+            }
+        }
+    }
+}
+
+/// What was running when an interrupt came: the stretch a wakeup will have to wait out.
+#[derive(Clone, Debug)]
+pub struct CauseSnap {
+    pub task: String,
+    pub path: &'static str,
+    pub func: &'static str,
+    pub lock: Option<&'static str>,
+    pub since: Nanos,
+    pub user: bool,
+}
+
+/// The stretch running on `t`: a lock-held step counts from the step's start, anything else
+/// from when the task got the CPU or entered the kernel (`ran_since`).
+pub fn cause_of(t: &Task, idle: bool, ran_since: Nanos) -> Option<CauseSnap> {
+    if idle {
+        return None;
+    }
+    match &t.exec {
+        Exec::Kernel { path, step, .. } => {
+            let (func, lock, since) = match step {
+                Some(r) => match &r.step {
+                    Step::Work(w) => (w.func, w.lock, if w.lock.is_some() { r.since } else { ran_since }),
+                    Step::Loop(l) => (l.func, l.lock, if l.lock.is_some() { r.since } else { ran_since }),
+                    _ => (path.name(), None, ran_since),
+                },
+                None => (path.name(), None, ran_since),
+            };
+            Some(CauseSnap {
+                task: t.label(),
+                path: path.name(),
+                func,
+                lock,
+                since,
+                user: false,
+            })
+        }
+        _ => Some(CauseSnap {
+            task: t.label(),
+            path: "user",
+            func: "user",
+            lock: None,
+            since: 0,
+            user: true,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lp(items: u64, per: Nanos) -> LoopStep {
+        LoopStep {
+            func: "f",
+            items,
+            per_item: per,
+            lock: None,
+            points: vec![],
+            unlock_each: false,
+            hold: false,
+        }
+    }
+
+    #[test]
+    fn next_point_lands_on_multiples_of_every() {
+        let l = lp(1000, 10);
+        let p = PointUse { name: "p", every: 100 };
+        assert_eq!(to_next_point(0, &l, p), 1000); // after item 100
+        assert_eq!(to_next_point(5, &l, p), 995);
+        assert_eq!(to_next_point(1000, &l, p), 0); // exactly on the point
+        assert_eq!(to_next_point(1001, &l, p), 999); // next one after item 200
+        let p1 = PointUse { name: "p", every: 1 };
+        assert_eq!(to_next_point(0, &l, p1), 10);
+        assert_eq!(to_next_point(15, &l, p1), 5);
+    }
+}

@@ -1,0 +1,135 @@
+//! The kernel's data: everything whose size decides how long a code path runs.
+//!
+//! Paths read and change this state; they never touch the CPU loop, the event queue or
+//! other tasks directly. What they need from the kernel (wake a thread, arm a timer for a
+//! disk completion) they put in [`KState::out`], which the CPU loop drains after each call.
+
+use crate::dev::disk::Disk;
+use crate::dev::rtc::Rtc;
+use crate::fs::buffer::BufferCache;
+use crate::fs::dcache::Dcache;
+use crate::fs::jbd::Journal;
+use crate::kernel::catalog::Costs;
+use crate::kernel::path::Chan;
+use crate::machine::MachineProfile;
+use crate::mm::Mm;
+use latlab_core::Nanos;
+
+/// bdf_prm.nfract: percentage of buffer pages dirty that starts write-out (2.4.17, research §2).
+pub const NFRACT: u64 = 40;
+/// bdf_prm.nfract_sync: percentage at which writers are throttled (2.4.17).
+pub const NFRACT_SYNC: u64 = 60;
+
+/// A request from a path to the CPU loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KReq {
+    /// Wake every task sleeping on the channel.
+    Wake(Chan),
+    /// Raise a disk-completion interrupt for request `id` at the given time.
+    DiskIrq { at: Nanos, id: u64 },
+    /// Wake the channel at the given time (network arrival, timer-driven completion).
+    WakeAt { at: Nanos, chan: Chan },
+}
+
+/// Kernel state shared by all paths.
+pub struct KState {
+    pub rtc: Rtc,
+    pub disk: Disk,
+    pub buf: BufferCache,
+    pub jbd: Journal,
+    pub dcache: Dcache,
+    pub mm: Mm,
+    /// Requests for the CPU loop.
+    pub out: Vec<KReq>,
+    /// Well-known kernel-thread pids (bdflush, kupdated, kjournald, kswapd), 0 if absent.
+    pub kthreads: KthreadPids,
+    /// Jiffies since boot.
+    pub jiffies: u64,
+    /// Costs of this machine's code paths.
+    pub c: Costs,
+    /// What the last rtc_read returned: (first interrupt's time, interrupts folded in).
+    pub rtc_last: Option<(Nanos, u64)>,
+    /// The workload's main task finished.
+    pub workload_done: bool,
+    /// Unique tokens for network waits.
+    pub net_token: u64,
+}
+
+/// pids of the kernel threads paths may wake.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KthreadPids {
+    pub bdflush: u32,
+    pub kupdated: u32,
+    pub kjournald: u32,
+    pub kswapd: u32,
+}
+
+impl KState {
+    pub fn new(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Self {
+        KState {
+            rtc: Rtc::default(),
+            disk: Disk::new(m),
+            buf: BufferCache::default(),
+            jbd: Journal::default(),
+            dcache: Dcache::default(),
+            mm: Mm::new(m, swap),
+            out: Vec::new(),
+            kthreads: KthreadPids::default(),
+            jiffies: 0,
+            c: Costs::new(m),
+            rtc_last: None,
+            workload_done: false,
+            net_token: 0,
+        }
+    }
+
+    pub fn wake(&mut self, chan: Chan) {
+        self.out.push(KReq::Wake(chan));
+    }
+
+    /// A disk interrupt: the request is done; buffers complete, sleepers wake.
+    pub fn disk_complete(&mut self, id: u64, now: Nanos) {
+        let mut out = std::mem::take(&mut self.out);
+        if let Some(r) = self.disk.complete(id, now, &mut out) {
+            if let crate::dev::disk::Payload::Buffers { hi, lo } = r.payload {
+                self.buf.io_done(hi, hi - lo);
+            }
+            out.push(KReq::Wake(Chan::Io(id)));
+        }
+        self.out = out;
+    }
+
+    /// Total pages `balance_dirty_state()` measures against: free + page cache
+    /// (`nr_free_buffer_pages()`).
+    pub fn buffer_pages(&self) -> u64 {
+        self.mm.free + self.mm.cache
+    }
+
+    /// `balance_dirty_state()` (2.4.17, bdf_prm nfract 40, nfract_sync 60): -1 below the soft
+    /// limit, 0 above it, 1 above the hard limit.
+    pub fn balance_dirty_state(&self) -> i32 {
+        let dirty = self.buf.dirty_for_balance() * 100;
+        let tot = self.buffer_pages();
+        if dirty > tot * NFRACT {
+            if dirty > tot * NFRACT_SYNC {
+                1
+            } else {
+                0
+            }
+        } else {
+            -1
+        }
+    }
+
+    /// Dirty buffers that can still be added before crossing the soft limit.
+    pub fn dirty_headroom(&self) -> u64 {
+        (self.buffer_pages() * NFRACT / 100).saturating_sub(self.buf.dirty_for_balance())
+    }
+
+    /// Wake a kernel thread by pid (no-op if it does not exist in this run).
+    pub fn wake_kthread(&mut self, pid: u32) {
+        if pid != 0 {
+            self.out.push(KReq::Wake(Chan::Kthread(pid)));
+        }
+    }
+}

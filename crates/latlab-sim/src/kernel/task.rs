@@ -1,0 +1,99 @@
+//! Tasks: user processes and kernel threads (include/linux/sched.h, 2.4).
+
+use crate::kernel::path::{Chan, Path, Step};
+use crate::workload::Program;
+use latlab_core::Nanos;
+
+pub type TaskId = usize;
+
+/// Scheduling policy (SCHED_OTHER, SCHED_FIFO, SCHED_RR).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Other,
+    Fifo,
+    Rr,
+}
+
+impl Policy {
+    /// The kernel's numeric policy, as the latency tracer prints it.
+    pub fn number(self) -> u32 {
+        match self {
+            Policy::Other => 0,
+            Policy::Fifo => 1,
+            Policy::Rr => 2,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// TASK_RUNNING: on the runqueue.
+    Runnable,
+    /// Sleeping on a wait channel.
+    Sleeping(Chan),
+    /// Exited.
+    Zombie,
+}
+
+/// What the task is executing when it has the CPU.
+pub enum Exec {
+    /// A user-mode compute burst with `left` ns still to run.
+    User { left: Nanos },
+    /// Kernel mode: a path and its current step, if one is under way.
+    Kernel {
+        path: Box<dyn Path>,
+        step: Option<Running>,
+        /// Kernel entry of a user task (`false` for a kernel thread's own loop).
+        from_user: bool,
+    },
+    /// Between actions: ask the program what to do next.
+    Ready,
+    /// The idle loop.
+    Idle,
+}
+
+/// A step under way.
+pub struct Running {
+    pub step: Step,
+    /// Time left in this step (for a loop: until its last item).
+    pub left: Nanos,
+    /// Total time of the step when it started.
+    pub total: Nanos,
+    /// When this step (or the lock it holds) started: the start of a non-preemptible stretch.
+    pub since: Nanos,
+}
+
+pub struct Task {
+    pub pid: u32,
+    pub comm: String,
+    pub policy: Policy,
+    pub rt_priority: u32,
+    pub nice: i32,
+    /// 2.4 `counter`: ticks left in this epoch.
+    pub counter: i32,
+    pub state: TaskState,
+    /// Kernel thread (no mm of its own).
+    pub kthread: bool,
+    /// Address-space id (0 for kernel threads), for goodness()'s same-mm bonus.
+    pub mm: u32,
+    /// 2.4 `current->need_resched`.
+    pub need_resched: bool,
+    pub program: Option<Box<dyn Program>>,
+    pub exec: Exec,
+    pub parent: Option<TaskId>,
+    /// Live children (for wait4).
+    pub children: u32,
+    /// CPU time used, ns.
+    pub cpu_ns: Nanos,
+    /// In do_exit: the path's end makes the task a zombie.
+    pub exiting: bool,
+    /// In wait4 until fewer children than this are alive.
+    pub wait_below: Option<u32>,
+}
+
+impl Task {
+    /// `comm/pid`, as traces print a task.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.comm, self.pid)
+    }
+}

@@ -1,0 +1,127 @@
+//! Machine profile: the hardware a model run simulates, and the per-operation costs every
+//! kernel variant of an experiment shares. Profiles are data (see `machines/*.toml`, where
+//! each value carries its source); this module only defines the fields and derives the costs.
+//!
+//! Code-path costs are not stored per loop here: the catalog (`kernel::catalog`) describes
+//! each loop body as instructions and cache misses read off the kernel code, and
+//! [`MachineProfile::cost`] turns those into time with this machine's CPI, clock and memory
+//! latency. That keeps one set of numbers per machine, shared by every path and variant.
+
+use latlab_core::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// A simulated machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineProfile {
+    /// Profile name (`piii-850`).
+    pub name: String,
+    /// One-line description (CPU, memory, disk).
+    pub description: String,
+    /// CPU clock in MHz.
+    pub cpu_mhz: f64,
+    /// Cycles per instruction of kernel code (pointer chasing, branches), dimensionless.
+    pub kernel_cpi: f64,
+    /// Load-to-use latency of a cache miss served from DRAM, ns.
+    pub mem_latency_ns: f64,
+    /// Bandwidth of a 4 KiB page copy (copy_to_user / copy_from_user / clear), MB/s.
+    pub copy_mb_s: f64,
+    /// RAM in MiB.
+    pub ram_mib: u64,
+    /// Online swap space in MiB.
+    pub swap_mib: u64,
+    /// Hardware interrupt entry + exit (do_IRQ, mask_and_ack, iret), ns.
+    pub irq_entry_exit_ns: Nanos,
+    /// Timer tick handler body (do_timer, update_process_times), ns.
+    pub tick_handler_ns: Nanos,
+    /// RTC interrupt handler body (rtc_interrupt: read CMOS status, wake_up_interruptible), ns.
+    pub rtc_handler_ns: Nanos,
+    /// Disk completion handler body (ide_intr, end_request per request), ns.
+    pub disk_handler_ns: Nanos,
+    /// System call entry + exit (int 0x80 / iret path), ns.
+    pub syscall_ns: Nanos,
+    /// Context switch (switch_mm + switch_to), ns.
+    pub ctx_switch_ns: Nanos,
+    /// Fixed part of one schedule() call, ns.
+    pub schedule_base_ns: Nanos,
+    /// Per-task cost of one goodness() evaluation in the 2.4 runqueue scan, ns.
+    pub goodness_per_task_ns: Nanos,
+    /// The disk.
+    pub disk: DiskProfile,
+    /// Network bandwidth for NFS / cvs reads, MB/s.
+    pub net_mb_s: f64,
+}
+
+/// A rotating disk with a request queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskProfile {
+    /// Mean positioning time (seek + half a rotation) for a non-contiguous request, ns.
+    pub position_ns: Nanos,
+    /// Sustained media transfer rate, MB/s.
+    pub seq_mb_s: f64,
+    /// Largest request the driver builds, KiB (max_sectors / 2).
+    pub max_request_kib: u64,
+    /// Request slots per queue (2.4 `queue_nr_requests`).
+    pub nr_requests: u32,
+}
+
+impl MachineProfile {
+    /// Time for a code stretch of `instr` instructions and `misses` cache misses.
+    pub fn cost(&self, instr: f64, misses: f64) -> Nanos {
+        let ns = instr * self.kernel_cpi * 1000.0 / self.cpu_mhz + misses * self.mem_latency_ns;
+        ns.round() as Nanos
+    }
+
+    /// Time to copy `bytes` between user and page cache.
+    pub fn copy_ns(&self, bytes: u64) -> Nanos {
+        (bytes as f64 * 1000.0 / self.copy_mb_s).round() as Nanos
+    }
+
+    /// Media transfer time of `bytes`.
+    pub fn disk_xfer_ns(&self, bytes: u64) -> Nanos {
+        (bytes as f64 * 1000.0 / self.disk.seq_mb_s).round() as Nanos
+    }
+
+    /// Network transfer time of `bytes`.
+    pub fn net_ns(&self, bytes: u64) -> Nanos {
+        (bytes as f64 * 1000.0 / self.net_mb_s).round() as Nanos
+    }
+
+    /// RAM in 4 KiB pages.
+    pub fn ram_pages(&self) -> u64 {
+        self.ram_mib * 256
+    }
+
+    /// Swap in 4 KiB slots.
+    pub fn swap_slots(&self) -> u64 {
+        self.swap_mib * 256
+    }
+
+    /// Check ranges; returns the first offending field and why.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let pos = |f: &'static str, v: f64| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                Err((f, format!("must be a positive number, got {v}")))
+            }
+        };
+        pos("cpu_mhz", self.cpu_mhz)?;
+        pos("kernel_cpi", self.kernel_cpi)?;
+        pos("mem_latency_ns", self.mem_latency_ns)?;
+        pos("copy_mb_s", self.copy_mb_s)?;
+        pos("net_mb_s", self.net_mb_s)?;
+        pos("disk.seq_mb_s", self.disk.seq_mb_s)?;
+        if self.ram_mib < 16 || self.ram_mib > 1 << 24 {
+            return Err(("ram_mib", format!("must be 16 MiB .. 16 TiB, got {}", self.ram_mib)));
+        }
+        if self.swap_mib > 1 << 24 {
+            return Err(("swap_mib", format!("must be at most 16 TiB, got {}", self.swap_mib)));
+        }
+        if self.disk.nr_requests == 0 || self.disk.max_request_kib < 4 {
+            return Err(("disk", "nr_requests must be > 0 and max_request_kib >= 4".into()));
+        }
+        Ok(())
+    }
+}

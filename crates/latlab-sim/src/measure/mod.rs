@@ -1,0 +1,19 @@
+//! Measurement tasks as the seeds ran them, and the bookkeeping that explains each sample.
+//!
+//! - [`realfeel`]: Andrew Morton's realfeel2 (seed 000) — RTC interrupts at a set rate waking
+//!   a SCHED_FIFO reader of `/dev/rtc`; a sample is the time from the interrupt to the reader
+//!   running in user space.
+
+pub mod realfeel;
+
+use latlab_core::Nanos;
+
+/// Something a user program tells the measurement layer, at the moment it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// The calling task is the realfeel reader.
+    RealfeelReader,
+    /// The reader is back in user space with the interrupt raised at `irq_at`; `coalesced`
+    /// more interrupts were folded into the same read.
+    RealfeelSample { irq_at: Nanos, coalesced: u64 },
+}

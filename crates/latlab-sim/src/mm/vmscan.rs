@@ -1,0 +1,269 @@
+//! Page reclaim of 2.4.17 (mm/vmscan.c; research notes §2): `try_to_free_pages` runs
+//! `shrink_caches` at priority 6 down to 1 until SWAP_CLUSTER_MAX pages are freed:
+//! `refill_inactive` (no point anywhere), `shrink_cache` (stock lock-break per page; too many
+//! mapped pages -> `swap_out`), `shrink_dcache_memory` -> `prune_dcache`,
+//! `shrink_icache_memory` -> `prune_icache`. kswapd repeats rounds until free pages reach
+//! pages_high.
+
+use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step};
+use crate::kernel::state::KState;
+use latlab_core::Nanos;
+
+/// SWAP_CLUSTER_MAX: pages a try_to_free_pages call aims to free.
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+/// DEF_PRIORITY.
+pub const DEF_PRIORITY: u64 = 6;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stage {
+    Refill,
+    Shrink,
+    SwapOut,
+    SwapOutScan,
+    Dcache,
+    DcachePrune,
+    Icache,
+    Dispose,
+    NextPriority,
+}
+
+pub struct TryToFreePages {
+    priority: u64,
+    freed: u64,
+    stage: Stage,
+    /// Per-stage plan: (skipped, pruned) for dcache, freed for icache, fractions for shrink.
+    plan: (u64, u64),
+    sub: Nested,
+    swap_mm: Option<u32>,
+}
+
+pub fn try_to_free_pages() -> Box<dyn Path> {
+    Box::new(TryToFreePages {
+        priority: DEF_PRIORITY,
+        freed: 0,
+        stage: Stage::Refill,
+        plan: (0, 0),
+        sub: Nested::default(),
+        swap_mm: None,
+    })
+}
+
+/// Pages on the LRU lists (the inactive list is taken as half of them).
+fn lru_pages(k: &KState) -> u64 {
+    k.mm.cache + k.mm.anon
+}
+
+impl Path for TryToFreePages {
+    fn name(&self) -> &'static str {
+        "try_to_free_pages"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            match self.stage {
+                Stage::Refill => {
+                    self.stage = Stage::Shrink;
+                    // ratio = nr_pages * nr_active / ((nr_inactive + 1) * 2), active ~ inactive.
+                    let ratio = SWAP_CLUSTER_MAX / 2;
+                    return LoopStep::locked("refill_inactive", ratio, k.c.refill_page, "pagemap_lru_lock", vec![], false);
+                }
+                Stage::Shrink => {
+                    self.stage = Stage::Dcache;
+                    let busy = k.buf.dirty_for_balance();
+                    let lru = lru_pages(k).max(1);
+                    let clean = k.mm.reclaimable(busy);
+                    let max_scan = (lru / 2) / self.priority;
+                    let want = SWAP_CLUSTER_MAX.saturating_sub(self.freed);
+                    // Clean pages are spread over the inactive list: scanning `s` pages frees
+                    // s * clean / lru of them.
+                    let scan = if clean == 0 { max_scan } else { (want * lru).div_ceil(clean).min(max_scan) };
+                    self.plan = (clean, lru);
+                    // Mapped pages met: too many of them (max_mapped = min(nr_pages << (10 -
+                    // priority), max_scan / 10)) sends shrink_cache to swap_out.
+                    let mapped = scan * k.mm.anon / lru;
+                    let max_mapped = (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10);
+                    if mapped > max_mapped && k.mm.anon > 0 {
+                        self.stage = Stage::SwapOut;
+                    }
+                    return LoopStep::locked("shrink_cache", scan, k.c.shrink_page, "pagemap_lru_lock", vec![point("shrink_cache", 1)], false);
+                }
+                Stage::SwapOut => {
+                    // swap_out(): stock need_resched check before each address space.
+                    self.stage = Stage::SwapOutScan;
+                    self.swap_mm = Some(0);
+                    return LoopStep::plain("swap_out", 1, k.c.refill_page, vec![point("swap_out", 1)]);
+                }
+                Stage::SwapOutScan => {
+                    self.stage = Stage::Dcache;
+                    // The next address space on the mm list.
+                    let mm = k.mm.mms.range(k.mm.swap_cursor + 1..).next().or_else(|| k.mm.mms.iter().next()).map(|(id, r)| (*id, r.rss, r.young));
+                    let Some((id, rss, young)) = mm else { continue };
+                    k.mm.swap_cursor = id;
+                    let old = rss - young.min(rss);
+                    // Scan until SWAP_CLUSTER_MAX old pages are found or the mm ends.
+                    let scan = if old == 0 { rss } else { (SWAP_CLUSTER_MAX * rss).div_ceil(old).min(rss) };
+                    self.sub.start(Box::new(SwapOutMm { mm: id, scan, stage: 0 }));
+                    continue;
+                }
+                Stage::Dcache => {
+                    self.stage = Stage::Icache;
+                    let count = k.dcache.dentries_unused / self.priority;
+                    let p = k.dcache.plan_prune_dcache(count);
+                    if p.pruned == 0 {
+                        continue;
+                    }
+                    self.plan = (p.skipped, p.pruned);
+                    let unref = k.dcache.dentries_unused - k.dcache.referenced;
+                    if unref < p.pruned && p.skipped > 0 {
+                        // Every flag is cleared before anything can be freed: one walk.
+                        self.stage = Stage::DcachePrune;
+                        return LoopStep::locked("prune_dcache", p.skipped, k.c.dcache_skip, "dcache_lock", vec![point("prune_dcache", 100)], true);
+                    }
+                    // Interleaved: each freed dentry drops dcache_lock in dentry_iput.
+                    let gap = p.skipped / p.pruned;
+                    return Step::Loop(crate::kernel::path::LoopStep {
+                        func: "prune_dcache",
+                        items: p.pruned,
+                        per_item: gap * k.c.dcache_skip + k.c.prune_dentry,
+                        lock: Some("dcache_lock"),
+                        points: vec![point("dentry_iput", 1), point("prune_dcache", (100 / (gap + 1)).max(1))],
+                        unlock_each: true,
+                        hold: false,
+                    });
+                }
+                Stage::DcachePrune => {
+                    self.stage = Stage::Icache;
+                    let pruned = self.plan.1;
+                    self.plan = (0, pruned);
+                    return Step::Loop(crate::kernel::path::LoopStep {
+                        func: "prune_dcache",
+                        items: pruned,
+                        per_item: k.c.prune_dentry,
+                        lock: Some("dcache_lock"),
+                        points: vec![point("dentry_iput", 1)],
+                        unlock_each: true,
+                        hold: false,
+                    });
+                }
+                Stage::Icache => {
+                    self.stage = Stage::Dispose;
+                    let goal = k.dcache.inodes_unused / self.priority;
+                    let (visited, freed) = k.dcache.plan_prune_icache(goal);
+                    self.plan = (visited, freed);
+                    if visited == 0 {
+                        continue;
+                    }
+                    return LoopStep::locked("prune_icache", visited, k.c.icache_visit, "inode_lock", vec![point("prune_icache", 1)], false);
+                }
+                Stage::Dispose => {
+                    self.stage = Stage::NextPriority;
+                    let freed = self.plan.1;
+                    if freed == 0 {
+                        continue;
+                    }
+                    return LoopStep::plain("dispose_list", freed, k.c.dispose_inode, vec![point("dispose_list", 1)]);
+                }
+                Stage::NextPriority => {
+                    if self.freed >= SWAP_CLUSTER_MAX || self.priority == 1 || k.mm.free >= k.mm.pages_high {
+                        return Step::Done;
+                    }
+                    self.priority -= 1;
+                    self.stage = Stage::Refill;
+                }
+            }
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        if self.sub.advanced(k, cx, done) {
+            return;
+        }
+        match self.stage {
+            // The shrink_cache loop just ran (stage already moved on).
+            Stage::Dcache | Stage::SwapOut if self.plan.1 > 0 && self.swap_mm.is_none() => {
+                let (clean, lru) = self.plan;
+                let freed = done * clean / lru.max(1);
+                let emptied = k.mm.free_cache(freed);
+                k.dcache.pages_dropped(emptied);
+                self.freed += freed;
+                self.plan = (0, 0);
+            }
+            Stage::Icache | Stage::DcachePrune => {
+                let share = k.mm.cached_share();
+                if self.stage == Stage::DcachePrune && self.plan.0 > 0 {
+                    // The flag-clearing walk: skips only.
+                    k.dcache.apply_prune_dcache(done, 0, share);
+                    self.plan.0 = 0;
+                } else {
+                    let (skipped, pruned) = self.plan;
+                    let sk = if pruned == 0 { 0 } else { skipped * done / pruned };
+                    k.dcache.apply_prune_dcache(sk, done, share);
+                    self.freed += done / 4;
+                }
+            }
+            Stage::Dispose => {}
+            Stage::NextPriority => {
+                k.dcache.apply_prune_icache(done);
+                self.freed += done / 4;
+            }
+            _ => {}
+        }
+        self.swap_mm = None;
+    }
+}
+
+/// `swap_out_mm`: walk the address space's PTEs under its page_table_lock, clearing young
+/// bits and swapping out old pages (each through get_swap_page -> the swap-slot allocator,
+/// under swap_list_lock, with the page_table_lock still held).
+struct SwapOutMm {
+    mm: u32,
+    scan: u64,
+    stage: u8,
+}
+
+impl Path for SwapOutMm {
+    fn name(&self) -> &'static str {
+        "swap_out_mm"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        self.stage += 1;
+        match self.stage {
+            1 => LoopStep::locked("swap_out_pmd", self.scan, k.c.swap_scan_pte, "page_table_lock", vec![point("swap_out_pmd", 4)], true),
+            2 => {
+                // The old pages found: allocate their slots. The allocator's scan is charged
+                // per swap_map entry (or tree node) read, all under the locks.
+                let Some(r) = k.mm.mms.get(&self.mm) else { return Step::Done };
+                let old = (r.rss - r.young.min(r.rss)).min(SWAP_CLUSTER_MAX);
+                let mut entries: u64 = 0;
+                let mut longest: u64 = 0;
+                for _ in 0..old {
+                    match k.mm.swap_out_page(self.mm) {
+                        Some(w) => {
+                            entries += w.entries;
+                            longest = longest.max(w.max_locked);
+                        }
+                        None => break,
+                    }
+                }
+                let ns: Nanos = entries * k.c.swap_map_entry + old * k.c.swap_out_page;
+                let _ = longest;
+                crate::kernel::path::Work::locked("scan_swap_map", ns, "swap_list_lock", false)
+            }
+            _ => Step::Done,
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+        if self.stage == 1 {
+            if let Some(r) = k.mm.mms.get_mut(&self.mm) {
+                // Young pages met lose their bit.
+                let cleared = done * r.young / r.rss.max(1);
+                r.young -= cleared.min(r.young);
+            }
+            if done < self.scan {
+                // Lock-break (low-latency): the scan resumes from mm->swap_address later.
+                self.stage = 3;
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! Schedulers behind one trait. The CPU loop (`kernel`) never asks which scheduler it has.
+//!
+//! - [`goodness24`]: Linux 2.4's `goodness()` scheduler with epochs, SCHED_FIFO/RR on top.
+
+pub mod goodness24;
+
+use crate::kernel::task::{Task, TaskId};
+use crate::machine::MachineProfile;
+use latlab_core::Nanos;
+
+/// A scheduler class with its own cost of deciding.
+pub trait Scheduler {
+    fn name(&self) -> &'static str;
+    /// `t` became runnable (wake_up_process / new task).
+    fn enqueue(&mut self, tasks: &[Task], t: TaskId);
+    /// `t` stopped being runnable (it sleeps or exited).
+    fn dequeue(&mut self, tasks: &[Task], t: TaskId);
+    /// schedule(): choose the next task; `prev` is still on the runqueue if runnable.
+    /// Returns the choice and the time the decision took.
+    fn pick(&mut self, tasks: &mut [Task], prev: TaskId, m: &MachineProfile) -> (TaskId, Nanos);
+    /// Timer tick charged to `curr`; true if `curr` should reschedule.
+    fn tick(&mut self, tasks: &mut [Task], curr: TaskId) -> bool;
+    /// Should waking `p` set need_resched on `curr`?
+    fn wakeup_preempt(&self, tasks: &[Task], p: TaskId, curr: TaskId) -> bool;
+    /// do_fork(): share the parent's slice with the child.
+    fn fork(&mut self, tasks: &mut [Task], parent: TaskId, child: TaskId);
+    /// Runnable tasks (including the running one).
+    fn nr_running(&self) -> usize;
+}

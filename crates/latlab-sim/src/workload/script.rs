@@ -1,0 +1,571 @@
+//! Seed 000's scripted workload and the commands it is made of, as task programs.
+//!
+//! Each command is a [`Cmd`] program that emits its system calls lazily (an [`Ops`] queue of
+//! closures), so a write can use the file its `creat()` just made. Sizes come from the
+//! command's parameters (documented on [`CommandSpec`]); randomness (compile times, file
+//! sizes) from the run's seeded PRNG.
+
+use super::{Action, ProgCx, Program, TaskSpec};
+use crate::fs::ext3::{sys_create, sys_lookup, sys_read, sys_unlink, sys_write};
+use crate::fs::flush::sys_sync;
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Path, Step};
+use crate::kernel::state::{KReq, KState};
+use latlab_core::Nanos;
+use rand::Rng as _;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+
+/// Files by group name, shared by the commands of one script (`make clean` deletes what
+/// `make` built).
+#[derive(Default)]
+pub struct Registry {
+    groups: BTreeMap<String, Vec<u32>>,
+}
+
+impl Registry {
+    fn add(&mut self, group: &str, f: u32) {
+        self.groups.entry(group.to_string()).or_default().push(f);
+    }
+    fn take(&mut self, group: &str) -> Vec<u32> {
+        self.groups.remove(group).unwrap_or_default()
+    }
+    fn get(&self, group: &str) -> &[u32] {
+        self.groups.get(group).map_or(&[], |v| v.as_slice())
+    }
+}
+
+pub type Reg = Rc<RefCell<Registry>>;
+type Op = Box<dyn FnOnce(&mut ProgCx) -> Option<Action>>;
+
+/// A queue of pending system calls and compute bursts.
+#[derive(Default)]
+pub struct Ops {
+    q: VecDeque<Op>,
+}
+
+impl Ops {
+    fn push(&mut self, f: impl FnOnce(&mut ProgCx) -> Option<Action> + 'static) {
+        self.q.push_back(Box::new(f));
+    }
+    fn compute(&mut self, ns: Nanos) {
+        self.push(move |_| Some(Action::Compute(ns)));
+    }
+    fn grow(&mut self, pages: u64) {
+        self.push(move |cx| {
+            cx.st.mm.grow(cx.mm, pages);
+            None
+        });
+    }
+    fn lookup(&mut self, f: u32) {
+        self.push(move |cx| Some(Action::Syscall(sys_lookup(cx.st, f))));
+    }
+    fn read(&mut self, f: u32, bytes: u64) {
+        self.push(move |_| Some(Action::Syscall(sys_read(f, 0, bytes))));
+    }
+    /// creat() + write() in `chunk`-byte calls + close(); the file joins `group`.
+    fn create_write(&mut self, reg: &Reg, group: &'static str, bytes: u64, chunk: u64) {
+        let cur = Rc::new(Cell::new(0u32));
+        let (c, r) = (cur.clone(), reg.clone());
+        self.push(move |cx| {
+            let f = cx.st.mm.create_file(bytes.div_ceil(4096));
+            r.borrow_mut().add(group, f);
+            c.set(f);
+            Some(Action::Syscall(sys_create(cx.st)))
+        });
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(chunk);
+            left -= n;
+            let c = cur.clone();
+            self.push(move |_| Some(Action::Syscall(sys_write(c.get(), n))));
+        }
+    }
+    fn unlink(&mut self, f: u32) {
+        self.push(move |_| Some(Action::Syscall(sys_unlink(f))));
+    }
+    fn net(&mut self, bytes: u64) {
+        self.push(move |cx| Some(Action::Syscall(net_read(cx.st, cx.m.net_ns(bytes)))));
+    }
+    fn spawn(&mut self, spec: impl FnOnce(&mut ProgCx) -> TaskSpec + 'static) {
+        self.push(move |cx| Some(Action::Spawn(spec(cx))));
+    }
+    fn pop(&mut self, cx: &mut ProgCx) -> Option<Action> {
+        while let Some(op) = self.q.pop_front() {
+            if let Some(a) = op(cx) {
+                return Some(a);
+            }
+        }
+        None
+    }
+}
+
+/// Wait for `ns` of network transfer (NFS read, cvs): the task sleeps until the data is in.
+fn net_read(k: &mut KState, ns: Nanos) -> Box<dyn Path> {
+    k.net_token += 1;
+    let chan = Chan::Net(k.net_token);
+    Box::new(NetRead { chan, ns, waited: false })
+}
+
+struct NetRead {
+    chan: Chan,
+    ns: Nanos,
+    waited: bool,
+}
+
+impl Path for NetRead {
+    fn name(&self) -> &'static str {
+        "sock_recvmsg"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        if self.waited {
+            return Step::Done;
+        }
+        self.waited = true;
+        k.out.push(KReq::WakeAt { at: cx.now + self.ns, chan: self.chan });
+        Step::Block(self.chan)
+    }
+}
+
+/// read(/dev/zero) of `bytes`: clear_user page by page, with the stock need_resched check.
+fn read_zero(bytes: u64) -> Box<dyn Path> {
+    Box::new(ReadZero { pages: bytes.div_ceil(4096), done: false })
+}
+
+struct ReadZero {
+    pages: u64,
+    done: bool,
+}
+
+impl Path for ReadZero {
+    fn name(&self) -> &'static str {
+        "read_zero"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        if self.done {
+            return Step::Done;
+        }
+        self.done = true;
+        LoopStep::plain("read_zero", self.pages, k.c.page_copy, vec![point("read_zero", 1)])
+    }
+}
+
+/// One command of a script.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CommandSpec {
+    /// `make -jN` of a kernel: `objects` compilations, each reading `headers` headers and its
+    /// source, computing `cc_ms` (uniform in [lo, hi]) and writing an object; then a link.
+    MakeKernel { jobs: u32, objects: u32, headers: u32, cc_ms: (u64, u64), tree_files: u32 },
+    /// `make clean`: delete the objects the last build made.
+    MakeClean,
+    /// `tar xfz` of a tarball read over NFS: `files` files of mean `mean_kb`, gunzip at
+    /// `gunzip_mb_s`.
+    TarXfz { files: u32, mean_kb: u64, tarball_mb: u64, gunzip_mb_s: u64, group: String },
+    /// `rm -rf` of a group of files.
+    RmRf { group: String },
+    /// `dd if=/dev/zero of=FILE bs=BS count=N`.
+    Dd { mb: u64, bs_kb: u64, group: String },
+    /// `cvs co` over the network: `files` small files.
+    CvsCo { files: u32, kb: u64, group: String },
+    /// A small build: `objects` compilations of `cc_ms` each.
+    Make { objects: u32, cc_ms: u64, group: String },
+    /// `dbench N`: N clients of `rounds` rounds of create/write/read/stat/unlink.
+    Dbench { clients: u32, rounds: u32, group: String },
+    /// `sync`.
+    Sync,
+    /// Nothing happens for a while (a person typing the next command).
+    Idle { ms: u64 },
+}
+
+impl CommandSpec {
+    pub fn label(&self) -> String {
+        match self {
+            CommandSpec::MakeKernel { jobs, .. } => format!("make -j{jobs} bzImage"),
+            CommandSpec::MakeClean => "make clean".into(),
+            CommandSpec::TarXfz { .. } => "tar xfz (NFS)".into(),
+            CommandSpec::RmRf { group } => format!("rm -rf {group}"),
+            CommandSpec::Dd { mb, bs_kb, .. } => format!("dd bs={bs_kb}k count={}", mb * 1024 / bs_kb),
+            CommandSpec::CvsCo { .. } => "cvs co".into(),
+            CommandSpec::Make { .. } => "make".into(),
+            CommandSpec::Dbench { clients, .. } => format!("dbench {clients}"),
+            CommandSpec::Sync => "sync".into(),
+            CommandSpec::Idle { ms } => format!("idle {ms} ms"),
+        }
+    }
+}
+
+/// Seed 000's script (000_5c157154d48a42ec.txt), with its sizes:
+/// a 2.4 kernel build (about 480 objects of a 2.4.18 i386 configuration, ~0.6 s of PIII-850
+/// CPU each: a `make -j3 bzImage` of ~5 minutes), the 2.4.10 tarball (27 MB gzipped, ~10,000
+/// files of ~11 KB mean, ~110 MB unpacked), `dd` of 400 MB in 1 MB blocks, dbench's sources
+/// (~30 files) and a dbench 40 run.
+pub fn seed000_script() -> Vec<CommandSpec> {
+    vec![
+        CommandSpec::MakeKernel { jobs: 3, objects: 480, headers: 40, cc_ms: (200, 1000), tree_files: 1200 },
+        CommandSpec::MakeClean,
+        CommandSpec::TarXfz { files: 10_000, mean_kb: 11, tarball_mb: 27, gunzip_mb_s: 25, group: "linux".into() },
+        CommandSpec::RmRf { group: "linux".into() },
+        CommandSpec::Dd { mb: 400, bs_kb: 1024, group: "foo".into() },
+        CommandSpec::RmRf { group: "foo".into() },
+        CommandSpec::CvsCo { files: 30, kb: 10, group: "dbench".into() },
+        CommandSpec::Make { objects: 8, cc_ms: 500, group: "dbench".into() },
+        CommandSpec::Dbench { clients: 40, rounds: 20, group: "dbench-clients".into() },
+        CommandSpec::Sync,
+        CommandSpec::RmRf { group: "dbench".into() },
+    ]
+}
+
+/// The shell running a script: each command as a child, one after another, `gap` of idle
+/// between commands.
+pub struct Shell {
+    cmds: VecDeque<CommandSpec>,
+    reg: Reg,
+    spawned: bool,
+    gap: Nanos,
+}
+
+impl Shell {
+    pub fn new(cmds: Vec<CommandSpec>, gap: Nanos) -> Self {
+        Shell {
+            cmds: cmds.into(),
+            reg: Reg::default(),
+            spawned: false,
+            gap,
+        }
+    }
+}
+
+impl Program for Shell {
+    fn next(&mut self, cx: &mut ProgCx) -> Action {
+        if self.spawned {
+            self.spawned = false;
+            return Action::WaitChildren;
+        }
+        let Some(c) = self.cmds.pop_front() else {
+            cx.st.workload_done = true;
+            return Action::Exit;
+        };
+        if let CommandSpec::Idle { ms } = c {
+            return Action::Sleep(ms * 1_000_000);
+        }
+        if self.gap > 0 && !self.cmds.is_empty() {
+            // After this command, the person at the keyboard takes a while.
+            self.cmds.push_front(CommandSpec::Idle { ms: self.gap / 1_000_000 });
+        }
+        self.spawned = true;
+        if std::env::var_os("LATLAB_DEBUG_SCRIPT").is_some() {
+            eprintln!("{:>8.1}s  {}", cx.now as f64 / 1e9, c.label());
+        }
+        let comm = c.label().split_whitespace().next().unwrap_or("sh").to_string();
+        Action::Spawn(TaskSpec::user(comm, Box::new(Cmd::new(c, self.reg.clone()))))
+    }
+}
+
+/// A command's program.
+pub struct Cmd {
+    spec: CommandSpec,
+    reg: Reg,
+    ops: Ops,
+    stage: u32,
+}
+
+impl Cmd {
+    pub fn new(spec: CommandSpec, reg: Reg) -> Self {
+        Cmd {
+            spec,
+            reg,
+            ops: Ops::default(),
+            stage: 0,
+        }
+    }
+
+    /// Queue the command's next batch of work; false when it has nothing more to do.
+    fn refill(&mut self, cx: &mut ProgCx) -> bool {
+        let stage = self.stage;
+        self.stage += 1;
+        let reg = self.reg.clone();
+        let o = &mut self.ops;
+        match self.spec.clone() {
+            CommandSpec::MakeKernel { jobs, objects, headers, cc_ms, tree_files } => {
+                if stage == 0 {
+                    // The source tree is on disk, not cached.
+                    let mut r = reg.borrow_mut();
+                    for _ in 0..tree_files {
+                        let kb = cx.rng.gen_range(2..40);
+                        let f = cx.st.mm.existing_file(kb / 4 + 1);
+                        r.add("src", f);
+                    }
+                    o.grow(300);
+                    return true;
+                }
+                let spawned = stage - 1;
+                if spawned < objects {
+                    // make: keep `jobs` compilers running.
+                    o.push(move |_| Some(Action::WaitChildrenBelow(jobs)));
+                    let r = reg.clone();
+                    o.spawn(move |cx| {
+                        let (lo, hi) = cc_ms;
+                        let ms = cx.rng.gen_range(lo..=hi);
+                        let srcs = r.borrow().get("src").to_vec();
+                        let picks: Vec<u32> = (0..headers + 1).map(|_| srcs[cx.rng.gen_range(0..srcs.len())]).collect();
+                        TaskSpec::user("cc1", Box::new(Cc::new(picks, ms, 1500, 16, "objs", r.clone())))
+                    });
+                    return true;
+                }
+                if spawned == objects {
+                    o.push(|_| Some(Action::WaitChildren));
+                    // Link vmlinux and build bzImage: read the objects, ~8 s of ld + gzip.
+                    let objs = reg.borrow().get("objs").to_vec();
+                    for f in objs {
+                        o.read(f, 16 * 1024);
+                    }
+                    o.grow(4000);
+                    o.compute(8_000_000_000);
+                    o.create_write(&reg, "objs", 3 << 20, 64 * 1024);
+                    return true;
+                }
+                false
+            }
+            CommandSpec::MakeClean | CommandSpec::RmRf { .. } => {
+                if stage > 0 {
+                    return false;
+                }
+                let group = match &self.spec {
+                    CommandSpec::RmRf { group } => group.clone(),
+                    _ => "objs".into(),
+                };
+                let files = reg.borrow_mut().take(&group);
+                for (i, f) in files.into_iter().enumerate() {
+                    if i % 32 == 0 {
+                        // getdents of the next directory block and find/rm's own work.
+                        o.compute(200_000);
+                    }
+                    o.lookup(f);
+                    o.unlink(f);
+                }
+                true
+            }
+            CommandSpec::TarXfz { files, mean_kb, tarball_mb, gunzip_mb_s, group } => {
+                if stage == 0 {
+                    o.grow(600);
+                }
+                if stage >= files {
+                    return false;
+                }
+                // Per file: its share of the tarball over NFS, gunzip, creat + write.
+                let kb = (cx.rng.gen_range(0.0f64..1.0).powi(3) * 4.0 * mean_kb as f64) as u64 + 1;
+                o.net(tarball_mb * 1024 * 1024 / files as u64);
+                o.compute(kb * 1024 * 1000 / gunzip_mb_s);
+                let g: &'static str = Box::leak(group.into_boxed_str());
+                o.create_write(&reg, g, kb * 1024, 10 * 1024);
+                true
+            }
+            CommandSpec::Dd { mb, bs_kb, group } => {
+                if stage == 0 {
+                    o.grow(bs_kb / 4 + 50);
+                    let g: &'static str = Box::leak(group.into_boxed_str());
+                    let cur = Rc::new(Cell::new(0u32));
+                    let (c, r) = (cur.clone(), reg.clone());
+                    o.push(move |cx| {
+                        let f = cx.st.mm.create_file(mb * 256);
+                        r.borrow_mut().add(g, f);
+                        c.set(f);
+                        Some(Action::Syscall(sys_create(cx.st)))
+                    });
+                    for _ in 0..mb * 1024 / bs_kb {
+                        o.push(move |_| Some(Action::Syscall(read_zero(bs_kb * 1024))));
+                        let c = cur.clone();
+                        o.push(move |_| Some(Action::Syscall(sys_write(c.get(), bs_kb * 1024))));
+                    }
+                    return true;
+                }
+                false
+            }
+            CommandSpec::CvsCo { files, kb, group } => {
+                if stage > 0 {
+                    return false;
+                }
+                o.grow(500);
+                let g: &'static str = Box::leak(group.into_boxed_str());
+                for _ in 0..files {
+                    o.net(kb * 1024);
+                    o.compute(2_000_000);
+                    o.create_write(&reg, g, kb * 1024, 8 * 1024);
+                }
+                true
+            }
+            CommandSpec::Make { objects, cc_ms, group } => {
+                if stage < objects {
+                    o.push(|_| Some(Action::WaitChildren));
+                    let r = reg.clone();
+                    let g: &'static str = Box::leak(group.into_boxed_str());
+                    o.spawn(move |_| {
+                        let srcs = r.borrow().get(g).to_vec();
+                        TaskSpec::user("cc1", Box::new(Cc::new(srcs.into_iter().take(3).collect(), cc_ms, 1000, 8, g, r.clone())))
+                    });
+                    return true;
+                }
+                if stage == objects {
+                    o.push(|_| Some(Action::WaitChildren));
+                    return true;
+                }
+                false
+            }
+            CommandSpec::Dbench { clients, rounds, group } => {
+                if stage == 0 {
+                    for i in 0..clients {
+                        let r = reg.clone();
+                        let g: &'static str = Box::leak(format!("{group}{i}").into_boxed_str());
+                        o.spawn(move |_| TaskSpec::user("dbench", Box::new(DbenchClient::new(rounds, g, r))));
+                    }
+                    o.push(|_| Some(Action::WaitChildren));
+                    return true;
+                }
+                false
+            }
+            CommandSpec::Sync => {
+                if stage > 0 {
+                    return false;
+                }
+                o.push(|cx| Some(Action::Syscall(sys_sync(cx.st.kthreads.kjournald))));
+                true
+            }
+            CommandSpec::Idle { ms } => {
+                if stage > 0 {
+                    return false;
+                }
+                o.push(move |_| Some(Action::Sleep(ms * 1_000_000)));
+                true
+            }
+        }
+    }
+}
+
+impl Program for Cmd {
+    fn next(&mut self, cx: &mut ProgCx) -> Action {
+        loop {
+            if let Some(a) = self.ops.pop(cx) {
+                return a;
+            }
+            if !self.refill(cx) {
+                return Action::Exit;
+            }
+        }
+    }
+}
+
+/// A compiler process: read headers and source, compute, write the object, exit.
+struct Cc {
+    ops: Ops,
+}
+
+impl Cc {
+    fn new(files: Vec<u32>, ms: u64, rss: u64, obj_kb: u64, group: &'static str, reg: Reg) -> Self {
+        let mut o = Ops::default();
+        o.grow(rss / 4);
+        for f in files {
+            o.lookup(f);
+            o.read(f, 64 * 1024);
+        }
+        // cc1's working set grows while it compiles.
+        o.grow(rss - rss / 4);
+        o.compute(ms * 1_000_000);
+        o.create_write(&reg, group, obj_kb * 1024, 16 * 1024);
+        Cc { ops: o }
+    }
+}
+
+impl Program for Cc {
+    fn next(&mut self, cx: &mut ProgCx) -> Action {
+        self.ops.pop(cx).unwrap_or(Action::Exit)
+    }
+}
+
+/// One dbench client (dbench 1.x replaying the NetBench trace): rounds of creating files
+/// of 16-256 KB in 4-64 KB writes, reading them back, stat()s, deleting most of them.
+struct DbenchClient {
+    rounds: u32,
+    group: &'static str,
+    reg: Reg,
+    ops: Ops,
+    started: bool,
+}
+
+impl DbenchClient {
+    fn new(rounds: u32, group: &'static str, reg: Reg) -> Self {
+        DbenchClient {
+            rounds,
+            group,
+            reg,
+            ops: Ops::default(),
+            started: false,
+        }
+    }
+}
+
+impl Program for DbenchClient {
+    fn next(&mut self, cx: &mut ProgCx) -> Action {
+        loop {
+            if let Some(a) = self.ops.pop(cx) {
+                return a;
+            }
+            let o = &mut self.ops;
+            if !self.started {
+                self.started = true;
+                o.grow(200);
+                continue;
+            }
+            if self.rounds == 0 {
+                // Cleanup: delete what is left.
+                let left = self.reg.borrow_mut().take(self.group);
+                if left.is_empty() {
+                    return Action::Exit;
+                }
+                for f in left {
+                    o.unlink(f);
+                }
+                continue;
+            }
+            self.rounds -= 1;
+            for _ in 0..3 {
+                let kb = 16 << cx.rng.gen_range(0..5);
+                let chunk = 4096 << cx.rng.gen_range(0..5);
+                o.create_write(&self.reg, self.group, kb * 1024, chunk);
+            }
+            // Files are made when the creat() runs: pick them at execution time.
+            let (g, reg) = (self.group, &self.reg);
+            for i in 0..3 {
+                let r = reg.clone();
+                o.push(move |_| {
+                    let f = r.borrow().get(g).iter().rev().nth(i).copied()?;
+                    Some(Action::Syscall(sys_read(f, 0, 256 * 1024)))
+                });
+            }
+            for i in 0..10 {
+                let r = reg.clone();
+                o.push(move |cx| {
+                    let files = r.borrow().get(g).to_vec();
+                    let f = *files.get(i % files.len().max(1))?;
+                    Some(Action::Syscall(sys_lookup(cx.st, f)))
+                });
+            }
+            // The client's own parsing of the trace between operations.
+            o.compute(1_000_000);
+            // Delete all but the two newest files.
+            for _ in 0..3 {
+                let r = reg.clone();
+                o.push(move |_| {
+                    let f = {
+                        let mut r = r.borrow_mut();
+                        let v = r.groups.get_mut(g)?;
+                        if v.len() <= 2 {
+                            return None;
+                        }
+                        v.remove(0)
+                    };
+                    Some(Action::Syscall(sys_unlink(f)))
+                });
+            }
+        }
+    }
+}
