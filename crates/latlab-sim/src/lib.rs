@@ -37,13 +37,27 @@ use workload::kthreads::{Kthread, KthreadProg};
 use workload::script::Shell;
 use workload::TaskSpec;
 
-/// A workload: a script of commands run by a shell.
+/// A workload: a script of commands run by a shell, on a machine in a given state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
     pub name: String,
     pub commands: Vec<CommandSpec>,
     /// Idle time between commands (an unscripted run), ms.
     pub gap_ms: u64,
+    pub preload: Preload,
+}
+
+/// The state the machine is in when the run starts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Preload {
+    /// Page cache full of clean pages of old files (a machine that has been up for a while),
+    /// leaving free memory at pages_high.
+    pub cache_full: bool,
+    /// Mean size of those old files, KiB.
+    pub old_file_kb: u64,
+    /// Unused dentries (with their inodes) left by earlier activity, e.g. updatedb's nightly
+    /// walk of the whole filesystem.
+    pub unused_dentries: u64,
 }
 
 /// Everything one model run needs.
@@ -101,7 +115,8 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         return Err(SimError::RtcHz(cfg.rtc_hz));
     }
     let swap = latlab_swap::by_name(&cfg.variant.swap_allocator, cfg.machine.swap_slots().max(latlab_swap::MIN_SLOTS))?;
-    let st = KState::new(&cfg.machine, swap);
+    let mut st = KState::new(&cfg.machine, swap);
+    preload(&mut st, &cfg.workload.preload);
     let sched: Box<dyn sched::Scheduler> = match cfg.variant.sched {
         SchedClass::Goodness24 => Box::new(sched::goodness24::Goodness24::new(cfg.variant.hz)),
     };
@@ -138,6 +153,25 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         progress(k.now, goal);
     }
     Ok(finish(cfg, k))
+}
+
+fn preload(st: &mut KState, p: &Preload) {
+    for _ in 0..p.unused_dentries {
+        st.dcache.touch_new();
+    }
+    st.dcache.referenced = 0;
+    if p.cache_full {
+        let pages = (p.old_file_kb / 4).max(1);
+        while st.mm.free > st.mm.pages_high + pages {
+            let f = st.mm.existing_file(pages);
+            st.mm.add_cache(f, pages);
+            if let Some(r) = st.mm.files.get_mut(&f) {
+                r.in_use = false;
+            }
+            st.dcache.touch_new();
+        }
+        st.dcache.referenced = 0;
+    }
 }
 
 fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {

@@ -35,6 +35,8 @@ pub struct DirtyRun {
 struct Span {
     lo: u64,
     hi: u64,
+    /// When its buffers were dirtied (their `b_flushtime` is 30 s later).
+    dirtied_at: Nanos,
 }
 
 /// Who submitted a batch (and so which list the buffers now sit on).
@@ -42,7 +44,8 @@ struct Span {
 pub enum Via {
     /// `write_some_buffers`: refiled to BUF_LOCKED.
     Lru,
-    /// kjournald's `ll_rw_block`: left on BUF_DIRTY while locked.
+    /// `ll_rw_block` / `submit_bh` without a refile (kjournald, page writeout from
+    /// shrink_cache): left on BUF_DIRTY while locked.
     Jbd,
 }
 
@@ -68,6 +71,8 @@ pub struct Batch {
     pub per_txn: Vec<(u64, u64)>,
     /// Disk block of the first buffer.
     pub block: u64,
+    /// When the buffers were dirtied.
+    pub dirtied_at: Nanos,
 }
 
 fn count_completed(q: &VecDeque<Span>, done_hi: u64) -> u64 {
@@ -155,9 +160,10 @@ impl BufferCache {
         dropped
     }
 
-    /// When the oldest dirty buffer was dirtied.
+    /// When the buffer at the head of BUF_DIRTY was dirtied: a kjournald-submitted one still
+    /// sitting there, else the oldest dirty one (kupdated compares its `b_flushtime`).
     pub fn oldest_dirty(&self) -> Option<Nanos> {
-        self.dirty.front().map(|r| r.dirtied_at)
+        self.on_dirty_locked.front().map(|s| s.dirtied_at).or_else(|| self.dirty.front().map(|r| r.dirtied_at))
     }
 
     /// Take up to `max` of the oldest dirty buffers (only of transaction `only_txn` if given)
@@ -171,6 +177,7 @@ impl BufferCache {
         let n = run.count.min(max);
         let block = run.block;
         let txn = run.txn;
+        let dirtied_at = run.dirtied_at;
         run.count -= n;
         run.block += n;
         if run.count == 0 {
@@ -184,12 +191,17 @@ impl BufferCache {
             hi: lo + n,
             per_txn: vec![(txn, n)],
             block,
+            dirtied_at,
         })
     }
 
     /// A batch went to the disk via `via`.
     pub fn submitted(&mut self, b: &Batch, via: Via) {
-        let span = Span { lo: b.lo, hi: b.hi };
+        let span = Span {
+            lo: b.lo,
+            hi: b.hi,
+            dirtied_at: b.dirtied_at,
+        };
         match via {
             Via::Lru => {
                 self.on_locked.push_back(span);

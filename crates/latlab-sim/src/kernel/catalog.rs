@@ -154,6 +154,10 @@ pub struct Costs {
     /// Rest of do_exit besides exit_mmap: files, fs, signals, notify parent: ~5000
     /// instructions, 40 misses.
     pub exit_rest: Nanos,
+    /// An anonymous page fault: exception entry, do_anonymous_page, clear_page, return:
+    /// lmbench "page fault" ~2 us on a PIII-868 (research notes §4), i.e. ~1000
+    /// instructions and ~4 misses here.
+    pub page_fault: Nanos,
 }
 
 impl Costs {
@@ -188,6 +192,7 @@ impl Costs {
             fork_exec: m.cost(60000.0, 300.0),
             rtc_read: m.cost(200.0, 2.0),
             exit_rest: m.cost(5000.0, 40.0),
+            page_fault: m.cost(1000.0, 4.0),
         }
     }
 }
@@ -294,5 +299,54 @@ impl Path for DoExit {
                 self.stage = 0;
             }
         }
+    }
+}
+
+/// Touching `pages` new anonymous pages: one page fault each (every fault returns to user
+/// space, so each is a rescheduling opportunity), reclaiming when memory is short.
+pub struct FaultIn {
+    mm: u32,
+    left: u64,
+    sub: crate::kernel::path::Nested,
+}
+
+pub fn fault_in(mm: u32, pages: u64) -> Box<dyn Path> {
+    Box::new(FaultIn {
+        mm,
+        left: pages,
+        sub: Default::default(),
+    })
+}
+
+impl Path for FaultIn {
+    fn name(&self) -> &'static str {
+        "do_page_fault"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            if self.left == 0 {
+                return Step::Done;
+            }
+            if k.mm.low() {
+                let pid = k.kthreads.kswapd;
+                k.wake_kthread(pid);
+            }
+            if !k.mm.can_alloc(1) {
+                self.sub.start(crate::mm::vmscan::try_to_free_pages());
+                continue;
+            }
+            let n = self.left.min(k.mm.free - k.mm.pages_min);
+            return LoopStep::plain("do_anonymous_page", n, k.c.page_fault, vec![crate::kernel::path::point(crate::kernel::preempt::RET_FROM_EXCEPTION, 1)]);
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        if self.sub.advanced(k, cx, done) {
+            return;
+        }
+        self.left -= done.min(self.left);
+        k.mm.grow(self.mm, done);
     }
 }

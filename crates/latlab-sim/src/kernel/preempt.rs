@@ -13,6 +13,9 @@ use super::SwitchReason;
 use crate::variant::{PreemptModel, Variant};
 use latlab_core::Nanos;
 
+/// Page faults return to user space after each page: an opportunity every kernel has.
+pub const RET_FROM_EXCEPTION: &str = "ret_from_exception";
+
 /// Can the interrupted context reschedule on IRQ return?
 pub enum Boundary {
     No,
@@ -37,7 +40,7 @@ pub fn unlock_preempts(v: &Variant) -> bool {
 /// variant has, or, under kernel preemption, every item of a loop that drops its lock per item
 /// (or holds none).
 pub fn loop_point(l: &LoopStep, v: &Variant) -> Option<PointUse> {
-    let named = l.points.iter().filter(|p| v.has_point(p.name)).min_by_key(|p| p.every).copied();
+    let named = l.points.iter().filter(|p| p.name == RET_FROM_EXCEPTION || v.has_point(p.name)).min_by_key(|p| p.every).copied();
     let preempt = v.preempt == PreemptModel::Kernel && (l.unlock_each || l.lock.is_none());
     match (named, preempt) {
         (_, true) => Some(PointUse {

@@ -177,13 +177,14 @@ impl Mm {
         emptied
     }
 
-    /// Fraction of known files with cached pages, in 1/1024.
-    pub fn cached_share(&self) -> u64 {
-        if self.files.is_empty() {
+    /// Share of `cached_inodes` inodes that still have page-cache pages, in 1/1024: files
+    /// with cached pages over all inodes the caches hold.
+    pub fn cached_share(&self, cached_inodes: u64) -> u64 {
+        if cached_inodes == 0 {
             return 0;
         }
         let with = self.files.values().filter(|f| f.cached > 0).count() as u64;
-        with * 1024 / self.files.len() as u64
+        (with * 1024 / cached_inodes).min(1024)
     }
 
     /// Remove a file: its cached pages are freed (the truncate walk has been paid by the path).

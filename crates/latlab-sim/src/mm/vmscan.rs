@@ -109,6 +109,11 @@ impl Path for TryToFreePages {
                 }
                 Stage::Dcache => {
                     self.stage = Stage::Icache;
+                    if self.freed >= SWAP_CLUSTER_MAX {
+                        // shrink_caches returns as soon as shrink_cache freed enough.
+                        self.stage = Stage::NextPriority;
+                        continue;
+                    }
                     let count = k.dcache.dentries_unused / self.priority;
                     let p = k.dcache.plan_prune_dcache(count);
                     if p.pruned == 0 {
@@ -184,13 +189,21 @@ impl Path for TryToFreePages {
             Stage::Dcache | Stage::SwapOut if self.plan.1 > 0 && self.swap_mm.is_none() => {
                 let (clean, lru) = self.plan;
                 let freed = done * clean / lru.max(1);
+                // Dirty pages met go to writepage (block_write_full_page: submit_bh without a
+                // refile), SWAP_CLUSTER_MAX at most per call.
+                let dirty_met = (done * k.buf.nr_dirty / lru.max(1)).min(SWAP_CLUSTER_MAX);
+                if dirty_met > 0 {
+                    if let Some(b) = k.buf.take(dirty_met, None) {
+                        self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(b, crate::fs::buffer::Via::Jbd, None)));
+                    }
+                }
                 let emptied = k.mm.free_cache(freed);
                 k.dcache.pages_dropped(emptied);
                 self.freed += freed;
                 self.plan = (0, 0);
             }
             Stage::Icache | Stage::DcachePrune => {
-                let share = k.mm.cached_share();
+                let share = k.mm.cached_share(k.dcache.dentries_unused + k.dcache.inodes_unused);
                 if self.stage == Stage::DcachePrune && self.plan.0 > 0 {
                     // The flag-clearing walk: skips only.
                     k.dcache.apply_prune_dcache(done, 0, share);

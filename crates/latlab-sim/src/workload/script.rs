@@ -52,10 +52,7 @@ impl Ops {
         self.push(move |_| Some(Action::Compute(ns)));
     }
     fn grow(&mut self, pages: u64) {
-        self.push(move |cx| {
-            cx.st.mm.grow(cx.mm, pages);
-            None
-        });
+        self.push(move |cx| Some(Action::Syscall(crate::kernel::catalog::fault_in(cx.mm, pages))));
     }
     fn lookup(&mut self, f: u32) {
         self.push(move |cx| Some(Action::Syscall(sys_lookup(cx.st, f))));
@@ -175,6 +172,11 @@ pub enum CommandSpec {
     Sync,
     /// Nothing happens for a while (a person typing the next command).
     Idle { ms: u64 },
+    /// Commands run at the same time (`a & b & c; wait`).
+    Parallel(Vec<CommandSpec>),
+    /// A memory hog: allocate `mb` of anonymous memory and touch all of it `passes` times,
+    /// ~1 s of CPU per pass (a memory tester of the Cerberus kind).
+    MemHog { mb: u64, passes: u32 },
 }
 
 impl CommandSpec {
@@ -190,6 +192,8 @@ impl CommandSpec {
             CommandSpec::Dbench { clients, .. } => format!("dbench {clients}"),
             CommandSpec::Sync => "sync".into(),
             CommandSpec::Idle { ms } => format!("idle {ms} ms"),
+            CommandSpec::Parallel(v) => v.iter().map(|c| c.label()).collect::<Vec<_>>().join(" & "),
+            CommandSpec::MemHog { mb, .. } => format!("memhog {mb}M"),
         }
     }
 }
@@ -435,6 +439,38 @@ impl Cmd {
                     return false;
                 }
                 o.push(move |_| Some(Action::Sleep(ms * 1_000_000)));
+                true
+            }
+            CommandSpec::Parallel(cmds) => {
+                if stage > 0 {
+                    return false;
+                }
+                for c in cmds {
+                    let r = reg.clone();
+                    o.spawn(move |_| {
+                        let comm = c.label().split_whitespace().next().unwrap_or("sh").to_string();
+                        TaskSpec::user(comm, Box::new(Cmd::new(c, r)))
+                    });
+                }
+                o.push(|_| Some(Action::WaitChildren));
+                true
+            }
+            CommandSpec::MemHog { mb, passes } => {
+                if stage == 0 {
+                    // Allocate in 4 MiB steps (page faults), touching as it goes.
+                    for _ in 0..mb / 4 {
+                        o.grow(1024);
+                        o.compute(20_000_000);
+                    }
+                    return true;
+                }
+                if stage > passes {
+                    return false;
+                }
+                o.push(|cx| {
+                    cx.st.mm.reference(cx.mm);
+                    Some(Action::Compute(1_000_000_000))
+                });
                 true
             }
         }
