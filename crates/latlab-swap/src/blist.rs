@@ -29,7 +29,8 @@
 
 use crate::meter::Meter;
 use crate::{
-    check_free, check_slots, corrupt, Alloc, AllocRequest, SwapAllocator, SwapError, Work,
+    check_free, check_request, check_slots, corrupt, Alloc, AllocRequest, SwapAllocator, SwapError,
+    Work,
 };
 
 /// Blocks per leaf bitmap.
@@ -315,7 +316,8 @@ impl SwapAllocator for Blist {
         self.blocks - self.nodes[0].u
     }
 
-    fn alloc(&mut self, _req: &AllocRequest) -> Result<Alloc, SwapError> {
+    fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError> {
+        check_request(req)?;
         let mut m = Meter::default();
         m.lock(); // sw_dev_mtx
         m.read(1);

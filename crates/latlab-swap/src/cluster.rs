@@ -37,7 +37,8 @@
 use crate::map::SwapMap;
 use crate::meter::Meter;
 use crate::{
-    check_free, check_slots, corrupt, Alloc, AllocRequest, SwapAllocator, SwapError, Work, MAX_CPUS,
+    check_free, check_request, check_slots, corrupt, Alloc, AllocRequest, SwapAllocator, SwapError,
+    Work,
 };
 
 /// `SWAPFILE_CLUSTER` = `HPAGE_PMD_NR` on x86-64 with `CONFIG_THP_SWAP`.
@@ -302,11 +303,9 @@ impl Cluster6 {
         self.alloc_swap_scan_list(Flag::Frag, false, cpu, m)
     }
 
-    fn cpu_slot(&mut self, cpu: u32) -> Result<usize, SwapError> {
-        if cpu >= MAX_CPUS {
-            return Err(SwapError::CpuOutOfRange { cpu, max: MAX_CPUS });
-        }
-        let cpu = cpu as usize;
+    fn cpu_slot(&mut self, req: &AllocRequest) -> Result<usize, SwapError> {
+        check_request(req)?;
+        let cpu = req.cpu as usize;
         if self.percpu.len() <= cpu {
             self.percpu.resize(cpu + 1, None);
         }
@@ -328,7 +327,7 @@ impl SwapAllocator for Cluster6 {
     }
 
     fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError> {
-        let cpu = self.cpu_slot(req.cpu)?;
+        let cpu = self.cpu_slot(req)?;
         let mut m = Meter::default();
         m.lock(); // local_lock(&percpu_swap_cluster.lock)
         let mut slot = self.swap_alloc_fast(cpu, &mut m);

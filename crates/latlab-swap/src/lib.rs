@@ -127,7 +127,8 @@ pub trait SwapAllocator: Send {
     fn slots(&self) -> u64;
     /// Slots currently handed out.
     fn used(&self) -> u64;
-    /// Find a free slot for `req`. `Ok` with `slot: None` means the swap area is full.
+    /// Find a free slot for `req`. `Ok` with `slot: None` means the swap area is full; a
+    /// CPU number of [`MAX_CPUS`] or more is an error.
     fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError>;
     /// Give `slot` back. Freeing a free or out-of-range slot is an error and changes nothing.
     fn free(&mut self, slot: u64) -> Result<Work, SwapError>;
@@ -167,6 +168,17 @@ pub fn check_slots(slots: u64) -> Result<(), SwapError> {
         return Err(SwapError::TooLarge {
             slots,
             max: MAX_SLOTS,
+        });
+    }
+    Ok(())
+}
+
+/// Shared check for `alloc`: the request must name a CPU the model knows.
+pub(crate) fn check_request(req: &AllocRequest) -> Result<(), SwapError> {
+    if req.cpu >= MAX_CPUS {
+        return Err(SwapError::CpuOutOfRange {
+            cpu: req.cpu,
+            max: MAX_CPUS,
         });
     }
     Ok(())

@@ -38,7 +38,9 @@
 use crate::map::SwapInfo;
 use crate::meter::Meter;
 use crate::scan24::SWAPFILE_CLUSTER;
-use crate::{check_free, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
+use crate::{
+    check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work,
+};
 
 /// `#define LATENCY_LIMIT 256`: entries scanned between `cond_resched()` calls.
 pub const LATENCY_LIMIT: u64 = 256;
@@ -113,7 +115,8 @@ impl SwapAllocator for Lockless {
         self.si.inuse
     }
 
-    fn alloc(&mut self, _req: &AllocRequest) -> Result<Alloc, SwapError> {
+    fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError> {
+        check_request(req)?;
         let mut m = Meter::default();
         m.lock(); // swap_lock in get_swap_page
         let slot = if self.si.full() {

@@ -24,7 +24,9 @@
 
 use crate::map::SwapInfo;
 use crate::meter::Meter;
-use crate::{check_free, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
+use crate::{
+    check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work,
+};
 
 /// `#define SWAPFILE_CLUSTER 256`.
 pub const SWAPFILE_CLUSTER: u64 = 256;
@@ -87,7 +89,8 @@ impl SwapAllocator for Scan24 {
         self.si.inuse
     }
 
-    fn alloc(&mut self, _req: &AllocRequest) -> Result<Alloc, SwapError> {
+    fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError> {
+        check_request(req)?;
         let mut m = Meter::default();
         m.lock(); // swap_list_lock
         let mut slot = None;

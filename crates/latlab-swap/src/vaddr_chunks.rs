@@ -41,7 +41,9 @@
 
 use crate::map::SwapInfo;
 use crate::meter::Meter;
-use crate::{check_free, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
+use crate::{
+    check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work,
+};
 
 /// `CHUNK_SHIFT` with 4 KiB pages: 256 slots per chunk.
 pub const CHUNK_SHIFT: u32 = 20 - 12;
@@ -97,6 +99,7 @@ impl SwapAllocator for VaddrChunks {
     }
 
     fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError> {
+        check_request(req)?;
         let mut m = Meter::default();
         m.lock(); // swap_list_lock
         let mut slot = None;
