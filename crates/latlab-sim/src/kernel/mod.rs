@@ -112,6 +112,7 @@ pub struct Kernel {
     next_mm: u32,
     /// When the current task last got the CPU or entered the kernel.
     ran_since: Nanos,
+    boundaries: u64,
 }
 
 impl Kernel {
@@ -163,6 +164,7 @@ impl Kernel {
             next_pid: 1,
             next_mm: 1,
             ran_since: 0,
+            boundaries: 0,
         };
         k.pids.insert(0, 0);
         k.q.schedule(tick_ns, Ev::Irq(Irq::Tick));
@@ -176,9 +178,10 @@ impl Kernel {
         self.q.schedule(self.now + period, Ev::Irq(Irq::Rtc));
     }
 
-    /// Events delivered so far.
+    /// Events processed so far: queue events (interrupts, timers) plus segment boundaries
+    /// (a step, burst or switch ending).
     pub fn events(&self) -> u64 {
-        self.q.delivered()
+        self.q.delivered() + self.boundaries
     }
 
     /// Create a task; it becomes runnable at once. Returns its pid.
@@ -325,6 +328,7 @@ impl Kernel {
     // ----- boundaries -------------------------------------------------------------------
 
     fn boundary(&mut self) {
+        self.boundaries += 1;
         if self.overhead > 0 {
             return;
         }
@@ -589,7 +593,6 @@ impl Kernel {
         self.tasks[prev].need_resched = false;
         self.stats.schedule_calls += 1;
         let (next, cost) = self.sched.pick(&mut self.tasks, prev, &self.m);
-        if std::env::var("LLDBG").is_ok() && self.stats.schedule_calls < 40 { eprintln!("{} sched {:?} {} -> {} cost {}", self.now, reason, self.tasks[prev].label(), self.tasks[next].label(), cost); }
         let mut overhead = cost;
         if next != prev {
             overhead += self.m.ctx_switch_ns;
@@ -696,5 +699,162 @@ fn step_locked(s: &Step) -> bool {
         Step::Work(w) => w.lock.is_some() || w.irqs_off || w.hold,
         Step::Loop(l) => l.lock.is_some() || l.hold,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::path::{LoopStep, Script};
+    use crate::machine::{DiskProfile, MachineProfile};
+    use crate::sched::goodness24::Goodness24;
+    use crate::variant::{PreemptModel, SchedClass, Variant};
+    use crate::workload::{Program, TaskSpec};
+
+    /// A synthetic machine for engine tests (values irrelevant to what is tested).
+    fn machine() -> MachineProfile {
+        MachineProfile {
+            name: "test".into(),
+            description: String::new(),
+            cpu_mhz: 1000.0,
+            kernel_cpi: 1.0,
+            mem_latency_ns: 100.0,
+            copy_mb_s: 1000.0,
+            ram_mib: 256,
+            swap_mib: 64,
+            irq_entry_exit_ns: 1000,
+            tick_handler_ns: 1000,
+            rtc_handler_ns: 1000,
+            disk_handler_ns: 1000,
+            syscall_ns: 100,
+            ctx_switch_ns: 1000,
+            schedule_base_ns: 1000,
+            goodness_per_task_ns: 10,
+            disk: DiskProfile {
+                position_ns: 1_000_000,
+                seq_mb_s: 50.0,
+                max_request_kib: 64,
+                nr_requests: 128,
+            },
+            net_mb_s: 10.0,
+        }
+    }
+
+    fn variant(preempt: PreemptModel, points: &[&str]) -> Variant {
+        Variant {
+            name: "t".into(),
+            description: String::new(),
+            base: "t".into(),
+            preempt,
+            points: points.iter().map(|s| s.to_string()).collect(),
+            hz: 100,
+            sched: SchedClass::Goodness24,
+            swap_allocator: "scan-2.4".into(),
+        }
+    }
+
+    /// One system call running a single loop of `items` x `per_item` ns.
+    struct OneLoop {
+        items: u64,
+        per_item: Nanos,
+        point: Option<&'static str>,
+        lock: Option<&'static str>,
+        done: bool,
+    }
+
+    impl Program for OneLoop {
+        fn next(&mut self, _cx: &mut ProgCx) -> Action {
+            if self.done {
+                return Action::Compute(u64::MAX / 4);
+            }
+            self.done = true;
+            let points = self.point.map(|p| vec![path::point(p, 1)]).unwrap_or_default();
+            let step = match self.lock {
+                Some(l) => LoopStep::locked("test_loop", self.items, self.per_item, l, points, false),
+                None => LoopStep::plain("test_loop", self.items, self.per_item, points),
+            };
+            Action::Syscall(Box::new(Script {
+                name: "sys_test",
+                steps: [step].into(),
+            }))
+        }
+    }
+
+    fn kernel(v: Variant) -> Kernel {
+        let m = machine();
+        let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
+        let st = KState::new(&m, swap);
+        Kernel::new(v, m, Box::new(Goodness24::new(100)), st, crate::engine::rng_for(7, 1))
+    }
+
+    fn events_for(items: u64, per_item: Nanos) -> u64 {
+        let mut k = kernel(variant(PreemptModel::None, &[]));
+        k.spawn(TaskSpec::user("loop", Box::new(OneLoop { items, per_item, point: None, lock: None, done: false })), None);
+        k.run_until(2_000_000_000, |_| {});
+        k.events()
+    }
+
+    #[test]
+    fn loop_events_do_not_grow_with_items() {
+        // Both loops take one simulated second.
+        let small = events_for(1_000, 1_000_000);
+        let large = events_for(10_000_000, 100);
+        assert_eq!(small, large, "a 10^7-item loop must cost as many events as a 10^3-item one");
+        assert!(small < 1_000, "{small}");
+    }
+
+    /// Latency a SCHED_FIFO task woken by a timer sees while another task runs a loop.
+    fn wake_latency(v: Variant, point: Option<&'static str>, lock: Option<&'static str>) -> Nanos {
+        struct Sleeper {
+            woke: std::rc::Rc<std::cell::Cell<Nanos>>,
+            phase: u8,
+        }
+        impl Program for Sleeper {
+            fn next(&mut self, cx: &mut ProgCx) -> Action {
+                self.phase += 1;
+                match self.phase {
+                    1 => Action::Sleep(50_000_000),
+                    2 => {
+                        self.woke.set(cx.now);
+                        Action::Exit
+                    }
+                    _ => Action::Exit,
+                }
+            }
+        }
+        let mut k = kernel(v);
+        let woke = std::rc::Rc::new(std::cell::Cell::new(0));
+        k.spawn(
+            TaskSpec {
+                policy: Policy::Fifo,
+                rt_priority: 50,
+                ..TaskSpec::user("rt", Box::new(Sleeper { woke: woke.clone(), phase: 0 }))
+            },
+            None,
+        );
+        // 200 ms of loop in 1 us items, starting right away.
+        k.spawn(TaskSpec::user("hog", Box::new(OneLoop { items: 200_000, per_item: 1_000, point, lock, done: false })), None);
+        k.run_until(1_000_000_000, |_| {});
+        // The 50 ms sleep started just after 0 and expires on the next tick: 60 ms.
+        woke.get().saturating_sub(60_000_000)
+    }
+
+    #[test]
+    fn preemption_mechanisms_decide_the_wait() {
+        // Stock: the woken task waits for the whole loop (ends ~200 ms after start).
+        let stock = wake_latency(variant(PreemptModel::None, &[]), None, None);
+        assert!(stock > 100_000_000, "{stock}");
+        // A rescheduling point every item the variant has: microseconds.
+        let pt = wake_latency(variant(PreemptModel::None, &["p"]), Some("p"), None);
+        assert!(pt < 100_000, "{pt}");
+        // The point exists in the code but not in this kernel: no help.
+        let absent = wake_latency(variant(PreemptModel::None, &[]), Some("p"), None);
+        assert_eq!(absent, stock);
+        // Kernel preemption: no lock held, preempted at IRQ return.
+        let kp = wake_latency(variant(PreemptModel::Kernel, &[]), None, None);
+        assert!(kp < 100_000, "{kp}");
+        // Kernel preemption cannot help inside a spinlock.
+        let locked = wake_latency(variant(PreemptModel::Kernel, &[]), None, Some("l"));
+        assert!(locked > 100_000_000, "{locked}");
     }
 }

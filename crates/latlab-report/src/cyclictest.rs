@@ -1,0 +1,1 @@
+//! `cyclictest -h N` histogram files (owned by the probe work; see crates/latlab-probe).

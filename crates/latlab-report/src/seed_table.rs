@@ -1,0 +1,250 @@
+//! The seeds' tables with the model's figures beside the published ones.
+//!
+//! Seed 000 prints counts per logarithmic latency bucket (0-1, 1-2, 2-4 ... 128-256 ms) per
+//! kernel and quotes worst cases in its text; seed 002 gives one maximum per kernel. Both
+//! layouts are reproduced here, followed by the worst-case comparison the fidelity bar is
+//! judged on: a published number within 1.5x, a published bucket within 2x of its edges.
+
+use latlab_core::{ms, RunResult};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// Log-bucket edges in ms: 0-1, 1-2, 2-4 ... 128-256, 256-512.
+pub const BUCKET_EDGES_MS: [f64; 11] = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
+
+/// What a seed published for one run.
+#[derive(Clone, Debug, Default)]
+pub struct Published<'a> {
+    pub samples: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub max_range_ms: Option<[f64; 2]>,
+    pub buckets: &'a [f64],
+    pub listing: &'a [[f64; 2]],
+}
+
+/// One row of a reproduced table: a run's result and the seed's figures for it.
+pub struct RunView<'a> {
+    pub label: &'a str,
+    pub result: &'a RunResult,
+    pub published: Published<'a>,
+}
+
+/// A figure compared with the seed (the `--json` rows of `latlab reproduce`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CompareRow {
+    pub variant: String,
+    pub figure: String,
+    pub unit: String,
+    pub model: f64,
+    pub published: Option<f64>,
+    pub published_range: Option<[f64; 2]>,
+    pub source: String,
+}
+
+impl CompareRow {
+    /// Within the fidelity bar: 1.5x of a published number, 2x of a published bucket's edges.
+    pub fn within_bar(&self) -> Option<bool> {
+        if let Some(p) = self.published {
+            return Some(p > 0.0 && self.model / p <= 1.5 && p / self.model.max(1e-12) <= 1.5);
+        }
+        self.published_range.map(|[lo, hi]| self.model >= lo / 2.0 && self.model <= hi * 2.0)
+    }
+    /// model / published (or / the bucket's geometric middle).
+    pub fn ratio(&self) -> Option<f64> {
+        self.published.or(self.published_range.map(|[lo, hi]| (lo * hi).sqrt())).map(|p| self.model / p)
+    }
+}
+
+fn realfeel(r: &RunResult) -> Option<&latlab_core::Stream> {
+    r.stream("realfeel").or(r.streams.first())
+}
+
+/// Comparison rows of an experiment: worst case and sample count per run.
+pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
+    let mut rows = Vec::new();
+    for v in runs {
+        let Some(s) = realfeel(v.result) else { continue };
+        rows.push(CompareRow {
+            variant: v.result.meta.kernel.clone(),
+            figure: "max_latency".into(),
+            unit: "ms".into(),
+            model: ms(s.hist.max()),
+            published: v.published.max_ms,
+            published_range: if v.published.max_ms.is_none() { v.published.max_range_ms } else { None },
+            source: source.into(),
+        });
+        rows.push(CompareRow {
+            variant: v.result.meta.kernel.clone(),
+            figure: "samples".into(),
+            unit: "count".into(),
+            model: s.hist.count() as f64,
+            published: v.published.samples,
+            published_range: None,
+            source: source.into(),
+        });
+        rows.push(CompareRow {
+            variant: v.result.meta.kernel.clone(),
+            figure: "p99_latency".into(),
+            unit: "ms".into(),
+            model: ms(s.hist.quantile(0.99)),
+            published: None,
+            published_range: None,
+            source: source.into(),
+        });
+    }
+    rows
+}
+
+fn fmt_count(x: f64) -> String {
+    if x >= 100_000.0 {
+        format!("{:.1e}", x).replace("e", "e")
+    } else if x == 0.0 {
+        String::new()
+    } else {
+        format!("{}", x.round() as u64)
+    }
+}
+
+fn fmt_ms(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.1}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Seed 000's table: counts per log bucket, model row under each published row.
+pub fn render_log_histogram(title: &str, source: &str, runs: &[RunView]) -> String {
+    let mut out = String::new();
+    let last_bucket = runs
+        .iter()
+        .filter_map(|v| realfeel(v.result).map(|s| ms(s.hist.max())))
+        .map(|m| BUCKET_EDGES_MS.iter().rposition(|&e| e <= m).unwrap_or(0))
+        .chain(runs.iter().map(|v| v.published.buckets.len().saturating_sub(1)))
+        .max()
+        .unwrap_or(0)
+        .clamp(8, BUCKET_EDGES_MS.len() - 2);
+    let heads: Vec<String> = (0..=last_bucket).map(|i| format!("{}-{}", BUCKET_EDGES_MS[i], BUCKET_EDGES_MS[i + 1])).collect();
+    let widths: Vec<usize> = heads.iter().map(|h| h.len().max(7) + 1).collect();
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(out, "(seed: {source}; model = latlab's kernel model, seed = published)\n");
+    let label_w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    let _ = write!(out, "{:<label_w$}{:<7}", "", "");
+    let _ = writeln!(out, "Latency (milliseconds)");
+    let _ = write!(out, "{:<label_w$}{:<7}", "Kernel", "");
+    for (h, w) in heads.iter().zip(&widths) {
+        let _ = write!(out, "{h:<w$}");
+    }
+    let _ = writeln!(out, "{:>9}", "worst");
+    for v in runs {
+        let Some(s) = realfeel(v.result) else { continue };
+        let _ = write!(out, "\n{:<label_w$}{:<7}", v.label, "seed");
+        for (i, w) in widths.iter().enumerate() {
+            let c = v.published.buckets.get(i).copied().unwrap_or(0.0);
+            let _ = write!(out, "{:<w$}", fmt_count(c));
+        }
+        let worst = match (v.published.max_ms, v.published.max_range_ms) {
+            (Some(m), _) => format!("{} ms", fmt_ms(m)),
+            (None, Some([lo, hi])) => format!("{lo}-{hi} ms"),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "{worst:>9}");
+        let _ = write!(out, "{:<label_w$}{:<7}", "", "model");
+        for (i, w) in widths.iter().enumerate() {
+            let lo = (BUCKET_EDGES_MS[i] * 1e6) as u64;
+            let hi = if i == last_bucket { u64::MAX } else { (BUCKET_EDGES_MS[i + 1] * 1e6) as u64 };
+            let c = s.hist.count_between(lo, hi) as f64;
+            let _ = write!(out, "{:<w$}", fmt_count(c));
+        }
+        let _ = writeln!(out, "{:>9}", format!("{} ms", fmt_ms(ms(s.hist.max()))));
+    }
+    out
+}
+
+/// Seed 002's figures: one maximum per kernel.
+pub fn render_max_latency(title: &str, source: &str, runs: &[RunView]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(out, "(seed: {source})\n");
+    let label_w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    let _ = writeln!(out, "{:<label_w$}{:>16}{:>16}", "Kernel", "Max. latency", "model");
+    for v in runs {
+        let Some(s) = realfeel(v.result) else { continue };
+        let p = v.published.max_ms.map_or(String::from("-"), |m| format!("{} ms", fmt_ms(m)));
+        let _ = writeln!(out, "{:<label_w$}{:>16}{:>16}", v.label, p, format!("{} ms", fmt_ms(ms(s.hist.max()))));
+    }
+    out
+}
+
+/// The worst-case comparison: model beside seed, ratio, and whether it meets the bar.
+pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    let label_of = |variant: &str| labels.iter().find(|(v, _)| *v == variant).map_or(variant.to_string(), |(_, l)| l.to_string());
+    let w = labels.iter().map(|(_, l)| l.len()).max().unwrap_or(6).max(6) + 2;
+    let _ = writeln!(out, "\nWorst case, model vs seed (bar: a number within 1.5x, a bucket within 2x of its edges)");
+    let _ = writeln!(out, "{:<w$}{:>12}{:>16}{:>9}   {}", "Kernel", "model", "seed", "ratio", "");
+    for r in rows.iter().filter(|r| r.figure == "max_latency") {
+        let seed = match (r.published, r.published_range) {
+            (Some(p), _) => format!("{} ms", fmt_ms(p)),
+            (None, Some([lo, hi])) => format!("{lo}-{hi} ms"),
+            _ => "-".into(),
+        };
+        let ratio = r.ratio().map_or(String::from("-"), |x| format!("{x:.2}x"));
+        let verdict = match r.within_bar() {
+            Some(true) => "ok",
+            Some(false) => "OFF",
+            None => "",
+        };
+        let _ = writeln!(out, "{:<w$}{:>12}{:>16}{:>9}   {}", label_of(&r.variant), format!("{} ms", fmt_ms(r.model)), seed, ratio, verdict);
+    }
+    out
+}
+
+/// A 0.1 ms listing (seed 000's low-latency histogram) beside the seed's.
+pub fn render_listing(label: &str, r: &RunResult, published: &[[f64; 2]]) -> String {
+    let mut out = String::new();
+    let Some(s) = realfeel(r) else { return out };
+    let _ = writeln!(out, "\n{label}: 0.1 ms listing (ms  seed  model)");
+    let top = (ms(s.hist.max()) * 10.0).floor() as u64;
+    let ptop = published.iter().map(|p| (p[0] * 10.0).round() as u64).max().unwrap_or(0);
+    for b in 0..=top.max(ptop) {
+        let lo = b * 100_000;
+        let model = s.hist.count_between(lo, lo + 100_000);
+        let seed = published.iter().find(|p| (p[0] * 10.0).round() as u64 == b).map(|p| p[1]);
+        if model == 0 && seed.is_none() {
+            continue;
+        }
+        let _ = writeln!(out, "{:>5.1} {:>9} {:>9}", b as f64 / 10.0, seed.map_or(String::new(), |x| format!("{}", x as u64)), if model == 0 { String::new() } else { model.to_string() });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(model: f64, p: Option<f64>, r: Option<[f64; 2]>) -> CompareRow {
+        CompareRow {
+            variant: "v".into(),
+            figure: "max_latency".into(),
+            unit: "ms".into(),
+            model,
+            published: p,
+            published_range: r,
+            source: "s".into(),
+        }
+    }
+
+    #[test]
+    fn fidelity_bar() {
+        assert_eq!(row(84.0, Some(84.0), None).within_bar(), Some(true));
+        assert_eq!(row(126.0, Some(84.0), None).within_bar(), Some(true));
+        assert_eq!(row(127.0, Some(84.0), None).within_bar(), Some(false));
+        assert_eq!(row(55.0, Some(84.0), None).within_bar(), Some(false));
+        assert_eq!(row(64.0, None, Some([128.0, 256.0])).within_bar(), Some(true));
+        assert_eq!(row(63.0, None, Some([128.0, 256.0])).within_bar(), Some(false));
+        assert_eq!(row(1.0, None, None).within_bar(), None);
+    }
+}
