@@ -22,8 +22,11 @@ pub const DEFAULT_SLOTS: &[u64] = &[1 << 16, 1 << 18, 1 << 20, 1 << 22];
 /// The default fill levels.
 pub const DEFAULT_FILLS: &[f64] = &[0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999];
 /// A cell's mean work per allocation must grow by this factor over the emptiest fill
-/// measured to count as "cost starts to grow".
+/// measured to count as "cost starts to grow"...
 pub const GROWTH_FACTOR: f64 = 4.0;
+/// ...over a baseline of at least this many entries, so that going from 2 to 8 entries
+/// (a handful of cache lines either way) does not count.
+pub const GROWTH_FLOOR: f64 = 10.0;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,14 +225,15 @@ pub fn run(cfg: &BenchConfig) -> Result<Vec<Row>, SwapError> {
 }
 
 /// For one allocator and size, the lowest fill level at which mean work per allocation
-/// reaches [`GROWTH_FACTOR`] times its value at the emptiest fill measured.
+/// reaches [`GROWTH_FACTOR`] times its value at the emptiest fill measured (taken as at
+/// least [`GROWTH_FLOOR`]).
 pub fn growth_onset(rows: &[Row], allocator: &str, slots: u64) -> Option<f64> {
     let mut mine: Vec<&Row> = rows
         .iter()
         .filter(|r| r.allocator == allocator && r.slots == slots)
         .collect();
     mine.sort_by(|a, b| a.fill.total_cmp(&b.fill));
-    let base = mine.first()?.work_mean.max(1.0);
+    let base = mine.first()?.work_mean.max(GROWTH_FLOOR);
     mine.iter()
         .find(|r| r.work_mean >= GROWTH_FACTOR * base)
         .map(|r| r.fill)
@@ -313,13 +317,16 @@ mod tests {
             failed: 0,
         };
         let rows = [
-            row(0.9, 9.0),
-            row(0.0, 2.0),
-            row(0.5, 3.0),
+            row(0.9, 90.0),
+            row(0.0, 12.0),
+            row(0.5, 30.0),
             row(0.99, 100.0),
         ];
         assert_eq!(growth_onset(&rows, "x", 1), Some(0.9));
         assert_eq!(growth_onset(&rows[1..3], "x", 1), None);
+        // 2 -> 39 entries stays under 4 x the floor of 10
+        let cheap = [row(0.0, 2.0), row(0.5, 39.0), row(0.9, 40.0)];
+        assert_eq!(growth_onset(&cheap, "x", 1), Some(0.9));
         assert_eq!(growth_onset(&rows, "y", 1), None);
     }
 
