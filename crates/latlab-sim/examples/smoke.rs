@@ -33,7 +33,7 @@ fn main() {
     if which == "ll" { pts.extend(ll.iter().map(|s| s.to_string())); }
     if which.contains("preempt") { preempt = PreemptModel::Kernel; }
     let v = Variant { name: which.clone(), description: "".into(), base: "2.4.18".into(), preempt, points: pts, hz: 100, sched: SchedClass::Goodness24, swap_allocator: "scan-2.4".into() };
-    let cfg = SimConfig { machine: m, variant: v, workload: Workload { name: "seed000".into(), commands: workload::script::seed000_script(), gap_ms: 0, preload: Preload { cache_full: true, old_file_kb: 64, unused_dentries: 150_000 } }, rtc_hz: 2048, rt_priority: 99, seed: 1, min_duration_ns: 0, max_duration_ns: secs * 1_000_000_000 };
+    let cfg = SimConfig { machine: m, variant: v, workload: Workload { name: "seed000".into(), commands: workload::script::seed000_script(), gap_ms: 0, preload: Preload { cache_full: true, old_file_kb: 64, unused_dentries: 150_000, referenced: true } }, rtc_hz: 2048, rt_priority: 99, seed: 1, min_duration_ns: 0, max_duration_ns: secs * 1_000_000_000 };
     let t = std::time::Instant::now();
     let (r, st) = simulate(&cfg, &mut |_, _| {}).unwrap();
     let el = t.elapsed().as_secs_f64();

@@ -58,6 +58,9 @@ pub struct Preload {
     /// Unused dentries (with their inodes) left by earlier activity, e.g. updatedb's nightly
     /// walk of the whole filesystem.
     pub unused_dentries: u64,
+    /// Those dentries carry DCACHE_REFERENCED: they were looked up again since they were
+    /// created (updatedb's walk hits the dentries the previous night's walk left).
+    pub referenced: bool,
 }
 
 /// Everything one model run needs.
@@ -159,7 +162,10 @@ fn preload(st: &mut KState, p: &Preload) {
     for _ in 0..p.unused_dentries {
         st.dcache.touch_new();
     }
-    st.dcache.referenced = 0;
+    if !p.referenced {
+        st.dcache.referenced = 0;
+    }
+    let referenced = st.dcache.referenced;
     if p.cache_full {
         let pages = (p.old_file_kb / 4).max(1);
         while st.mm.free > st.mm.pages_high + pages {
@@ -170,7 +176,8 @@ fn preload(st: &mut KState, p: &Preload) {
             }
             st.dcache.touch_new();
         }
-        st.dcache.referenced = 0;
+        // The old files' dentries were used once, long ago.
+        st.dcache.referenced = referenced;
     }
 }
 

@@ -10,10 +10,11 @@
 //!   buffers can be dropped (`journal_unmap_buffer` / `discard_buffer`);
 //! - submitted buffers as sequence numbers handed out at submission, with every number below
 //!   `done_hi` complete;
-//! - the buffers still sitting on BUF_LOCKED (submitted via `write_some_buffers`, which refiles
-//!   them there) and those still on BUF_DIRTY although locked (submitted by kjournald's
-//!   `ll_rw_block`, which does not refile), each a FIFO of sequence ranges, until someone
-//!   refiles them.
+//! - the buffers still sitting on BUF_LOCKED (submitted through `write_some_buffers` or
+//!   `ll_rw_block`, whose `__mark_buffer_clean` refiles them there) and those still on
+//!   BUF_DIRTY although locked (page writeout from `shrink_cache`: `__block_write_full_page`
+//!   clears BH_Dirty without a refile), each a FIFO of sequence ranges, until someone refiles
+//!   them.
 
 use crate::kernel::state::KReq;
 use latlab_core::Nanos;
@@ -42,11 +43,11 @@ struct Span {
 /// Who submitted a batch (and so which list the buffers now sit on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
-    /// `write_some_buffers`: refiled to BUF_LOCKED.
-    Lru,
-    /// `ll_rw_block` / `submit_bh` without a refile (kjournald, page writeout from
-    /// shrink_cache): left on BUF_DIRTY while locked.
-    Jbd,
+    /// `write_some_buffers`, `ll_rw_block` (kjournald): refiled to BUF_LOCKED.
+    Refiled,
+    /// `__block_write_full_page` (page writeout from shrink_cache): left on BUF_DIRTY while
+    /// locked.
+    Unrefiled,
 }
 
 #[derive(Default)]
@@ -203,11 +204,11 @@ impl BufferCache {
             dirtied_at: b.dirtied_at,
         };
         match via {
-            Via::Lru => {
+            Via::Refiled => {
                 self.on_locked.push_back(span);
                 self.nr_on_locked += b.hi - b.lo;
             }
-            Via::Jbd => {
+            Via::Unrefiled => {
                 self.on_dirty_locked.push_back(span);
                 self.nr_on_dirty_locked += b.hi - b.lo;
             }
@@ -297,10 +298,10 @@ mod tests {
         b.dirty(2, 1, 50, 5000, 0);
         let x = b.take(32, None).unwrap();
         assert_eq!((x.lo, x.hi, x.block), (0, 32, 1000));
-        b.submitted(&x, Via::Lru);
+        b.submitted(&x, Via::Refiled);
         let y = b.take(64, None).unwrap();
         assert_eq!((y.lo, y.hi), (32, 96));
-        b.submitted(&y, Via::Jbd);
+        b.submitted(&y, Via::Unrefiled);
         assert_eq!(b.nr_dirty, 54);
         b.io_done(40, 40);
         assert_eq!(b.locked_list_completed(), 32);

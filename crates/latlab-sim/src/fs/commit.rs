@@ -76,7 +76,7 @@ impl Path for Commit {
             self.skipped = false;
             if let Some(b) = k.buf.take(WBUF, Some(tid)) {
                 let n = b.hi - b.lo;
-                self.sub.start(Box::new(SubmitBatch::new(b, Via::Jbd, Some("journal_commit_transaction"))));
+                self.sub.start(Box::new(SubmitBatch::new(b, Via::Refiled, Some("journal_commit_transaction"))));
                 return Work::locked("journal_commit_transaction", n * k.c.collect, "journal_datalist_lock", false);
             }
         }

@@ -120,7 +120,7 @@ impl Path for WriteSomeBuffers {
                     };
                     let n = b.hi - b.lo;
                     self.wrote = n;
-                    self.sub.start(Box::new(SubmitBatch::new(b, Via::Lru, Some("write_some_buffers"))));
+                    self.sub.start(Box::new(SubmitBatch::new(b, Via::Refiled, Some("write_some_buffers"))));
                     return Work::locked("write_some_buffers", n * k.c.collect, "lru_list_lock", false);
                 }
                 1 | 2 => {}

@@ -35,6 +35,8 @@ pub struct TryToFreePages {
     plan: (u64, u64),
     sub: Nested,
     swap_mm: Option<u32>,
+    /// Dirty pages on the inactive list, and its length, at the last shrink_cache.
+    dirty_frac: (u64, u64),
 }
 
 pub fn try_to_free_pages() -> Box<dyn Path> {
@@ -45,6 +47,7 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
         plan: (0, 0),
         sub: Nested::default(),
         swap_mm: None,
+        dirty_frac: (0, 1),
     })
 }
 
@@ -71,20 +74,22 @@ impl Path for TryToFreePages {
                 }
                 Stage::Shrink => {
                     self.stage = Stage::Dcache;
-                    let busy = k.buf.dirty_for_balance();
-                    let lru = lru_pages(k).max(1);
-                    let clean = k.mm.reclaimable(busy);
-                    let max_scan = (lru / 2) / self.priority;
+                    // The inactive list (taken as the older half of the LRU pages) holds the
+                    // oldest pages: old clean cache first, then dirty pages, then mapped ones.
+                    let inactive = (lru_pages(k) / 2).max(1);
+                    let clean = k.mm.reclaimable(k.buf.dirty_for_balance()).min(inactive);
+                    let dirty = k.buf.nr_dirty.min(inactive - clean);
+                    let mapped = inactive - clean - dirty;
+                    let max_scan = inactive / self.priority;
                     let want = SWAP_CLUSTER_MAX.saturating_sub(self.freed);
-                    // Clean pages are spread over the inactive list: scanning `s` pages frees
-                    // s * clean / lru of them.
-                    let scan = if clean == 0 { max_scan } else { (want * lru).div_ceil(clean).min(max_scan) };
-                    self.plan = (clean, lru);
-                    // Mapped pages met: too many of them (max_mapped = min(nr_pages << (10 -
-                    // priority), max_scan / 10)) sends shrink_cache to swap_out.
-                    let mapped = scan * k.mm.anon / lru;
+                    let scan = if clean == 0 { max_scan } else { (want * inactive).div_ceil(clean).min(max_scan) };
+                    self.plan = (clean, inactive);
+                    self.dirty_frac = (dirty, inactive);
+                    // Too many mapped pages met (max_mapped = min(nr_pages << (10 - priority),
+                    // max_scan / 10)) sends shrink_cache to swap_out.
+                    let mapped_met = scan * mapped / inactive;
                     let max_mapped = (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10);
-                    if mapped > max_mapped && k.mm.anon > 0 {
+                    if mapped_met > max_mapped && k.mm.anon > 0 {
                         self.stage = Stage::SwapOut;
                     }
                     return LoopStep::locked("shrink_cache", scan, k.c.shrink_page, "pagemap_lru_lock", vec![point("shrink_cache", 1)], false);
@@ -191,10 +196,11 @@ impl Path for TryToFreePages {
                 let freed = done * clean / lru.max(1);
                 // Dirty pages met go to writepage (block_write_full_page: submit_bh without a
                 // refile), SWAP_CLUSTER_MAX at most per call.
-                let dirty_met = (done * k.buf.nr_dirty / lru.max(1)).min(SWAP_CLUSTER_MAX);
+                let (dirty, inactive) = self.dirty_frac;
+                let dirty_met = (done * dirty / inactive.max(1)).min(SWAP_CLUSTER_MAX);
                 if dirty_met > 0 {
                     if let Some(b) = k.buf.take(dirty_met, None) {
-                        self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(b, crate::fs::buffer::Via::Jbd, None)));
+                        self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(b, crate::fs::buffer::Via::Unrefiled, None)));
                     }
                 }
                 let emptied = k.mm.free_cache(freed);
