@@ -162,6 +162,7 @@ fn preload(st: &mut KState, p: &Preload) {
     for _ in 0..p.unused_dentries {
         st.dcache.touch_new();
     }
+    st.mm.take_slab(p.unused_dentries * (mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES));
     if !p.referenced {
         st.dcache.referenced = 0;
     }
@@ -210,6 +211,8 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
     c.insert("journal_commits".into(), k.st.jbd.commits);
     c.insert("pages_swapped_out".into(), k.st.mm.swapouts);
     c.insert("idle_ms".into(), k.stats.idle_ns / 1_000_000);
+    c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
+    c.insert("reclaim_calls".into(), k.st.mm.reclaims);
     let secs = k.now as f64 / 1e9;
     r.throughput.insert("disk_MBps".into(), k.st.disk.blocks_moved as f64 * 4096.0 / 1e6 / secs.max(1e-9));
     if let Some(s) = k.take_stream() {

@@ -162,6 +162,7 @@ pub fn sys_lookup(k: &mut KState, file: u32) -> Box<dyn Path> {
 /// creat(): a new inode and directory entry (the caller made the file record).
 pub fn sys_create(k: &mut KState) -> Box<dyn Path> {
     k.dcache.touch_new();
+    k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
     // Inode-table block (1/32 of one), directory block (1/100), inode bitmap: ~1/16 block.
     k.jbd.add_meta16(1);
     crate::kernel::path::once("ext3_create", k.c.create)

@@ -59,6 +59,12 @@ pub struct Mm {
     pub swap_cursor: u32,
     /// Pages swapped out in all.
     pub swapouts: u64,
+    /// Most anonymous pages resident at once.
+    pub peak_anon: u64,
+    /// try_to_free_pages calls.
+    pub reclaims: u64,
+    /// Bytes of dentry and inode slab in use.
+    pub slab_bytes: u64,
 }
 
 /// Pages the kernel itself holds (image, mem_map, slab caches): 16 MiB, an estimate for a
@@ -89,6 +95,9 @@ impl Mm {
             swap,
             swap_cursor: 0,
             swapouts: 0,
+            peak_anon: 0,
+            reclaims: 0,
+            slab_bytes: 0,
         }
     }
 
@@ -195,11 +204,29 @@ impl Mm {
         Some(f)
     }
 
+    /// Slab memory (dentries, inodes) taken from free pages.
+    pub fn take_slab(&mut self, bytes: u64) {
+        let pages = (self.slab_bytes + bytes) / 4096 - self.slab_bytes / 4096;
+        self.slab_bytes += bytes;
+        self.free -= pages.min(self.free);
+    }
+
+    /// Slab objects freed: their pages go back (objects packed, no fragmentation modelled).
+    /// Returns the pages freed.
+    pub fn free_slab(&mut self, bytes: u64) -> u64 {
+        let bytes = bytes.min(self.slab_bytes);
+        let pages = self.slab_bytes / 4096 - (self.slab_bytes - bytes) / 4096;
+        self.slab_bytes -= bytes;
+        self.free += pages;
+        pages
+    }
+
     /// A process touched `n` new anonymous pages.
     pub fn grow(&mut self, mm: u32, n: u64) -> u64 {
         let take = n.min(self.free.saturating_sub(self.pages_min));
         self.free -= take;
         self.anon += take;
+        self.peak_anon = self.peak_anon.max(self.anon);
         let r = self.mms.entry(mm).or_default();
         r.rss += take;
         r.young += take;

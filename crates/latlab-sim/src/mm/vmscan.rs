@@ -13,6 +13,10 @@ use latlab_core::Nanos;
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 /// DEF_PRIORITY.
 pub const DEF_PRIORITY: u64 = 6;
+/// Slab bytes of a dentry (2.4 `struct dentry` with its inline name, i386).
+pub const DENTRY_BYTES: u64 = 128;
+/// Slab bytes of an in-core ext3 inode (`struct inode` with the ext3 union, 2.4 i386).
+pub const INODE_BYTES: u64 = 480;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Stage {
@@ -68,6 +72,9 @@ impl Path for TryToFreePages {
             match self.stage {
                 Stage::Refill => {
                     self.stage = Stage::Shrink;
+                    if self.priority == DEF_PRIORITY {
+                        k.mm.reclaims += 1;
+                    }
                     // ratio = nr_pages * nr_active / ((nr_inactive + 1) * 2), active ~ inactive.
                     let ratio = SWAP_CLUSTER_MAX / 2;
                     return LoopStep::locked("refill_inactive", ratio, k.c.refill_page, "pagemap_lru_lock", vec![], false);
@@ -218,13 +225,13 @@ impl Path for TryToFreePages {
                     let (skipped, pruned) = self.plan;
                     let sk = if pruned == 0 { 0 } else { skipped * done / pruned };
                     k.dcache.apply_prune_dcache(sk, done, share);
-                    self.freed += done / 4;
+                    self.freed += k.mm.free_slab(done * DENTRY_BYTES);
                 }
             }
             Stage::Dispose => {}
             Stage::NextPriority => {
                 k.dcache.apply_prune_icache(done);
-                self.freed += done / 4;
+                self.freed += k.mm.free_slab(done * INODE_BYTES);
             }
             _ => {}
         }
