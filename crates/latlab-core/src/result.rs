@@ -77,9 +77,7 @@ impl Stream {
         if keep == 0 {
             return;
         }
-        if self.worst.len() == keep
-            && self.worst.last().is_some_and(|w| w.latency_ns >= s.latency_ns)
-        {
+        if self.worst.len() == keep && self.worst.last().is_some_and(|w| w.latency_ns >= s.latency_ns) {
             return;
         }
         let pos = self.worst.partition_point(|w| w.latency_ns >= s.latency_ns);

@@ -18,7 +18,9 @@ fn engine(c: &mut Criterion) {
     let mut g = c.benchmark_group("engine");
     g.sample_size(10);
     g.throughput(Throughput::Elements(stats.events));
-    g.bench_function("seed000_stock_20s", |b| b.iter(|| latlab_sim::simulate(&cfg, &mut |_, _| {}).expect("runs")));
+    g.bench_function("seed000_stock_20s", |b| {
+        b.iter(|| latlab_sim::simulate(&cfg, &mut |_, _| {}).expect("runs"))
+    });
     g.finish();
 }
 

@@ -12,17 +12,32 @@ pub const MACHINES: &[(&str, &str)] = &[
 pub const VARIANTS: &[(&str, &str)] = &[
     ("2.4.17", include_str!("../../../variants/2.4.17.toml")),
     ("2.4.17+preempt", include_str!("../../../variants/2.4.17+preempt.toml")),
-    ("2.4.17+low-latency", include_str!("../../../variants/2.4.17+low-latency.toml")),
+    (
+        "2.4.17+low-latency",
+        include_str!("../../../variants/2.4.17+low-latency.toml"),
+    ),
     ("2.4.18", include_str!("../../../variants/2.4.18.toml")),
-    ("2.4.18+rml-preempt", include_str!("../../../variants/2.4.18+rml-preempt.toml")),
+    (
+        "2.4.18+rml-preempt",
+        include_str!("../../../variants/2.4.18+rml-preempt.toml"),
+    ),
     ("2.4.18+mini-ll", include_str!("../../../variants/2.4.18+mini-ll.toml")),
-    ("2.4.18+mini-ll+rml-preempt", include_str!("../../../variants/2.4.18+mini-ll+rml-preempt.toml")),
-    ("2.4.18+low-latency", include_str!("../../../variants/2.4.18+low-latency.toml")),
+    (
+        "2.4.18+mini-ll+rml-preempt",
+        include_str!("../../../variants/2.4.18+mini-ll+rml-preempt.toml"),
+    ),
+    (
+        "2.4.18+low-latency",
+        include_str!("../../../variants/2.4.18+low-latency.toml"),
+    ),
 ];
 
 pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("mini-ll", include_str!("../../../experiments/mini-ll.toml")),
-    ("preempt-vs-lowlatency", include_str!("../../../experiments/preempt-vs-lowlatency.toml")),
+    (
+        "preempt-vs-lowlatency",
+        include_str!("../../../experiments/preempt-vs-lowlatency.toml"),
+    ),
 ];
 
 pub const WORKLOADS: &[&str] = &["seed000-script", "heavy-2002"];
@@ -57,11 +72,25 @@ pub fn workload(name: &str) -> Option<Workload> {
             name: name.into(),
             commands: vec![
                 CommandSpec::Parallel(vec![
-                    CommandSpec::MakeKernel { jobs: 4, objects: 480, headers: 40, cc_ms: (200, 1000), tree_files: 1200 },
+                    CommandSpec::MakeKernel {
+                        jobs: 4,
+                        objects: 480,
+                        headers: 40,
+                        cc_ms: (200, 1000),
+                        tree_files: 1200,
+                    },
                     CommandSpec::MemHog { mb: 448, passes: 12 },
-                    CommandSpec::Dbench { clients: 16, rounds: 40, group: "dbench-clients".into() },
+                    CommandSpec::Dbench {
+                        clients: 16,
+                        rounds: 40,
+                        group: "dbench-clients".into(),
+                    },
                 ]),
-                CommandSpec::Dd { mb: 600, bs_kb: 1024, group: "big".into() },
+                CommandSpec::Dd {
+                    mb: 600,
+                    bs_kb: 1024,
+                    group: "big".into(),
+                },
                 CommandSpec::Sync,
                 CommandSpec::RmRf { group: "big".into() },
             ],

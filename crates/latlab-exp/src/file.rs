@@ -8,11 +8,27 @@ use serde::Deserialize;
 #[derive(Debug, thiserror::Error)]
 pub enum ExpError {
     #[error("{origin}:{line}:{col}: {msg}")]
-    Syntax { origin: String, line: usize, col: usize, msg: String },
+    Syntax {
+        origin: String,
+        line: usize,
+        col: usize,
+        msg: String,
+    },
     #[error("{origin}:{line}: field `{field}`: {why}")]
-    Field { origin: String, line: usize, field: String, why: String },
+    Field {
+        origin: String,
+        line: usize,
+        field: String,
+        why: String,
+    },
     #[error("{origin}:{line}: unknown {what} `{name}`; valid: {valid}")]
-    Unknown { origin: String, line: usize, what: &'static str, name: String, valid: String },
+    Unknown {
+        origin: String,
+        line: usize,
+        what: &'static str,
+        name: String,
+        valid: String,
+    },
 }
 
 /// Which of the seed's table layouts `reproduce` prints.
@@ -173,7 +189,10 @@ pub fn variant(origin: &str, name: &str, line: usize) -> Result<Variant, ExpErro
     let v: Variant = toml::from_str(text).map_err(|e| syntax(&file, text, e))?;
     v.validate().map_err(|(field, why)| ExpError::Field {
         origin: file.clone(),
-        line: text.lines().position(|l| l.trim_start().starts_with(field)).map_or(1, |i| i + 1),
+        line: text
+            .lines()
+            .position(|l| l.trim_start().starts_with(field))
+            .map_or(1, |i| i + 1),
         field: field.into(),
         why,
     })?;
@@ -184,12 +203,21 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
     let f: FileRepr = toml::from_str(text).map_err(|e| syntax(origin, text, e))?;
     let field = |name: &str, why: String| ExpError::Field {
         origin: origin.into(),
-        line: text.lines().position(|l| l.trim_start().starts_with(name)).map_or(0, |i| i + 1),
+        line: text
+            .lines()
+            .position(|l| l.trim_start().starts_with(name))
+            .map_or(0, |i| i + 1),
         field: name.into(),
         why,
     };
     if !(2..=8192).contains(&f.rtc_hz) || !f.rtc_hz.is_power_of_two() {
-        return Err(field("rtc_hz", format!("must be a power of two in 2..=8192 (the RTC's periodic rates), got {}", f.rtc_hz)));
+        return Err(field(
+            "rtc_hz",
+            format!(
+                "must be a power of two in 2..=8192 (the RTC's periodic rates), got {}",
+                f.rtc_hz
+            ),
+        ));
     }
     if !(1..=99).contains(&f.rt_priority) {
         return Err(field("rt_priority", format!("must be 1..=99, got {}", f.rt_priority)));
@@ -211,17 +239,22 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
     for r in f.run {
         let v = variant(origin, &r.variant, line_of_value(text, "variant", &r.variant))?;
         if let Some(s) = r.published_samples {
-            if !(s.is_finite() && s >= 0.0 && s < 1e12) {
+            if !(s.is_finite() && (0.0..1e12).contains(&s)) {
                 return Err(field("published_samples", format!("must be a count >= 0, got {s}")));
             }
         }
         if let Some([lo, hi]) = r.published_max_range_ms {
             if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo < hi) {
-                return Err(field("published_max_range_ms", format!("must be [low, high] with 0 <= low < high, got [{lo}, {hi}]")));
+                return Err(field(
+                    "published_max_range_ms",
+                    format!("must be [low, high] with 0 <= low < high, got [{lo}, {hi}]"),
+                ));
             }
         }
         let min_ns = r.published_samples.map_or(0, |s| (s / f.rtc_hz as f64 * 1e9) as u64);
-        let max_ns = r.max_seconds.map_or(min_ns.max(600_000_000_000) * 2, |s| s.saturating_mul(1_000_000_000));
+        let max_ns = r
+            .max_seconds
+            .map_or(min_ns.max(600_000_000_000) * 2, |s| s.saturating_mul(1_000_000_000));
         runs.push(Run {
             label: r.label,
             config: SimConfig {
@@ -304,7 +337,10 @@ published_max_ms = 84.0
         let bad = GOOD.replace("variant = \"2.4.18\"", "variant = \"2.4.99\"");
         let e = parse("x.toml", &bad).unwrap_err().to_string();
         assert!(e.contains("x.toml:11:"), "{e}");
-        assert!(e.contains("unknown kernel variant `2.4.99`") && e.contains("2.4.18+mini-ll"), "{e}");
+        assert!(
+            e.contains("unknown kernel variant `2.4.99`") && e.contains("2.4.18+mini-ll"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 pub mod builtin;
 mod file;
 
-pub use file::{Experiment, ExpError, Published, Run, TableKind};
+pub use file::{ExpError, Experiment, Published, Run, TableKind};
 
 /// Parse and resolve an experiment from its text; `origin` names the file in errors.
 pub fn load(origin: &str, text: &str) -> Result<Experiment, ExpError> {
@@ -31,7 +31,11 @@ pub fn builtin_experiment(name: &str) -> Result<Experiment, ExpError> {
             line: 0,
             what: "experiment",
             name: name.into(),
-            valid: builtin::EXPERIMENTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+            valid: builtin::EXPERIMENTS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
         }),
     }
 }

@@ -34,7 +34,12 @@ fn results_are_consistent() {
     let s = r.stream("realfeel").expect("realfeel stream");
     let m = s.hist.summary();
     // 15 s at 2048 Hz: one sample per read; interrupts folded into a read count as missed.
-    assert!(m.count + s.missed >= 30_000 && m.count + s.missed <= 30_720, "{} + {}", m.count, s.missed);
+    assert!(
+        m.count + s.missed >= 30_000 && m.count + s.missed <= 30_720,
+        "{} + {}",
+        m.count,
+        s.missed
+    );
     assert!(m.min_ns <= m.p50_ns && m.p50_ns <= m.p99_ns && m.p99_ns <= m.max_ns);
     assert!(stats.events > m.count);
     // The worst sample's decomposition adds up to its latency.

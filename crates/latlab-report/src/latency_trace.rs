@@ -22,9 +22,18 @@ pub fn render(t: &LatencyTrace) -> String {
     let n = t.entries.len();
     let _ = writeln!(s, "preemption latency trace v1.0.7 on {}", t.kernel);
     let _ = writeln!(s, "-------------------------------------------------------");
-    let _ = writeln!(s, " latency: {} us, entries: {n} ({n}) | [{} #CPUS:1]", t.latency_ns / 1000, flags.join(" "));
+    let _ = writeln!(
+        s,
+        " latency: {} us, entries: {n} ({n}) | [{} #CPUS:1]",
+        t.latency_ns / 1000,
+        flags.join(" ")
+    );
     let _ = writeln!(s, "    -----------------");
-    let _ = writeln!(s, "    | task: {}, uid:0 nice:0 policy:{} rt_prio:{}", t.task, t.policy, t.rt_prio);
+    let _ = writeln!(
+        s,
+        "    | task: {}, uid:0 nice:0 policy:{} rt_prio:{}",
+        t.task, t.policy, t.rt_prio
+    );
     let _ = writeln!(s, "    -----------------");
     let _ = writeln!(s, " => started at: {}", t.started_at);
     let _ = writeln!(s, " => ended at:   {}", t.ended_at);
@@ -77,8 +86,17 @@ mod tests {
             ],
         };
         let out = render(&t);
-        assert!(out.contains(" latency: 6032 us, entries: 2 (2) | [VP:0 KP:1 #CPUS:1]"), "{out}");
-        assert!(out.contains("00010002 0.000ms (+0.606ms): touch_preempt_timing (rtc_interrupt)"), "{out}");
-        assert!(out.contains("00000001 0.606ms (+5.426ms): sub_preempt_count (get_swap_page)"), "{out}");
+        assert!(
+            out.contains(" latency: 6032 us, entries: 2 (2) | [VP:0 KP:1 #CPUS:1]"),
+            "{out}"
+        );
+        assert!(
+            out.contains("00010002 0.000ms (+0.606ms): touch_preempt_timing (rtc_interrupt)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("00000001 0.606ms (+5.426ms): sub_preempt_count (get_swap_page)"),
+            "{out}"
+        );
     }
 }

@@ -47,11 +47,14 @@ impl CompareRow {
         if let Some(p) = self.published {
             return Some(p > 0.0 && self.model / p <= 1.5 && p / self.model.max(1e-12) <= 1.5);
         }
-        self.published_range.map(|[lo, hi]| self.model >= lo / 2.0 && self.model <= hi * 2.0)
+        self.published_range
+            .map(|[lo, hi]| self.model >= lo / 2.0 && self.model <= hi * 2.0)
     }
     /// model / published (or / the bucket's geometric middle).
     pub fn ratio(&self) -> Option<f64> {
-        self.published.or(self.published_range.map(|[lo, hi]| (lo * hi).sqrt())).map(|p| self.model / p)
+        self.published
+            .or(self.published_range.map(|[lo, hi]| (lo * hi).sqrt()))
+            .map(|p| self.model / p)
     }
 }
 
@@ -70,7 +73,11 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
             unit: "ms".into(),
             model: ms(s.hist.max()),
             published: v.published.max_ms,
-            published_range: if v.published.max_ms.is_none() { v.published.max_range_ms } else { None },
+            published_range: if v.published.max_ms.is_none() {
+                v.published.max_range_ms
+            } else {
+                None
+            },
             source: source.into(),
         });
         rows.push(CompareRow {
@@ -97,7 +104,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
 
 fn fmt_count(x: f64) -> String {
     if x >= 100_000.0 {
-        format!("{:.1e}", x).replace("e", "e")
+        format!("{x:.1e}")
     } else if x == 0.0 {
         String::new()
     } else {
@@ -126,10 +133,15 @@ pub fn render_log_histogram(title: &str, source: &str, runs: &[RunView]) -> Stri
         .max()
         .unwrap_or(0)
         .clamp(8, BUCKET_EDGES_MS.len() - 2);
-    let heads: Vec<String> = (0..=last_bucket).map(|i| format!("{}-{}", BUCKET_EDGES_MS[i], BUCKET_EDGES_MS[i + 1])).collect();
+    let heads: Vec<String> = (0..=last_bucket)
+        .map(|i| format!("{}-{}", BUCKET_EDGES_MS[i], BUCKET_EDGES_MS[i + 1]))
+        .collect();
     let widths: Vec<usize> = heads.iter().map(|h| h.len().max(7) + 1).collect();
     let _ = writeln!(out, "{title}");
-    let _ = writeln!(out, "(seed: {source}; model = latlab's kernel model, seed = published)\n");
+    let _ = writeln!(
+        out,
+        "(seed: {source}; model = latlab's kernel model, seed = published)\n"
+    );
     let label_w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
     let _ = write!(out, "{:<label_w$}{:<7}", "", "");
     let _ = writeln!(out, "Latency (milliseconds)");
@@ -154,7 +166,11 @@ pub fn render_log_histogram(title: &str, source: &str, runs: &[RunView]) -> Stri
         let _ = write!(out, "{:<label_w$}{:<7}", "", "model");
         for (i, w) in widths.iter().enumerate() {
             let lo = (BUCKET_EDGES_MS[i] * 1e6) as u64;
-            let hi = if i == last_bucket { u64::MAX } else { (BUCKET_EDGES_MS[i + 1] * 1e6) as u64 };
+            let hi = if i == last_bucket {
+                u64::MAX
+            } else {
+                (BUCKET_EDGES_MS[i + 1] * 1e6) as u64
+            };
             let c = s.hist.count_between(lo, hi) as f64;
             let _ = write!(out, "{:<w$}", fmt_count(c));
         }
@@ -172,8 +188,17 @@ pub fn render_max_latency(title: &str, source: &str, runs: &[RunView]) -> String
     let _ = writeln!(out, "{:<label_w$}{:>16}{:>16}", "Kernel", "Max. latency", "model");
     for v in runs {
         let Some(s) = realfeel(v.result) else { continue };
-        let p = v.published.max_ms.map_or(String::from("-"), |m| format!("{} ms", fmt_ms(m)));
-        let _ = writeln!(out, "{:<label_w$}{:>16}{:>16}", v.label, p, format!("{} ms", fmt_ms(ms(s.hist.max()))));
+        let p = v
+            .published
+            .max_ms
+            .map_or(String::from("-"), |m| format!("{} ms", fmt_ms(m)));
+        let _ = writeln!(
+            out,
+            "{:<label_w$}{:>16}{:>16}",
+            v.label,
+            p,
+            format!("{} ms", fmt_ms(ms(s.hist.max())))
+        );
     }
     out
 }
@@ -181,10 +206,18 @@ pub fn render_max_latency(title: &str, source: &str, runs: &[RunView]) -> String
 /// The worst-case comparison: model beside seed, ratio, and whether it meets the bar.
 pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String {
     let mut out = String::new();
-    let label_of = |variant: &str| labels.iter().find(|(v, _)| *v == variant).map_or(variant.to_string(), |(_, l)| l.to_string());
+    let label_of = |variant: &str| {
+        labels
+            .iter()
+            .find(|(v, _)| *v == variant)
+            .map_or(variant.to_string(), |(_, l)| l.to_string())
+    };
     let w = labels.iter().map(|(_, l)| l.len()).max().unwrap_or(6).max(6) + 2;
-    let _ = writeln!(out, "\nWorst case, model vs seed (bar: a number within 1.5x, a bucket within 2x of its edges)");
-    let _ = writeln!(out, "{:<w$}{:>12}{:>16}{:>9}   {}", "Kernel", "model", "seed", "ratio", "");
+    let _ = writeln!(
+        out,
+        "\nWorst case, model vs seed (bar: a number within 1.5x, a bucket within 2x of its edges)"
+    );
+    let _ = writeln!(out, "{:<w$}{:>12}{:>16}{:>9}", "Kernel", "model", "seed", "ratio");
     for r in rows.iter().filter(|r| r.figure == "max_latency") {
         let seed = match (r.published, r.published_range) {
             (Some(p), _) => format!("{} ms", fmt_ms(p)),
@@ -197,7 +230,15 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
             Some(false) => "OFF",
             None => "",
         };
-        let _ = writeln!(out, "{:<w$}{:>12}{:>16}{:>9}   {}", label_of(&r.variant), format!("{} ms", fmt_ms(r.model)), seed, ratio, verdict);
+        let _ = writeln!(
+            out,
+            "{:<w$}{:>12}{:>16}{:>9}   {}",
+            label_of(&r.variant),
+            format!("{} ms", fmt_ms(r.model)),
+            seed,
+            ratio,
+            verdict
+        );
     }
     out
 }
@@ -208,15 +249,28 @@ pub fn render_listing(label: &str, r: &RunResult, published: &[[f64; 2]]) -> Str
     let Some(s) = realfeel(r) else { return out };
     let _ = writeln!(out, "\n{label}: 0.1 ms listing (ms  seed  model)");
     let top = (ms(s.hist.max()) * 10.0).floor() as u64;
-    let ptop = published.iter().map(|p| (p[0] * 10.0).round() as u64).max().unwrap_or(0);
+    let ptop = published
+        .iter()
+        .map(|p| (p[0] * 10.0).round() as u64)
+        .max()
+        .unwrap_or(0);
     for b in 0..=top.max(ptop) {
         let lo = b * 100_000;
         let model = s.hist.count_between(lo, lo + 100_000);
-        let seed = published.iter().find(|p| (p[0] * 10.0).round() as u64 == b).map(|p| p[1]);
+        let seed = published
+            .iter()
+            .find(|p| (p[0] * 10.0).round() as u64 == b)
+            .map(|p| p[1]);
         if model == 0 && seed.is_none() {
             continue;
         }
-        let _ = writeln!(out, "{:>5.1} {:>9} {:>9}", b as f64 / 10.0, seed.map_or(String::new(), |x| format!("{}", x as u64)), if model == 0 { String::new() } else { model.to_string() });
+        let _ = writeln!(
+            out,
+            "{:>5.1} {:>9} {:>9}",
+            b as f64 / 10.0,
+            seed.map_or(String::new(), |x| format!("{}", x as u64)),
+            if model == 0 { String::new() } else { model.to_string() }
+        );
     }
     out
 }

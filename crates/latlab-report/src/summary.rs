@@ -52,7 +52,11 @@ pub fn explain(s: &Sample) -> String {
         ms(a.wakee_kernel_ns)
     );
     if !a.tasks.is_empty() {
-        let t: Vec<String> = a.tasks.iter().map(|t| format!("{}/{} {:.3} ms", t.comm, t.pid, ms(t.ns))).collect();
+        let t: Vec<String> = a
+            .tasks
+            .iter()
+            .map(|t| format!("{}/{} {:.3} ms", t.comm, t.pid, ms(t.ns)))
+            .collect();
         let _ = writeln!(out, "    on the CPU meanwhile: {}", t.join(", "));
     }
     out

@@ -83,9 +83,17 @@ pub struct SimConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error("machine profile `{profile}`: field `{field}`: {why}")]
-    Machine { profile: String, field: &'static str, why: String },
+    Machine {
+        profile: String,
+        field: &'static str,
+        why: String,
+    },
     #[error("kernel variant `{variant}`: field `{field}`: {why}")]
-    Variant { variant: String, field: &'static str, why: String },
+    Variant {
+        variant: String,
+        field: &'static str,
+        why: String,
+    },
     #[error("swap: {0}")]
     Swap(#[from] latlab_swap::SwapError),
     #[error("rtc_hz must be 2..=8192 (a power of two for the MC146818), got {0}")]
@@ -117,7 +125,10 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     if !(2..=8192).contains(&cfg.rtc_hz) || !cfg.rtc_hz.is_power_of_two() {
         return Err(SimError::RtcHz(cfg.rtc_hz));
     }
-    let swap = latlab_swap::by_name(&cfg.variant.swap_allocator, cfg.machine.swap_slots().max(latlab_swap::MIN_SLOTS))?;
+    let swap = latlab_swap::by_name(
+        &cfg.variant.swap_allocator,
+        cfg.machine.swap_slots().max(latlab_swap::MIN_SLOTS),
+    )?;
     let mut st = KState::new(&cfg.machine, swap);
     preload(&mut st, &cfg.workload.preload);
     let sched: Box<dyn sched::Scheduler> = match cfg.variant.sched {
@@ -127,7 +138,12 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     let mut k = Kernel::new(cfg.variant.clone(), cfg.machine.clone(), sched, st, rng);
 
     // Kernel threads, then the measurement task, then the workload's shell.
-    for (comm, kind) in [("kswapd", Kthread::Kswapd), ("bdflush", Kthread::Bdflush), ("kupdated", Kthread::Kupdated), ("kjournald", Kthread::Kjournald)] {
+    for (comm, kind) in [
+        ("kswapd", Kthread::Kswapd),
+        ("bdflush", Kthread::Bdflush),
+        ("kupdated", Kthread::Kupdated),
+        ("kjournald", Kthread::Kjournald),
+    ] {
         let pid = k.spawn(TaskSpec::kthread(comm, KthreadProg::new(kind)), None);
         let p = &mut k.st.kthreads;
         match kind {
@@ -146,7 +162,16 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         None,
     );
     k.start_rtc(cfg.rtc_hz);
-    k.spawn(TaskSpec::user("sh", Box::new(Shell::new(cfg.workload.commands.clone(), cfg.workload.gap_ms * 1_000_000))), None);
+    k.spawn(
+        TaskSpec::user(
+            "sh",
+            Box::new(Shell::new(
+                cfg.workload.commands.clone(),
+                cfg.workload.gap_ms * 1_000_000,
+            )),
+        ),
+        None,
+    );
 
     let target = cfg.min_duration_ns.min(cfg.max_duration_ns);
     while k.now < cfg.max_duration_ns && !(k.st.workload_done && k.now >= target) {
@@ -162,7 +187,8 @@ fn preload(st: &mut KState, p: &Preload) {
     for _ in 0..p.unused_dentries {
         st.dcache.touch_new();
     }
-    st.mm.take_slab(p.unused_dentries * (mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES));
+    st.mm
+        .take_slab(p.unused_dentries * (mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES));
     if !p.referenced {
         st.dcache.referenced = 0;
     }
@@ -186,7 +212,10 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
     let mut settings = BTreeMap::new();
     settings.insert("rtc_hz".into(), cfg.rtc_hz.to_string());
     settings.insert("preempt".into(), format!("{:?}", cfg.variant.preempt));
-    settings.insert("points".into(), cfg.variant.points.iter().cloned().collect::<Vec<_>>().join(","));
+    settings.insert(
+        "points".into(),
+        cfg.variant.points.iter().cloned().collect::<Vec<_>>().join(","),
+    );
     settings.insert("workload_finished".into(), k.st.workload_done.to_string());
     let meta = RunMeta {
         engine: Engine::Sim,
@@ -214,7 +243,10 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
     c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
     c.insert("reclaim_calls".into(), k.st.mm.reclaims);
     let secs = k.now as f64 / 1e9;
-    r.throughput.insert("disk_MBps".into(), k.st.disk.blocks_moved as f64 * 4096.0 / 1e6 / secs.max(1e-9));
+    r.throughput.insert(
+        "disk_MBps".into(),
+        k.st.disk.blocks_moved as f64 * 4096.0 / 1e6 / secs.max(1e-9),
+    );
     if let Some(s) = k.take_stream() {
         r.counters.insert("rtc_missed".into(), s.missed);
         if let (Some(w), Some((task, policy, rt))) = (s.worst.first(), k.tracker.worst_task.clone()) {

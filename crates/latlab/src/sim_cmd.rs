@@ -46,8 +46,7 @@ pub struct Opts {
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let origin = a.file.display().to_string();
-    let text = std::fs::read_to_string(&a.file)
-        .with_context(|| format!("cannot read experiment file {origin}"))?;
+    let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read experiment file {origin}"))?;
     let exp = latlab_exp::load(&origin, &text)?;
     execute(&exp, &a.opts)?;
     Ok(ExitCode::SUCCESS)
@@ -115,11 +114,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     if let Some(dir) = &o.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for (run, r) in exp.runs.iter().zip(&results) {
-            let p = dir.join(format!(
-                "{}-{}.json",
-                exp.name,
-                run.label.replace(['/', ' '], "_")
-            ));
+            let p = dir.join(format!("{}-{}.json", exp.name, run.label.replace(['/', ' '], "_")));
             std::fs::write(&p, serde_json::to_vec_pretty(r)?)
                 .with_context(|| format!("cannot write {}", p.display()))?;
         }
@@ -150,22 +145,15 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     print!(
         "{}",
         match exp.table {
-            TableKind::LogHistogram =>
-                seed_table::render_log_histogram(&title, &exp.seed_file, &views),
+            TableKind::LogHistogram => seed_table::render_log_histogram(&title, &exp.seed_file, &views),
             TableKind::MaxLatency => seed_table::render_max_latency(&title, &exp.seed_file, &views),
         }
     );
-    let labels: Vec<(&str, &str)> = views
-        .iter()
-        .map(|v| (v.result.meta.kernel.as_str(), v.label))
-        .collect();
+    let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
     print!("{}", seed_table::render_comparison(&rows, &labels));
     for v in &views {
         if !v.published.listing.is_empty() {
-            print!(
-                "{}",
-                seed_table::render_listing(v.label, v.result, v.published.listing)
-            );
+            print!("{}", seed_table::render_listing(v.label, v.result, v.published.listing));
         }
     }
     println!("\nPercentiles (realfeel wakeup latency)");
@@ -190,10 +178,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     for n in &exp.notes {
         println!("\nnote: {n}");
     }
-    let sim: f64 = results
-        .iter()
-        .map(|r| r.meta.duration_ns as f64 / 1e9)
-        .sum();
+    let sim: f64 = results.iter().map(|r| r.meta.duration_ns as f64 / 1e9).sum();
     println!(
         "\n{} runs, {:.0} s simulated in {:.1} s",
         results.len(),

@@ -94,7 +94,15 @@ impl Disk {
     }
 
     /// Queue a request; returns its id. Starts the disk if idle.
-    pub fn submit(&mut self, dir: Dir, block: u64, blocks: u64, payload: Payload, now: Nanos, out: &mut Vec<KReq>) -> u64 {
+    pub fn submit(
+        &mut self,
+        dir: Dir,
+        block: u64,
+        blocks: u64,
+        payload: Payload,
+        now: Nanos,
+        out: &mut Vec<KReq>,
+    ) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.queue.push_back(Req {
@@ -115,7 +123,9 @@ impl Disk {
         let position = if dist == 0.0 {
             0.0
         } else {
-            TRACK_TO_TRACK_NS + (FULL_STROKE_NS - TRACK_TO_TRACK_NS) * (dist / CAPACITY_BLOCKS).min(1.0).sqrt() + HALF_ROTATION_NS
+            TRACK_TO_TRACK_NS
+                + (FULL_STROKE_NS - TRACK_TO_TRACK_NS) * (dist / CAPACITY_BLOCKS).min(1.0).sqrt()
+                + HALF_ROTATION_NS
         };
         (position + r.blocks as f64 * self.xfer_ns_per_block).round() as Nanos
     }

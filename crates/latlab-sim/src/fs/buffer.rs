@@ -164,7 +164,10 @@ impl BufferCache {
     /// When the buffer at the head of BUF_DIRTY was dirtied: a kjournald-submitted one still
     /// sitting there, else the oldest dirty one (kupdated compares its `b_flushtime`).
     pub fn oldest_dirty(&self) -> Option<Nanos> {
-        self.on_dirty_locked.front().map(|s| s.dirtied_at).or_else(|| self.dirty.front().map(|r| r.dirtied_at))
+        self.on_dirty_locked
+            .front()
+            .map(|s| s.dirtied_at)
+            .or_else(|| self.dirty.front().map(|r| r.dirtied_at))
     }
 
     /// Take up to `max` of the oldest dirty buffers (only of transaction `only_txn` if given)
@@ -229,7 +232,10 @@ impl BufferCache {
 
     /// The first still-locked buffer on BUF_LOCKED, if any.
     pub fn locked_list_first_inflight(&self) -> Option<u64> {
-        self.on_locked.iter().find(|s| s.hi > self.done_hi).map(|s| s.lo.max(self.done_hi))
+        self.on_locked
+            .iter()
+            .find(|s| s.hi > self.done_hi)
+            .map(|s| s.lo.max(self.done_hi))
     }
 
     pub fn nr_locked_list(&self) -> u64 {
@@ -249,7 +255,10 @@ impl BufferCache {
 
     /// The first still-locked kjournald buffer on BUF_DIRTY, if any.
     pub fn dirty_list_first_inflight(&self) -> Option<u64> {
-        self.on_dirty_locked.iter().find(|s| s.hi > self.done_hi).map(|s| s.lo.max(self.done_hi))
+        self.on_dirty_locked
+            .iter()
+            .find(|s| s.hi > self.done_hi)
+            .map(|s| s.lo.max(self.done_hi))
     }
 
     /// Refile `n` completed kjournald buffers off BUF_DIRTY.
@@ -274,7 +283,14 @@ impl BufferCache {
     }
 
     /// Hand a batch to the disk queue.
-    pub fn submit(&mut self, b: &Batch, via: Via, disk: &mut crate::dev::disk::Disk, now: Nanos, out: &mut Vec<KReq>) -> u64 {
+    pub fn submit(
+        &mut self,
+        b: &Batch,
+        via: Via,
+        disk: &mut crate::dev::disk::Disk,
+        now: Nanos,
+        out: &mut Vec<KReq>,
+    ) -> u64 {
         self.submitted(b, via);
         disk.submit(
             crate::dev::disk::Dir::Write,

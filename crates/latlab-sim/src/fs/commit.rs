@@ -65,19 +65,42 @@ impl Path for Commit {
         if completed > 0 {
             self.walk = Walk::Unfile;
             let hold = locked > 0 || dirty > 0;
-            return LoopStep::locked("journal_commit_transaction", completed, k.c.unfile, "journal_datalist_lock", vec![point("journal_commit:write_out_data", 1)], hold);
+            return LoopStep::locked(
+                "journal_commit_transaction",
+                completed,
+                k.c.unfile,
+                "journal_datalist_lock",
+                vec![point("journal_commit:write_out_data", 1)],
+                hold,
+            );
         }
         if locked > 0 && !self.skipped {
             self.skipped = true;
             self.walk = Walk::Skip;
-            return LoopStep::locked("journal_commit_transaction", locked, k.c.skip_locked, "journal_datalist_lock", vec![], dirty > 0);
+            return LoopStep::locked(
+                "journal_commit_transaction",
+                locked,
+                k.c.skip_locked,
+                "journal_datalist_lock",
+                vec![],
+                dirty > 0,
+            );
         }
         if dirty > 0 {
             self.skipped = false;
             if let Some(b) = k.buf.take(WBUF, Some(tid)) {
                 let n = b.hi - b.lo;
-                self.sub.start(Box::new(SubmitBatch::new(b, Via::Refiled, Some("journal_commit_transaction"))));
-                return Work::locked("journal_commit_transaction", n * k.c.collect, "journal_datalist_lock", false);
+                self.sub.start(Box::new(SubmitBatch::new(
+                    b,
+                    Via::Refiled,
+                    Some("journal_commit_transaction"),
+                )));
+                return Work::locked(
+                    "journal_commit_transaction",
+                    n * k.c.collect,
+                    "journal_datalist_lock",
+                    false,
+                );
             }
         }
         if locked > 0 {
@@ -94,16 +117,28 @@ impl Path for Commit {
             self.meta_done = true;
             let meta = k.jbd.committing.as_ref().map_or(0, |t| t.meta);
             let at = k.jbd.log_alloc(meta + 2);
-            let mut parts: Vec<Box<dyn Path>> = Vec::new();
-            parts.push(Box::new(disk_io(Dir::Write, at, meta + 1)));
-            parts.push(Box::new(disk_io(Dir::Write, at + meta + 1, 1)));
+            let parts: Vec<Box<dyn Path>> = vec![
+                Box::new(disk_io(Dir::Write, at, meta + 1)),
+                Box::new(disk_io(Dir::Write, at + meta + 1, 1)),
+            ];
             self.sub.start(crate::fs::flush::chain("journal_write_metadata", parts));
             // Stock: `if (current->need_resched) schedule()` after each batch of 64.
-            return LoopStep::plain("journal_write_metadata_buffer", meta, k.c.journal_meta, vec![point("journal_commit_transaction", WBUF)]);
+            return LoopStep::plain(
+                "journal_write_metadata_buffer",
+                meta,
+                k.c.journal_meta,
+                vec![point("journal_commit_transaction", WBUF)],
+            );
         }
         // Checkpoint: the metadata is now dirty in place, for bdflush/kupdated to write.
         let meta = k.jbd.committing.as_ref().map_or(0, |t| t.meta);
-        k.buf.dirty(0, NO_TXN, meta, crate::fs::jbd::JOURNAL_START_BLOCK - meta.min(4096), cx.now);
+        k.buf.dirty(
+            0,
+            NO_TXN,
+            meta,
+            crate::fs::jbd::JOURNAL_START_BLOCK - meta.min(4096),
+            cx.now,
+        );
         k.jbd.finish_commit();
         Step::Done
     }

@@ -116,7 +116,13 @@ mod tests {
             d.touch_new();
         }
         // All referenced: the walk clears every flag before it can free anything.
-        assert_eq!(d.plan_prune_dcache(100), DcachePrune { skipped: 1000, pruned: 100 });
+        assert_eq!(
+            d.plan_prune_dcache(100),
+            DcachePrune {
+                skipped: 1000,
+                pruned: 100
+            }
+        );
         d.apply_prune_dcache(1000, 100, 512);
         assert_eq!((d.dentries_unused, d.referenced), (900, 0));
         assert_eq!((d.inodes_unused, d.inodes_with_pages), (100, 50));

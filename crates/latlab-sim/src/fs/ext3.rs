@@ -76,14 +76,21 @@ impl Path for FileWrite {
             let room = k.mm.free.saturating_sub(k.mm.pages_min).max(1);
             let n = self.left.min(room).min(k.dirty_headroom().max(1));
             self.looping = true;
-            return LoopStep::plain("generic_file_write", n, k.c.write_page + k.c.page_copy, vec![point("generic_file_write", 1)]);
+            return LoopStep::plain(
+                "generic_file_write",
+                n,
+                k.c.write_page + k.c.page_copy,
+                vec![point("generic_file_write", 1)],
+            );
         }
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }
-        let Some(f) = k.mm.files.get_mut(&self.file) else { return };
+        let Some(f) = k.mm.files.get_mut(&self.file) else {
+            return;
+        };
         let block = f.block + f.size;
         f.size += done;
         self.left -= done.min(self.left);
@@ -122,7 +129,9 @@ impl Path for FileRead {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
             }
-            let Some(f) = k.mm.files.get(&self.file) else { return Step::Done };
+            let Some(f) = k.mm.files.get(&self.file) else {
+                return Step::Done;
+            };
             let (size, fblock) = (f.size, f.block);
             if self.left == 0 || self.off >= size {
                 return Step::Done;
@@ -130,7 +139,12 @@ impl Path for FileRead {
             let cached = f.cached.min(size);
             if self.off < cached {
                 let n = self.left.min(cached - self.off);
-                return LoopStep::plain("do_generic_file_read", n, k.c.read_page + k.c.page_copy, vec![point("do_generic_file_read", 1)]);
+                return LoopStep::plain(
+                    "do_generic_file_read",
+                    n,
+                    k.c.read_page + k.c.page_copy,
+                    vec![point("do_generic_file_read", 1)],
+                );
             }
             // Page-cache miss: readpage + readahead, sleep on the I/O.
             let n = READAHEAD.min(size - cached);
@@ -184,17 +198,29 @@ impl Path for Unlink {
         "sys_unlink"
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        let Some(f) = k.mm.files.get(&self.file) else { return Step::Done };
+        let Some(f) = k.mm.files.get(&self.file) else {
+            return Step::Done;
+        };
         let (cached, size) = (f.cached, f.size);
         self.stage += 1;
         match self.stage {
             1 => Work::plain("ext3_unlink", k.c.unlink),
-            2 => LoopStep::plain("truncate_inode_pages", cached, k.c.truncate_page, vec![point("truncate_list_pages", 1)]),
+            2 => LoopStep::plain(
+                "truncate_inode_pages",
+                cached,
+                k.c.truncate_page,
+                vec![point("truncate_list_pages", 1)],
+            ),
             3 => {
                 // ext3_truncate: per block freed, plus an indirect block read (bread hit)
                 // every 1024 blocks.
                 let per = k.c.free_block + k.c.free_indirect / PTRS_PER_BLOCK;
-                LoopStep::plain("ext3_truncate", size, per, vec![point("ext3_free_data", 1), point("bread", PTRS_PER_BLOCK)])
+                LoopStep::plain(
+                    "ext3_truncate",
+                    size,
+                    per,
+                    vec![point("ext3_free_data", 1), point("bread", PTRS_PER_BLOCK)],
+                )
             }
             4 => {
                 let dropped = k.buf.cancel_file(self.file);
@@ -211,7 +237,9 @@ impl Path for Unlink {
         }
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
-        let Some(f) = k.mm.files.get_mut(&self.file) else { return };
+        let Some(f) = k.mm.files.get_mut(&self.file) else {
+            return;
+        };
         match self.stage {
             2 => {
                 let d = done.min(f.cached);

@@ -111,7 +111,14 @@ impl Path for WriteSomeBuffers {
                 }
                 2 if locked > 0 => {
                     self.refiling = false;
-                    return LoopStep::locked("write_some_buffers", locked, k.c.skip_locked, "lru_list_lock", vec![], true);
+                    return LoopStep::locked(
+                        "write_some_buffers",
+                        locked,
+                        k.c.skip_locked,
+                        "lru_list_lock",
+                        vec![],
+                        true,
+                    );
                 }
                 3 => {
                     self.refiling = false;
@@ -120,7 +127,8 @@ impl Path for WriteSomeBuffers {
                     };
                     let n = b.hi - b.lo;
                     self.wrote = n;
-                    self.sub.start(Box::new(SubmitBatch::new(b, Via::Refiled, Some("write_some_buffers"))));
+                    self.sub
+                        .start(Box::new(SubmitBatch::new(b, Via::Refiled, Some("write_some_buffers"))));
                     return Work::locked("write_some_buffers", n * k.c.collect, "lru_list_lock", false);
                 }
                 1 | 2 => {}
@@ -162,7 +170,14 @@ impl Path for WaitForBuffers {
             0 => {
                 self.stage = 1;
                 let n = k.buf.locked_list_completed();
-                LoopStep::locked("wait_for_buffers", n, k.c.refile, "lru_list_lock", vec![point("wait_for_buffers", 1)], false)
+                LoopStep::locked(
+                    "wait_for_buffers",
+                    n,
+                    k.c.refile,
+                    "lru_list_lock",
+                    vec![point("wait_for_buffers", 1)],
+                    false,
+                )
             }
             1 => {
                 self.stage = 2;
@@ -214,7 +229,11 @@ impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&KState) -> bool> Path for Repeat<F, 
     }
 }
 
-fn repeat(name: &'static str, make: impl FnMut() -> Box<dyn Path> + 'static, again: impl FnMut(&KState) -> bool + 'static) -> Box<dyn Path> {
+fn repeat(
+    name: &'static str,
+    make: impl FnMut() -> Box<dyn Path> + 'static,
+    again: impl FnMut(&KState) -> bool + 'static,
+) -> Box<dyn Path> {
     Box::new(Repeat {
         make,
         again,
@@ -279,7 +298,11 @@ impl<F: FnOnce(&mut KState)> Path for Effect<F> {
 
 /// `write_unlocked_buffers(NODEV)`: write_some_buffers until BUF_DIRTY has nothing dirty.
 pub fn write_unlocked_buffers() -> Box<dyn Path> {
-    repeat("write_unlocked_buffers", || Box::new(write_some_buffers()), |k| k.buf.nr_dirty > 0)
+    repeat(
+        "write_unlocked_buffers",
+        || Box::new(write_some_buffers()),
+        |k| k.buf.nr_dirty > 0,
+    )
 }
 
 /// `wait_for_locked_buffers(NODEV, BUF_DIRTY, 0)`: walk BUF_DIRTY from the head past the
@@ -300,7 +323,14 @@ impl Path for WaitDirtyLocked {
         }
         if !self.walked {
             self.walked = true;
-            return LoopStep::locked("wait_for_buffers", done, k.c.skip_locked, "lru_list_lock", vec![point("wait_for_buffers", 1)], false);
+            return LoopStep::locked(
+                "wait_for_buffers",
+                done,
+                k.c.skip_locked,
+                "lru_list_lock",
+                vec![point("wait_for_buffers", 1)],
+                false,
+            );
         }
         self.walked = false;
         match k.buf.dirty_list_first_inflight().and_then(|s| k.disk.req_of_seq(s)) {
@@ -325,9 +355,11 @@ pub fn sys_sync(kjournald: u32) -> Box<dyn Path> {
             write_unlocked_buffers(),
             Box::new(WaitDirtyLocked { walked: false }),
             write_unlocked_buffers(),
-            repeat("wait_for_locked_buffers", || Box::new(wait_for_buffers()), |k| {
-                k.buf.locked_list_first_inflight().is_some() || k.buf.locked_list_completed() > 0
-            }),
+            repeat(
+                "wait_for_locked_buffers",
+                || Box::new(wait_for_buffers()),
+                |k| k.buf.locked_list_first_inflight().is_some() || k.buf.locked_list_completed() > 0,
+            ),
         ],
     )
 }
@@ -337,7 +369,11 @@ pub fn bdflush_pass() -> Box<dyn Path> {
     chain(
         "bdflush",
         vec![
-            repeat("bdflush", || Box::new(write_some_buffers()), |k| k.balance_dirty_state() >= 0 && k.buf.nr_dirty > 0),
+            repeat(
+                "bdflush",
+                || Box::new(write_some_buffers()),
+                |k| k.balance_dirty_state() >= 0 && k.buf.nr_dirty > 0,
+            ),
             Box::new(wait_for_buffers()),
         ],
     )
@@ -349,9 +385,11 @@ pub fn kupdate_pass(now: Nanos) -> Box<dyn Path> {
     chain(
         "kupdate",
         vec![
-            repeat("sync_old_buffers", || Box::new(write_some_buffers()), move |k| {
-                k.buf.oldest_dirty().is_some_and(|t| t + AGE_BUFFER_NS <= now)
-            }),
+            repeat(
+                "sync_old_buffers",
+                || Box::new(write_some_buffers()),
+                move |k| k.buf.oldest_dirty().is_some_and(|t| t + AGE_BUFFER_NS <= now),
+            ),
             Box::new(wait_for_buffers()),
         ],
     )
@@ -386,7 +424,9 @@ impl Path for DiskIo {
             return Step::Block(chan);
         }
         let mut out = std::mem::take(&mut k.out);
-        let id = k.disk.submit(self.dir, self.block, self.blocks, Payload::Other, cx.now, &mut out);
+        let id = k
+            .disk
+            .submit(self.dir, self.block, self.blocks, Payload::Other, cx.now, &mut out);
         k.out = out;
         self.id = Some(id);
         Step::Block(Chan::Io(id))

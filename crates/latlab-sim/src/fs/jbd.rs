@@ -114,7 +114,9 @@ impl Journal {
     pub fn commit_due(&self, now: Nanos) -> bool {
         self.committing.is_none()
             && (self.running.dirty + self.running.meta > 0 || self.running.sub_lo.is_some())
-            && (self.commit_requested || now >= self.running.started + COMMIT_INTERVAL_NS || self.running.meta >= MAX_TRANSACTION_BUFFERS)
+            && (self.commit_requested
+                || now >= self.running.started + COMMIT_INTERVAL_NS
+                || self.running.meta >= MAX_TRANSACTION_BUFFERS)
     }
 
     /// journal_commit_transaction() begins: the running transaction becomes the committing one.

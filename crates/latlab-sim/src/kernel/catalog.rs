@@ -34,7 +34,13 @@ pub struct PointInfo {
     pub what: &'static str,
 }
 
-const fn pt(name: &'static str, file: &'static str, origin: Origin, lock_break: Option<&'static str>, what: &'static str) -> PointInfo {
+const fn pt(
+    name: &'static str,
+    file: &'static str,
+    origin: Origin,
+    lock_break: Option<&'static str>,
+    what: &'static str,
+) -> PointInfo {
     PointInfo {
         name,
         file,
@@ -46,38 +52,182 @@ const fn pt(name: &'static str, file: &'static str, origin: Origin, lock_break: 
 
 /// Every point the model knows. A variant lists the ones its kernel has.
 pub const POINTS: &[PointInfo] = &[
-    pt("truncate_list_pages", "mm/filemap.c", Origin::Stock, None, "need_resched check after each truncated page (pagecache_lock already dropped)"),
-    pt("shrink_cache", "mm/vmscan.c", Origin::Stock, Some("pagemap_lru_lock"), "per inactive page scanned"),
-    pt("swap_out", "mm/vmscan.c", Origin::Stock, None, "before each address space scanned"),
-    pt("journal_commit_transaction", "fs/jbd/commit.c", Origin::Stock, None, "after each wbuf[64] submission: if (current->need_resched) schedule()"),
-    pt("kswapd_balance", "mm/vmscan.c", Origin::Stock, None, "between kswapd's try_to_free_pages rounds"),
-    pt("read_zero", "drivers/char/mem.c", Origin::Stock, None, "per page cleared by read(/dev/zero)"),
-    pt("wait_for_buffers", "fs/buffer.c", Origin::MiniLl, Some("lru_list_lock"), "per buffer walked, for a global sync (dev == NODEV)"),
-    pt("bread", "fs/buffer.c", Origin::MiniLl, None, "on a buffer-cache hit (the low-latency patch has it in getblk, which bread calls)"),
-    pt("dentry_iput", "fs/dcache.c", Origin::MiniLl, None, "after each dentry's inode is released"),
-    pt("journal_commit:write_out_data", "fs/jbd/commit.c", Origin::MiniLl, Some("journal_datalist_lock"), "after unfiling each clean data buffer"),
-    pt("statm_pte_range", "fs/proc/array.c", Origin::MiniLl, None, "per PTE of /proc/PID/statm"),
-    pt("proc_file_read", "fs/proc/generic.c", Origin::MiniLl, None, "per page of /proc output"),
-    pt("filemap_fdatasync", "mm/filemap.c", Origin::MiniLl, None, "per dirty page synced"),
-    pt("do_generic_file_read", "mm/filemap.c", Origin::MiniLl, None, "per page read"),
-    pt("generic_file_write", "mm/filemap.c", Origin::MiniLl, None, "per page written"),
-    pt("submit_bh", "drivers/block/ll_rw_blk.c", Origin::MiniLl, None, "after each buffer submitted"),
-    pt("write_some_buffers", "fs/buffer.c", Origin::LowLatency, None, "after each 32-buffer batch"),
-    pt("prune_dcache", "fs/dcache.c", Origin::LowLatency, Some("dcache_lock"), "every 100 dentries walked (TEST_RESCHED_COUNT(100))"),
-    pt("prune_icache", "fs/inode.c", Origin::LowLatency, Some("inode_lock"), "per inode walked"),
-    pt("dispose_list", "fs/inode.c", Origin::LowLatency, None, "per inode freed"),
-    pt("ext3_free_data", "fs/ext3/inode.c", Origin::LowLatency, None, "per block pointer freed"),
-    pt("zap_page_range", "mm/memory.c", Origin::LowLatency, Some("page_table_lock"), "every 256 PTEs (MAX_ZAP_BYTES, 1 MB)"),
-    pt("swap_out_pmd", "mm/vmscan.c", Origin::LowLatency, Some("page_table_lock"), "every 4 present pages scanned"),
-    pt("close_files", "kernel/exit.c", Origin::LowLatency, None, "per fd closed at exit"),
+    pt(
+        "truncate_list_pages",
+        "mm/filemap.c",
+        Origin::Stock,
+        None,
+        "need_resched check after each truncated page (pagecache_lock already dropped)",
+    ),
+    pt(
+        "shrink_cache",
+        "mm/vmscan.c",
+        Origin::Stock,
+        Some("pagemap_lru_lock"),
+        "per inactive page scanned",
+    ),
+    pt(
+        "swap_out",
+        "mm/vmscan.c",
+        Origin::Stock,
+        None,
+        "before each address space scanned",
+    ),
+    pt(
+        "journal_commit_transaction",
+        "fs/jbd/commit.c",
+        Origin::Stock,
+        None,
+        "after each wbuf[64] submission: if (current->need_resched) schedule()",
+    ),
+    pt(
+        "kswapd_balance",
+        "mm/vmscan.c",
+        Origin::Stock,
+        None,
+        "between kswapd's try_to_free_pages rounds",
+    ),
+    pt(
+        "read_zero",
+        "drivers/char/mem.c",
+        Origin::Stock,
+        None,
+        "per page cleared by read(/dev/zero)",
+    ),
+    pt(
+        "wait_for_buffers",
+        "fs/buffer.c",
+        Origin::MiniLl,
+        Some("lru_list_lock"),
+        "per buffer walked, for a global sync (dev == NODEV)",
+    ),
+    pt(
+        "bread",
+        "fs/buffer.c",
+        Origin::MiniLl,
+        None,
+        "on a buffer-cache hit (the low-latency patch has it in getblk, which bread calls)",
+    ),
+    pt(
+        "dentry_iput",
+        "fs/dcache.c",
+        Origin::MiniLl,
+        None,
+        "after each dentry's inode is released",
+    ),
+    pt(
+        "journal_commit:write_out_data",
+        "fs/jbd/commit.c",
+        Origin::MiniLl,
+        Some("journal_datalist_lock"),
+        "after unfiling each clean data buffer",
+    ),
+    pt(
+        "statm_pte_range",
+        "fs/proc/array.c",
+        Origin::MiniLl,
+        None,
+        "per PTE of /proc/PID/statm",
+    ),
+    pt(
+        "proc_file_read",
+        "fs/proc/generic.c",
+        Origin::MiniLl,
+        None,
+        "per page of /proc output",
+    ),
+    pt(
+        "filemap_fdatasync",
+        "mm/filemap.c",
+        Origin::MiniLl,
+        None,
+        "per dirty page synced",
+    ),
+    pt(
+        "do_generic_file_read",
+        "mm/filemap.c",
+        Origin::MiniLl,
+        None,
+        "per page read",
+    ),
+    pt(
+        "generic_file_write",
+        "mm/filemap.c",
+        Origin::MiniLl,
+        None,
+        "per page written",
+    ),
+    pt(
+        "submit_bh",
+        "drivers/block/ll_rw_blk.c",
+        Origin::MiniLl,
+        None,
+        "after each buffer submitted",
+    ),
+    pt(
+        "write_some_buffers",
+        "fs/buffer.c",
+        Origin::LowLatency,
+        None,
+        "after each 32-buffer batch",
+    ),
+    pt(
+        "prune_dcache",
+        "fs/dcache.c",
+        Origin::LowLatency,
+        Some("dcache_lock"),
+        "every 100 dentries walked (TEST_RESCHED_COUNT(100))",
+    ),
+    pt(
+        "prune_icache",
+        "fs/inode.c",
+        Origin::LowLatency,
+        Some("inode_lock"),
+        "per inode walked",
+    ),
+    pt(
+        "dispose_list",
+        "fs/inode.c",
+        Origin::LowLatency,
+        None,
+        "per inode freed",
+    ),
+    pt(
+        "ext3_free_data",
+        "fs/ext3/inode.c",
+        Origin::LowLatency,
+        None,
+        "per block pointer freed",
+    ),
+    pt(
+        "zap_page_range",
+        "mm/memory.c",
+        Origin::LowLatency,
+        Some("page_table_lock"),
+        "every 256 PTEs (MAX_ZAP_BYTES, 1 MB)",
+    ),
+    pt(
+        "swap_out_pmd",
+        "mm/vmscan.c",
+        Origin::LowLatency,
+        Some("page_table_lock"),
+        "every 4 present pages scanned",
+    ),
+    pt(
+        "close_files",
+        "kernel/exit.c",
+        Origin::LowLatency,
+        None,
+        "per fd closed at exit",
+    ),
 ];
 
 /// Per-operation costs of one machine, derived once per run from the profile.
 #[derive(Clone, Debug)]
 pub struct Costs {
-    /// jbd write_out_data, clean buffer: __journal_unfile_buffer + __journal_remove_journal_head
-    /// + refile_buffer + __brelse: ~150 instructions; misses on the journal_head, two lines
-    /// of the buffer_head, both LRU neighbours and the slab page: 6.
+    /// jbd write_out_data, clean buffer: __journal_unfile_buffer, __journal_remove_journal_head,
+    /// refile_buffer, __brelse: ~150 instructions; misses on the journal_head, two lines of
+    /// the buffer_head, both LRU neighbours and the slab page: 6.
     pub unfile: Nanos,
     /// Any buffer-list walk passing a locked buffer: test of b_state, follow b_next_free:
     /// ~20 instructions, 1 miss (the buffer_head).
@@ -224,7 +374,10 @@ impl Path for WaitOn {
         }
         self.slept = true;
         if let Some(t) = self.timeout {
-            k.out.push(crate::kernel::state::KReq::WakeAt { at: cx.now + t, chan: self.chan });
+            k.out.push(crate::kernel::state::KReq::WakeAt {
+                at: cx.now + t,
+                chan: self.chan,
+            });
         }
         Step::Block(self.chan)
     }
@@ -277,7 +430,14 @@ impl Path for DoExit {
         match self.stage {
             1 => {
                 let rss = k.mm.mms.get(&self.mm).map_or(0, |r| r.rss);
-                LoopStep::locked("zap_page_range", rss, c.zap_pte, "page_table_lock", vec![crate::kernel::path::point("zap_page_range", 256)], false)
+                LoopStep::locked(
+                    "zap_page_range",
+                    rss,
+                    c.zap_pte,
+                    "page_table_lock",
+                    vec![crate::kernel::path::point("zap_page_range", 256)],
+                    false,
+                )
             }
             2 => {
                 let t = c.exit_rest;
@@ -339,7 +499,15 @@ impl Path for FaultIn {
                 continue;
             }
             let n = self.left.min(k.mm.free - k.mm.pages_min);
-            return LoopStep::plain("do_anonymous_page", n, k.c.page_fault, vec![crate::kernel::path::point(crate::kernel::preempt::RET_FROM_EXCEPTION, 1)]);
+            return LoopStep::plain(
+                "do_anonymous_page",
+                n,
+                k.c.page_fault,
+                vec![crate::kernel::path::point(
+                    crate::kernel::preempt::RET_FROM_EXCEPTION,
+                    1,
+                )],
+            );
         }
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {

@@ -116,13 +116,7 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    pub fn new(
-        v: Variant,
-        m: MachineProfile,
-        sched: Box<dyn Scheduler>,
-        st: KState,
-        rng: Rng,
-    ) -> Self {
+    pub fn new(v: Variant, m: MachineProfile, sched: Box<dyn Scheduler>, st: KState, rng: Rng) -> Self {
         let tick_ns = 1_000_000_000 / v.hz as Nanos;
         let idle = Task {
             pid: 0,
@@ -291,9 +285,7 @@ impl Kernel {
             Exec::Ready => Some(0),
             Exec::User { left } => Some(*left),
             Exec::Kernel { step: None, .. } => Some(0),
-            Exec::Kernel {
-                step: Some(r), ..
-            } => match &r.step {
+            Exec::Kernel { step: Some(r), .. } => match &r.step {
                 Step::Loop(l) if t.need_resched => match preempt::loop_point(l, &self.v) {
                     Some(p) => Some(preempt::to_next_point(r.total - r.left, l, p).min(r.left)),
                     None => Some(r.left),
@@ -374,7 +366,9 @@ impl Kernel {
                                     ("preempt", _) => SwitchReason::IrqExit,
                                     (name, _) => SwitchReason::Point(name),
                                 });
-                            } else if let (Some(lock), false, true) = (l.lock, l.hold, preempt::unlock_preempts(&self.v)) {
+                            } else if let (Some(lock), false, true) =
+                                (l.lock, l.hold, preempt::unlock_preempts(&self.v))
+                            {
                                 resched_here = Some(SwitchReason::Unlock(lock));
                             }
                         }
@@ -424,7 +418,8 @@ impl Kernel {
                     s => {
                         let total = preempt::step_len(&s);
                         let since = self.now;
-                        self.tracker.on_step(self.now, cur, step_func(&s), path.name(), step_locked(&s));
+                        self.tracker
+                            .on_step(self.now, cur, step_func(&s), path.name(), step_locked(&s));
                         self.tasks[cur].exec = Exec::Kernel {
                             path,
                             step: Some(Running {
@@ -789,7 +784,19 @@ mod tests {
 
     fn events_for(items: u64, per_item: Nanos) -> u64 {
         let mut k = kernel(variant(PreemptModel::None, &[]));
-        k.spawn(TaskSpec::user("loop", Box::new(OneLoop { items, per_item, point: None, lock: None, done: false })), None);
+        k.spawn(
+            TaskSpec::user(
+                "loop",
+                Box::new(OneLoop {
+                    items,
+                    per_item,
+                    point: None,
+                    lock: None,
+                    done: false,
+                }),
+            ),
+            None,
+        );
         k.run_until(2_000_000_000, |_| {});
         k.events()
     }
@@ -799,7 +806,10 @@ mod tests {
         // Both loops take one simulated second.
         let small = events_for(1_000, 1_000_000);
         let large = events_for(10_000_000, 100);
-        assert_eq!(small, large, "a 10^7-item loop must cost as many events as a 10^3-item one");
+        assert_eq!(
+            small, large,
+            "a 10^7-item loop must cost as many events as a 10^3-item one"
+        );
         assert!(small < 1_000, "{small}");
     }
 
@@ -828,12 +838,30 @@ mod tests {
             TaskSpec {
                 policy: Policy::Fifo,
                 rt_priority: 50,
-                ..TaskSpec::user("rt", Box::new(Sleeper { woke: woke.clone(), phase: 0 }))
+                ..TaskSpec::user(
+                    "rt",
+                    Box::new(Sleeper {
+                        woke: woke.clone(),
+                        phase: 0,
+                    }),
+                )
             },
             None,
         );
         // 200 ms of loop in 1 us items, starting right away.
-        k.spawn(TaskSpec::user("hog", Box::new(OneLoop { items: 200_000, per_item: 1_000, point, lock, done: false })), None);
+        k.spawn(
+            TaskSpec::user(
+                "hog",
+                Box::new(OneLoop {
+                    items: 200_000,
+                    per_item: 1_000,
+                    point,
+                    lock,
+                    done: false,
+                }),
+            ),
+            None,
+        );
         k.run_until(1_000_000_000, |_| {});
         // The 50 ms sleep started just after 0 and expires on the next tick: 60 ms.
         woke.get().saturating_sub(60_000_000)

@@ -142,7 +142,14 @@ impl LoopStep {
         })
     }
     /// A loop under `lock`; `hold` keeps the lock after the last item.
-    pub fn locked(func: &'static str, items: u64, per_item: Nanos, lock: &'static str, points: Vec<PointUse>, hold: bool) -> Step {
+    pub fn locked(
+        func: &'static str,
+        items: u64,
+        per_item: Nanos,
+        lock: &'static str,
+        points: Vec<PointUse>,
+        hold: bool,
+    ) -> Step {
         Step::Loop(LoopStep {
             func,
             items,

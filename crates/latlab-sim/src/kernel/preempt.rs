@@ -40,7 +40,12 @@ pub fn unlock_preempts(v: &Variant) -> bool {
 /// variant has, or, under kernel preemption, every item of a loop that drops its lock per item
 /// (or holds none).
 pub fn loop_point(l: &LoopStep, v: &Variant) -> Option<PointUse> {
-    let named = l.points.iter().filter(|p| p.name == RET_FROM_EXCEPTION || v.has_point(p.name)).min_by_key(|p| p.every).copied();
+    let named = l
+        .points
+        .iter()
+        .filter(|p| p.name == RET_FROM_EXCEPTION || v.has_point(p.name))
+        .min_by_key(|p| p.every)
+        .copied();
     let preempt = v.preempt == PreemptModel::Kernel && (l.unlock_each || l.lock.is_none());
     match (named, preempt) {
         (_, true) => Some(PointUse {

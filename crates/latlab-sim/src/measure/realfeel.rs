@@ -225,7 +225,11 @@ impl Tracker {
                     self.worst_entries = std::mem::take(&mut w.entries);
                     self.worst_task = w.cause.as_ref().map(|c| {
                         let t = tasks.iter().find(|t| t.label() == c.task);
-                        (c.task.clone(), t.map_or(0, |t| t.policy.number()), t.map_or(0, |t| t.rt_priority))
+                        (
+                            c.task.clone(),
+                            t.map_or(0, |t| t.policy.number()),
+                            t.map_or(0, |t| t.rt_priority),
+                        )
                     });
                 }
                 self.stream.offer_worst(

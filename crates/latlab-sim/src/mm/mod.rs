@@ -131,7 +131,13 @@ impl Mm {
         if self.lru.len() > 4 * self.files.len() + 64 {
             let files = &self.files;
             let mut seen = std::collections::BTreeSet::new();
-            let mut v: Vec<u32> = self.lru.iter().rev().copied().filter(|f| files.contains_key(f) && seen.insert(*f)).collect();
+            let mut v: Vec<u32> = self
+                .lru
+                .iter()
+                .rev()
+                .copied()
+                .filter(|f| files.contains_key(f) && seen.insert(*f))
+                .collect();
             v.reverse();
             self.lru = v.into();
         }

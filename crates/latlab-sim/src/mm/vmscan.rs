@@ -77,7 +77,14 @@ impl Path for TryToFreePages {
                     }
                     // ratio = nr_pages * nr_active / ((nr_inactive + 1) * 2), active ~ inactive.
                     let ratio = SWAP_CLUSTER_MAX / 2;
-                    return LoopStep::locked("refill_inactive", ratio, k.c.refill_page, "pagemap_lru_lock", vec![], false);
+                    return LoopStep::locked(
+                        "refill_inactive",
+                        ratio,
+                        k.c.refill_page,
+                        "pagemap_lru_lock",
+                        vec![],
+                        false,
+                    );
                 }
                 Stage::Shrink => {
                     self.stage = Stage::Dcache;
@@ -89,7 +96,11 @@ impl Path for TryToFreePages {
                     let mapped = inactive - clean - dirty;
                     let max_scan = inactive / self.priority;
                     let want = SWAP_CLUSTER_MAX.saturating_sub(self.freed);
-                    let scan = if clean == 0 { max_scan } else { (want * inactive).div_ceil(clean).min(max_scan) };
+                    let scan = if clean == 0 {
+                        max_scan
+                    } else {
+                        (want * inactive).div_ceil(clean).min(max_scan)
+                    };
                     self.plan = (clean, inactive);
                     self.dirty_frac = (dirty, inactive);
                     // Too many mapped pages met (max_mapped = min(nr_pages << (10 - priority),
@@ -99,7 +110,14 @@ impl Path for TryToFreePages {
                     if mapped_met > max_mapped && k.mm.anon > 0 {
                         self.stage = Stage::SwapOut;
                     }
-                    return LoopStep::locked("shrink_cache", scan, k.c.shrink_page, "pagemap_lru_lock", vec![point("shrink_cache", 1)], false);
+                    return LoopStep::locked(
+                        "shrink_cache",
+                        scan,
+                        k.c.shrink_page,
+                        "pagemap_lru_lock",
+                        vec![point("shrink_cache", 1)],
+                        false,
+                    );
                 }
                 Stage::SwapOut => {
                     // swap_out(): stock need_resched check before each address space.
@@ -110,12 +128,21 @@ impl Path for TryToFreePages {
                 Stage::SwapOutScan => {
                     self.stage = Stage::Dcache;
                     // The next address space on the mm list.
-                    let mm = k.mm.mms.range(k.mm.swap_cursor + 1..).next().or_else(|| k.mm.mms.iter().next()).map(|(id, r)| (*id, r.rss, r.young));
+                    let mm =
+                        k.mm.mms
+                            .range(k.mm.swap_cursor + 1..)
+                            .next()
+                            .or_else(|| k.mm.mms.iter().next())
+                            .map(|(id, r)| (*id, r.rss, r.young));
                     let Some((id, rss, young)) = mm else { continue };
                     k.mm.swap_cursor = id;
                     let old = rss - young.min(rss);
                     // Scan until SWAP_CLUSTER_MAX old pages are found or the mm ends.
-                    let scan = if old == 0 { rss } else { (SWAP_CLUSTER_MAX * rss).div_ceil(old).min(rss) };
+                    let scan = if old == 0 {
+                        rss
+                    } else {
+                        (SWAP_CLUSTER_MAX * rss).div_ceil(old).min(rss)
+                    };
                     self.sub.start(Box::new(SwapOutMm { mm: id, scan, stage: 0 }));
                     continue;
                 }
@@ -136,7 +163,14 @@ impl Path for TryToFreePages {
                     if unref < p.pruned && p.skipped > 0 {
                         // Every flag is cleared before anything can be freed: one walk.
                         self.stage = Stage::DcachePrune;
-                        return LoopStep::locked("prune_dcache", p.skipped, k.c.dcache_skip, "dcache_lock", vec![point("prune_dcache", 100)], true);
+                        return LoopStep::locked(
+                            "prune_dcache",
+                            p.skipped,
+                            k.c.dcache_skip,
+                            "dcache_lock",
+                            vec![point("prune_dcache", 100)],
+                            true,
+                        );
                     }
                     // Interleaved: each freed dentry drops dcache_lock in dentry_iput.
                     let gap = p.skipped / p.pruned;
@@ -172,7 +206,14 @@ impl Path for TryToFreePages {
                     if visited == 0 {
                         continue;
                     }
-                    return LoopStep::locked("prune_icache", visited, k.c.icache_visit, "inode_lock", vec![point("prune_icache", 1)], false);
+                    return LoopStep::locked(
+                        "prune_icache",
+                        visited,
+                        k.c.icache_visit,
+                        "inode_lock",
+                        vec![point("prune_icache", 1)],
+                        false,
+                    );
                 }
                 Stage::Dispose => {
                     self.stage = Stage::NextPriority;
@@ -207,7 +248,11 @@ impl Path for TryToFreePages {
                 let dirty_met = (done * dirty / inactive.max(1)).min(SWAP_CLUSTER_MAX);
                 if dirty_met > 0 {
                     if let Some(b) = k.buf.take(dirty_met, None) {
-                        self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(b, crate::fs::buffer::Via::Unrefiled, None)));
+                        self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(
+                            b,
+                            crate::fs::buffer::Via::Unrefiled,
+                            None,
+                        )));
                     }
                 }
                 let emptied = k.mm.free_cache(freed);
@@ -223,7 +268,7 @@ impl Path for TryToFreePages {
                     self.plan.0 = 0;
                 } else {
                     let (skipped, pruned) = self.plan;
-                    let sk = if pruned == 0 { 0 } else { skipped * done / pruned };
+                    let sk = (skipped * done).checked_div(pruned).unwrap_or(0);
                     k.dcache.apply_prune_dcache(sk, done, share);
                     self.freed += k.mm.free_slab(done * DENTRY_BYTES);
                 }
@@ -255,11 +300,20 @@ impl Path for SwapOutMm {
     fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
         self.stage += 1;
         match self.stage {
-            1 => LoopStep::locked("swap_out_pmd", self.scan, k.c.swap_scan_pte, "page_table_lock", vec![point("swap_out_pmd", 4)], true),
+            1 => LoopStep::locked(
+                "swap_out_pmd",
+                self.scan,
+                k.c.swap_scan_pte,
+                "page_table_lock",
+                vec![point("swap_out_pmd", 4)],
+                true,
+            ),
             2 => {
                 // The old pages found: allocate their slots. The allocator's scan is charged
                 // per swap_map entry (or tree node) read, all under the locks.
-                let Some(r) = k.mm.mms.get(&self.mm) else { return Step::Done };
+                let Some(r) = k.mm.mms.get(&self.mm) else {
+                    return Step::Done;
+                };
                 let old = (r.rss - r.young.min(r.rss)).min(SWAP_CLUSTER_MAX);
                 let mut entries: u64 = 0;
                 let mut longest: u64 = 0;

@@ -82,7 +82,11 @@ impl Path for KswapdPass {
     fn name(&self) -> &'static str {
         "kswapd"
     }
-    fn next(&mut self, k: &mut crate::kernel::state::KState, cx: &crate::kernel::path::Ctx) -> crate::kernel::path::Step {
+    fn next(
+        &mut self,
+        k: &mut crate::kernel::state::KState,
+        cx: &crate::kernel::path::Ctx,
+    ) -> crate::kernel::path::Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;

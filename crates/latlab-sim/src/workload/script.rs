@@ -101,7 +101,11 @@ impl Ops {
 fn net_read(k: &mut KState, ns: Nanos) -> Box<dyn Path> {
     k.net_token += 1;
     let chan = Chan::Net(k.net_token);
-    Box::new(NetRead { chan, ns, waited: false })
+    Box::new(NetRead {
+        chan,
+        ns,
+        waited: false,
+    })
 }
 
 struct NetRead {
@@ -119,14 +123,20 @@ impl Path for NetRead {
             return Step::Done;
         }
         self.waited = true;
-        k.out.push(KReq::WakeAt { at: cx.now + self.ns, chan: self.chan });
+        k.out.push(KReq::WakeAt {
+            at: cx.now + self.ns,
+            chan: self.chan,
+        });
         Step::Block(self.chan)
     }
 }
 
 /// read(/dev/zero) of `bytes`: clear_user page by page, with the stock need_resched check.
 fn read_zero(bytes: u64) -> Box<dyn Path> {
-    Box::new(ReadZero { pages: bytes.div_ceil(4096), done: false })
+    Box::new(ReadZero {
+        pages: bytes.div_ceil(4096),
+        done: false,
+    })
 }
 
 struct ReadZero {
@@ -152,12 +162,24 @@ impl Path for ReadZero {
 pub enum CommandSpec {
     /// `make -jN` of a kernel: `objects` compilations, each reading `headers` headers and its
     /// source, computing `cc_ms` (uniform in [lo, hi]) and writing an object; then a link.
-    MakeKernel { jobs: u32, objects: u32, headers: u32, cc_ms: (u64, u64), tree_files: u32 },
+    MakeKernel {
+        jobs: u32,
+        objects: u32,
+        headers: u32,
+        cc_ms: (u64, u64),
+        tree_files: u32,
+    },
     /// `make clean`: delete the objects the last build made.
     MakeClean,
     /// `tar xfz` of a tarball read over NFS: `files` files of mean `mean_kb`, gunzip at
     /// `gunzip_mb_s`.
-    TarXfz { files: u32, mean_kb: u64, tarball_mb: u64, gunzip_mb_s: u64, group: String },
+    TarXfz {
+        files: u32,
+        mean_kb: u64,
+        tarball_mb: u64,
+        gunzip_mb_s: u64,
+        group: String,
+    },
     /// `rm -rf` of a group of files.
     RmRf { group: String },
     /// `dd if=/dev/zero of=FILE bs=BS count=N`.
@@ -205,15 +227,43 @@ impl CommandSpec {
 /// (~30 files) and a dbench 40 run.
 pub fn seed000_script() -> Vec<CommandSpec> {
     vec![
-        CommandSpec::MakeKernel { jobs: 3, objects: 480, headers: 40, cc_ms: (200, 1000), tree_files: 1200 },
+        CommandSpec::MakeKernel {
+            jobs: 3,
+            objects: 480,
+            headers: 40,
+            cc_ms: (200, 1000),
+            tree_files: 1200,
+        },
         CommandSpec::MakeClean,
-        CommandSpec::TarXfz { files: 10_000, mean_kb: 11, tarball_mb: 27, gunzip_mb_s: 25, group: "linux".into() },
+        CommandSpec::TarXfz {
+            files: 10_000,
+            mean_kb: 11,
+            tarball_mb: 27,
+            gunzip_mb_s: 25,
+            group: "linux".into(),
+        },
         CommandSpec::RmRf { group: "linux".into() },
-        CommandSpec::Dd { mb: 400, bs_kb: 1024, group: "foo".into() },
+        CommandSpec::Dd {
+            mb: 400,
+            bs_kb: 1024,
+            group: "foo".into(),
+        },
         CommandSpec::RmRf { group: "foo".into() },
-        CommandSpec::CvsCo { files: 30, kb: 10, group: "dbench".into() },
-        CommandSpec::Make { objects: 8, cc_ms: 500, group: "dbench".into() },
-        CommandSpec::Dbench { clients: 40, rounds: 20, group: "dbench-clients".into() },
+        CommandSpec::CvsCo {
+            files: 30,
+            kb: 10,
+            group: "dbench".into(),
+        },
+        CommandSpec::Make {
+            objects: 8,
+            cc_ms: 500,
+            group: "dbench".into(),
+        },
+        CommandSpec::Dbench {
+            clients: 40,
+            rounds: 20,
+            group: "dbench-clients".into(),
+        },
         CommandSpec::Sync,
         CommandSpec::RmRf { group: "dbench".into() },
     ]
@@ -254,7 +304,9 @@ impl Program for Shell {
         }
         if self.gap > 0 && !self.cmds.is_empty() {
             // After this command, the person at the keyboard takes a while.
-            self.cmds.push_front(CommandSpec::Idle { ms: self.gap / 1_000_000 });
+            self.cmds.push_front(CommandSpec::Idle {
+                ms: self.gap / 1_000_000,
+            });
         }
         self.spawned = true;
         if std::env::var_os("LATLAB_DEBUG_SCRIPT").is_some() {
@@ -290,7 +342,13 @@ impl Cmd {
         let reg = self.reg.clone();
         let o = &mut self.ops;
         match self.spec.clone() {
-            CommandSpec::MakeKernel { jobs, objects, headers, cc_ms, tree_files } => {
+            CommandSpec::MakeKernel {
+                jobs,
+                objects,
+                headers,
+                cc_ms,
+                tree_files,
+            } => {
                 if stage == 0 {
                     // The source tree is on disk, not cached.
                     let mut r = reg.borrow_mut();
@@ -311,7 +369,9 @@ impl Cmd {
                         let (lo, hi) = cc_ms;
                         let ms = cx.rng.gen_range(lo..=hi);
                         let srcs = r.borrow().get("src").to_vec();
-                        let picks: Vec<u32> = (0..headers + 1).map(|_| srcs[cx.rng.gen_range(0..srcs.len())]).collect();
+                        let picks: Vec<u32> = (0..headers + 1)
+                            .map(|_| srcs[cx.rng.gen_range(0..srcs.len())])
+                            .collect();
                         TaskSpec::user("cc1", Box::new(Cc::new(picks, ms, 1500, 16, "objs", r.clone())))
                     });
                     return true;
@@ -349,7 +409,13 @@ impl Cmd {
                 }
                 true
             }
-            CommandSpec::TarXfz { files, mean_kb, tarball_mb, gunzip_mb_s, group } => {
+            CommandSpec::TarXfz {
+                files,
+                mean_kb,
+                tarball_mb,
+                gunzip_mb_s,
+                group,
+            } => {
                 if stage == 0 {
                     o.grow(600);
                 }
@@ -405,7 +471,17 @@ impl Cmd {
                     let g: &'static str = Box::leak(group.into_boxed_str());
                     o.spawn(move |_| {
                         let srcs = r.borrow().get(g).to_vec();
-                        TaskSpec::user("cc1", Box::new(Cc::new(srcs.into_iter().take(3).collect(), cc_ms, 1000, 8, g, r.clone())))
+                        TaskSpec::user(
+                            "cc1",
+                            Box::new(Cc::new(
+                                srcs.into_iter().take(3).collect(),
+                                cc_ms,
+                                1000,
+                                8,
+                                g,
+                                r.clone(),
+                            )),
+                        )
                     });
                     return true;
                 }
