@@ -61,6 +61,9 @@ pub struct Preload {
     /// Those dentries carry DCACHE_REFERENCED: they were looked up again since they were
     /// created (updatedb's walk hits the dentries the previous night's walk left).
     pub referenced: bool,
+    /// Idle processes' anonymous memory, MiB (a desktop's X server and applications): mapped
+    /// pages on the LRU that reclaim meets and swap_out can take.
+    pub idle_anon_mib: u64,
 }
 
 /// Everything one model run needs.
@@ -184,6 +187,15 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
 }
 
 fn preload(st: &mut KState, p: &Preload) {
+    // Idle desktop processes: four address spaces (X, window manager, panel, browser) whose
+    // pages nobody has touched lately; mm ids above any the kernel hands out.
+    for i in 0..4u32 {
+        let id = u32::MAX - i;
+        st.mm.grow(id, p.idle_anon_mib * 256 / 4);
+        if let Some(r) = st.mm.mms.get_mut(&id) {
+            r.young = 0;
+        }
+    }
     for _ in 0..p.unused_dentries {
         st.dcache.touch_new();
     }

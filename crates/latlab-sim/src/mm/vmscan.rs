@@ -41,6 +41,13 @@ pub struct TryToFreePages {
     swap_mm: Option<u32>,
     /// Dirty pages on the inactive list, and its length, at the last shrink_cache.
     dirty_frac: (u64, u64),
+    /// Items of the loop last handed out: fewer done means it stopped at a lock-break,
+    /// and the walk resumes where it stopped (the kernel's `goto redo` / `continue`).
+    planned: u64,
+    /// prune_dcache's count still to go after a lock-break.
+    dcache_left: Option<u64>,
+    /// prune_icache's goal still to go after a lock-break.
+    icache_left: Option<u64>,
 }
 
 pub fn try_to_free_pages() -> Box<dyn Path> {
@@ -52,6 +59,9 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
         sub: Nested::default(),
         swap_mm: None,
         dirty_frac: (0, 1),
+        planned: 0,
+        dcache_left: None,
+        icache_left: None,
     })
 }
 
@@ -60,11 +70,8 @@ fn lru_pages(k: &KState) -> u64 {
     k.mm.cache + k.mm.anon
 }
 
-impl Path for TryToFreePages {
-    fn name(&self) -> &'static str {
-        "try_to_free_pages"
-    }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+impl TryToFreePages {
+    fn next_step(&mut self, k: &mut KState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -91,9 +98,17 @@ impl Path for TryToFreePages {
                     // The inactive list (taken as the older half of the LRU pages) holds the
                     // oldest pages: old clean cache first, then dirty pages, then mapped ones.
                     let inactive = (lru_pages(k) / 2).max(1);
-                    let clean = k.mm.reclaimable(k.buf.dirty_for_balance()).min(inactive);
-                    let dirty = k.buf.nr_dirty.min(inactive - clean);
-                    let mapped = inactive - clean - dirty;
+                    // Old clean cache and anonymous pages age together; recently dirtied pages
+                    // are the newest and reach the inactive list only when the old ones run out.
+                    let clean_all = k.mm.reclaimable(k.buf.dirty_for_balance());
+                    let old = clean_all + k.mm.anon;
+                    let (clean, mapped, dirty) = if old >= inactive {
+                        let c = (inactive as u128 * clean_all as u128 / old.max(1) as u128) as u64;
+                        (c, inactive - c, 0)
+                    } else {
+                        let d = k.buf.nr_dirty.min(inactive - old);
+                        (clean_all, inactive - clean_all - d, d)
+                    };
                     let max_scan = inactive / self.priority;
                     let want = SWAP_CLUSTER_MAX.saturating_sub(self.freed);
                     let scan = if clean == 0 {
@@ -103,13 +118,17 @@ impl Path for TryToFreePages {
                     };
                     self.plan = (clean, inactive);
                     self.dirty_frac = (dirty, inactive);
-                    // Too many mapped pages met (max_mapped = min(nr_pages << (10 - priority),
-                    // max_scan / 10)) sends shrink_cache to swap_out.
-                    let mapped_met = scan * mapped / inactive;
+                    // Meeting more than max_mapped = min(nr_pages << (10 - priority), max_scan / 10)
+                    // mapped pages makes shrink_cache call swap_out and return early, short of
+                    // its goal, so shrink_caches goes on to the dcache and icache.
                     let max_mapped = (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10);
-                    if mapped_met > max_mapped && k.mm.anon > 0 {
+                    let until_mapped = ((max_mapped + 1) * inactive).checked_div(mapped).unwrap_or(u64::MAX);
+                    let scan = if until_mapped < scan && k.mm.anon > 0 {
                         self.stage = Stage::SwapOut;
-                    }
+                        until_mapped
+                    } else {
+                        scan
+                    };
                     return LoopStep::locked(
                         "shrink_cache",
                         scan,
@@ -153,7 +172,7 @@ impl Path for TryToFreePages {
                         self.stage = Stage::NextPriority;
                         continue;
                     }
-                    let count = k.dcache.dentries_unused / self.priority;
+                    let count = self.dcache_left.take().unwrap_or(k.dcache.dentries_unused / self.priority);
                     let p = k.dcache.plan_prune_dcache(count);
                     if p.pruned == 0 {
                         continue;
@@ -200,7 +219,7 @@ impl Path for TryToFreePages {
                 }
                 Stage::Icache => {
                     self.stage = Stage::Dispose;
-                    let goal = k.dcache.inodes_unused / self.priority;
+                    let goal = self.icache_left.take().unwrap_or(k.dcache.inodes_unused / self.priority);
                     let (visited, freed) = k.dcache.plan_prune_icache(goal);
                     self.plan = (visited, freed);
                     if visited == 0 {
@@ -233,10 +252,24 @@ impl Path for TryToFreePages {
             }
         }
     }
+}
+
+impl Path for TryToFreePages {
+    fn name(&self) -> &'static str {
+        "try_to_free_pages"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        let step = self.next_step(k, cx);
+        if let Step::Loop(l) = &step {
+            self.planned = l.items;
+        }
+        step
+    }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }
+        let cut = done < self.planned;
         match self.stage {
             // The shrink_cache loop just ran (stage already moved on).
             Stage::Dcache | Stage::SwapOut if self.plan.1 > 0 && self.swap_mm.is_none() => {
@@ -259,6 +292,10 @@ impl Path for TryToFreePages {
                 k.dcache.pages_dropped(emptied);
                 self.freed += freed;
                 self.plan = (0, 0);
+                if cut {
+                    // shrink_cache's lock-break: the scan goes on after schedule().
+                    self.stage = Stage::Shrink;
+                }
             }
             Stage::Icache | Stage::DcachePrune => {
                 let share = k.mm.cached_share(k.dcache.dentries_unused + k.dcache.inodes_unused);
@@ -266,14 +303,30 @@ impl Path for TryToFreePages {
                     // The flag-clearing walk: skips only.
                     k.dcache.apply_prune_dcache(done, 0, share);
                     self.plan.0 = 0;
+                    if cut {
+                        self.dcache_left = Some(self.plan.1);
+                        self.stage = Stage::Dcache;
+                    }
                 } else {
                     let (skipped, pruned) = self.plan;
                     let sk = (skipped * done).checked_div(pruned).unwrap_or(0);
                     k.dcache.apply_prune_dcache(sk, done, share);
                     self.freed += k.mm.free_slab(done * DENTRY_BYTES);
+                    if cut {
+                        self.dcache_left = Some(pruned - done);
+                        self.stage = Stage::Dcache;
+                    }
                 }
             }
-            Stage::Dispose => {}
+            Stage::Dispose if cut => {
+                // prune_icache's lock-break: what was found so far is freed, the walk goes on.
+                let (visited, freed) = self.plan;
+                let found = (freed * done).checked_div(visited).unwrap_or(0);
+                k.dcache.apply_prune_icache(found);
+                self.freed += k.mm.free_slab(found * INODE_BYTES);
+                self.icache_left = Some(freed - found);
+                self.stage = Stage::Icache;
+            }
             Stage::NextPriority => {
                 k.dcache.apply_prune_icache(done);
                 self.freed += k.mm.free_slab(done * INODE_BYTES);
