@@ -1,0 +1,128 @@
+//! End-to-end: `latlab reproduce` and `latlab run` as a user runs them.
+
+use std::process::Command;
+
+fn latlab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_latlab"))
+        .args(args)
+        .output()
+        .expect("latlab runs")
+}
+
+#[test]
+fn reproduce_json_has_the_documented_rows() {
+    let out = latlab(&["reproduce", "preempt-vs-lowlatency", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(v["experiment"], "preempt-vs-lowlatency");
+    let rows = v["rows"].as_array().unwrap();
+    let max: Vec<&serde_json::Value> = rows.iter().filter(|r| r["figure"] == "max_latency").collect();
+    assert_eq!(max.len(), 3);
+    for r in &max {
+        assert_eq!(r["unit"], "ms");
+        assert_eq!(r["source"], "002_73612da962bd36dd.txt");
+        assert!(r["model"].as_f64().unwrap() > 0.0);
+        assert!(r["published"].is_number());
+        assert!(r["published_range"].is_null());
+        assert!(r["variant"].is_string());
+    }
+    let by = |v: &str| {
+        max.iter().find(|r| r["variant"] == v).unwrap()["model"]
+            .as_f64()
+            .unwrap()
+    };
+    // The mechanisms order the kernels as the seed does.
+    assert!(by("2.4.17") > by("2.4.17+preempt"));
+    assert!(by("2.4.17+preempt") > by("2.4.17+low-latency"));
+}
+
+#[test]
+fn reproduce_mini_ll_prints_the_seed_table_and_bucket_rows() {
+    let out = latlab(&["reproduce", "mini-ll", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let preempt = rows
+        .iter()
+        .find(|r| r["variant"] == "2.4.18+rml-preempt" && r["figure"] == "max_latency")
+        .unwrap();
+    assert!(preempt["published"].is_null());
+    assert_eq!(preempt["published_range"], serde_json::json!([128.0, 256.0]));
+    let samples = rows
+        .iter()
+        .find(|r| r["variant"] == "2.4.18+rml-preempt" && r["figure"] == "samples")
+        .unwrap();
+    // The run lasts as long as the seed's did: ~5.0e6 samples at 2048 Hz.
+    assert!(samples["model"].as_f64().unwrap() > 4.5e6);
+}
+
+#[test]
+fn reproduce_text_reads_like_the_seed() {
+    let out = latlab(&["reproduce", "preempt-vs-lowlatency", "--trace"]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("Max. latency"), "{s}");
+    assert!(s.contains("232.7 ms"), "{s}");
+    assert!(s.contains("Worst case, model vs seed"), "{s}");
+    assert!(s.contains("preemption latency trace v1.0.7 on 2.4.17"), "{s}");
+    assert!(s.contains("=> started at:"), "{s}");
+}
+
+#[test]
+fn unknown_experiment_lists_valid_ones() {
+    let out = latlab(&["reproduce", "nope"]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("unknown experiment `nope`") && e.contains("mini-ll") && e.contains("preempt-vs-lowlatency"),
+        "{e}"
+    );
+}
+
+#[test]
+fn run_reports_file_line_and_field() {
+    let dir = std::env::temp_dir().join(format!("latlab-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    std::fs::write(
+        &f,
+        "name = \"x\"\ntitle = \"x\"\nseed_file = \"s\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\ncolour = \"red\"\n[[run]]\nlabel = \"a\"\nvariant = \"2.4.18\"\n",
+    )
+    .unwrap();
+    let out = latlab(&["run", f.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("bad.toml:7:") && e.contains("colour"), "{e}");
+
+    std::fs::write(&f, "name = \"x\"\ntitle = \"x\"\nseed_file = \"s\"\nmachine = \"vax\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"a\"\nvariant = \"2.4.18\"\n").unwrap();
+    let e = String::from_utf8_lossy(&latlab(&["run", f.to_str().unwrap()]).stderr).to_string();
+    assert!(
+        e.contains("bad.toml:4:") && e.contains("unknown machine `vax`") && e.contains("piii-850"),
+        "{e}"
+    );
+
+    let missing = dir.join("missing.toml");
+    let e = String::from_utf8_lossy(&latlab(&["run", missing.to_str().unwrap()]).stderr).to_string();
+    assert!(
+        e.contains("cannot read experiment file") && e.contains("missing.toml"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn run_a_short_custom_experiment() {
+    let dir = std::env::temp_dir().join(format!("latlab-run2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("short.toml");
+    std::fs::write(
+        &f,
+        "name = \"short\"\ntitle = \"a short run\"\nseed_file = \"000_5c157154d48a42ec.txt\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\nmax_seconds = 10\npublished_max_ms = 84.0\n",
+    )
+    .unwrap();
+    let out = latlab(&["run", f.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["experiment"], "short");
+    std::fs::remove_dir_all(&dir).ok();
+}
