@@ -11,22 +11,17 @@ use latlab_swap::stream::StreamConfig;
 use latlab_swap::ALLOCATORS;
 use std::time::Duration;
 
-const CELLS: &[(u64, f64)] = &[
-    (1 << 16, 0.5),
-    (1 << 16, 0.99),
-    (1 << 20, 0.9),
-    (1 << 20, 0.99),
-];
+const CELLS: &[(u64, f64)] = &[(1 << 16, 0.5), (1 << 16, 0.99), (1 << 20, 0.9), (1 << 20, 0.99)];
 const BURST: usize = 32;
 
 fn rounds(c: &mut Criterion) {
     let stream = StreamConfig::default();
     for &(slots, fill) in CELLS {
-        let mut g = c.benchmark_group(format!(
-            "swap-alloc/{}Ki-slots/{}%",
-            slots >> 10,
-            fill * 100.0
-        ));
+        let size = match slots {
+            s if s % (1 << 20) == 0 => format!("{}Mi", s >> 20),
+            s => format!("{}Ki", s >> 10),
+        };
+        let mut g = c.benchmark_group(format!("swap-alloc/{size}-slots/{}%", fill * 100.0));
         g.throughput(Throughput::Elements(BURST as u64));
         g.sample_size(20);
         g.warm_up_time(Duration::from_millis(500));

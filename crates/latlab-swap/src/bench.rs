@@ -120,13 +120,7 @@ pub struct Cell {
 impl Cell {
     /// Build allocator `name` for `slots` slots and bring it to `fill` with the seeded
     /// stream: fill to halfway between `fill` and the nearer of empty or full, then drain.
-    pub fn prepare(
-        name: &str,
-        slots: u64,
-        fill: f64,
-        seed: u64,
-        stream: &StreamConfig,
-    ) -> Result<Self, SwapError> {
+    pub fn prepare(name: &str, slots: u64, fill: f64, seed: u64, stream: &StreamConfig) -> Result<Self, SwapError> {
         if !(0.0..1.0).contains(&fill) {
             return Err(SwapError::BadFill { fill });
         }
@@ -316,12 +310,7 @@ mod tests {
             allocs: 1,
             failed: 0,
         };
-        let rows = [
-            row(0.9, 90.0),
-            row(0.0, 12.0),
-            row(0.5, 30.0),
-            row(0.99, 100.0),
-        ];
+        let rows = [row(0.9, 90.0), row(0.0, 12.0), row(0.5, 30.0), row(0.99, 100.0)];
         assert_eq!(growth_onset(&rows, "x", 1), Some(0.9));
         assert_eq!(growth_onset(&rows[1..3], "x", 1), None);
         // 2 -> 39 entries stays under 4 x the floor of 10
@@ -345,10 +334,7 @@ mod tests {
                 allocators: vec!["buddy".into()],
                 ..small()
             },
-            BenchConfig {
-                allocs: 0,
-                ..small()
-            },
+            BenchConfig { allocs: 0, ..small() },
         ];
         for cfg in bad {
             assert!(run(&cfg).is_err());

@@ -28,10 +28,7 @@
 //! (log16 of the area) whatever the fill.
 
 use crate::meter::Meter;
-use crate::{
-    check_free, check_request, check_slots, corrupt, Alloc, AllocRequest, SwapAllocator, SwapError,
-    Work,
-};
+use crate::{check_free, check_request, check_slots, corrupt, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
 
 /// Blocks per leaf bitmap.
 pub const BLIST_BMAP_RADIX: u64 = 64;
@@ -82,14 +79,7 @@ impl Blist {
 
     /// `blst_radix_init()`: all allocated, terminators after the last real subtree.
     /// Returns the highest node index used; writes only when `write`.
-    fn radix_init(
-        &mut self,
-        idx: usize,
-        radix: u64,
-        skip: u64,
-        mut count: u64,
-        write: bool,
-    ) -> usize {
+    fn radix_init(&mut self, idx: usize, radix: u64, skip: u64, mut count: u64, write: bool) -> usize {
         if write {
             self.nodes[idx] = BlMeta::default();
         }
@@ -108,8 +98,7 @@ impl Blist {
                 break;
             }
             let n = count.min(radix);
-            memindex =
-                i as usize + self.radix_init(idx + i as usize, radix, next_skip - 1, n, write);
+            memindex = i as usize + self.radix_init(idx + i as usize, radix, next_skip - 1, n, write);
             count -= n;
             i += next_skip;
         }
@@ -129,14 +118,7 @@ impl Blist {
     }
 
     /// `blst_meta_alloc()` for one block. The caller has counted reading this node.
-    fn meta_alloc(
-        &mut self,
-        idx: usize,
-        mut blk: u64,
-        radix: u64,
-        skip: u64,
-        m: &mut Meter,
-    ) -> Option<u64> {
+    fn meta_alloc(&mut self, idx: usize, mut blk: u64, radix: u64, skip: u64, m: &mut Meter) -> Option<u64> {
         let next_skip = skip / BLIST_META_RADIX;
         let avail = self.nodes[idx].u;
         if avail < 1 {
@@ -286,10 +268,7 @@ impl Blist {
                 i += next_skip;
             }
             if sum != node.u {
-                return Err(format!(
-                    "node at block {blk}: avail {} but {sum} free below",
-                    node.u
-                ));
+                return Err(format!("node at block {blk}: avail {} but {sum} free below", node.u));
             }
             sum
         };
@@ -326,10 +305,7 @@ impl SwapAllocator for Blist {
             slot = self.meta_alloc(0, 0, self.radix, self.skip, &mut m);
         }
         m.unlock();
-        Ok(Alloc {
-            slot,
-            work: m.finish(),
-        })
+        Ok(Alloc { slot, work: m.finish() })
     }
 
     fn free(&mut self, slot: u64) -> Result<Work, SwapError> {
@@ -413,9 +389,7 @@ mod tests {
     #[test]
     fn frees_collapse_back_to_all_free() {
         let mut bl = Blist::new(4096).unwrap();
-        let got: Vec<u64> = (0..4096)
-            .map(|_| bl.alloc(&REQ).unwrap().slot.unwrap())
-            .collect();
+        let got: Vec<u64> = (0..4096).map(|_| bl.alloc(&REQ).unwrap().slot.unwrap()).collect();
         assert_eq!(got, (0..4096).collect::<Vec<_>>());
         assert_eq!(bl.alloc(&REQ).unwrap().slot, None);
         assert_eq!(bl.nodes[0].u, 0);

@@ -36,10 +36,7 @@
 
 use crate::map::SwapMap;
 use crate::meter::Meter;
-use crate::{
-    check_free, check_request, check_slots, corrupt, Alloc, AllocRequest, SwapAllocator, SwapError,
-    Work,
-};
+use crate::{check_free, check_request, check_slots, corrupt, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
 
 /// `SWAPFILE_CLUSTER` = `HPAGE_PMD_NR` on x86-64 with `CONFIG_THP_SWAP`.
 pub const SWAPFILE_CLUSTER: u64 = 512;
@@ -113,10 +110,7 @@ impl Cluster6 {
                 };
                 nclusters as usize
             ],
-            lists: [ListHead {
-                first: NIL,
-                last: NIL,
-            }; 4],
+            lists: [ListHead { first: NIL, last: NIL }; 4],
             percpu: Vec::new(),
         };
         // setup_clusters(): the tail past the last slot is unusable, and a cluster with
@@ -207,13 +201,7 @@ impl Cluster6 {
     }
 
     /// `alloc_swap_scan_cluster()`: called with the cluster locked, unlocks it.
-    fn alloc_swap_scan_cluster(
-        &mut self,
-        idx: u32,
-        offset: u64,
-        cpu: usize,
-        m: &mut Meter,
-    ) -> Option<u64> {
+    fn alloc_swap_scan_cluster(&mut self, idx: u32, offset: u64, cpu: usize, m: &mut Meter) -> Option<u64> {
         let end = Self::start(idx) + SWAPFILE_CLUSTER;
         let mut found = None;
         let mut next = None;
@@ -238,13 +226,7 @@ impl Cluster6 {
     }
 
     /// `alloc_swap_scan_list()`.
-    fn alloc_swap_scan_list(
-        &mut self,
-        flag: Flag,
-        scan_all: bool,
-        cpu: usize,
-        m: &mut Meter,
-    ) -> Option<u64> {
+    fn alloc_swap_scan_list(&mut self, flag: Flag, scan_all: bool, cpu: usize, m: &mut Meter) -> Option<u64> {
         loop {
             let idx = self.isolate_lock_cluster(flag, m)?;
             let found = self.alloc_swap_scan_cluster(idx, Self::start(idx), cpu, m);
@@ -281,11 +263,7 @@ impl Cluster6 {
             m.unlock();
             return None;
         }
-        let offset = if ci.count == 0 {
-            Self::start(idx)
-        } else {
-            offset
-        };
+        let offset = if ci.count == 0 { Self::start(idx) } else { offset };
         self.alloc_swap_scan_cluster(idx, offset, cpu, m)
     }
 
@@ -336,10 +314,7 @@ impl SwapAllocator for Cluster6 {
             slot = self.cluster_alloc_swap_entry(cpu, &mut m);
         }
         m.unlock();
-        Ok(Alloc {
-            slot,
-            work: m.finish(),
-        })
+        Ok(Alloc { slot, work: m.finish() })
     }
 
     fn free(&mut self, slot: u64) -> Result<Work, SwapError> {
@@ -369,10 +344,7 @@ impl SwapAllocator for Cluster6 {
         let bad = |d: String| corrupt("cluster-6.x", d);
         let counted = self.map.count_used(0, self.slots);
         if counted != self.used {
-            return Err(bad(format!(
-                "used {} but {counted} entries in use",
-                self.used
-            )));
+            return Err(bad(format!("used {} but {counted} entries in use", self.used)));
         }
         let mut seen = vec![false; self.ci.len()];
         for (list, flag) in Flag::LISTS.iter().enumerate() {

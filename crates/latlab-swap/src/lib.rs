@@ -49,13 +49,7 @@ pub const MAX_SLOTS: u64 = 1 << 27;
 pub const MAX_CPUS: u32 = 8192;
 
 /// The allocator names [`by_name`] accepts, oldest design first.
-pub const ALLOCATORS: &[&str] = &[
-    "scan-2.4",
-    "vaddr-chunks",
-    "lockless-2.6.14",
-    "cluster-6.x",
-    "blist",
-];
+pub const ALLOCATORS: &[&str] = &["scan-2.4", "vaddr-chunks", "lockless-2.6.14", "cluster-6.x", "blist"];
 
 /// One swap-out request: which page wants a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -113,10 +107,7 @@ pub enum SwapError {
     #[error("bad benchmark configuration: {0}")]
     BadConfig(String),
     #[error("allocator {allocator} is inconsistent: {detail}")]
-    Corrupt {
-        allocator: &'static str,
-        detail: String,
-    },
+    Corrupt { allocator: &'static str, detail: String },
 }
 
 /// A swap-slot allocator for one swap device.
@@ -159,16 +150,10 @@ pub fn by_name(name: &str, slots: u64) -> Result<Box<dyn SwapAllocator>, SwapErr
 /// Reject zero, tiny and absurd swap sizes.
 pub fn check_slots(slots: u64) -> Result<(), SwapError> {
     if slots < MIN_SLOTS {
-        return Err(SwapError::TooSmall {
-            slots,
-            min: MIN_SLOTS,
-        });
+        return Err(SwapError::TooSmall { slots, min: MIN_SLOTS });
     }
     if slots > MAX_SLOTS {
-        return Err(SwapError::TooLarge {
-            slots,
-            max: MAX_SLOTS,
-        });
+        return Err(SwapError::TooLarge { slots, max: MAX_SLOTS });
     }
     Ok(())
 }
@@ -187,10 +172,7 @@ pub(crate) fn check_request(req: &AllocRequest) -> Result<(), SwapError> {
 /// Shared check for `free`: the slot must be inside the area and handed out.
 pub(crate) fn check_free(a: &dyn SwapAllocator, slot: u64) -> Result<(), SwapError> {
     if slot >= a.slots() {
-        return Err(SwapError::SlotOutOfRange {
-            slot,
-            slots: a.slots(),
-        });
+        return Err(SwapError::SlotOutOfRange { slot, slots: a.slots() });
     }
     if !a.is_allocated(slot) {
         return Err(SwapError::NotAllocated { slot });

@@ -38,9 +38,7 @@
 use crate::map::SwapInfo;
 use crate::meter::Meter;
 use crate::scan24::SWAPFILE_CLUSTER;
-use crate::{
-    check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work,
-};
+use crate::{check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
 
 /// `#define LATENCY_LIMIT 256`: entries scanned between `cond_resched()` calls.
 pub const LATENCY_LIMIT: u64 = 256;
@@ -125,10 +123,7 @@ impl SwapAllocator for Lockless {
             self.scan_swap_map(&mut m)
         };
         m.unlock();
-        Ok(Alloc {
-            slot,
-            work: m.finish(),
-        })
+        Ok(Alloc { slot, work: m.finish() })
     }
 
     fn free(&mut self, slot: u64) -> Result<Work, SwapError> {

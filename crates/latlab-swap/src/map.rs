@@ -19,11 +19,12 @@ pub(crate) struct SwapMap {
 }
 
 impl SwapMap {
-    /// `len` free entries.
+    /// `len` free entries, written out as swapon's setup does (not left as lazily mapped
+    /// zero pages, whose first-touch faults would land in the measured allocations).
     pub(crate) fn new(len: u64) -> Self {
-        Self {
-            map: vec![FREE; len as usize],
-        }
+        let mut map = Vec::with_capacity(len as usize);
+        map.resize(len as usize, FREE);
+        Self { map }
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -75,10 +76,7 @@ impl SwapMap {
         if start + len - 1 > highest {
             return (None, 0);
         }
-        for (i, &entry) in self.map[from as usize..=highest as usize]
-            .iter()
-            .enumerate()
-        {
+        for (i, &entry) in self.map[from as usize..=highest as usize].iter().enumerate() {
             let offset = from + i as u64;
             if entry != FREE {
                 start = offset + 1;
@@ -231,9 +229,7 @@ impl SwapInfo {
                 format!("inuse_pages {} but {counted} entries in use", self.inuse),
             ));
         }
-        self.bounds
-            .check(&self.map, self.inuse)
-            .map_err(|d| corrupt(name, d))
+        self.bounds.check(&self.map, self.inuse).map_err(|d| corrupt(name, d))
     }
 }
 

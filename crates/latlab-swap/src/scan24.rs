@@ -24,9 +24,7 @@
 
 use crate::map::SwapInfo;
 use crate::meter::Meter;
-use crate::{
-    check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work,
-};
+use crate::{check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
 
 /// `#define SWAPFILE_CLUSTER 256`.
 pub const SWAPFILE_CLUSTER: u64 = 256;
@@ -60,9 +58,7 @@ impl Scan24 {
         }
         si.cluster_nr = SWAPFILE_CLUSTER;
 
-        let (run, n) = si
-            .map
-            .find_free_run(si.bounds.lowest, highest, SWAPFILE_CLUSTER);
+        let (run, n) = si.map.find_free_run(si.bounds.lowest, highest, SWAPFILE_CLUSTER);
         m.read(n);
         if let Some(offset) = run {
             return Some(si.take(offset));
@@ -100,10 +96,7 @@ impl SwapAllocator for Scan24 {
             m.unlock();
         }
         m.unlock();
-        Ok(Alloc {
-            slot,
-            work: m.finish(),
-        })
+        Ok(Alloc { slot, work: m.finish() })
     }
 
     fn free(&mut self, slot: u64) -> Result<Work, SwapError> {

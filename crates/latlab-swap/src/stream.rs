@@ -163,9 +163,7 @@ impl Workload {
         let mut dry = 0;
         while out.len() < self.cfg.burst && dry < procs.len() {
             let owner = match self.cfg.order {
-                Order::Vaddr => {
-                    procs[(out.len() * procs.len() / self.cfg.burst + dry) % procs.len()]
-                }
+                Order::Vaddr => procs[(out.len() * procs.len() / self.cfg.burst + dry) % procs.len()],
                 Order::Lru => procs[self.rng.gen_range(0..procs.len())],
             };
             let want = match self.cfg.order {
@@ -189,13 +187,7 @@ impl Workload {
 
     /// Append up to `want` resident pages of `owner` in address order: from its VA scan
     /// cursor (VA order) or from a random page (LRU order).
-    fn take_resident_run(
-        &mut self,
-        owner: usize,
-        want: u64,
-        cpu: u32,
-        out: &mut Vec<AllocRequest>,
-    ) {
+    fn take_resident_run(&mut self, owner: usize, want: u64, cpu: u32, out: &mut Vec<AllocRequest>) {
         let ptes = &mut self.ptes[owner];
         let mut v = match self.cfg.order {
             Order::Vaddr => self.cursor[owner],
@@ -418,10 +410,7 @@ mod tests {
         assert_eq!(w.layout(), Some(0.0));
         // a request this workload did not issue, or one completed twice
         assert!(w.complete(&burst[0], Some(999)).is_err());
-        let stranger = AllocRequest {
-            owner: 1,
-            ..burst[0]
-        };
+        let stranger = AllocRequest { owner: 1, ..burst[0] };
         assert!(matches!(
             w.complete(&stranger, None),
             Err(SwapError::ForeignRequest { .. })
@@ -447,10 +436,7 @@ mod tests {
             },
         ];
         for c in bad {
-            assert!(matches!(
-                Workload::new(1024, c, 0),
-                Err(SwapError::BadConfig(_))
-            ));
+            assert!(matches!(Workload::new(1024, c, 0), Err(SwapError::BadConfig(_))));
         }
     }
 }

@@ -41,9 +41,7 @@
 
 use crate::map::SwapInfo;
 use crate::meter::Meter;
-use crate::{
-    check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work,
-};
+use crate::{check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
 
 /// `CHUNK_SHIFT` with 4 KiB pages: 256 slots per chunk.
 pub const CHUNK_SHIFT: u32 = 20 - 12;
@@ -118,10 +116,7 @@ impl SwapAllocator for VaddrChunks {
             m.unlock();
         }
         m.unlock();
-        Ok(Alloc {
-            slot,
-            work: m.finish(),
-        })
+        Ok(Alloc { slot, work: m.finish() })
     }
 
     fn free(&mut self, slot: u64) -> Result<Work, SwapError> {
@@ -143,11 +138,7 @@ mod tests {
     use super::*;
 
     fn req(owner: u64, vpage: u64) -> AllocRequest {
-        AllocRequest {
-            owner,
-            vpage,
-            cpu: 0,
-        }
+        AllocRequest { owner, vpage, cpu: 0 }
     }
 
     #[test]
@@ -194,10 +185,7 @@ mod tests {
         let home = small.home_block(owner, 0) >> CHUNK_SHIFT;
         assert_eq!(home, owner % 256);
         for region in 1..10 {
-            assert_eq!(
-                small.home_block(owner, region << CHUNK_SHIFT) >> CHUNK_SHIFT,
-                home
-            );
+            assert_eq!(small.home_block(owner, region << CHUNK_SHIFT) >> CHUNK_SHIFT, home);
         }
         // 4096 chunks: the next region is 256 chunks further on
         let big = VaddrChunks::new(1 << 20).unwrap();

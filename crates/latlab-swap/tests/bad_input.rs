@@ -16,13 +16,7 @@ fn zero_tiny_and_absurd_sizes_are_refused_by_every_allocator() {
     for name in ALLOCATORS {
         for slots in [0, 1, MIN_SLOTS - 1] {
             let e = by_name(name, slots).err().expect("refused");
-            assert_eq!(
-                e,
-                SwapError::TooSmall {
-                    slots,
-                    min: MIN_SLOTS
-                }
-            );
+            assert_eq!(e, SwapError::TooSmall { slots, min: MIN_SLOTS });
             let msg = e.to_string();
             assert!(
                 msg.contains(&format!("{slots} slots")) && msg.contains("too small"),
@@ -31,13 +25,7 @@ fn zero_tiny_and_absurd_sizes_are_refused_by_every_allocator() {
         }
         for slots in [MAX_SLOTS + 1, u64::MAX] {
             let e = by_name(name, slots).err().expect("refused");
-            assert_eq!(
-                e,
-                SwapError::TooLarge {
-                    slots,
-                    max: MAX_SLOTS
-                }
-            );
+            assert_eq!(e, SwapError::TooLarge { slots, max: MAX_SLOTS });
             assert!(e.to_string().contains("beyond the model's limit"));
         }
         assert!(by_name(name, MIN_SLOTS).is_ok());
@@ -81,10 +69,7 @@ fn bad_frees_and_cpus_are_errors_that_change_nothing() {
         for (got, want) in errors {
             assert_eq!(got, Err(want), "{name}");
         }
-        let bad_cpu = AllocRequest {
-            cpu: MAX_CPUS,
-            ..REQ
-        };
+        let bad_cpu = AllocRequest { cpu: MAX_CPUS, ..REQ };
         assert_eq!(
             a.alloc(&bad_cpu),
             Err(SwapError::CpuOutOfRange {

@@ -35,14 +35,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// Sizes around the interesting boundaries: one 256-slot cluster or chunk, a partial
 /// 512-slot cluster, several blist leaves and a terminator.
 fn slots() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        Just(256u64),
-        Just(300),
-        Just(512),
-        Just(700),
-        Just(1024),
-        Just(2000)
-    ]
+    prop_oneof![Just(256u64), Just(300), Just(512), Just(700), Just(1024), Just(2000)]
 }
 
 fn agree(a: &dyn SwapAllocator, model: &BTreeSet<u64>) -> Result<(), TestCaseError> {
@@ -50,8 +43,7 @@ fn agree(a: &dyn SwapAllocator, model: &BTreeSet<u64>) -> Result<(), TestCaseErr
     for s in 0..a.slots() + 3 {
         prop_assert_eq!(a.is_allocated(s), model.contains(&s), "slot {}", s);
     }
-    a.check_invariants()
-        .map_err(|e| TestCaseError::fail(e.to_string()))
+    a.check_invariants().map_err(|e| TestCaseError::fail(e.to_string()))
 }
 
 fn run_ops(name: &str, slots: u64, ops: &[Op]) -> Result<(), TestCaseError> {

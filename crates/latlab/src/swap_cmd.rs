@@ -207,9 +207,7 @@ fn render(cfg: &BenchConfig, rows: &[Row]) -> String {
         let mut body = Vec::new();
         for name in &cfg.allocators {
             let onset = growth_onset(rows, name, slots);
-            let mine = rows
-                .iter()
-                .filter(|r| &r.allocator == name && r.slots == slots);
+            let mine = rows.iter().filter(|r| &r.allocator == name && r.slots == slots);
             for (i, r) in mine.enumerate() {
                 body.push(vec![
                     if i == 0 { name.clone() } else { String::new() },

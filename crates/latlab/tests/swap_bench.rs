@@ -13,11 +13,7 @@ fn latlab(args: &[&str]) -> Output {
 
 fn json_rows(args: &[&str]) -> Vec<serde_json::Value> {
     let out = latlab(args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     v["rows"].as_array().expect("rows").clone()
 }
@@ -31,19 +27,10 @@ fn row<'a>(rows: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
 #[test]
 fn json_rows_have_every_field_and_the_new_allocators_hold_the_lock_far_less() {
     let rows = json_rows(&["--slots", "65536", "--fill", "0.99", "--json"]);
-    let names: Vec<&str> = rows
-        .iter()
-        .map(|r| r["allocator"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r["allocator"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        [
-            "scan-2.4",
-            "vaddr-chunks",
-            "lockless-2.6.14",
-            "cluster-6.x",
-            "blist"
-        ]
+        ["scan-2.4", "vaddr-chunks", "lockless-2.6.14", "cluster-6.x", "blist"]
     );
     for r in &rows {
         let obj = r.as_object().unwrap();
@@ -90,9 +77,7 @@ fn json_rows_have_every_field_and_the_new_allocators_hold_the_lock_far_less() {
 
 #[test]
 fn same_seed_same_work_figures() {
-    let args = [
-        "--slots", "16Ki", "--fill", "90%", "--allocs", "500", "--json",
-    ];
+    let args = ["--slots", "16Ki", "--fill", "90%", "--allocs", "500", "--json"];
     let strip = |rows: Vec<serde_json::Value>| {
         rows.into_iter()
             .map(|mut r| {
@@ -118,10 +103,7 @@ fn tables_name_the_size_and_mark_where_cost_grows() {
     ]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        text.contains("== 16 Ki slots (64 MiB of 4 KiB pages) =="),
-        "{text}"
-    );
+    assert!(text.contains("== 16 Ki slots (64 MiB of 4 KiB pages) =="), "{text}");
     assert!(text.contains("allocator") && text.contains("locked max"));
     // scan-2.4's near-linear search makes its cost jump as soon as the map has holes
     let scan50 = text
@@ -138,10 +120,7 @@ fn bad_input_is_a_clear_error_with_exit_code_2() {
         (&["--slots", "0"], "0 slots is too small"),
         (&["--slots", "99999999999"], "beyond the model's limit"),
         (&["--fill", "1"], "fill level 1 is outside [0, 1)"),
-        (
-            &["--allocator", "buddy"],
-            "valid names: scan-2.4, vaddr-chunks",
-        ),
+        (&["--allocator", "buddy"], "valid names: scan-2.4, vaddr-chunks"),
         (&["--allocs", "0"], "at least one measured allocation"),
     ];
     for (args, why) in cases {
