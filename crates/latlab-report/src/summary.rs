@@ -51,6 +51,9 @@ pub fn explain(s: &Sample) -> String {
         ms(a.sched_ns),
         ms(a.wakee_kernel_ns)
     );
+    if !a.note.is_empty() {
+        let _ = writeln!(out, "    {}", a.note);
+    }
     if !a.tasks.is_empty() {
         let t: Vec<String> = a
             .tasks
@@ -60,4 +63,25 @@ pub fn explain(s: &Sample) -> String {
         let _ = writeln!(out, "    on the CPU meanwhile: {}", t.join(", "));
     }
     out
+}
+
+/// Where the samples of 1 ms or more came from: the code path running when the interrupt
+/// arrived, with how many samples and the worst (from the model's `samples>=1ms:` and
+/// `worst_us:` counters).
+pub fn causes(label: &str, r: &RunResult) -> String {
+    let mut rows: Vec<(&str, u64, u64)> = r
+        .counters
+        .iter()
+        .filter_map(|(k, &n)| {
+            let path = k.strip_prefix("samples>=1ms:")?;
+            let worst = r.counters.get(&format!("worst_us:{path}")).copied().unwrap_or(0);
+            Some((path, n, worst))
+        })
+        .collect();
+    rows.sort_by(|a, b| b.2.cmp(&a.2));
+    if rows.is_empty() {
+        return format!("{label:<28} no sample reached 1 ms\n");
+    }
+    let list: Vec<String> = rows.iter().map(|(p, n, w)| format!("{p} {n} (worst {:.1} ms)", *w as f64 / 1000.0)).collect();
+    format!("{label:<28} {}\n", list.join(", "))
 }

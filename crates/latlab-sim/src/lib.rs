@@ -259,6 +259,10 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
         "disk_MBps".into(),
         k.st.disk.blocks_moved as f64 * 4096.0 / 1e6 / secs.max(1e-9),
     );
+    for (path, (n, worst)) in &k.tracker.causes {
+        r.counters.insert(format!("samples>=1ms:{path}"), *n);
+        r.counters.insert(format!("worst_us:{path}"), worst / 1000);
+    }
     if let Some(s) = k.take_stream() {
         r.counters.insert("rtc_missed".into(), s.missed);
         if let (Some(w), Some((task, policy, rt))) = (s.worst.first(), k.tracker.worst_task.clone()) {

@@ -160,6 +160,10 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     for v in &views {
         print!("{}", summary::percentiles(v.label, v.result));
     }
+    println!("\nSamples of 1 ms or more, by the code path the interrupt found running");
+    for v in &views {
+        print!("{}", summary::causes(v.label, v.result));
+    }
     println!("\nWhy the worst sample of each run took so long");
     for v in &views {
         if let Some(w) = v.result.streams.first().and_then(|s| s.worst.first()) {

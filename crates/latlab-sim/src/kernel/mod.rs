@@ -308,13 +308,24 @@ impl Kernel {
         let cur = self.current;
         let t = &mut self.tasks[cur];
         t.cpu_ns += d;
+        let mut at: (&'static str, Option<&'static str>) = ("user", None);
         match &mut t.exec {
             Exec::User { left } => *left -= d.min(*left),
-            Exec::Kernel { step: Some(r), .. } => r.left -= d.min(r.left),
-            Exec::Idle => self.stats.idle_ns += d,
+            Exec::Kernel { step: Some(r), .. } => {
+                r.left -= d.min(r.left);
+                at = match &r.step {
+                    Step::Work(w) => (w.func, w.lock),
+                    Step::Loop(l) => (l.func, l.lock),
+                    _ => ("schedule", None),
+                };
+            }
+            Exec::Idle => {
+                self.stats.idle_ns += d;
+                at = ("cpu_idle", None);
+            }
             _ => {}
         }
-        self.tracker.on_run(cur, d);
+        self.tracker.on_run(cur, d, at);
     }
 
     // ----- boundaries -------------------------------------------------------------------

@@ -19,6 +19,8 @@ use std::collections::BTreeMap;
 const MAX_TRACE_ENTRIES: usize = 256;
 /// Worst samples kept with their attribution.
 const KEEP_WORST: usize = 10;
+/// Samples at least this long are tallied by the code path that delayed them.
+pub const CAUSE_THRESHOLD_NS: Nanos = 1_000_000;
 /// preempt_count bits as the latency tracer prints them (kernel-facts.md).
 const HARDIRQ: u32 = 0x10000;
 
@@ -36,6 +38,8 @@ struct Window {
     left_at: Option<(Nanos, SwitchReason)>,
     /// CPU time of every task other than the reader inside the window.
     slices: BTreeMap<TaskId, Nanos>,
+    /// Time the interrupted context spent per (kernel function, lock held) before it let go.
+    spent: BTreeMap<(&'static str, Option<&'static str>), Nanos>,
     irqs: BTreeMap<&'static str, u64>,
     entries: Vec<TraceEntry>,
 }
@@ -49,6 +53,9 @@ pub struct Tracker {
     pub worst_entries: Vec<TraceEntry>,
     /// Who ran the worst stretch: (task label, policy, rt_prio).
     pub worst_task: Option<(String, u32, u32)>,
+    /// Samples of at least CAUSE_THRESHOLD_NS by the function running when the interrupt
+    /// came: (count, worst).
+    pub causes: BTreeMap<&'static str, (u64, Nanos)>,
 }
 
 impl Default for Tracker {
@@ -59,6 +66,7 @@ impl Default for Tracker {
             win: None,
             worst_entries: Vec::new(),
             worst_task: None,
+            causes: BTreeMap::new(),
         }
     }
 }
@@ -113,7 +121,8 @@ impl Tracker {
         }
     }
 
-    pub fn on_run(&mut self, task: TaskId, d: Nanos) {
+    /// `task` ran `d` ns in kernel function `at.0` (holding `at.1`).
+    pub fn on_run(&mut self, task: TaskId, d: Nanos, at: (&'static str, Option<&'static str>)) {
         let reader = self.reader;
         if let Some(w) = &mut self.win {
             if Some(task) == reader {
@@ -124,6 +133,7 @@ impl Tracker {
                 w.ran_ahead += d;
             } else {
                 w.preempt_wait += d;
+                *w.spent.entry(at).or_default() += d;
             }
             *w.slices.entry(task).or_default() += d;
         }
@@ -175,6 +185,14 @@ impl Tracker {
                 let Some(mut w) = self.win.take() else { return };
                 let latency = now - irq_at.min(w.irq_at);
                 self.stream.hist.record(latency);
+                // The function that held the CPU longest while the reader waited.
+                let dominant = w.spent.iter().max_by_key(|(_, &ns)| ns).map(|(&k, _)| k);
+                if latency >= CAUSE_THRESHOLD_NS {
+                    let key = dominant.map_or("user", |(f, _)| f);
+                    let e = self.causes.entry(key).or_default();
+                    e.0 += 1;
+                    e.1 = e.1.max(latency);
+                }
                 let worst_so_far = self.stream.hist.max() == latency;
                 let enters = self.stream.worst.len() < KEEP_WORST
                     || self.stream.worst.last().is_some_and(|s| s.latency_ns < latency);
@@ -182,18 +200,27 @@ impl Tracker {
                     return;
                 }
                 let (ended_at, why) = w.left_at.unwrap_or((now, SwitchReason::UserReturn));
-                let cause = w.cause.as_ref().filter(|c| !c.user).map(|c| Cause {
-                    task: c.task.clone(),
-                    path: if c.func == c.path {
-                        c.path.to_string()
-                    } else {
-                        format!("{} <- {}", c.func, c.path)
-                    },
-                    lock: c.lock.map(str::to_string),
-                    since_ns: c.since,
-                    until_ns: ended_at,
-                    ended_by: why.describe(),
+                let cause = w.cause.as_ref().filter(|c| !c.user).map(|c| {
+                    let (func, lock) = dominant.unwrap_or((c.func, c.lock));
+                    Cause {
+                        task: c.task.clone(),
+                        path: if func == c.path { func.to_string() } else { format!("{func} <- {}", c.path) },
+                        lock: lock.map(str::to_string),
+                        since_ns: c.since,
+                        until_ns: ended_at,
+                        ended_by: why.describe(),
+                    }
                 });
+                let mut spent: Vec<_> = w.spent.iter().collect();
+                spent.sort_by(|a, b| b.1.cmp(a.1));
+                let breakdown: Vec<String> = spent
+                    .iter()
+                    .take(4)
+                    .map(|((f, l), ns)| match l {
+                        Some(l) => format!("{f} [{l}] {:.3} ms", **ns as f64 / 1e6),
+                        None => format!("{f} {:.3} ms", **ns as f64 / 1e6),
+                    })
+                    .collect();
                 let attribution = Attribution {
                     irq_off_ns: w.irq_off,
                     handler_ns: w.handler,
@@ -213,7 +240,7 @@ impl Tracker {
                         .collect(),
                     irqs: w.irqs.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
                     steal_ns: 0,
-                    note: "model: exact decomposition of the sample".into(),
+                    note: format!("model: exact decomposition; the interrupted context ran {}", breakdown.join(", ")),
                 };
                 if worst_so_far {
                     w.entries.push(TraceEntry {
