@@ -157,9 +157,11 @@ fn table(header: &[&str], body: &[Vec<String>]) -> String {
         out.trim_end().to_string() + "\n"
     };
     let mut out = line(header.to_vec());
+    // a blank line between allocators, unless each has a single row
+    let grouped = body.iter().any(|row| row[0].is_empty());
     let mut last = "";
     for row in body {
-        if !row[0].is_empty() && !last.is_empty() {
+        if grouped && !row[0].is_empty() && !last.is_empty() {
             out.push('\n');
         }
         if !row[0].is_empty() {
@@ -273,5 +275,11 @@ mod tests {
         assert_eq!(lines[3], "");
         let ends: Vec<usize> = [0, 1, 2, 4].iter().map(|&i| lines[i].len()).collect();
         assert!(ends.iter().all(|&e| e == ends[0]), "{t}");
+        // one row per allocator: no blank lines
+        let flat = table(
+            &["allocator", "fill"],
+            &[vec!["a".into(), "0 %".into()], vec!["bb".into(), "0 %".into()]],
+        );
+        assert_eq!(flat.lines().count(), 3);
     }
 }
