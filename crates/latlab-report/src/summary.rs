@@ -78,7 +78,7 @@ pub fn causes(label: &str, r: &RunResult) -> String {
             Some((path, n, worst))
         })
         .collect();
-    rows.sort_by(|a, b| b.2.cmp(&a.2));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.2));
     if rows.is_empty() {
         return format!("{label:<28} no sample reached 1 ms\n");
     }
