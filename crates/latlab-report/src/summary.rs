@@ -82,6 +82,9 @@ pub fn causes(label: &str, r: &RunResult) -> String {
     if rows.is_empty() {
         return format!("{label:<28} no sample reached 1 ms\n");
     }
-    let list: Vec<String> = rows.iter().map(|(p, n, w)| format!("{p} {n} (worst {:.1} ms)", *w as f64 / 1000.0)).collect();
+    let list: Vec<String> = rows
+        .iter()
+        .map(|(p, n, w)| format!("{p} {n} (worst {:.1} ms)", *w as f64 / 1000.0))
+        .collect();
     format!("{label:<28} {}\n", list.join(", "))
 }

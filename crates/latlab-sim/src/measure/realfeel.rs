@@ -204,7 +204,11 @@ impl Tracker {
                     let (func, lock) = dominant.unwrap_or((c.func, c.lock));
                     Cause {
                         task: c.task.clone(),
-                        path: if func == c.path { func.to_string() } else { format!("{func} <- {}", c.path) },
+                        path: if func == c.path {
+                            func.to_string()
+                        } else {
+                            format!("{func} <- {}", c.path)
+                        },
                         lock: lock.map(str::to_string),
                         since_ns: c.since,
                         until_ns: ended_at,
@@ -240,7 +244,10 @@ impl Tracker {
                         .collect(),
                     irqs: w.irqs.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
                     steal_ns: 0,
-                    note: format!("model: exact decomposition; the interrupted context ran {}", breakdown.join(", ")),
+                    note: format!(
+                        "model: exact decomposition; the interrupted context ran {}",
+                        breakdown.join(", ")
+                    ),
                 };
                 if worst_so_far {
                     w.entries.push(TraceEntry {

@@ -172,7 +172,10 @@ impl TryToFreePages {
                         self.stage = Stage::NextPriority;
                         continue;
                     }
-                    let count = self.dcache_left.take().unwrap_or(k.dcache.dentries_unused / self.priority);
+                    let count = self
+                        .dcache_left
+                        .take()
+                        .unwrap_or(k.dcache.dentries_unused / self.priority);
                     let p = k.dcache.plan_prune_dcache(count);
                     if p.pruned == 0 {
                         continue;
@@ -219,7 +222,10 @@ impl TryToFreePages {
                 }
                 Stage::Icache => {
                     self.stage = Stage::Dispose;
-                    let goal = self.icache_left.take().unwrap_or(k.dcache.inodes_unused / self.priority);
+                    let goal = self
+                        .icache_left
+                        .take()
+                        .unwrap_or(k.dcache.inodes_unused / self.priority);
                     let (visited, freed) = k.dcache.plan_prune_icache(goal);
                     self.plan = (visited, freed);
                     if visited == 0 {
