@@ -575,7 +575,7 @@ impl Kernel {
             if self.sched.wakeup_preempt(&self.tasks, t, self.current) {
                 self.tasks[self.current].need_resched = true;
             }
-            self.tracker.on_wake(self.now, t, &self.tasks);
+            self.tracker.on_wake(self.now, t);
         }
     }
 
@@ -610,7 +610,7 @@ impl Kernel {
             self.tasks[0].exec = Exec::Idle;
         }
         self.overhead = overhead;
-        self.tracker.on_switch(self.now, prev, next, reason, &self.tasks);
+        self.tracker.on_switch(self.now, prev, next, reason);
     }
 
     // ----- interrupts and timers -----------------------------------------------------------
@@ -635,7 +635,12 @@ impl Kernel {
         };
         let h = self.m.irq_entry_exit_ns + body;
         if irq == Irq::Rtc {
-            let cause = preempt::cause_of(&self.tasks[self.current], self.current == 0, self.ran_since);
+            let cause = preempt::cause_of(
+                &self.tasks[self.current],
+                self.current,
+                self.current == 0,
+                self.ran_since,
+            );
             self.tracker.on_rtc_irq(at, delivered, h, cause);
         } else {
             self.tracker.on_other_irq(irq, h);

@@ -95,7 +95,7 @@ pub fn at_irq_return(e: &Exec, v: &Variant) -> Boundary {
 /// What was running when an interrupt came: the stretch a wakeup will have to wait out.
 #[derive(Clone, Debug)]
 pub struct CauseSnap {
-    pub task: String,
+    pub task: super::task::TaskId,
     pub path: &'static str,
     pub func: &'static str,
     pub lock: Option<&'static str>,
@@ -105,7 +105,7 @@ pub struct CauseSnap {
 
 /// The stretch running on `t`: a lock-held step counts from the step's start, anything else
 /// from when the task got the CPU or entered the kernel (`ran_since`).
-pub fn cause_of(t: &Task, idle: bool, ran_since: Nanos) -> Option<CauseSnap> {
+pub fn cause_of(t: &Task, id: super::task::TaskId, idle: bool, ran_since: Nanos) -> Option<CauseSnap> {
     if idle {
         return None;
     }
@@ -120,7 +120,7 @@ pub fn cause_of(t: &Task, idle: bool, ran_since: Nanos) -> Option<CauseSnap> {
                 None => (path.name(), None, ran_since),
             };
             Some(CauseSnap {
-                task: t.label(),
+                task: id,
                 path: path.name(),
                 func,
                 lock,
@@ -129,7 +129,7 @@ pub fn cause_of(t: &Task, idle: bool, ran_since: Nanos) -> Option<CauseSnap> {
             })
         }
         _ => Some(CauseSnap {
-            task: t.label(),
+            task: id,
             path: "user",
             func: "user",
             lock: None,
