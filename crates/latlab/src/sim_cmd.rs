@@ -160,7 +160,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     for v in &views {
         print!("{}", summary::percentiles(v.label, v.result));
     }
-    println!("\nSamples of 1 ms or more, by the code path the interrupt found running");
+    println!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited");
     for v in &views {
         print!("{}", summary::causes(v.label, v.result));
     }
