@@ -16,7 +16,6 @@
 //!   clears BH_Dirty without a refile), each a FIFO of sequence ranges, until someone refiles
 //!   them.
 
-use crate::kernel::state::KReq;
 use latlab_core::Nanos;
 use std::collections::VecDeque;
 
@@ -280,26 +279,6 @@ impl BufferCache {
     /// Sequence number the next submitted buffer gets.
     pub fn next_seq(&self) -> u64 {
         self.next_seq
-    }
-
-    /// Hand a batch to the disk queue.
-    pub fn submit(
-        &mut self,
-        b: &Batch,
-        via: Via,
-        disk: &mut crate::dev::disk::Disk,
-        now: Nanos,
-        out: &mut Vec<KReq>,
-    ) -> u64 {
-        self.submitted(b, via);
-        disk.submit(
-            crate::dev::disk::Dir::Write,
-            b.block,
-            b.hi - b.lo,
-            crate::dev::disk::Payload::Buffers { lo: b.lo, hi: b.hi },
-            now,
-            out,
-        )
     }
 }
 

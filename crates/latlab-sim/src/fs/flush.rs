@@ -2,7 +2,7 @@
 //! `wait_for_buffers`, `sync_buffers` as `sys_sync` runs it, and the passes of bdflush and
 //! kupdated (research notes §2).
 
-use crate::dev::disk::Payload;
+use crate::dev::disk::{Dir, Payload};
 use crate::fs::buffer::{Batch, Via};
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
@@ -58,9 +58,14 @@ impl Path for SubmitBatch {
         }
         if let Some(b) = self.batch.take() {
             account_submission(k, &b);
-            let mut out = std::mem::take(&mut k.out);
-            k.buf.submit(&b, self.via, &mut k.disk, cx.now, &mut out);
-            k.out = out;
+            k.buf.submitted(&b, self.via);
+            k.disk_submit(
+                Dir::Write,
+                b.block,
+                b.hi - b.lo,
+                Payload::Buffers { lo: b.lo, hi: b.hi },
+                cx.now,
+            );
         }
         if self.looped {
             return Step::Done;
@@ -397,13 +402,13 @@ pub fn kupdate_pass(now: Nanos) -> Box<dyn Path> {
 
 /// Submit a plain disk request (journal blocks, reads) and wait for it.
 pub struct DiskIo {
-    pub dir: crate::dev::disk::Dir,
+    pub dir: Dir,
     pub block: u64,
     pub blocks: u64,
     id: Option<u64>,
 }
 
-pub fn disk_io(dir: crate::dev::disk::Dir, block: u64, blocks: u64) -> DiskIo {
+pub fn disk_io(dir: Dir, block: u64, blocks: u64) -> DiskIo {
     DiskIo {
         dir,
         block,
@@ -423,11 +428,7 @@ impl Path for DiskIo {
         if let Some(chan) = k.disk.must_wait(self.blocks) {
             return Step::Block(chan);
         }
-        let mut out = std::mem::take(&mut k.out);
-        let id = k
-            .disk
-            .submit(self.dir, self.block, self.blocks, Payload::Other, cx.now, &mut out);
-        k.out = out;
+        let id = k.disk_submit(self.dir, self.block, self.blocks, Payload::Other, cx.now);
         self.id = Some(id);
         Step::Block(Chan::Io(id))
     }

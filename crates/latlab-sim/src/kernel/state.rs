@@ -87,16 +87,26 @@ impl KState {
         self.out.push(KReq::Wake(chan));
     }
 
+    /// Queue a disk request (its completion interrupt is armed through `out`).
+    pub fn disk_submit(
+        &mut self,
+        dir: crate::dev::disk::Dir,
+        block: u64,
+        blocks: u64,
+        payload: crate::dev::disk::Payload,
+        now: Nanos,
+    ) -> u64 {
+        self.disk.submit(dir, block, blocks, payload, now, &mut self.out)
+    }
+
     /// A disk interrupt: the request is done; buffers complete, sleepers wake.
     pub fn disk_complete(&mut self, id: u64, now: Nanos) {
-        let mut out = std::mem::take(&mut self.out);
-        if let Some(r) = self.disk.complete(id, now, &mut out) {
+        if let Some(r) = self.disk.complete(id, now, &mut self.out) {
             if let crate::dev::disk::Payload::Buffers { hi, lo } = r.payload {
                 self.buf.io_done(hi, hi - lo);
             }
-            out.push(KReq::Wake(Chan::Io(id)));
+            self.out.push(KReq::Wake(Chan::Io(id)));
         }
-        self.out = out;
     }
 
     /// Total pages `balance_dirty_state()` measures against: free + page cache
