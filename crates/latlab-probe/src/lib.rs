@@ -1,1 +1,22 @@
-//! placeholder
+//! The host probe: measures wakeup and write(2) latency on the running Linux kernel and
+//! returns the same [`latlab_core::result::RunResult`] the model produces.
+//!
+//! Modules by concept: [`timer`] (clock_nanosleep loop per CPU, as cyclictest), [`posix_timer`]
+//! (timer_create with signal or thread notification), [`write`] (per-record write(2) latency),
+//! [`load`] (built-in load generators), [`caps`] (what privileges the run got), [`dma_latency`]
+//! (the `/dev/cpu_dma_latency` guard), [`signals`] (SIGINT/SIGTERM stop the run cleanly),
+//! [`output`] (terminal summary and JSON), [`parse`] (option values), [`explain`] (coarse spike
+//! attribution from /proc).
+
+pub mod caps;
+pub mod clock;
+pub mod dma_latency;
+pub mod explain;
+pub mod load;
+pub mod meta;
+pub mod output;
+pub mod parse;
+pub mod posix_timer;
+pub mod signals;
+pub mod timer;
+pub mod write;

@@ -1,0 +1,138 @@
+//! What the run could get: memory locking, SCHED_FIFO, CPU pinning. Without root or RT limits
+//! the probe still runs and says plainly what that costs.
+
+use std::fmt;
+
+/// What one measuring thread obtained.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadCaps {
+    pub pinned: bool,
+    pub fifo: bool,
+    pub errors: Vec<String>,
+}
+
+/// Pin the calling thread to `cpu`.
+pub fn pin_to(cpu: usize) -> Result<(), String> {
+    use nix::sched::{sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let mut set = CpuSet::new();
+    set.set(cpu).map_err(|e| format!("CPU {cpu}: {e}"))?;
+    sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| format!("sched_setaffinity(CPU {cpu}): {e}"))
+}
+
+/// Make the calling thread SCHED_FIFO at `prio`.
+pub fn set_fifo(prio: i32) -> Result<(), String> {
+    let p = libc::sched_param { sched_priority: prio };
+    // SAFETY: p is a valid sched_param; pid 0 is the calling thread.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "sched_setscheduler(SCHED_FIFO, {prio}): {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+/// Lock all current and future memory (mlockall).
+pub fn lock_memory() -> Result<(), String> {
+    use nix::sys::mman::{mlockall, MlockAllFlags};
+    mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map_err(|e| format!("mlockall: {e}"))
+}
+
+/// Undo [`lock_memory`].
+pub fn unlock_memory() {
+    let _ = nix::sys::mman::munlockall();
+}
+
+/// The whole run's privileges, for the report.
+#[derive(Clone, Debug, Default)]
+pub struct RunCaps {
+    pub mlocked: bool,
+    pub mlock_error: Option<String>,
+    pub fifo_threads: usize,
+    pub threads: usize,
+    pub fifo_error: Option<String>,
+    pub pin_error: Option<String>,
+    pub dma_latency: DmaState,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum DmaState {
+    Held,
+    #[default]
+    NotRequested,
+    Failed(String),
+}
+
+impl RunCaps {
+    pub fn add_thread(&mut self, t: &ThreadCaps) {
+        self.threads += 1;
+        if t.fifo {
+            self.fifo_threads += 1;
+        }
+        for e in &t.errors {
+            if e.starts_with("sched_setscheduler") && self.fifo_error.is_none() {
+                self.fifo_error = Some(e.clone());
+            } else if e.starts_with("sched_setaffinity") && self.pin_error.is_none() {
+                self.pin_error = Some(e.clone());
+            }
+        }
+    }
+
+    /// Plain-language warnings about what the run could not get and what it means.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(e) = &self.mlock_error {
+            w.push(format!(
+                "could not lock memory ({e}): page faults may add latency; run as root or raise `ulimit -l`"
+            ));
+        }
+        if self.threads > 0 && self.fifo_threads < self.threads {
+            w.push(format!(
+                "could not get SCHED_FIFO ({}): measured as SCHED_OTHER, so the figures include waiting for \
+                 other tasks and are not comparable with cyclictest -p; run as root or grant RLIMIT_RTPRIO",
+                self.fifo_error.as_deref().unwrap_or("unknown error")
+            ));
+        }
+        if let Some(e) = &self.pin_error {
+            w.push(format!(
+                "could not pin a thread ({e}): its samples may come from another CPU"
+            ));
+        }
+        if let DmaState::Failed(e) = &self.dma_latency {
+            w.push(format!(
+                "could not hold /dev/cpu_dma_latency at 0 ({e}): deep C-state exits may add latency"
+            ));
+        }
+        w
+    }
+
+    pub fn settings(&self) -> Vec<(String, String)> {
+        vec![
+            ("mlockall".into(), self.mlocked.to_string()),
+            (
+                "sched_fifo_threads".into(),
+                format!("{}/{}", self.fifo_threads, self.threads),
+            ),
+            (
+                "cpu_dma_latency".into(),
+                match &self.dma_latency {
+                    DmaState::Held => "0".into(),
+                    DmaState::NotRequested => "untouched".into(),
+                    DmaState::Failed(e) => format!("failed: {e}"),
+                },
+            ),
+        ]
+    }
+}
+
+impl fmt::Display for RunCaps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, v) in self.settings() {
+            write!(f, "{k}={v} ")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1 @@
+//! Load generators (step 5).

@@ -1,0 +1,142 @@
+//! Terminal summary and JSON output of a probe run.
+
+use latlab_core::result::RunResult;
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+
+/// Flat per-stream figures in microseconds, for scripts (`streams_summary` in the JSON).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StreamSummary {
+    pub name: String,
+    pub count: u64,
+    pub missed: u64,
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub p9999_us: f64,
+    pub max_us: f64,
+}
+
+fn us(ns: u64) -> f64 {
+    (ns as f64 / 1000.0 * 1000.0).round() / 1000.0
+}
+
+pub fn summaries(r: &RunResult) -> Vec<StreamSummary> {
+    r.streams
+        .iter()
+        .map(|s| {
+            let m = s.hist.summary();
+            StreamSummary {
+                name: s.name.clone(),
+                count: m.count,
+                missed: s.missed,
+                min_us: us(m.min_ns),
+                mean_us: (m.mean_ns / 1000.0 * 1000.0).round() / 1000.0,
+                p50_us: us(m.p50_ns),
+                p90_us: us(m.p90_ns),
+                p99_us: us(m.p99_ns),
+                p999_us: us(m.p999_ns),
+                p9999_us: us(m.p9999_ns),
+                max_us: us(m.max_ns),
+            }
+        })
+        .collect()
+}
+
+/// The run's maximum latency over all streams (ns).
+pub fn max_ns(r: &RunResult) -> u64 {
+    r.streams.iter().map(|s| s.hist.max()).max().unwrap_or(0)
+}
+
+/// Print the per-stream table (us), then counters and throughput.
+pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "# {} on {} ({}), {}",
+        r.meta.workload,
+        r.meta.machine,
+        r.meta.kernel,
+        settings_line(r)
+    )?;
+    writeln!(
+        out,
+        "{:<10} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "stream", "count", "missed", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max (us)"
+    )?;
+    for s in summaries(r) {
+        writeln!(
+            out,
+            "{:<10} {:>9} {:>7} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1}",
+            s.name,
+            s.count,
+            s.missed,
+            s.min_us,
+            s.mean_us,
+            s.p50_us,
+            s.p90_us,
+            s.p99_us,
+            s.p999_us,
+            s.p9999_us,
+            s.max_us
+        )?;
+    }
+    for (k, v) in &r.counters {
+        writeln!(out, "counter {k} = {v}")?;
+    }
+    for (k, v) in &r.throughput {
+        writeln!(out, "throughput {k} = {v:.2}")?;
+    }
+    Ok(())
+}
+
+fn settings_line(r: &RunResult) -> String {
+    r.meta
+        .settings
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The RunResult as JSON with a top-level `streams_summary` beside its own fields.
+pub fn json_value(r: &RunResult) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).expect("RunResult serializes");
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "streams_summary".into(),
+            serde_json::to_value(summaries(r)).expect("summary serializes"),
+        );
+    }
+    v
+}
+
+pub fn write_json(r: &RunResult, path: &Path) -> std::io::Result<()> {
+    let s = serde_json::to_string_pretty(&json_value(r))?;
+    std::fs::write(path, s + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_core::result::Stream;
+
+    #[test]
+    fn json_has_flat_summary() {
+        let mut r = RunResult::new(crate::meta::new_meta("t", 1, Default::default()));
+        let mut s = Stream::new("cpu0", "x");
+        s.hist.record(1500);
+        s.hist.record(2500);
+        r.streams.push(s);
+        let v = json_value(&r);
+        let ss = &v["streams_summary"][0];
+        assert_eq!(ss["name"], "cpu0");
+        assert_eq!(ss["count"], 2);
+        assert_eq!(ss["min_us"], 1.5);
+        assert_eq!(ss["max_us"], 2.5);
+        assert!(v["streams"][0]["hist"].is_object());
+    }
+}

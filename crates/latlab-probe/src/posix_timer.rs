@@ -1,0 +1,1 @@
+//! POSIX timers (step 2).

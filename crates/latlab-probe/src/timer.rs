@@ -1,0 +1,255 @@
+//! Periodic timer wakeups per CPU, as cyclictest: one thread per CPU, pinned, SCHED_FIFO,
+//! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`; latency = wakeup time - intended time.
+//!
+//! [`run_periodic`] is the shared harness (privileges, cpu_dma_latency, per-CPU threads, stop
+//! conditions); [`run`] plugs the clock_nanosleep loop into it and [`crate::posix_timer`] the
+//! timer_create loops.
+
+use crate::caps::{self, DmaState, RunCaps, ThreadCaps};
+use crate::clock::{mono_ns, sleep_until};
+use crate::dma_latency::DmaLatencyGuard;
+use crate::explain::Explainer;
+use crate::signals;
+use latlab_core::attribution::Attribution;
+use latlab_core::result::{Sample, Stream};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Barrier};
+
+/// Settings shared by the periodic probes (`timer`, `posix-timer`).
+#[derive(Clone, Debug)]
+pub struct PeriodicConfig {
+    pub cpus: Vec<usize>,
+    /// SCHED_FIFO priority of the measuring threads.
+    pub priority: i32,
+    pub interval_ns: u64,
+    /// Stop after this much wall time (whichever of duration/loops comes first).
+    pub duration_ns: Option<u64>,
+    /// Stop after this many wakeups per thread.
+    pub loops: Option<u64>,
+    /// Hold /dev/cpu_dma_latency at 0 during the run.
+    pub dma_latency: bool,
+    /// Lock memory (mlockall).
+    pub mlock: bool,
+    /// How many worst samples each stream keeps.
+    pub keep_worst: usize,
+    /// Samples above this (ns) get a /proc-based attribution (`--explain`).
+    pub trace_above_ns: Option<u64>,
+}
+
+impl Default for PeriodicConfig {
+    fn default() -> Self {
+        PeriodicConfig {
+            cpus: crate::parse::allowed_cpus(),
+            priority: 95,
+            interval_ns: 1_000_000,
+            duration_ns: Some(10_000_000_000),
+            loops: None,
+            dma_latency: true,
+            mlock: true,
+            keep_worst: 10,
+            trace_above_ns: None,
+        }
+    }
+}
+
+/// What a periodic run produced.
+#[derive(Debug)]
+pub struct PeriodicOutcome {
+    /// One stream per CPU, in `cpus` order.
+    pub streams: Vec<Stream>,
+    pub caps: RunCaps,
+    /// Wall time from the first thread's start to the last one's end.
+    pub wall_ns: u64,
+    /// Stopped early by SIGINT/SIGTERM.
+    pub interrupted: bool,
+}
+
+/// Per-thread state handed to a measuring loop: stop conditions and recording.
+pub struct ThreadCtx {
+    pub cpu: usize,
+    pub interval_ns: u64,
+    pub run_start_ns: u64,
+    deadline_ns: Option<u64>,
+    loops: Option<u64>,
+    keep_worst: usize,
+    pub stream: Stream,
+    explainer: Option<Explainer>,
+    done: u64,
+}
+
+impl ThreadCtx {
+    /// True when the loop should end (loops done, duration over, or a stop signal).
+    pub fn finished(&self, now_ns: u64) -> bool {
+        signals::stop_requested()
+            || self.loops.is_some_and(|l| self.done >= l)
+            || self.deadline_ns.is_some_and(|d| now_ns >= d)
+    }
+
+    /// Record one wakeup that was intended at `intended_ns` and happened at `woke_ns`.
+    pub fn record(&mut self, intended_ns: u64, woke_ns: u64) {
+        let lat = woke_ns.saturating_sub(intended_ns);
+        self.done += 1;
+        self.stream.hist.record(lat);
+        let worth_keeping =
+            self.stream.worst.len() < self.keep_worst || self.stream.worst.last().is_some_and(|w| w.latency_ns < lat);
+        if worth_keeping {
+            let mut tag = BTreeMap::new();
+            tag.insert("cpu".to_string(), self.cpu.to_string());
+            let attribution = match self.explainer.as_mut() {
+                Some(ex) => ex.attribute(lat),
+                None => Attribution::default(),
+            };
+            let s = Sample {
+                at_ns: intended_ns.saturating_sub(self.run_start_ns),
+                latency_ns: lat,
+                tag,
+                attribution,
+            };
+            self.stream.offer_worst(s, self.keep_worst);
+        }
+    }
+
+    /// Count `n` expected wakeups that never happened (overruns).
+    pub fn missed(&mut self, n: u64) {
+        self.stream.missed += n;
+    }
+}
+
+/// Run `body` on one pinned SCHED_FIFO thread per CPU and collect the streams.
+///
+/// `body` gets the thread's context after pinning and priority setup, and returns when
+/// [`ThreadCtx::finished`] says so.
+pub fn run_periodic<F>(cfg: &PeriodicConfig, stream_name: &str, measures: &str, body: F) -> PeriodicOutcome
+where
+    F: Fn(&mut ThreadCtx) + Send + Sync + 'static,
+{
+    signals::install();
+    let mut rc = RunCaps::default();
+    let _dma = if cfg.dma_latency {
+        match DmaLatencyGuard::hold(0) {
+            Ok(g) => {
+                rc.dma_latency = DmaState::Held;
+                Some(g)
+            }
+            Err(e) => {
+                rc.dma_latency = DmaState::Failed(e);
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if cfg.mlock {
+        match caps::lock_memory() {
+            Ok(()) => rc.mlocked = true,
+            Err(e) => rc.mlock_error = Some(e),
+        }
+    }
+    let body = Arc::new(body);
+    let barrier = Arc::new(Barrier::new(cfg.cpus.len()));
+    let t0 = mono_ns();
+    let mut handles = Vec::new();
+    for &cpu in &cfg.cpus {
+        let body = body.clone();
+        let barrier = barrier.clone();
+        let cfg = cfg.clone();
+        let name = format!("{stream_name}{cpu}");
+        let measures = measures.to_string();
+        let h = std::thread::Builder::new()
+            .name(format!("latlab-{name}"))
+            .spawn(move || {
+                let mut tc = ThreadCaps::default();
+                match caps::pin_to(cpu) {
+                    Ok(()) => tc.pinned = true,
+                    Err(e) => tc.errors.push(e),
+                }
+                match caps::set_fifo(cfg.priority) {
+                    Ok(()) => tc.fifo = true,
+                    Err(e) => tc.errors.push(e),
+                }
+                barrier.wait();
+                let start = mono_ns();
+                let mut ctx = ThreadCtx {
+                    cpu,
+                    interval_ns: cfg.interval_ns,
+                    run_start_ns: start,
+                    deadline_ns: cfg.duration_ns.map(|d| start + d),
+                    loops: cfg.loops,
+                    keep_worst: cfg.keep_worst,
+                    stream: Stream::new(name, measures),
+                    explainer: cfg.trace_above_ns.map(|t| Explainer::new(cpu, t)),
+                    done: 0,
+                };
+                body(&mut ctx);
+                (ctx.stream, tc)
+            })
+            .expect("spawn measuring thread");
+        handles.push(h);
+    }
+    let mut streams = Vec::new();
+    for h in handles {
+        let (s, tc) = h.join().expect("measuring thread panicked");
+        rc.add_thread(&tc);
+        streams.push(s);
+    }
+    let wall_ns = mono_ns() - t0;
+    if rc.mlocked {
+        caps::unlock_memory();
+    }
+    PeriodicOutcome {
+        streams,
+        caps: rc,
+        wall_ns,
+        interrupted: signals::stopped_by().is_some(),
+    }
+}
+
+/// The cyclictest loop: sleep to an absolute time, measure how late the wakeup was.
+pub fn run(cfg: &PeriodicConfig) -> PeriodicOutcome {
+    run_periodic(cfg, "cpu", "clock_nanosleep(TIMER_ABSTIME) wakeup", |ctx| {
+        let interval = ctx.interval_ns;
+        let mut next = mono_ns() + interval;
+        loop {
+            if !sleep_until(next) && signals::stop_requested() {
+                break;
+            }
+            let now = mono_ns();
+            ctx.record(next, now);
+            next += interval;
+            // As cyclictest: skip the periods the late wakeup already passed.
+            let mut skipped = 0;
+            while now > next {
+                next += interval;
+                skipped += 1;
+            }
+            ctx.missed(skipped);
+            if ctx.finished(now) {
+                break;
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_run_produces_samples() {
+        let cfg = PeriodicConfig {
+            cpus: vec![crate::parse::allowed_cpus()[0]],
+            loops: Some(50),
+            duration_ns: None,
+            dma_latency: false,
+            mlock: false,
+            ..Default::default()
+        };
+        let out = run(&cfg);
+        assert_eq!(out.streams.len(), 1);
+        let s = &out.streams[0];
+        assert_eq!(s.hist.count(), 50);
+        assert!(s.hist.min() <= s.hist.quantile(0.5) && s.hist.quantile(0.5) <= s.hist.max());
+        assert!(!s.worst.is_empty());
+        assert_eq!(s.worst[0].latency_ns, s.hist.max());
+    }
+}

@@ -1,0 +1,1 @@
+//! write(2) latency (step 3).
