@@ -53,9 +53,13 @@ pub struct RunCaps {
     pub mlock_error: Option<String>,
     pub fifo_threads: usize,
     pub threads: usize,
+    /// SCHED_FIFO was asked for (priority > 0).
+    pub fifo_requested: bool,
     pub fifo_error: Option<String>,
     pub pin_error: Option<String>,
     pub dma_latency: DmaState,
+    /// Why the tracepoint-based spike attribution was not available (then /proc is used).
+    pub trace_error: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -89,7 +93,7 @@ impl RunCaps {
                 "could not lock memory ({e}): page faults may add latency; run as root or raise `ulimit -l`"
             ));
         }
-        if self.threads > 0 && self.fifo_threads < self.threads {
+        if self.fifo_requested && self.fifo_threads < self.threads {
             w.push(format!(
                 "could not get SCHED_FIFO ({}): measured as SCHED_OTHER, so the figures include waiting for \
                  other tasks and are not comparable with cyclictest -p; run as root or grant RLIMIT_RTPRIO",
@@ -99,6 +103,11 @@ impl RunCaps {
         if let Some(e) = &self.pin_error {
             w.push(format!(
                 "could not pin a thread ({e}): its samples may come from another CPU"
+            ));
+        }
+        if let Some(e) = &self.trace_error {
+            w.push(format!(
+                "no scheduler tracepoints ({e}): spikes are attributed from /proc deltas, which is coarser"
             ));
         }
         if let DmaState::Failed(e) = &self.dma_latency {

@@ -22,3 +22,9 @@ pub fn sleep_until(ns: u64) -> bool {
     let r = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
     r == 0
 }
+
+/// The calling thread's kernel task id.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}

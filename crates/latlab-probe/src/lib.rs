@@ -17,6 +17,7 @@ pub mod meta;
 pub mod output;
 pub mod parse;
 pub mod posix_timer;
+pub mod sched_trace;
 pub mod signals;
 pub mod timer;
 pub mod write;

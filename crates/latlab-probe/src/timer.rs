@@ -9,6 +9,7 @@ use crate::caps::{self, DmaState, RunCaps, ThreadCaps};
 use crate::clock::{mono_ns, sleep_until};
 use crate::dma_latency::DmaLatencyGuard;
 use crate::explain::Explainer;
+use crate::sched_trace::{Recorded, SchedTrace};
 use crate::signals;
 use latlab_core::attribution::Attribution;
 use latlab_core::result::{Sample, Stream};
@@ -19,7 +20,8 @@ use std::sync::{Arc, Barrier};
 #[derive(Clone, Debug)]
 pub struct PeriodicConfig {
     pub cpus: Vec<usize>,
-    /// SCHED_FIFO priority of the measuring threads.
+    /// SCHED_FIFO priority of the measuring threads; 0 runs them SCHED_OTHER (as seed 004's
+    /// wakeup-latency test ran).
     pub priority: i32,
     pub interval_ns: u64,
     /// Stop after this much wall time (whichever of duration/loops comes first).
@@ -62,11 +64,15 @@ pub struct PeriodicOutcome {
     pub wall_ns: u64,
     /// Stopped early by SIGINT/SIGTERM.
     pub interrupted: bool,
+    /// Measuring loops that could not run, and why.
+    pub errors: Vec<String>,
 }
 
 /// Per-thread state handed to a measuring loop: stop conditions and recording.
 pub struct ThreadCtx {
     pub cpu: usize,
+    /// The measuring thread's kernel task id.
+    pub tid: u32,
     pub interval_ns: u64,
     pub run_start_ns: u64,
     deadline_ns: Option<u64>,
@@ -75,6 +81,7 @@ pub struct ThreadCtx {
     pub stream: Stream,
     explainer: Option<Explainer>,
     done: u64,
+    errors: Vec<String>,
 }
 
 impl ThreadCtx {
@@ -85,8 +92,13 @@ impl ThreadCtx {
             || self.deadline_ns.is_some_and(|d| now_ns >= d)
     }
 
-    /// Record one wakeup that was intended at `intended_ns` and happened at `woke_ns`.
+    /// Record one wakeup of the measuring thread, intended at `intended_ns`, at `woke_ns`.
     pub fn record(&mut self, intended_ns: u64, woke_ns: u64) {
+        self.record_woken(intended_ns, woke_ns, self.tid);
+    }
+
+    /// Record one wakeup where the woken thread was `tid` (SIGEV_THREAD's fresh threads).
+    pub fn record_woken(&mut self, intended_ns: u64, woke_ns: u64, tid: u32) {
         let lat = woke_ns.saturating_sub(intended_ns);
         self.done += 1;
         self.stream.hist.record(lat);
@@ -95,6 +107,7 @@ impl ThreadCtx {
         if worth_keeping {
             let mut tag = BTreeMap::new();
             tag.insert("cpu".to_string(), self.cpu.to_string());
+            tag.insert("tid".to_string(), tid.to_string());
             let attribution = match self.explainer.as_mut() {
                 Some(ex) => ex.attribute(lat),
                 None => Attribution::default(),
@@ -113,6 +126,11 @@ impl ThreadCtx {
     pub fn missed(&mut self, n: u64) {
         self.stream.missed += n;
     }
+
+    /// The loop could not run (a timer could not be created): report why and stop.
+    pub fn fail(&mut self, e: String) {
+        self.errors.push(format!("CPU {}: {e}", self.cpu));
+    }
 }
 
 /// Run `body` on one pinned SCHED_FIFO thread per CPU and collect the streams.
@@ -124,7 +142,10 @@ where
     F: Fn(&mut ThreadCtx) + Send + Sync + 'static,
 {
     signals::install();
-    let mut rc = RunCaps::default();
+    let mut rc = RunCaps {
+        fifo_requested: cfg.priority > 0,
+        ..Default::default()
+    };
     let _dma = if cfg.dma_latency {
         match DmaLatencyGuard::hold(0) {
             Ok(g) => {
@@ -145,6 +166,17 @@ where
             Err(e) => rc.mlock_error = Some(e),
         }
     }
+    let tracer = match cfg.trace_above_ns {
+        Some(_) => match SchedTrace::start(&cfg.cpus, TRACE_BUFFER_KB) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                rc.trace_error = Some(e);
+                None
+            }
+        },
+        None => None,
+    };
+    let with_tracer = tracer.is_some();
     let body = Arc::new(body);
     let barrier = Arc::new(Barrier::new(cfg.cpus.len()));
     let t0 = mono_ns();
@@ -163,34 +195,56 @@ where
                     Ok(()) => tc.pinned = true,
                     Err(e) => tc.errors.push(e),
                 }
-                match caps::set_fifo(cfg.priority) {
-                    Ok(()) => tc.fifo = true,
-                    Err(e) => tc.errors.push(e),
+                if cfg.priority > 0 {
+                    match caps::set_fifo(cfg.priority) {
+                        Ok(()) => tc.fifo = true,
+                        Err(e) => tc.errors.push(e),
+                    }
                 }
                 barrier.wait();
                 let start = mono_ns();
                 let mut ctx = ThreadCtx {
                     cpu,
+                    tid: crate::clock::gettid(),
                     interval_ns: cfg.interval_ns,
                     run_start_ns: start,
                     deadline_ns: cfg.duration_ns.map(|d| start + d),
                     loops: cfg.loops,
                     keep_worst: cfg.keep_worst,
                     stream: Stream::new(name, measures),
-                    explainer: cfg.trace_above_ns.map(|t| Explainer::new(cpu, t)),
+                    explainer: if with_tracer {
+                        None
+                    } else {
+                        cfg.trace_above_ns.map(|t| Explainer::new(cpu, t))
+                    },
                     done: 0,
+                    errors: Vec::new(),
                 };
                 body(&mut ctx);
-                (ctx.stream, tc)
+                (ctx.stream, tc, ctx.errors, start)
             })
             .expect("spawn measuring thread");
         handles.push(h);
     }
     let mut streams = Vec::new();
+    let mut errors = Vec::new();
+    let mut starts = Vec::new();
     for h in handles {
-        let (s, tc) = h.join().expect("measuring thread panicked");
+        let (s, tc, e, start) = h.join().expect("measuring thread panicked");
         rc.add_thread(&tc);
         streams.push(s);
+        errors.extend(e);
+        starts.push(start);
+    }
+    if let (Some(t), Some(threshold)) = (tracer, cfg.trace_above_ns) {
+        match t.finish() {
+            Ok(rec) => {
+                for ((s, &cpu), &start) in streams.iter_mut().zip(&cfg.cpus).zip(&starts) {
+                    attribute_from_trace(s, &rec, cpu, start, threshold);
+                }
+            }
+            Err(e) => rc.trace_error = Some(e),
+        }
     }
     let wall_ns = mono_ns() - t0;
     if rc.mlocked {
@@ -201,6 +255,21 @@ where
         caps: rc,
         wall_ns,
         interrupted: signals::stopped_by().is_some(),
+        errors,
+    }
+}
+
+/// Per-CPU ring buffer for the scheduler/irq tracepoints: about 100 bytes per event in the
+/// buffer, so 32 MiB holds some 300 k events, over a minute of a busy CPU's switches and irqs.
+const TRACE_BUFFER_KB: usize = 32 * 1024;
+
+/// Kept samples above `threshold` get their attribution from the trace. Which thread was
+/// woken is in the sample's `tid` tag.
+fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, threshold: u64) {
+    for w in s.worst.iter_mut().filter(|w| w.latency_ns >= threshold) {
+        let tid = w.tag.get("tid").and_then(|t| t.parse().ok()).unwrap_or(0);
+        let intended = start + w.at_ns;
+        w.attribution = rec.attribute(cpu, tid, intended, intended + w.latency_ns);
     }
 }
 

@@ -1,1 +1,250 @@
-//! write(2) latency (step 3).
+//! write(2) latency per record, as seed 001 measured it with `iozone -Q`: a file of a share of
+//! RAM written sequentially in 4 KiB records, every write(2) timed. Long writes are the writer
+//! being throttled in `balance_dirty_pages()` (mm/page-writeback.c), which seed 001 moved out
+//! of the writer; `--explain` notes the dirty and writeback page counts (/proc/vmstat) right
+//! after each slow record.
+//!
+//! The file lives in a scratch directory, is refused when it would leave less than
+//! [`MIN_FREE_SHARE`] of the file system free, and is removed when the run ends, also on
+//! SIGINT/SIGTERM (the loop checks [`crate::signals`] after every record).
+
+use crate::clock::mono_ns;
+use crate::signals;
+use latlab_core::attribution::Attribution;
+use latlab_core::result::{Sample, Stream};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Share of the file system that must stay free after the file is written.
+pub const MIN_FREE_SHARE: f64 = 0.10;
+
+#[derive(Clone, Debug)]
+pub struct WriteConfig {
+    /// Directory to write in.
+    pub dir: PathBuf,
+    /// File size in bytes (a multiple of `record` is written; the rest is dropped).
+    pub size: u64,
+    /// Bytes per write(2); iozone's default record is 4 KiB.
+    pub record: usize,
+    /// How many worst records to keep (seed 001 listed the last 10 of `sort -nk2`).
+    pub keep_worst: usize,
+    /// Note /proc/vmstat dirty/writeback figures after records slower than this (ns).
+    pub explain_above_ns: Option<u64>,
+}
+
+/// What a write run produced.
+#[derive(Debug)]
+pub struct WriteOutcome {
+    pub stream: Stream,
+    pub bytes: u64,
+    /// Time of the write(2) loop alone, then of the final fsync.
+    pub write_ns: u64,
+    pub fsync_ns: u64,
+    pub interrupted: bool,
+}
+
+/// Physical memory (/proc/meminfo MemTotal), in bytes.
+pub fn mem_total() -> Option<u64> {
+    meminfo_kb("MemTotal").map(|kb| kb * 1024)
+}
+
+pub(crate) fn meminfo_kb(key: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    s.lines()
+        .find(|l| l.split(':').next() == Some(key))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Bytes available to an unprivileged writer on the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> Result<u64, String> {
+    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| format!("statvfs {}: {e}", dir.display()))?;
+    Ok(st.blocks_available() as u64 * st.fragment_size() as u64)
+}
+
+/// Refuse sizes that would leave less than [`MIN_FREE_SHARE`] of the disk free.
+pub fn check_space(dir: &Path, size: u64) -> Result<(), String> {
+    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| format!("statvfs {}: {e}", dir.display()))?;
+    let frag = st.fragment_size() as u64;
+    let avail = st.blocks_available() as u64 * frag;
+    let total = st.blocks() as u64 * frag;
+    let keep = (total as f64 * MIN_FREE_SHARE) as u64;
+    if size.saturating_add(keep) > avail {
+        return Err(format!(
+            "{} has {} MiB free; writing {} MiB would leave less than {:.0} % of the disk free \
+             (pass a smaller --size or another --dir)",
+            dir.display(),
+            avail >> 20,
+            size >> 20,
+            MIN_FREE_SHARE * 100.0
+        ));
+    }
+    Ok(())
+}
+
+/// The test file; removed on drop whatever happened.
+struct ScratchFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Write the file and time every record.
+pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
+    if cfg.record == 0 {
+        return Err("record size must be greater than zero".into());
+    }
+    check_space(&cfg.dir, cfg.size)?;
+    signals::install();
+    let path = cfg.dir.join(format!("latlab-write-{}.dat", std::process::id()));
+    let file = File::create(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
+    let mut f = ScratchFile { path, file };
+    let buf: Vec<u8> = (0..cfg.record).map(|i| (i % 251) as u8 + 1).collect();
+    let records = cfg.size / cfg.record as u64;
+    let mut stream = Stream::new("write", format!("write(2) of {} B", cfg.record));
+    let start = mono_ns();
+    let mut bytes = 0;
+    let mut interrupted = false;
+    for i in 0..records {
+        if signals::stop_requested() {
+            interrupted = true;
+            break;
+        }
+        let t0 = mono_ns();
+        f.file
+            .write_all(&buf)
+            .map_err(|e| format!("write {} at {} KB: {e}", f.path.display(), bytes >> 10))?;
+        let lat = mono_ns() - t0;
+        bytes += cfg.record as u64;
+        stream.hist.record(lat);
+        let keeps = stream.worst.len() < cfg.keep_worst || stream.worst.last().is_some_and(|w| w.latency_ns < lat);
+        if keeps {
+            let mut tag = BTreeMap::new();
+            tag.insert("offset_kb".to_string(), ((i * cfg.record as u64) >> 10).to_string());
+            tag.insert("record_bytes".to_string(), cfg.record.to_string());
+            let attribution = match cfg.explain_above_ns {
+                Some(t) if lat >= t => dirty_state(),
+                _ => Attribution::default(),
+            };
+            stream.offer_worst(
+                Sample {
+                    at_ns: t0 - start,
+                    latency_ns: lat,
+                    tag,
+                    attribution,
+                },
+                cfg.keep_worst,
+            );
+        }
+    }
+    let write_ns = mono_ns() - start;
+    let t = mono_ns();
+    let _ = f.file.sync_all();
+    let fsync_ns = mono_ns() - t;
+    Ok(WriteOutcome {
+        stream,
+        bytes,
+        write_ns,
+        fsync_ns,
+        interrupted,
+    })
+}
+
+/// Dirty-page state right after a slow record (/proc/vmstat and the dirty ratios).
+fn dirty_state() -> Attribution {
+    let vm = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+    let get = |k: &str| {
+        vm.lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix(' ')))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let ratio = |f: &str| {
+        std::fs::read_to_string(format!("/proc/sys/vm/{f}"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "?".into())
+    };
+    let mib = |p: Option<u64>| p.map(|p| format!("{} MiB", p * 4 / 1024)).unwrap_or_else(|| "?".into());
+    Attribution {
+        note: format!(
+            "after the write: dirty {}, writeback {}; throttling starts at {} dirty, background writeback at {} \
+             (vm.dirty_ratio {} %, vm.dirty_background_ratio {} %)",
+            mib(get("nr_dirty")),
+            mib(get("nr_writeback")),
+            mib(get("nr_dirty_threshold")),
+            mib(get("nr_dirty_background_threshold")),
+            ratio("dirty_ratio"),
+            ratio("dirty_background_ratio")
+        ),
+        ..Default::default()
+    }
+}
+
+/// Seed 001's listing: `offset_KB latency_us record_bytes`, slowest last (as `sort -nk2 | tail`).
+pub fn listing(stream: &Stream) -> String {
+    let mut rows: Vec<&Sample> = stream.worst.iter().collect();
+    rows.sort_by_key(|s| s.latency_ns);
+    rows.iter()
+        .map(|s| {
+            format!(
+                "{} {} {}\n",
+                s.tag.get("offset_kb").map(String::as_str).unwrap_or("?"),
+                s.latency_ns / 1000,
+                s.tag.get("record_bytes").map(String::as_str).unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("latlab-write-test-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn writes_every_record_and_removes_the_file() {
+        let dir = tmpdir("ok");
+        let cfg = WriteConfig {
+            dir: dir.clone(),
+            size: 4 << 20,
+            record: 4096,
+            keep_worst: 10,
+            explain_above_ns: Some(0),
+        };
+        let out = run(&cfg).unwrap();
+        assert_eq!(out.stream.hist.count(), 1024);
+        assert_eq!(out.bytes, 4 << 20);
+        assert_eq!(out.stream.worst.len(), 10);
+        assert!(out.stream.worst[0].attribution.note.contains("dirty"));
+        let l = listing(&out.stream);
+        let lines: Vec<&str> = l.lines().collect();
+        assert_eq!(lines.len(), 10);
+        let lat = |s: &str| s.split(' ').nth(1).unwrap().parse::<u64>().unwrap();
+        assert!(lat(lines[0]) <= lat(lines[9]));
+        assert!(lines[9].ends_with(" 4096"));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn refuses_to_fill_the_disk() {
+        let dir = tmpdir("full");
+        let free = free_bytes(&dir).unwrap();
+        let err = check_space(&dir, free).unwrap_err();
+        assert!(err.contains("free"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

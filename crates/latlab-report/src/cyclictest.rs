@@ -1,7 +1,7 @@
 //! `cyclictest -h N` histogram files (owned by the probe work; see crates/latlab-probe).
 //!
 //! Layout as rt-tests' cyclictest prints it: one row per microsecond bucket
-//! (`%06d` then `\t%06lu` per thread/CPU column), then `# Total:`, `# Min Latencies:`,
+//! (`%06d ` then `%06lu` per thread/CPU column, tab-separated), then `# Total:`, `# Min Latencies:`,
 //! `# Avg Latencies:`, `# Max Latencies:` and `# Histogram Overflows:` with one `%05lu` per
 //! column. Buckets are whole microseconds (latency truncated), as cyclictest's.
 
@@ -43,9 +43,10 @@ pub fn render(cols: &[Column]) -> String {
     let n = cols.iter().map(|c| c.buckets.len()).max().unwrap_or(0);
     let mut s = String::from("# Histogram\n");
     for i in 0..n {
-        let _ = write!(s, "{i:06}");
-        for c in cols {
-            let _ = write!(s, "\t{:06}", c.buckets.get(i).copied().unwrap_or(0));
+        let _ = write!(s, "{i:06} ");
+        for (j, c) in cols.iter().enumerate() {
+            let sep = if j + 1 < cols.len() { "\t" } else { "" };
+            let _ = write!(s, "{:06}{sep}", c.buckets.get(i).copied().unwrap_or(0));
         }
         s.push('\n');
     }
@@ -114,6 +115,32 @@ pub fn parse(text: &str) -> Vec<Column> {
     cols
 }
 
+/// All columns summed into one (counts added; min/max over the columns; avg weighted by count).
+pub fn merge(cols: &[Column]) -> Column {
+    let n = cols.iter().map(|c| c.buckets.len()).max().unwrap_or(0);
+    let mut buckets = vec![0; n];
+    for c in cols {
+        for (b, v) in buckets.iter_mut().zip(&c.buckets) {
+            *b += v;
+        }
+    }
+    let count = |c: &Column| c.buckets.iter().sum::<u64>() + c.overflow;
+    let total: u64 = cols.iter().map(count).sum();
+    let avg = cols
+        .iter()
+        .map(|c| c.avg_us * count(c))
+        .sum::<u64>()
+        .checked_div(total)
+        .unwrap_or(0);
+    Column {
+        buckets,
+        overflow: cols.iter().map(|c| c.overflow).sum(),
+        min_us: cols.iter().map(|c| c.min_us).min().unwrap_or(0),
+        avg_us: avg,
+        max_us: cols.iter().map(|c| c.max_us).max().unwrap_or(0),
+    }
+}
+
 /// Quantile `q` (0..1) of a parsed column, in whole microseconds (overflows count as max).
 pub fn column_quantile(c: &Column, q: f64) -> u64 {
     let total: u64 = c.buckets.iter().sum::<u64>() + c.overflow;
@@ -146,9 +173,9 @@ mod tests {
         let text = render_streams(&[a, b], 10);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "# Histogram");
-        assert_eq!(lines[1], "000000\t000000\t000000");
-        assert_eq!(lines[2], "000001\t000001\t000000");
-        assert_eq!(lines[3], "000002\t000000\t000001");
+        assert_eq!(lines[1], "000000 000000\t000000");
+        assert_eq!(lines[2], "000001 000001\t000000");
+        assert_eq!(lines[3], "000002 000000\t000001");
         assert!(text.contains("# Min Latencies: 00001 00002\n"));
         assert!(text.contains("# Max Latencies: 00050 00002\n"));
         assert!(text.contains("# Histogram Overflows: 00001 00000\n"));
@@ -157,5 +184,8 @@ mod tests {
         assert_eq!(cols[0].buckets.len(), 10);
         assert_eq!(cols[0].overflow, 1);
         assert_eq!(column_quantile(&cols[0], 0.5), 3);
+        let m = merge(&cols);
+        assert_eq!(m.buckets[1] + m.buckets[2] + m.buckets[3], 3);
+        assert_eq!((m.min_us, m.max_us, m.overflow), (1, 50, 1));
     }
 }

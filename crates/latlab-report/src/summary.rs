@@ -41,16 +41,27 @@ pub fn explain(s: &Sample) -> String {
             c.ended_by
         );
     }
-    let _ = writeln!(
-        out,
-        "    irq-off {:.3} ms, handlers {:.3} ms, waiting for preemption {:.3} ms, others ahead {:.3} ms, scheduler {:.3} ms, wakee's own kernel work {:.3} ms",
-        ms(a.irq_off_ns),
-        ms(a.handler_ns),
-        ms(a.preempt_wait_ns),
-        ms(a.ran_ahead_ns),
-        ms(a.sched_ns),
-        ms(a.wakee_kernel_ns)
-    );
+    let parts = [
+        a.irq_off_ns,
+        a.handler_ns,
+        a.preempt_wait_ns,
+        a.ran_ahead_ns,
+        a.sched_ns,
+        a.wakee_kernel_ns,
+    ];
+    if parts.iter().any(|&p| p > 0) {
+        let _ = writeln!(
+            out,
+            "    irq-off {:.3} ms, handlers {:.3} ms, waiting for preemption {:.3} ms, others ahead {:.3} ms, \
+             scheduler {:.3} ms, wakee's own kernel work {:.3} ms",
+            ms(a.irq_off_ns),
+            ms(a.handler_ns),
+            ms(a.preempt_wait_ns),
+            ms(a.ran_ahead_ns),
+            ms(a.sched_ns),
+            ms(a.wakee_kernel_ns)
+        );
+    }
     if !a.note.is_empty() {
         let _ = writeln!(out, "    {}", a.note);
     }
@@ -61,6 +72,13 @@ pub fn explain(s: &Sample) -> String {
             .map(|t| format!("{}/{} {:.3} ms", t.comm, t.pid, ms(t.ns)))
             .collect();
         let _ = writeln!(out, "    on the CPU meanwhile: {}", t.join(", "));
+    }
+    if !a.irqs.is_empty() {
+        let i: Vec<String> = a.irqs.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+        let _ = writeln!(out, "    interrupts: {}", i.join(", "));
+    }
+    if a.steal_ns > 0 {
+        let _ = writeln!(out, "    hypervisor steal: {:.3} ms", ms(a.steal_ns));
     }
     out
 }

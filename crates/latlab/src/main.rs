@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod probe_cmd;
 mod sim_cmd;
 mod swap_cmd;
+mod vs_cyclictest;
 
 #[derive(Parser, Debug)]
 #[command(name = "latlab", version, about = "A laboratory for Linux scheduling latency")]
@@ -28,6 +29,8 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // A `--load` child re-executes this binary; it runs its load here and never returns.
+    latlab_probe::load::child_main_if_requested();
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Run(a) => sim_cmd::run(a),

@@ -1,8 +1,11 @@
-//! `latlab probe`: measure wakeup and write(2) latency on this machine (crates/latlab-probe).
+//! `latlab probe`: measure wakeup and write(2) latency on this machine (crates/latlab-probe),
+//! optionally under real load, and print/write the shared result.
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use latlab_core::result::RunResult;
-use latlab_probe::{output, parse, signals, timer};
+use latlab_core::result::{RunResult, Stream};
+use latlab_probe::load::{LoadOptions, LoadReport, LoadSpec, Loads};
+use latlab_probe::posix_timer::Notify;
+use latlab_probe::{output, parse, signals, timer, write};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,8 +18,14 @@ pub struct ProbeArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum ProbeCmd {
-    /// Periodic clock_nanosleep wakeups per CPU (as cyclictest).
+    /// Periodic clock_nanosleep wakeups per CPU (as cyclictest / realfeel).
     Timer(TimerArgs),
+    /// POSIX timer (timer_create) wakeups, notified by signal or by a new thread (seed 004).
+    PosixTimer(PosixTimerArgs),
+    /// Time every 4 KiB write(2) of a file of half of RAM (seed 001's `iozone -Q`).
+    Write(WriteArgs),
+    /// Run cyclictest and `latlab probe timer` in alternation, idle and under load, and compare.
+    VsCyclictest(crate::vs_cyclictest::VsArgs),
 }
 
 fn p_interval(s: &str) -> Result<u64, String> {
@@ -31,6 +40,15 @@ fn p_cpus(s: &str) -> Result<Vec<usize>, String> {
 fn p_us(s: &str) -> Result<u64, String> {
     parse::duration_ns(s, "us")
 }
+fn p_size(s: &str) -> Result<u64, String> {
+    parse::size_bytes(s)
+}
+fn p_load(s: &str) -> Result<LoadSpec, String> {
+    LoadSpec::parse(s)
+}
+fn p_notify(s: &str) -> Result<Notify, String> {
+    Notify::parse(s)
+}
 
 /// Options of the periodic probes.
 #[derive(Args, Debug, Clone)]
@@ -38,8 +56,8 @@ pub struct PeriodicOpts {
     /// CPUs to measure on (`0,1`, `0-3`, `all`); default: every CPU this process may use.
     #[arg(long, value_parser = p_cpus)]
     pub cpus: Option<Vec<usize>>,
-    /// SCHED_FIFO priority of the measuring threads.
-    #[arg(long, default_value_t = 95, value_parser = clap::value_parser!(i32).range(1..=99))]
+    /// SCHED_FIFO priority of the measuring threads; 0 measures as SCHED_OTHER.
+    #[arg(long, default_value_t = 95, value_parser = clap::value_parser!(i32).range(0..=99))]
     pub priority: i32,
     /// Period (`1ms`, `250us`; a bare number is microseconds).
     #[arg(long, default_value = "1ms", value_parser = p_interval)]
@@ -58,6 +76,20 @@ pub struct PeriodicOpts {
     pub no_mlock: bool,
 }
 
+/// Real load to run while measuring.
+#[derive(Args, Debug, Clone)]
+pub struct LoadOpts {
+    /// Load to run while measuring (repeatable): make:N, dd:SIZE, dbench:N, tar, sync, video, swap:SIZE.
+    #[arg(long = "load", value_parser = p_load)]
+    pub loads: Vec<LoadSpec>,
+    /// Directory for the loads' scratch files (default: the system temp dir).
+    #[arg(long)]
+    pub scratch: Option<PathBuf>,
+    /// Allow `swap:SIZE` to create a zram swap device when the machine has no swap (root; torn down after).
+    #[arg(long)]
+    pub zram: bool,
+}
+
 /// Output options shared by every probe.
 #[derive(Args, Debug, Clone)]
 pub struct OutputOpts {
@@ -73,12 +105,23 @@ pub struct OutputOpts {
     /// Exit with code 1 when the maximum latency exceeds this (`100`, `1ms`; bare = us).
     #[arg(long, value_parser = p_us)]
     pub fail_above: Option<u64>,
-    /// Attribute samples above --trace-above from /proc (coarse).
+    /// Explain every sample above --trace-above (default 100us): scheduler and irq
+    /// tracepoints when permitted, /proc deltas otherwise.
     #[arg(long)]
     pub explain: bool,
-    /// Threshold for --explain (`200us`; bare = us).
-    #[arg(long, value_parser = p_us, default_value = "100us")]
-    pub trace_above: u64,
+    /// Explain samples above this latency (`200us`; bare = us); implies --explain.
+    #[arg(long, value_parser = p_us)]
+    pub trace_above: Option<u64>,
+}
+
+impl OutputOpts {
+    fn trace_above_ns(&self) -> Option<u64> {
+        match (self.explain, self.trace_above) {
+            (_, Some(t)) => Some(t),
+            (true, None) => Some(100_000),
+            (false, None) => None,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -86,12 +129,127 @@ pub struct TimerArgs {
     #[command(flatten)]
     pub periodic: PeriodicOpts,
     #[command(flatten)]
+    pub load: LoadOpts,
+    #[command(flatten)]
+    pub out: OutputOpts,
+}
+
+#[derive(Args, Debug)]
+pub struct PosixTimerArgs {
+    /// How the timer notifies: `signal` (SIGEV_SIGNAL to the waiting thread) or `thread`
+    /// (SIGEV_THREAD: a new thread per expiry).
+    #[arg(long, default_value = "signal", value_parser = p_notify)]
+    pub notify: Notify,
+    #[command(flatten)]
+    pub periodic: PeriodicOpts,
+    #[command(flatten)]
+    pub load: LoadOpts,
+    #[command(flatten)]
+    pub out: OutputOpts,
+}
+
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// File size (`2G`, `512M`); default half of RAM, as seed 001.
+    #[arg(long, value_parser = p_size)]
+    pub size: Option<u64>,
+    /// Bytes per write(2).
+    #[arg(long, default_value = "4K", value_parser = p_size)]
+    pub record: u64,
+    /// Directory to write the file in (default: the system temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Worst records to list.
+    #[arg(long, default_value_t = 10)]
+    pub worst: usize,
+    #[command(flatten)]
+    pub load: LoadOpts,
+    #[command(flatten)]
     pub out: OutputOpts,
 }
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
+    signals::install();
     match a.cmd {
-        ProbeCmd::Timer(t) => run_timer(t),
+        ProbeCmd::Timer(t) => {
+            let cfg = periodic_config(&t.periodic, &t.out);
+            let name = "timer".to_string();
+            run_with_loads(&name, &t.load, &t.out, || periodic_result(&name, &cfg, timer::run(&cfg)))
+        }
+        ProbeCmd::PosixTimer(t) => {
+            let cfg = periodic_config(&t.periodic, &t.out);
+            let name = format!("posix-timer {}", t.notify.sigev_name());
+            run_with_loads(&name, &t.load, &t.out, || {
+                let out = latlab_probe::posix_timer::run(&cfg, t.notify);
+                periodic_result(&name, &cfg, out)
+            })
+        }
+        ProbeCmd::Write(w) => run_write(w),
+        ProbeCmd::VsCyclictest(v) => crate::vs_cyclictest::run(v),
+    }
+}
+
+/// What a probe body returns: the result, whether a signal cut it short, and lines to print
+/// after the summary.
+pub struct Measured {
+    pub result: RunResult,
+    pub interrupted: bool,
+    pub extra: String,
+}
+
+/// Start the loads, measure, stop the loads (also on error or signal), then report.
+fn run_with_loads(
+    name: &str,
+    l: &LoadOpts,
+    o: &OutputOpts,
+    body: impl FnOnce() -> anyhow::Result<Measured>,
+) -> anyhow::Result<ExitCode> {
+    let loads = start_loads(l)?;
+    if !l.loads.is_empty() {
+        eprintln!(
+            "latlab probe: {name} under load {}",
+            l.loads.iter().map(LoadSpec::name).collect::<Vec<_>>().join(" + ")
+        );
+    }
+    let measured = body();
+    let report = loads.map(Loads::stop).unwrap_or_default();
+    let mut m = measured?;
+    add_load_report(&mut m.result, &report, &l.loads);
+    finish(m, o)
+}
+
+pub fn start_loads(l: &LoadOpts) -> anyhow::Result<Option<Loads>> {
+    if l.loads.is_empty() {
+        return Ok(None);
+    }
+    let opts = LoadOptions {
+        exe: std::env::current_exe().context("finding the latlab binary to run loads")?,
+        scratch: l.scratch.clone().unwrap_or_else(std::env::temp_dir),
+        allow_zram: l.zram,
+    };
+    Loads::start(&l.loads, &opts)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("--load: {e}"))
+}
+
+fn add_load_report(r: &mut RunResult, rep: &LoadReport, specs: &[LoadSpec]) {
+    if specs.is_empty() {
+        return;
+    }
+    r.meta.workload = format!(
+        "{} under {}",
+        r.meta.workload,
+        specs.iter().map(LoadSpec::name).collect::<Vec<_>>().join(" + ")
+    );
+    let secs = r.meta.duration_ns as f64 / 1e9;
+    for (k, &v) in &rep.counters {
+        r.counters.insert(format!("load {k}"), v);
+        if secs > 0.0 {
+            r.throughput.insert(format!("load {k} per s"), v as f64 / secs);
+        }
+    }
+    for n in &rep.notes {
+        eprintln!("latlab probe: load: {n}");
     }
 }
 
@@ -100,6 +258,7 @@ fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig 
         (None, None) => Some(10_000_000_000),
         (d, _) => d,
     };
+    let trace_above_ns = out.trace_above_ns();
     timer::PeriodicConfig {
         cpus: p.cpus.clone().unwrap_or_else(parse::allowed_cpus),
         priority: p.priority,
@@ -108,58 +267,132 @@ fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig 
         loops: p.loops,
         dma_latency: !p.no_dma_latency,
         mlock: !p.no_mlock,
-        keep_worst: 10,
-        trace_above_ns: out.explain.then_some(out.trace_above),
+        // With --explain keep enough samples to list every spike, not only the top ten.
+        keep_worst: if trace_above_ns.is_some() { 100 } else { 10 },
+        trace_above_ns,
     }
 }
 
-fn periodic_settings(cfg: &timer::PeriodicConfig) -> BTreeMap<String, String> {
-    let mut s = BTreeMap::new();
-    s.insert("cpus".into(), format!("{:?}", cfg.cpus));
-    s.insert("priority".into(), cfg.priority.to_string());
-    s.insert("interval_us".into(), format!("{}", cfg.interval_ns as f64 / 1000.0));
+fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::PeriodicOutcome) -> anyhow::Result<Measured> {
+    if out.streams.iter().all(|s| s.hist.count() == 0) && !out.errors.is_empty() {
+        anyhow::bail!("{}", out.errors.join("; "));
+    }
+    let mut settings = BTreeMap::new();
+    settings.insert("cpus".into(), format!("{:?}", cfg.cpus));
+    settings.insert(
+        "policy".into(),
+        if cfg.priority > 0 {
+            format!("SCHED_FIFO {}", cfg.priority)
+        } else {
+            "SCHED_OTHER".into()
+        },
+    );
+    settings.insert("interval_us".into(), format!("{}", cfg.interval_ns as f64 / 1000.0));
     if let Some(d) = cfg.duration_ns {
-        s.insert("duration_s".into(), format!("{}", d as f64 / 1e9));
+        settings.insert("duration_s".into(), format!("{}", d as f64 / 1e9));
     }
     if let Some(l) = cfg.loops {
-        s.insert("loops".into(), l.to_string());
+        settings.insert("loops".into(), l.to_string());
     }
-    s
-}
-
-fn run_timer(t: TimerArgs) -> anyhow::Result<ExitCode> {
-    let cfg = periodic_config(&t.periodic, &t.out);
-    let out = timer::run(&cfg);
-    let mut settings = periodic_settings(&cfg);
-    for (k, v) in out.caps.settings() {
-        settings.insert(k, v);
-    }
-    let mut r = RunResult::new(latlab_probe::meta::new_meta("timer", out.wall_ns, settings));
+    settings.extend(out.caps.settings());
+    let mut r = RunResult::new(latlab_probe::meta::new_meta(name, out.wall_ns, settings));
     r.streams = out.streams;
-    for w in out.caps.warnings() {
+    for w in out.caps.warnings().into_iter().chain(out.errors) {
         eprintln!("latlab probe: warning: {w}");
     }
-    finish(r, &t.out, out.interrupted)
+    let mut extra = String::new();
+    if name.starts_with("posix-timer") {
+        extra.push_str(&seed004_lines(&r.streams));
+    }
+    Ok(Measured {
+        result: r,
+        interrupted: out.interrupted,
+        extra,
+    })
+}
+
+/// Seed 004's three lines, over all streams.
+fn seed004_lines(streams: &[Stream]) -> String {
+    let max = streams.iter().map(|s| s.hist.max()).max().unwrap_or(0);
+    let n: u64 = streams.iter().map(|s| s.hist.count()).sum();
+    let sum: f64 = streams.iter().map(|s| s.hist.mean() * s.hist.count() as f64).sum();
+    let missed: u64 = streams.iter().map(|s| s.missed).sum();
+    format!(
+        "\nmaximum latency: {:.1} µs\naverage latency: {:.1} µs\nmissed timer events: {missed}\n",
+        max as f64 / 1000.0,
+        if n > 0 { sum / n as f64 / 1000.0 } else { 0.0 }
+    )
+}
+
+fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
+    let dir = w.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let size = match w.size {
+        Some(s) => s,
+        None => write::mem_total().context("reading MemTotal from /proc/meminfo for the default --size")? / 2,
+    };
+    let record = usize::try_from(w.record)
+        .ok()
+        .filter(|&r| r <= 64 << 20)
+        .ok_or_else(|| anyhow::anyhow!("--record {}: at most 64M", w.record))?;
+    let cfg = write::WriteConfig {
+        dir,
+        size,
+        record,
+        keep_worst: w.worst,
+        explain_above_ns: w.out.trace_above_ns(),
+    };
+    // Refuse before the loads start, so a full disk fails fast.
+    write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
+    run_with_loads("write", &w.load, &w.out, || {
+        let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e))?;
+        let mut settings = BTreeMap::new();
+        settings.insert("file_MiB".into(), (cfg.size >> 20).to_string());
+        settings.insert("record_bytes".into(), cfg.record.to_string());
+        settings.insert("dir".into(), cfg.dir.display().to_string());
+        let mut r = RunResult::new(latlab_probe::meta::new_meta("write", out.write_ns, settings));
+        r.counters.insert("bytes_written".into(), out.bytes);
+        r.counters.insert("fsync_ms".into(), out.fsync_ns / 1_000_000);
+        if out.write_ns > 0 {
+            r.throughput
+                .insert("write_MBps".into(), out.bytes as f64 / 1e6 / (out.write_ns as f64 / 1e9));
+        }
+        let extra = format!(
+            "\nslowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2):\n{}",
+            write::listing(&out.stream)
+        );
+        r.streams.push(out.stream);
+        Ok(Measured {
+            result: r,
+            interrupted: out.interrupted,
+            extra,
+        })
+    })
 }
 
 /// Print, write the requested files, and choose the exit code.
-fn finish(r: RunResult, o: &OutputOpts, interrupted: bool) -> anyhow::Result<ExitCode> {
-    if interrupted {
+fn finish(m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
+    let r = &m.result;
+    if m.interrupted {
         eprintln!("latlab probe: interrupted; the figures below cover the partial run");
     }
-    output::print_summary(&r, &mut std::io::stdout())?;
+    let mut stdout = std::io::stdout();
+    output::print_summary(r, &mut stdout)?;
+    print!("{}", m.extra);
+    if let Some(t) = o.trace_above_ns() {
+        print!("{}", spikes(r, t));
+    }
     if let Some(p) = &o.json {
-        output::write_json(&r, p).with_context(|| format!("--json {}", p.display()))?;
+        output::write_json(r, p).with_context(|| format!("--json {}", p.display()))?;
     }
     if let Some(p) = &o.histfile {
         let text = latlab_report::cyclictest::render_streams(&r.streams, o.hist_buckets);
         std::fs::write(p, text).with_context(|| format!("--histfile {}", p.display()))?;
     }
-    if interrupted {
+    if m.interrupted {
         return Ok(ExitCode::from(128 + signals::stopped_by().unwrap_or(2) as u8));
     }
     if let Some(limit) = o.fail_above {
-        let max = output::max_ns(&r);
+        let max = output::max_ns(r);
         if max > limit {
             eprintln!(
                 "latlab probe: max latency {:.1} us exceeds --fail-above {:.1} us",
@@ -170,4 +403,21 @@ fn finish(r: RunResult, o: &OutputOpts, interrupted: bool) -> anyhow::Result<Exi
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The readable list of explained spikes, worst first per stream.
+fn spikes(r: &RunResult, threshold: u64) -> String {
+    let mut out = format!("\nspikes above {:.1} us:\n", threshold as f64 / 1000.0);
+    let mut any = false;
+    for s in &r.streams {
+        for w in s.worst.iter().filter(|w| w.latency_ns >= threshold) {
+            any = true;
+            out.push_str(&format!("{}:", s.name));
+            out.push_str(&latlab_report::summary::explain(w));
+        }
+    }
+    if !any {
+        out.push_str("  none\n");
+    }
+    out
 }

@@ -1,0 +1,361 @@
+//! End-to-end: `latlab probe` on this machine, as root and as an unprivileged user (through
+//! `setpriv`), with and without loads. Every run is short (about a second of measuring) and
+//! asserts real content: samples counted, min <= p50 <= p99 <= max, the load did its work,
+//! nothing left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Who runs the probe in a test.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum As {
+    Invoker,
+    /// uid/gid 65534 with no capabilities (only possible when the tests run as root).
+    Nobody,
+}
+
+fn command(who: As, args: &[&str]) -> Command {
+    let exe = env!("CARGO_BIN_EXE_latlab");
+    let mut c = match who {
+        As::Invoker => Command::new(exe),
+        As::Nobody => {
+            let mut c = Command::new("setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--",
+                exe,
+            ]);
+            c
+        }
+    };
+    c.args(args);
+    c
+}
+
+fn latlab(who: As, args: &[&str]) -> Output {
+    command(who, args).output().expect("latlab runs")
+}
+
+/// The users to test as: the invoker, and nobody when we can switch to it.
+fn users() -> Vec<As> {
+    if !is_root() {
+        eprintln!("skip: not root, so the probe is tested only as the invoking (unprivileged) user");
+        return vec![As::Invoker];
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skip: setpriv (util-linux) missing, so the unprivileged run is not tested");
+        return vec![As::Invoker];
+    }
+    vec![As::Invoker, As::Nobody]
+}
+
+/// A scratch directory anyone may write (the unprivileged run writes its JSON there).
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("latlab-probe-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    d
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every stream has samples and ordered percentiles; returns the total count.
+fn check_streams(v: &serde_json::Value) -> u64 {
+    let ss = v["streams_summary"].as_array().expect("streams_summary");
+    assert!(!ss.is_empty());
+    let mut total = 0;
+    for s in ss {
+        let f = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k} in {s}"));
+        assert!(s["name"].is_string());
+        assert!(f("count") > 0.0, "{s}");
+        assert!(f("min_us") <= f("p50_us") && f("p50_us") <= f("p99_us") && f("p99_us") <= f("max_us"), "{s}");
+        total += f("count") as u64;
+    }
+    total
+}
+
+fn ok(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "exit {:?}: {err}", out.status);
+    err
+}
+
+#[test]
+fn timer_runs_as_root_and_as_nobody() {
+    for who in users() {
+        let d = scratch(&format!("timer-{who:?}"));
+        let j = d.join("r.json");
+        let h = d.join("h.txt");
+        let out = latlab(
+            who,
+            &[
+                "probe", "timer", "--duration", "1s", "--json", j.to_str().unwrap(), "--histfile",
+                h.to_str().unwrap(),
+            ],
+        );
+        let err = ok(&out);
+        let v = json(&j);
+        let n = check_streams(&v);
+        // 1 ms period for 1 s on every CPU.
+        let cpus = v["streams"].as_array().unwrap().len() as u64;
+        assert!(n >= 900 * cpus, "{n} samples on {cpus} CPUs");
+        let fifo = v["meta"]["settings"]["sched_fifo_threads"].as_str().unwrap().to_string();
+        if who == As::Nobody {
+            assert!(err.contains("could not get SCHED_FIFO"), "{err}");
+            assert!(fifo.starts_with("0/"), "{fifo}");
+        } else if is_root() {
+            assert_eq!(fifo, format!("{cpus}/{cpus}"));
+        }
+        let hist = std::fs::read_to_string(&h).unwrap();
+        assert!(hist.starts_with("# Histogram\n000000 "), "{}", &hist[..40]);
+        assert!(hist.contains("# Max Latencies:"));
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn posix_timer_signal_and_thread() {
+    for who in users() {
+        for notify in ["signal", "thread"] {
+            let d = scratch(&format!("posix-{notify}-{who:?}"));
+            let j = d.join("r.json");
+            let out = latlab(
+                who,
+                &["probe", "posix-timer", "--notify", notify, "--loops", "300", "--json", j.to_str().unwrap()],
+            );
+            ok(&out);
+            let v = json(&j);
+            check_streams(&v);
+            for s in v["streams_summary"].as_array().unwrap() {
+                // Every expiry was either notified or counted as missed.
+                assert!(s["count"].as_u64().unwrap() >= 300, "{s}");
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("missed timer events:"), "{text}");
+            assert!(text.contains(if notify == "thread" { "SIGEV_THREAD" } else { "SIGEV_SIGNAL" }));
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+}
+
+#[test]
+fn write_lists_the_slowest_records_and_removes_its_file() {
+    for who in users() {
+        let d = scratch(&format!("write-{who:?}"));
+        let j = d.join("r.json");
+        let out = latlab(
+            who,
+            &["probe", "write", "--size", "32M", "--dir", d.to_str().unwrap(), "--json", j.to_str().unwrap()],
+        );
+        ok(&out);
+        let v = json(&j);
+        assert_eq!(check_streams(&v), 8192);
+        assert_eq!(v["counters"]["bytes_written"], 32 << 20);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let listing: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("slowest records")).skip(1).collect();
+        assert_eq!(listing.len(), 10, "{text}");
+        let lat: Vec<u64> = listing.iter().map(|l| l.split(' ').nth(1).unwrap().parse().unwrap()).collect();
+        assert!(lat.windows(2).all(|w| w[0] <= w[1]), "sorted by latency: {lat:?}");
+        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 1, "only the JSON remains: {left:?}");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn write_refuses_to_fill_the_disk() {
+    let out = latlab(As::Invoker, &["probe", "write", "--size", "1T", "--dir", "/tmp"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--size") && err.contains("free"), "{err}");
+}
+
+/// Each load generator runs under the timer probe and reports that it did its work.
+#[test]
+fn every_load_does_its_work() {
+    let loads = ["make:2", "dd:64M", "dbench:2", "tar", "sync", "video"];
+    for who in users() {
+        for load in loads {
+            let d = scratch(&format!("load-{}-{who:?}", load.replace(':', "-")));
+            let j = d.join("r.json");
+            let out = latlab(
+                who,
+                &[
+                    "probe", "timer", "--duration", "1s", "--load", load, "--scratch", d.to_str().unwrap(), "--json",
+                    j.to_str().unwrap(),
+                ],
+            );
+            ok(&out);
+            let v = json(&j);
+            check_streams(&v);
+            let counters = v["counters"].as_object().unwrap();
+            let work: u64 = counters
+                .iter()
+                .filter(|(k, _)| k.starts_with(&format!("load {load}.")))
+                .map(|(_, v)| v.as_u64().unwrap())
+                .sum();
+            assert!(work > 0, "{load} as {who:?} did nothing: {counters:?}");
+            let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().map(|e| e.file_name()).collect();
+            assert_eq!(left.len(), 1, "{load}: scratch left behind: {left:?}");
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+}
+
+#[test]
+fn swap_load_without_swap_says_what_is_missing() {
+    let has_swap = std::fs::read_to_string("/proc/swaps").is_ok_and(|s| s.lines().count() > 1);
+    if has_swap {
+        eprintln!("skip: this machine has swap, so the no-swap message cannot be shown");
+        return;
+    }
+    let out = latlab(As::Invoker, &["probe", "timer", "--duration", "1s", "--load", "swap:256M"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--zram"), "{err}");
+}
+
+/// Processes whose environment marks them as latlab load children of `scratch`.
+fn load_children_in(scratch: &Path) -> Vec<u32> {
+    let mut found = Vec::new();
+    let needle = scratch.to_str().unwrap().as_bytes();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+            if env.split(|&b| b == 0).any(|kv| kv.starts_with(b"LATLAB_LOAD_DIR=") && contains(kv, needle)) {
+                found.push(pid);
+            }
+        }
+        if let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) {
+            if cwd.starts_with(scratch) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn dma_latency() -> Option<i32> {
+    let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
+    Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+#[test]
+fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let d = scratch(&format!("signal-{sig}"));
+        let j = d.join("r.json");
+        let before = dma_latency();
+        let mut child = command(
+            As::Invoker,
+            &[
+                "probe", "timer", "--duration", "60s", "--load", "dd:256M", "--load", "make:2", "--scratch",
+                d.to_str().unwrap(), "--json", j.to_str().unwrap(),
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+        // Wait until the measuring has begun (the loads start first, then the probe).
+        std::thread::sleep(Duration::from_millis(2500));
+        if is_root() {
+            assert_eq!(dma_latency(), Some(0), "cpu_dma_latency held at 0 during the run");
+        }
+        assert!(!load_children_in(&d).is_empty(), "loads running");
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(128 + sig), "signal {sig}");
+        let v = json(&j);
+        check_streams(&v);
+        assert!(load_children_in(&d).is_empty(), "a load outlived the probe");
+        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 1, "scratch left behind: {left:?}");
+        assert_eq!(dma_latency(), before, "cpu_dma_latency restored");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn fail_above_gates_and_explain_lists_spikes() {
+    let d = scratch("gate");
+    let j = d.join("r.json");
+    let out = latlab(
+        As::Invoker,
+        &["probe", "timer", "--loops", "200", "--fail-above", "1ns", "--trace-above", "1ns", "--json", j.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("spikes above"), "{text}");
+    let v = json(&j);
+    let worst = &v["streams"][0]["worst"][0]["attribution"];
+    assert!(!worst["note"].as_str().unwrap().is_empty(), "every listed spike says how it was attributed");
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn bad_options_get_clear_errors() {
+    for (args, expect) in [
+        (vec!["probe", "timer", "--cpus", "9999"], "not online"),
+        (vec!["probe", "timer", "--load", "bogus"], "make:N"),
+        (vec!["probe", "timer", "--interval", "fast"], "not a duration"),
+        (vec!["probe", "posix-timer", "--notify", "pigeon"], "signal or thread"),
+        (vec!["probe", "write", "--size", "12parsecs"], "size"),
+    ] {
+        let out = latlab(As::Invoker, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn side_by_side_with_cyclictest() {
+    if Command::new("cyclictest").arg("--help").output().is_err() {
+        eprintln!("skip: cyclictest (rt-tests) not installed; scripts/install-deps installs it as root");
+        return;
+    }
+    if !is_root() {
+        eprintln!("skip: cyclictest needs root for SCHED_FIFO and mlockall");
+        return;
+    }
+    let out = latlab(
+        As::Invoker,
+        &["probe", "vs-cyclictest", "--duration", "1s", "--rounds", "1", "--under", "none"],
+    );
+    ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = |tool: &str| {
+        text.lines()
+            .find(|l| l.starts_with("idle") && l.split_whitespace().nth(1) == Some(tool))
+            .unwrap_or_else(|| panic!("{tool} row in {text}"))
+            .split_whitespace()
+            .skip(2)
+            .map(|x| x.parse::<f64>().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let (c, l) = (row("cyclictest"), row("latlab"));
+    assert!(c[0] > 500.0 && l[0] > 500.0, "both counted samples: {c:?} {l:?}");
+    assert!(row("ratio").len() == 7);
+}
