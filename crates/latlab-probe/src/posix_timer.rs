@@ -281,8 +281,7 @@ fn current_fifo_priority() -> Option<i32> {
     // SAFETY: param and policy are valid out-parameters for the calling thread.
     unsafe {
         let mut param: libc::sched_param = std::mem::zeroed();
-        if libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut param) == 0
-            && policy == libc::SCHED_FIFO
+        if libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut param) == 0 && policy == libc::SCHED_FIFO
         {
             return Some(param.sched_priority);
         }

@@ -174,7 +174,9 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         ProbeCmd::Timer(t) => {
             let cfg = periodic_config(&t.periodic, &t.out);
             let name = "timer".to_string();
-            run_with_loads(&name, &t.load, &t.out, || periodic_result(&name, &cfg, timer::run(&cfg)))
+            run_with_loads(&name, &t.load, &t.out, || {
+                periodic_result(&name, &cfg, timer::run(&cfg))
+            })
         }
         ProbeCmd::PosixTimer(t) => {
             let cfg = periodic_config(&t.periodic, &t.out);
@@ -353,8 +355,10 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         r.counters.insert("bytes_written".into(), out.bytes);
         r.counters.insert("fsync_ms".into(), out.fsync_ns / 1_000_000);
         if out.write_ns > 0 {
-            r.throughput
-                .insert("write_MBps".into(), out.bytes as f64 / 1e6 / (out.write_ns as f64 / 1e9));
+            r.throughput.insert(
+                "write_MBps".into(),
+                out.bytes as f64 / 1e6 / (out.write_ns as f64 / 1e9),
+            );
         }
         let extra = format!(
             "\nslowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2):\n{}",

@@ -84,7 +84,11 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
         let rl = row(&l);
         print_row(&label, "cyclictest", &rc);
         print_row(&label, "latlab", &rl);
-        let ratio: Vec<f64> = rl.iter().zip(&rc).map(|(x, y)| *x as f64 / (*y).max(1) as f64).collect();
+        let ratio: Vec<f64> = rl
+            .iter()
+            .zip(&rc)
+            .map(|(x, y)| *x as f64 / (*y).max(1) as f64)
+            .collect();
         println!(
             "{:<10} {:<12} {:>9.2} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>7.2} {:>8.2}",
             label, "ratio", ratio[0], ratio[1], ratio[2], ratio[3], ratio[4], ratio[5], ratio[6]

@@ -82,7 +82,10 @@ fn check_streams(v: &serde_json::Value) -> u64 {
         let f = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k} in {s}"));
         assert!(s["name"].is_string());
         assert!(f("count") > 0.0, "{s}");
-        assert!(f("min_us") <= f("p50_us") && f("p50_us") <= f("p99_us") && f("p99_us") <= f("max_us"), "{s}");
+        assert!(
+            f("min_us") <= f("p50_us") && f("p50_us") <= f("p99_us") && f("p99_us") <= f("max_us"),
+            "{s}"
+        );
         total += f("count") as u64;
     }
     total
@@ -103,7 +106,13 @@ fn timer_runs_as_root_and_as_nobody() {
         let out = latlab(
             who,
             &[
-                "probe", "timer", "--duration", "1s", "--json", j.to_str().unwrap(), "--histfile",
+                "probe",
+                "timer",
+                "--duration",
+                "1s",
+                "--json",
+                j.to_str().unwrap(),
+                "--histfile",
                 h.to_str().unwrap(),
             ],
         );
@@ -113,7 +122,10 @@ fn timer_runs_as_root_and_as_nobody() {
         // 1 ms period for 1 s on every CPU.
         let cpus = v["streams"].as_array().unwrap().len() as u64;
         assert!(n >= 900 * cpus, "{n} samples on {cpus} CPUs");
-        let fifo = v["meta"]["settings"]["sched_fifo_threads"].as_str().unwrap().to_string();
+        let fifo = v["meta"]["settings"]["sched_fifo_threads"]
+            .as_str()
+            .unwrap()
+            .to_string();
         if who == As::Nobody {
             assert!(err.contains("could not get SCHED_FIFO"), "{err}");
             assert!(fifo.starts_with("0/"), "{fifo}");
@@ -135,7 +147,16 @@ fn posix_timer_signal_and_thread() {
             let j = d.join("r.json");
             let out = latlab(
                 who,
-                &["probe", "posix-timer", "--notify", notify, "--loops", "300", "--json", j.to_str().unwrap()],
+                &[
+                    "probe",
+                    "posix-timer",
+                    "--notify",
+                    notify,
+                    "--loops",
+                    "300",
+                    "--json",
+                    j.to_str().unwrap(),
+                ],
             );
             ok(&out);
             let v = json(&j);
@@ -146,7 +167,11 @@ fn posix_timer_signal_and_thread() {
             }
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(text.contains("missed timer events:"), "{text}");
-            assert!(text.contains(if notify == "thread" { "SIGEV_THREAD" } else { "SIGEV_SIGNAL" }));
+            assert!(text.contains(if notify == "thread" {
+                "SIGEV_THREAD"
+            } else {
+                "SIGEV_SIGNAL"
+            }));
             std::fs::remove_dir_all(d).unwrap();
         }
     }
@@ -159,18 +184,38 @@ fn write_lists_the_slowest_records_and_removes_its_file() {
         let j = d.join("r.json");
         let out = latlab(
             who,
-            &["probe", "write", "--size", "32M", "--dir", d.to_str().unwrap(), "--json", j.to_str().unwrap()],
+            &[
+                "probe",
+                "write",
+                "--size",
+                "32M",
+                "--dir",
+                d.to_str().unwrap(),
+                "--json",
+                j.to_str().unwrap(),
+            ],
         );
         ok(&out);
         let v = json(&j);
         assert_eq!(check_streams(&v), 8192);
         assert_eq!(v["counters"]["bytes_written"], 32 << 20);
         let text = String::from_utf8_lossy(&out.stdout);
-        let listing: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("slowest records")).skip(1).collect();
+        let listing: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("slowest records"))
+            .skip(1)
+            .collect();
         assert_eq!(listing.len(), 10, "{text}");
-        let lat: Vec<u64> = listing.iter().map(|l| l.split(' ').nth(1).unwrap().parse().unwrap()).collect();
+        let lat: Vec<u64> = listing
+            .iter()
+            .map(|l| l.split(' ').nth(1).unwrap().parse().unwrap())
+            .collect();
         assert!(lat.windows(2).all(|w| w[0] <= w[1]), "sorted by latency: {lat:?}");
-        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().map(|e| e.file_name()).collect();
+        let left: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
         assert_eq!(left.len(), 1, "only the JSON remains: {left:?}");
         std::fs::remove_dir_all(d).unwrap();
     }
@@ -195,7 +240,15 @@ fn every_load_does_its_work() {
             let out = latlab(
                 who,
                 &[
-                    "probe", "timer", "--duration", "1s", "--load", load, "--scratch", d.to_str().unwrap(), "--json",
+                    "probe",
+                    "timer",
+                    "--duration",
+                    "1s",
+                    "--load",
+                    load,
+                    "--scratch",
+                    d.to_str().unwrap(),
+                    "--json",
                     j.to_str().unwrap(),
                 ],
             );
@@ -209,7 +262,11 @@ fn every_load_does_its_work() {
                 .map(|(_, v)| v.as_u64().unwrap())
                 .sum();
             assert!(work > 0, "{load} as {who:?} did nothing: {counters:?}");
-            let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().map(|e| e.file_name()).collect();
+            let left: Vec<_> = std::fs::read_dir(&d)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
             assert_eq!(left.len(), 1, "{load}: scratch left behind: {left:?}");
             std::fs::remove_dir_all(d).unwrap();
         }
@@ -223,7 +280,10 @@ fn swap_load_without_swap_says_what_is_missing() {
         eprintln!("skip: this machine has swap, so the no-swap message cannot be shown");
         return;
     }
-    let out = latlab(As::Invoker, &["probe", "timer", "--duration", "1s", "--load", "swap:256M"]);
+    let out = latlab(
+        As::Invoker,
+        &["probe", "timer", "--duration", "1s", "--load", "swap:256M"],
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--zram"), "{err}");
@@ -238,7 +298,10 @@ fn load_children_in(scratch: &Path) -> Vec<u32> {
             continue;
         };
         if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
-            if env.split(|&b| b == 0).any(|kv| kv.starts_with(b"LATLAB_LOAD_DIR=") && contains(kv, needle)) {
+            if env
+                .split(|&b| b == 0)
+                .any(|kv| kv.starts_with(b"LATLAB_LOAD_DIR=") && contains(kv, needle))
+            {
                 found.push(pid);
             }
         }
@@ -269,8 +332,18 @@ fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings()
         let mut child = command(
             As::Invoker,
             &[
-                "probe", "timer", "--duration", "60s", "--load", "dd:256M", "--load", "make:2", "--scratch",
-                d.to_str().unwrap(), "--json", j.to_str().unwrap(),
+                "probe",
+                "timer",
+                "--duration",
+                "60s",
+                "--load",
+                "dd:256M",
+                "--load",
+                "make:2",
+                "--scratch",
+                d.to_str().unwrap(),
+                "--json",
+                j.to_str().unwrap(),
             ],
         )
         .stdout(Stdio::null())
@@ -290,7 +363,11 @@ fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings()
         let v = json(&j);
         check_streams(&v);
         assert!(load_children_in(&d).is_empty(), "a load outlived the probe");
-        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().map(|e| e.file_name()).collect();
+        let left: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
         assert_eq!(left.len(), 1, "scratch left behind: {left:?}");
         assert_eq!(dma_latency(), before, "cpu_dma_latency restored");
         std::fs::remove_dir_all(d).unwrap();
@@ -303,14 +380,28 @@ fn fail_above_gates_and_explain_lists_spikes() {
     let j = d.join("r.json");
     let out = latlab(
         As::Invoker,
-        &["probe", "timer", "--loops", "200", "--fail-above", "1ns", "--trace-above", "1ns", "--json", j.to_str().unwrap()],
+        &[
+            "probe",
+            "timer",
+            "--loops",
+            "200",
+            "--fail-above",
+            "1ns",
+            "--trace-above",
+            "1ns",
+            "--json",
+            j.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("spikes above"), "{text}");
     let v = json(&j);
     let worst = &v["streams"][0]["worst"][0]["attribution"];
-    assert!(!worst["note"].as_str().unwrap().is_empty(), "every listed spike says how it was attributed");
+    assert!(
+        !worst["note"].as_str().unwrap().is_empty(),
+        "every listed spike says how it was attributed"
+    );
     std::fs::remove_dir_all(d).unwrap();
 }
 
@@ -342,7 +433,16 @@ fn side_by_side_with_cyclictest() {
     }
     let out = latlab(
         As::Invoker,
-        &["probe", "vs-cyclictest", "--duration", "1s", "--rounds", "1", "--under", "none"],
+        &[
+            "probe",
+            "vs-cyclictest",
+            "--duration",
+            "1s",
+            "--rounds",
+            "1",
+            "--under",
+            "none",
+        ],
     );
     ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);

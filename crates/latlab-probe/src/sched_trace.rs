@@ -1,0 +1,1069 @@
+//! Spike attribution from the kernel's scheduler, irq and timer tracepoints, recorded in a
+//! private ftrace instance (`--trace-above US` when tracefs is usable).
+//!
+//! [`SchedTrace::start`] creates `instances/latlab-<pid>` in tracefs (mounting it at
+//! /sys/kernel/tracing if needed, else using /sys/kernel/debug/tracing), sets `trace_clock` to
+//! `mono` so event timestamps are CLOCK_MONOTONIC like the probe's own samples, limits it to
+//! the measured CPUs (`tracing_cpumask`, and `per_cpu/cpuN/buffer_size_kb` so only they get the
+//! large ring buffer) and enables `sched_switch`, `sched_waking`,
+//! `irq_handler_entry/exit`, `softirq_entry/exit` and `hrtimer_expire_entry/exit`. See the
+//! kernel's Documentation/trace/ftrace.rst (instances, trace_clock, per_cpu files, options) and
+//! Documentation/trace/events.rst (enabling events, their formats).
+//!
+//! [`SchedTrace::finish`] stops tracing, reads each CPU's `per_cpu/cpuN/trace`, takes lost
+//! events from `per_cpu/cpuN/stats` (`overrun`, `dropped events`) and removes the instance;
+//! `Drop` removes it too on any early exit. The text output prints timestamps with 6 decimals
+//! (µs) even with a nanosecond clock, so the buffer is read a second time with `options/raw`,
+//! whose lines are `pid cpu ts_ns type: N` in the same order; when the two passes agree line by
+//! line the events get those ns timestamps, else they keep µs resolution (the note says which).
+//! The ring buffer overwrites its oldest events when full, so early spikes of a long run may
+//! fall before the oldest recorded event; [`Recorded::attribute`] says so.
+//!
+//! [`Recorded::attribute`] decomposes one late wakeup `intended..woke` of thread T into: the
+//! timer interrupt's delay (to `now` of T's `hrtimer_wakeup` expiry), handler time (hard irqs,
+//! hrtimer expiries, softirqs), the task current at the wakeup keeping the CPU (preempt wait),
+//! other tasks switched in ahead of T, idle/scheduler time, and T's own kernel exit path after
+//! its `sched_switch`. The parts add up to the latency.
+
+use latlab_core::attribution::{Attribution, Cause, TaskSlice};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Where tracefs lives, and the legacy debugfs path.
+const TRACEFS: &str = "/sys/kernel/tracing";
+const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
+
+/// The tracepoints recorded (`events/<system>/<event>/enable`).
+const EVENTS: [&str; 8] = [
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+];
+
+/// Events this much before `intended` still count as the wakeup (µs rounding of the text).
+const SLACK_NS: u64 = 1_000;
+/// How far before the window to look for handler entries still open at its start.
+const LOOKBACK_NS: u64 = 1_000_000;
+
+/// Instances started by this process (the first is `latlab-<pid>`, later ones get a suffix).
+static STARTED: AtomicUsize = AtomicUsize::new(0);
+
+/// A running private ftrace instance; removed by [`SchedTrace::finish`] or on drop.
+#[derive(Debug)]
+pub struct SchedTrace {
+    dir: PathBuf,
+    cpus: Vec<usize>,
+    removed: bool,
+}
+
+impl SchedTrace {
+    /// Start tracing on `cpus`. `buffer_kb` per CPU.
+    pub fn start(cpus: &[usize], buffer_kb: usize) -> Result<SchedTrace, String> {
+        if cpus.is_empty() {
+            return Err("no CPUs to trace".into());
+        }
+        let root = tracefs_root()?;
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let name = match n {
+            0 => format!("latlab-{}", std::process::id()),
+            _ => format!("latlab-{}-{n}", std::process::id()),
+        };
+        let dir = root.join("instances").join(name);
+        if let Err(e) = std::fs::create_dir(&dir) {
+            // A leftover of an earlier process with the same pid: remove it and retry once.
+            if e.kind() != std::io::ErrorKind::AlreadyExists
+                || std::fs::remove_dir(&dir).is_err()
+                || std::fs::create_dir(&dir).is_err()
+            {
+                return Err(format!("cannot create ftrace instance {}: {e}", dir.display()));
+            }
+        }
+        let mut cpus = cpus.to_vec();
+        cpus.sort_unstable();
+        cpus.dedup();
+        // From here on, Drop removes the instance if a step fails.
+        let t = SchedTrace {
+            dir,
+            cpus,
+            removed: false,
+        };
+        write(&t.dir, "tracing_on", "0")?;
+        write(&t.dir, "trace_clock", "mono")?;
+        // Only the measured CPUs get the large buffer (the instance has one per possible CPU).
+        write(&t.dir, "buffer_size_kb", "4")?;
+        for cpu in &t.cpus {
+            write(
+                &t.dir,
+                &format!("per_cpu/cpu{cpu}/buffer_size_kb"),
+                &buffer_kb.to_string(),
+            )?;
+        }
+        write(&t.dir, "tracing_cpumask", &cpumask(&t.cpus))?;
+        for e in EVENTS {
+            write(&t.dir, &format!("events/{e}/enable"), "1")?;
+        }
+        write(&t.dir, "tracing_on", "1")?;
+        Ok(t)
+    }
+
+    /// Stop, read and parse the buffers, remove the instance.
+    pub fn finish(mut self) -> Result<Recorded, String> {
+        write(&self.dir, "tracing_on", "0")?;
+        let cpus = read_cpus(&self.dir, &self.cpus)?;
+        self.remove()?;
+        Ok(Recorded { cpus })
+    }
+
+    /// Stop tracing and rmdir the instance (disabling its events first if it is busy).
+    fn remove(&mut self) -> Result<(), String> {
+        if self.removed {
+            return Ok(());
+        }
+        let _ = write(&self.dir, "tracing_on", "0");
+        let mut result = std::fs::remove_dir(&self.dir);
+        for _ in 0..20 {
+            match &result {
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    let _ = write(&self.dir, "events/enable", "0");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    result = std::fs::remove_dir(&self.dir);
+                }
+                _ => break,
+            }
+        }
+        match result {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(format!("cannot remove ftrace instance {}: {e}", self.dir.display()))
+            }
+            _ => {
+                self.removed = true;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for SchedTrace {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+/// The tracefs mount to use, mounting tracefs at [`TRACEFS`] if it is not there yet.
+fn tracefs_root() -> Result<PathBuf, String> {
+    let primary = Path::new(TRACEFS);
+    if primary.is_dir() && !primary.join("events").exists() {
+        // SAFETY: all pointers are valid NUL-terminated strings; tracefs takes no data.
+        unsafe {
+            libc::mount(
+                c"nodev".as_ptr(),
+                c"/sys/kernel/tracing".as_ptr(),
+                c"tracefs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+    }
+    [TRACEFS, DEBUGFS_TRACING]
+        .iter()
+        .map(Path::new)
+        .find(|p| p.join("instances").is_dir())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("tracefs not available at {TRACEFS} or {DEBUGFS_TRACING} (not root?)"))
+}
+
+fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
+    let path = dir.join(file);
+    std::fs::write(&path, value).map_err(|e| format!("cannot write {value:?} to {}: {e}", path.display()))
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// `tracing_cpumask` syntax: hex, comma-separated 32-bit groups, most significant first.
+fn cpumask(cpus: &[usize]) -> String {
+    let mut words = vec![0u32; cpus.iter().max().map_or(1, |m| m / 32 + 1)];
+    for &c in cpus {
+        words[c / 32] |= 1 << (c % 32);
+    }
+    let mut out = String::new();
+    for (i, w) in words.iter().rev().enumerate() {
+        match i {
+            0 => out.push_str(&format!("{w:x}")),
+            _ => out.push_str(&format!(",{w:08x}")),
+        }
+    }
+    out
+}
+
+/// The CPUs' buffers: the raw pass (ns timestamps) of all, then the stats and the text pass
+/// (fields) of each, parsed.
+fn read_cpus(dir: &Path, cpus: &[usize]) -> Result<BTreeMap<usize, CpuTrace>, String> {
+    let file = |cpu: usize, name: &str| dir.join(format!("per_cpu/cpu{cpu}/{name}"));
+    write(dir, "options/raw", "1")?;
+    let raw = each(cpus, |&cpu| read(&file(cpu, "trace")));
+    write(dir, "options/raw", "0")?;
+    let raws: Vec<(usize, String)> = cpus.iter().copied().zip(raw?).collect();
+    let parsed = each(&raws, |(cpu, raw)| {
+        let stats = read(&file(*cpu, "stats"))?;
+        let lost = stat(&stats, "overrun") + stat(&stats, "dropped events");
+        let text = read(&file(*cpu, "trace"))?;
+        Ok((*cpu, CpuTrace::parse(&text, Some(raw), lost)))
+    })?;
+    Ok(parsed.into_iter().collect())
+}
+
+/// `f` on every item, a thread each: reading a full buffer is seconds of kernel formatting.
+fn each<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> Result<R, String> + Sync) -> Result<Vec<R>, String> {
+    std::thread::scope(|s| {
+        let threads: Vec<_> = items.iter().map(|i| s.spawn(|| f(i))).collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("trace reader thread panicked".to_string()))
+            })
+            .collect()
+    })
+}
+
+/// A `key: value` count from `per_cpu/cpuN/stats`.
+fn stat(stats: &str, key: &str) -> u64 {
+    stats
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim() == key)
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// What a parsed trace line recorded.
+#[derive(Clone, Debug, PartialEq)]
+enum Kind {
+    Switch {
+        prev_comm: String,
+        prev_pid: u32,
+        next_comm: String,
+        next_pid: u32,
+    },
+    Waking {
+        pid: u32,
+    },
+    IrqEntry {
+        irq: u32,
+        name: String,
+    },
+    IrqExit,
+    SoftirqEntry {
+        action: String,
+    },
+    SoftirqExit,
+    TimerEntry {
+        function: String,
+        /// The hrtimer base's clock when the interrupt handler ran (ns, CLOCK_MONOTONIC).
+        now: Option<u64>,
+    },
+    TimerExit,
+}
+
+/// One event: when (CLOCK_MONOTONIC ns), the task current on the CPU, and what happened.
+#[derive(Clone, Debug, PartialEq)]
+struct Event {
+    ts: u64,
+    pid: u32,
+    comm: String,
+    kind: Kind,
+}
+
+/// The leading columns of a text line: `comm-pid [cpu] flags secs.frac: event: fields`.
+#[derive(Debug, PartialEq)]
+struct Head<'a> {
+    comm: &'a str,
+    pid: u32,
+    ts: u64,
+    event: &'a str,
+    fields: &'a str,
+}
+
+/// Lines holding an event (not the `#` header, not a `CPU:N [LOST M EVENTS]` marker), in
+/// both the text and the raw output.
+fn is_event_line(line: &str) -> bool {
+    !line.trim().is_empty() && !line.starts_with('#') && !line.starts_with("CPU:")
+}
+
+fn parse_head(line: &str) -> Option<Head<'_>> {
+    // comm is right-aligned and may hold spaces, '-' and '[': try each " [" as the CPU column.
+    line.match_indices(" [").find_map(|(i, _)| {
+        let (comm, pid) = line[..i].trim().rsplit_once('-')?;
+        let pid = pid.parse().ok()?;
+        let (cpu, rest) = line[i + 2..].split_once(']')?;
+        if cpu.is_empty() || !cpu.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        // The flags column (options/irq-info) is optional.
+        let mut words = rest.split_whitespace();
+        let first = words.next()?;
+        let stamp = match first.strip_suffix(':') {
+            Some(s) => s,
+            None => words.next()?.strip_suffix(':')?,
+        };
+        let ts = parse_secs(stamp)?;
+        let after = &rest[rest.find(stamp)? + stamp.len() + 1..];
+        let (event, fields) = after.trim_start().split_once(':')?;
+        if event.is_empty() || event.contains(' ') {
+            return None;
+        }
+        Some(Head {
+            comm,
+            pid,
+            ts,
+            event,
+            fields: fields.trim(),
+        })
+    })
+}
+
+/// `secs.frac` (1 to 9 decimals) to ns.
+fn parse_secs(s: &str) -> Option<u64> {
+    let (secs, frac) = s.split_once('.')?;
+    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let scale = 10u64.pow(9 - frac.len() as u32);
+    Some(secs.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()? * scale)
+}
+
+/// The value of ` key=` (the last one: comm values come first and could contain anything),
+/// up to the next space.
+fn value<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("{key}=");
+    let start = match fields.rfind(&format!(" {pat}")) {
+        Some(i) => i + 1 + pat.len(),
+        None if fields.starts_with(&pat) => pat.len(),
+        None => return None,
+    };
+    fields[start..].split_whitespace().next()
+}
+
+/// The comm in `key=COMM <next>=`, which may hold spaces.
+fn comm_between<'a>(fields: &'a str, key: &str, next: &str) -> Option<&'a str> {
+    let start = fields.find(key)? + key.len();
+    let end = fields.rfind(next)?;
+    fields.get(start..end)
+}
+
+fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
+    Some(match event {
+        "sched_switch" => {
+            let (prev, next) = fields.split_once(" ==> ")?;
+            Kind::Switch {
+                prev_comm: comm_between(prev, "prev_comm=", " prev_pid=")?.to_string(),
+                prev_pid: value(prev, "prev_pid")?.parse().ok()?,
+                next_comm: comm_between(next, "next_comm=", " next_pid=")?.to_string(),
+                next_pid: value(next, "next_pid")?.parse().ok()?,
+            }
+        }
+        "sched_waking" => Kind::Waking {
+            pid: value(fields, "pid")?.parse().ok()?,
+        },
+        "irq_handler_entry" => Kind::IrqEntry {
+            irq: value(fields, "irq")?.parse().ok()?,
+            name: fields.split_once(" name=")?.1.to_string(),
+        },
+        "irq_handler_exit" => Kind::IrqExit,
+        "softirq_entry" => Kind::SoftirqEntry {
+            action: match fields.split_once("[action=") {
+                Some((_, a)) => a.trim_end_matches(']').to_string(),
+                None => format!("vec {}", value(fields, "vec")?),
+            },
+        },
+        "softirq_exit" => Kind::SoftirqExit,
+        "hrtimer_expire_entry" => Kind::TimerEntry {
+            function: value(fields, "function")?.to_string(),
+            now: value(fields, "now").and_then(|n| n.parse().ok()),
+        },
+        "hrtimer_expire_exit" => Kind::TimerExit,
+        _ => return None,
+    })
+}
+
+/// One CPU's parsed buffer.
+#[derive(Clone, Debug, Default)]
+struct CpuTrace {
+    /// Sorted by time.
+    events: Vec<Event>,
+    /// Events the ring buffer overwrote or dropped.
+    lost: u64,
+    /// Event lines that did not parse.
+    skipped: usize,
+    /// Timestamps have ns resolution (from the raw pass), else µs.
+    ns: bool,
+}
+
+impl CpuTrace {
+    /// Parse the text output; `raw` (the same buffer read with `options/raw`) refines the
+    /// timestamps to ns when it matches line by line.
+    fn parse(text: &str, raw: Option<&str>, lost: u64) -> CpuTrace {
+        let mut events = Vec::new();
+        let mut lines_of_events = Vec::new();
+        let mut heads = Vec::new();
+        let mut skipped = 0;
+        for (n, line) in text.lines().filter(|l| is_event_line(l)).enumerate() {
+            let head = parse_head(line);
+            heads.push(head.as_ref().map(|h| (h.pid, h.ts)));
+            match head.and_then(|h| Some((parse_kind(h.event, h.fields)?, h))) {
+                Some((kind, h)) => {
+                    events.push(Event {
+                        ts: h.ts,
+                        pid: h.pid,
+                        comm: h.comm.to_string(),
+                        kind,
+                    });
+                    lines_of_events.push(n);
+                }
+                None => skipped += 1,
+            }
+        }
+        let stamps: Vec<Option<(u32, u64)>> = raw
+            .unwrap_or("")
+            .lines()
+            .filter(|l| is_event_line(l))
+            .map(|l| {
+                let mut w = l.split_whitespace();
+                let pid = w.next()?.parse().ok()?;
+                let _cpu = w.next()?;
+                Some((pid, w.next()?.parse().ok()?))
+            })
+            .collect();
+        // Text rounds to the nearest µs: a matching raw stamp is within 500 ns of it.
+        let ns = !heads.is_empty()
+            && stamps.len() == heads.len()
+            && heads.iter().zip(&stamps).all(|(h, s)| match (h, s) {
+                (Some((pid, us)), Some((rpid, ns))) => pid == rpid && us.abs_diff(*ns) <= 500,
+                (None, _) => true,
+                (Some(_), None) => false,
+            });
+        if ns {
+            for (e, &n) in events.iter_mut().zip(&lines_of_events) {
+                if let Some((_, t)) = stamps[n] {
+                    e.ts = t;
+                }
+            }
+        }
+        events.sort_by_key(|e| e.ts);
+        CpuTrace {
+            events,
+            lost,
+            skipped,
+            ns,
+        }
+    }
+
+    /// Index of the first event at or after `t`.
+    fn at(&self, t: u64) -> usize {
+        self.events.partition_point(|e| e.ts < t)
+    }
+
+    /// Hard-irq handlers, hrtimer expiries and softirqs overlapping `[from, to]`, clipped to it.
+    fn handlers(&self, from: u64, to: u64) -> Vec<Interval> {
+        let mut open: [Option<(u64, String)>; 3] = [None, None, None];
+        let mut out = Vec::new();
+        for e in self.events[self.at(from.saturating_sub(LOOKBACK_NS))..]
+            .iter()
+            .take_while(|e| e.ts <= to)
+        {
+            let (slot, label) = match &e.kind {
+                Kind::IrqEntry { irq, name } => (0, Some(format!("irq {irq} {name}"))),
+                Kind::IrqExit => (0, None),
+                Kind::SoftirqEntry { action } => (1, Some(format!("softirq {action}"))),
+                Kind::SoftirqExit => (1, None),
+                Kind::TimerEntry { function, .. } => (2, Some(format!("hrtimer {function}"))),
+                Kind::TimerExit => (2, None),
+                _ => continue,
+            };
+            match label {
+                Some(l) => open[slot] = Some((e.ts, l)),
+                None => {
+                    if let Some((start, label)) = open[slot].take() {
+                        out.push(Interval::new(start, e.ts, slot == 1, label));
+                    }
+                }
+            }
+        }
+        for (slot, o) in open.into_iter().enumerate() {
+            if let Some((start, label)) = o {
+                out.push(Interval::new(start, to, slot == 1, label));
+            }
+        }
+        out.into_iter()
+            .filter_map(|iv| {
+                let (start, end) = (iv.start.max(from), iv.end.min(to));
+                (start < end).then_some(Interval { start, end, ..iv })
+            })
+            .collect()
+    }
+
+    /// Who held the CPU over `[from, to]`, from the `sched_switch` events, in order.
+    fn slices(&self, from: u64, to: u64) -> Vec<Slice> {
+        let i0 = self.at(from);
+        // The task current at `from` is the one named on the next event (a switch's prev side).
+        let Some(first) = self.events.get(i0) else {
+            return Vec::new();
+        };
+        let (mut pid, mut comm) = match &first.kind {
+            Kind::Switch {
+                prev_pid, prev_comm, ..
+            } => (*prev_pid, prev_comm.as_str()),
+            _ => (first.pid, first.comm.as_str()),
+        };
+        let mut start = from;
+        let mut out = Vec::new();
+        for e in self.events[i0..].iter().take_while(|e| e.ts <= to) {
+            if let Kind::Switch {
+                next_pid, next_comm, ..
+            } = &e.kind
+            {
+                out.push(Slice::new(pid, comm, start, e.ts));
+                (pid, comm, start) = (*next_pid, next_comm.as_str(), e.ts);
+            }
+        }
+        out.push(Slice::new(pid, comm, start, to));
+        out
+    }
+
+    /// Hard irqs, hrtimer expiries and softirqs that began in `[from, to]`, most frequent first.
+    fn irq_counts(&self, from: u64, to: u64) -> Vec<(String, u64)> {
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for e in self.events[self.at(from)..].iter().take_while(|e| e.ts <= to) {
+            let name = match &e.kind {
+                Kind::IrqEntry { irq, name } => format!("irq {irq} {name}"),
+                Kind::SoftirqEntry { action } => format!("softirq {action}"),
+                Kind::TimerEntry { function, .. } => format!("hrtimer {function}"),
+                _ => continue,
+            };
+            *counts.entry(name).or_default() += 1;
+        }
+        let mut v: Vec<(String, u64)> = counts.into_iter().collect();
+        v.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+        v
+    }
+
+    fn attribute(&self, tid: u32, intended: u64, woke: u64) -> Attribution {
+        let ev = &self.events;
+        let lo = self.at(intended.saturating_sub(SLACK_NS));
+        let hi = ev.partition_point(|e| e.ts <= woke.saturating_add(SLACK_NS));
+        let waking = (lo..hi).find(|&i| matches!(ev[i].kind, Kind::Waking { pid } if pid == tid));
+        // T's own timer: the last hrtimer_wakeup expiry before its sched_waking.
+        let expiry = waking.and_then(|w| {
+            (lo..w).rev().find_map(|i| match &ev[i].kind {
+                Kind::TimerEntry { function, now } if function == "hrtimer_wakeup" => Some(now.unwrap_or(ev[i].ts)),
+                _ => None,
+            })
+        });
+        let switch_in = waking
+            .and_then(|w| (w..hi).find(|&i| matches!(ev[i].kind, Kind::Switch { next_pid, .. } if next_pid == tid)));
+        let e = expiry
+            .or(waking.map(|w| ev[w].ts))
+            .unwrap_or(intended)
+            .clamp(intended, woke);
+        let s = switch_in.map_or(woke, |i| ev[i].ts).clamp(e, woke);
+
+        let handlers = self.handlers(intended, s);
+        let spans: Vec<(u64, u64)> = handlers.iter().map(|h| (h.start, h.end)).collect();
+        let busy = |a: u64, b: u64| covered(&spans, a, b);
+        let slices = self.slices(intended, s);
+        let mut a = Attribution {
+            handler_ns: busy(intended, s),
+            tasks: task_list(&slices, tid),
+            irqs: self.irq_counts(intended, woke),
+            ..Attribution::default()
+        };
+        let mut warnings = Vec::new();
+        match waking {
+            Some(w) => {
+                let woken_at = ev[w].ts.clamp(e, s);
+                a.irq_off_ns = (e - intended) - busy(intended, e);
+                a.wakee_kernel_ns = woke - s;
+                // Until the first switch after the wakeup, the task current at the wakeup kept
+                // the CPU: the idle loop's exit (scheduler) or a wait for a preemption point.
+                let first_switch = (w..hi)
+                    .find(|&i| matches!(ev[i].kind, Kind::Switch { .. }))
+                    .map_or(s, |i| ev[i].ts)
+                    .clamp(e, s);
+                let kept = (first_switch - e) - busy(e, first_switch);
+                match slices.iter().find(|sl| sl.start <= woken_at && woken_at <= sl.end) {
+                    Some(sl) if sl.pid != 0 => a.preempt_wait_ns = kept,
+                    _ => a.sched_ns = kept,
+                }
+                for sl in &slices {
+                    let (x, y) = (sl.start.max(first_switch), sl.end.min(s));
+                    if x < y {
+                        let t = (y - x) - busy(x, y);
+                        match sl.pid {
+                            0 => a.sched_ns += t,
+                            _ => a.ran_ahead_ns += t,
+                        }
+                    }
+                }
+                a.cause = cause(&slices, &handlers, woken_at, s, woke - intended);
+                if switch_in.is_none() {
+                    warnings.push(format!("no sched_switch to tid {tid} after its wakeup"));
+                }
+            }
+            None => warnings.push(format!("no sched_waking of tid {tid} in the window")),
+        }
+        if self.lost > 0 {
+            match ev.first() {
+                Some(f) if f.ts <= intended => warnings.push(format!(
+                    "{} older events overwritten on this CPU (window recorded)",
+                    self.lost
+                )),
+                _ => warnings.push(format!(
+                    "window precedes the oldest recorded event ({} events overwritten)",
+                    self.lost
+                )),
+            }
+        }
+        if self.skipped > 0 {
+            warnings.push(format!("{} trace lines did not parse", self.skipped));
+        }
+        a.note = note(self.ns, &warnings);
+        a
+    }
+}
+
+fn note(ns: bool, warnings: &[String]) -> String {
+    let mut s = format!(
+        "ftrace sched/irq/timer tracepoints, trace_clock mono, {} resolution",
+        if ns { "ns" } else { "µs" }
+    );
+    for w in warnings {
+        s.push_str("; ");
+        s.push_str(w);
+    }
+    s
+}
+
+/// A handler's run: hard irq or hrtimer expiry, or softirq.
+#[derive(Clone, Debug)]
+struct Interval {
+    start: u64,
+    end: u64,
+    softirq: bool,
+    label: String,
+}
+
+impl Interval {
+    fn new(start: u64, end: u64, softirq: bool, label: String) -> Self {
+        Interval {
+            start,
+            end,
+            softirq,
+            label,
+        }
+    }
+}
+
+/// A stretch one task held the CPU.
+#[derive(Clone, Debug)]
+struct Slice {
+    pid: u32,
+    comm: String,
+    start: u64,
+    end: u64,
+}
+
+impl Slice {
+    fn new(pid: u32, comm: &str, start: u64, end: u64) -> Self {
+        let comm = if pid == 0 { "<idle>" } else { comm };
+        Slice {
+            pid,
+            comm: comm.to_string(),
+            start,
+            end,
+        }
+    }
+}
+
+/// Length of the union of `spans` inside `[a, b]`.
+fn covered(spans: &[(u64, u64)], a: u64, b: u64) -> u64 {
+    let mut clipped: Vec<(u64, u64)> = spans
+        .iter()
+        .map(|&(s, e)| (s.max(a), e.min(b)))
+        .filter(|(s, e)| s < e)
+        .collect();
+    clipped.sort_unstable();
+    let (mut total, mut reach) = (0, a);
+    for (s, e) in clipped {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+            reach = e;
+        }
+    }
+    total
+}
+
+/// CPU time per task other than `tid`, longest first.
+fn task_list(slices: &[Slice], tid: u32) -> Vec<TaskSlice> {
+    let mut by_pid: BTreeMap<u32, TaskSlice> = BTreeMap::new();
+    for sl in slices.iter().filter(|sl| sl.pid != tid && sl.end > sl.start) {
+        by_pid
+            .entry(sl.pid)
+            .or_insert_with(|| TaskSlice {
+                comm: sl.comm.clone(),
+                pid: sl.pid,
+                ns: 0,
+            })
+            .ns += sl.end - sl.start;
+    }
+    let mut v: Vec<TaskSlice> = by_pid.into_values().collect();
+    v.sort_by_key(|t| std::cmp::Reverse(t.ns));
+    v
+}
+
+/// The task that held the CPU between the wakeup and the switch to the woken task for more
+/// than half the latency, and what it was doing as far as the tracepoints tell.
+fn cause(slices: &[Slice], handlers: &[Interval], woken_at: u64, switch_at: u64, latency: u64) -> Option<Cause> {
+    let clipped: Vec<(&Slice, u64, u64)> = slices
+        .iter()
+        .map(|sl| (sl, sl.start.max(woken_at), sl.end.min(switch_at)))
+        .filter(|(_, x, y)| x < y)
+        .collect();
+    let mut per_pid: BTreeMap<u32, u64> = BTreeMap::new();
+    for (sl, x, y) in &clipped {
+        *per_pid.entry(sl.pid).or_default() += y - x;
+    }
+    let (&pid, &held) = per_pid.iter().max_by_key(|(_, &t)| t)?;
+    if held * 2 <= latency {
+        return None;
+    }
+    let mine: Vec<&(&Slice, u64, u64)> = clipped.iter().filter(|(sl, _, _)| sl.pid == pid).collect();
+    // Handler time inside the task's stretches, per label, split hard/soft.
+    let mut by_label: BTreeMap<(bool, &str), u64> = BTreeMap::new();
+    for h in handlers {
+        let t: u64 = mine.iter().map(|(_, x, y)| covered(&[(h.start, h.end)], *x, *y)).sum();
+        *by_label.entry((h.softirq, h.label.as_str())).or_default() += t;
+    }
+    let class = |soft: bool| {
+        let total: u64 = by_label.iter().filter(|((s, _), _)| *s == soft).map(|(_, t)| t).sum();
+        let top = by_label.iter().filter(|((s, _), _)| *s == soft).max_by_key(|(_, &t)| t);
+        (total, top.map(|((_, l), _)| l.to_string()))
+    };
+    let (soft_ns, soft_top) = class(true);
+    let (hard_ns, hard_top) = class(false);
+    let first = mine.first()?;
+    let path = if soft_ns * 2 > held {
+        soft_top?
+    } else if hard_ns * 2 > held {
+        hard_top?
+    } else if pid == 0 {
+        return None;
+    } else if first.0.comm.starts_with("ksoftirqd") {
+        "softirq (ksoftirqd)".to_string()
+    } else if first.1 == woken_at {
+        "kernel (non-preemptible section)".to_string()
+    } else {
+        "ran ahead of the woken task (higher priority or woken earlier)".to_string()
+    };
+    Some(Cause {
+        task: format!("{}/{}", first.0.comm, pid),
+        path,
+        lock: None,
+        since_ns: first.1,
+        until_ns: mine.last()?.2,
+        ended_by: "sched_switch".to_string(),
+    })
+}
+
+/// Everything recorded: parsed events per traced CPU.
+#[derive(Clone, Debug, Default)]
+pub struct Recorded {
+    cpus: BTreeMap<usize, CpuTrace>,
+}
+
+impl Recorded {
+    /// Lost events (ring buffer overruns) on `cpu`.
+    pub fn lost(&self, cpu: usize) -> u64 {
+        self.cpus.get(&cpu).map_or(0, |c| c.lost)
+    }
+
+    /// Explain one late wakeup of thread `tid` on `cpu`.
+    pub fn attribute(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Attribution {
+        match self.cpus.get(&cpu) {
+            Some(c) => c.attribute(tid, intended_ns, woke_ns.max(intended_ns)),
+            None => Attribution {
+                note: note(false, &[format!("CPU {cpu} was not traced")]),
+                ..Attribution::default()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = include_str!("../tests/fixtures/sched_trace/cpu0.txt");
+    const RAW: &str = include_str!("../tests/fixtures/sched_trace/cpu0.raw");
+
+    fn sum(a: &Attribution) -> u64 {
+        a.irq_off_ns + a.handler_ns + a.preempt_wait_ns + a.ran_ahead_ns + a.sched_ns + a.wakee_kernel_ns
+    }
+
+    fn recorded(text: &str) -> Recorded {
+        Recorded {
+            cpus: BTreeMap::from([(0, CpuTrace::parse(text, None, 0))]),
+        }
+    }
+
+    #[test]
+    fn parses_captured_lines() {
+        let h = parse_head(
+            "        my co-mm-15523   [000] d..2.  9121.117263: sched_switch: prev_comm=my co-mm prev_pid=15523 \
+             prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+        )
+        .unwrap();
+        assert_eq!(
+            (h.comm, h.pid, h.ts, h.event),
+            ("my co-mm", 15523, 9_121_117_263_000, "sched_switch")
+        );
+        assert_eq!(
+            parse_kind(h.event, h.fields),
+            Some(Kind::Switch {
+                prev_comm: "my co-mm".into(),
+                prev_pid: 15523,
+                next_comm: "swapper/0".into(),
+                next_pid: 0
+            })
+        );
+        let h = parse_head(
+            "          <idle>-0       [000] d.h1.  9121.128102: hrtimer_expire_entry: hrtimer=00000000bc8869ca \
+             function=hrtimer_wakeup now=9121128101321",
+        )
+        .unwrap();
+        assert_eq!((h.comm, h.pid), ("<idle>", 0));
+        assert_eq!(
+            parse_kind(h.event, h.fields),
+            Some(Kind::TimerEntry {
+                function: "hrtimer_wakeup".into(),
+                now: Some(9_121_128_101_321)
+            })
+        );
+        let h = parse_head(
+            "          <idle>-0       [000] d.h1.  9121.135601: irq_handler_entry: irq=39 name=virtio2-output.0",
+        )
+        .unwrap();
+        assert_eq!(
+            parse_kind(h.event, h.fields),
+            Some(Kind::IrqEntry {
+                irq: 39,
+                name: "virtio2-output.0".into()
+            })
+        );
+        let h =
+            parse_head("        my co-mm-15523   [000] ..s..  9121.116027: softirq_entry: vec=9 [action=RCU]").unwrap();
+        assert_eq!(
+            parse_kind(h.event, h.fields),
+            Some(Kind::SoftirqEntry { action: "RCU".into() })
+        );
+        let h = parse_head(
+            "          <idle>-0       [000] d.h3.  9121.120318: sched_waking: comm=my co-mm pid=15523 prio=120 \
+             target_cpu=000",
+        )
+        .unwrap();
+        assert_eq!(parse_kind(h.event, h.fields), Some(Kind::Waking { pid: 15523 }));
+        // Without the irq-info flags column, with 9 decimals, and a comm with " [" in it.
+        let h =
+            parse_head("  a [b]-c-77 [003] 12.000000123: sched_waking: comm=x pid=5 prio=1 target_cpu=003").unwrap();
+        assert_eq!((h.comm, h.pid, h.ts), ("a [b]-c", 77, 12_000_000_123));
+        assert_eq!(parse_head("# tracer: nop"), None);
+        assert_eq!(parse_head("CPU:0 [LOST 12 EVENTS]"), None);
+    }
+
+    #[test]
+    fn parses_captured_buffer_with_ns_from_raw_pass() {
+        let c = CpuTrace::parse(TEXT, Some(RAW), 0);
+        assert!(c.ns);
+        assert_eq!(c.skipped, 0);
+        assert_eq!(c.events.len(), 152);
+        assert_eq!(c.events[0].ts, 9_121_096_662_043);
+        assert!(c.events.windows(2).all(|w| w[0].ts <= w[1].ts));
+        let us = CpuTrace::parse(TEXT, None, 0);
+        assert!(!us.ns);
+        assert_eq!(us.events[0].ts, 9_121_096_662_000);
+        // A raw pass that does not match line by line leaves µs timestamps.
+        let short: String = RAW.lines().take(100).map(|l| format!("{l}\n")).collect();
+        assert!(!CpuTrace::parse(TEXT, Some(&short), 0).ns);
+    }
+
+    #[test]
+    fn clean_wakeup_from_idle() {
+        // Captured: `chrt -f 50 sleep 0.005` (pid 15524) woken from idle on CPU 0.
+        let rec = Recorded {
+            cpus: BTreeMap::from([(0, CpuTrace::parse(TEXT, Some(RAW), 0))]),
+        };
+        let intended = 9_121_128_100_000;
+        let woke = 9_121_128_140_000;
+        let a = rec.attribute(0, 15524, intended, woke);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        assert_eq!(a.irq_off_ns, 1_321);
+        assert_eq!(a.preempt_wait_ns + a.ran_ahead_ns, 0);
+        assert!(a.sched_ns > 0 && a.handler_ns > 0 && a.wakee_kernel_ns > 0, "{a:?}");
+        assert_eq!(a.tasks.len(), 1);
+        assert_eq!((a.tasks[0].comm.as_str(), a.tasks[0].pid), ("<idle>", 0));
+        assert!(a.irqs.contains(&("hrtimer hrtimer_wakeup".to_string(), 1)));
+        assert_eq!(a.cause, None);
+        assert!(
+            a.note.contains("ns resolution") && !a.note.contains("no sched_"),
+            "{}",
+            a.note
+        );
+    }
+
+    const KWORKER_HELD: &str = "\
+          <idle>-0       [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=kworker/0:1 next_pid=42 next_prio=120
+     kworker/0:1-42      [000] d.h1.   100.000050: hrtimer_expire_entry: hrtimer=00000000ef75f1b4 function=hrtimer_wakeup now=100000049000
+     kworker/0:1-42      [000] d.h3.   100.000051: sched_waking: comm=latlab-cpu0 pid=777 prio=49 target_cpu=000
+     kworker/0:1-42      [000] d.h1.   100.000052: hrtimer_expire_exit: hrtimer=00000000ef75f1b4
+     kworker/0:1-42      [000] d.h1.   100.000060: irq_handler_entry: irq=39 name=virtio2-output.0
+     kworker/0:1-42      [000] d.h1.   100.000064: irq_handler_exit: irq=39 ret=handled
+     kworker/0:1-42      [000] ..s..   100.000064: softirq_entry: vec=3 [action=NET_RX]
+     kworker/0:1-42      [000] ..s..   100.000070: softirq_exit: vec=3 [action=NET_RX]
+     kworker/0:1-42      [000] d..2.   100.000250: sched_switch: prev_comm=kworker/0:1 prev_pid=42 prev_prio=120 prev_state=R ==> next_comm=latlab-cpu0 next_pid=777 next_prio=49
+";
+
+    #[test]
+    fn non_preemptible_kworker_with_irq_in_window() {
+        let (intended, woke) = (100_000_040_000, 100_000_255_000);
+        let a = recorded(KWORKER_HELD).attribute(0, 777, intended, woke);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        assert_eq!(a.irq_off_ns, 9_000);
+        assert_eq!(a.handler_ns, 12_000);
+        assert_eq!(a.preempt_wait_ns, 189_000);
+        assert_eq!((a.ran_ahead_ns, a.sched_ns, a.wakee_kernel_ns), (0, 0, 5_000));
+        assert_eq!(
+            a.tasks,
+            vec![TaskSlice {
+                comm: "kworker/0:1".into(),
+                pid: 42,
+                ns: 210_000
+            }]
+        );
+        assert_eq!(a.irqs.len(), 3);
+        assert!(a.irqs.contains(&("irq 39 virtio2-output.0".to_string(), 1)));
+        assert!(a.irqs.contains(&("softirq NET_RX".to_string(), 1)));
+        let c = a.cause.expect("cause");
+        assert_eq!(c.task, "kworker/0:1/42");
+        assert_eq!(c.path, "kernel (non-preemptible section)");
+        assert_eq!((c.since_ns, c.until_ns), (100_000_051_000, 100_000_250_000));
+        assert!(a.note.contains("µs resolution"), "{}", a.note);
+    }
+
+    const RAN_AHEAD: &str = "\
+          <idle>-0       [000] d.h1.   200.000010: hrtimer_expire_entry: hrtimer=00000000ef75f1b4 function=hrtimer_wakeup now=200000010000
+          <idle>-0       [000] d.h3.   200.000011: sched_waking: comm=kworker/0:1 pid=42 prio=120 target_cpu=000
+          <idle>-0       [000] d.h3.   200.000012: sched_waking: comm=latlab-cpu0 pid=777 prio=49 target_cpu=000
+          <idle>-0       [000] d.h1.   200.000013: hrtimer_expire_exit: hrtimer=00000000ef75f1b4
+          <idle>-0       [000] d..2.   200.000015: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=kworker/0:1 next_pid=42 next_prio=120
+     kworker/0:1-42      [000] d..2.   200.000115: sched_switch: prev_comm=kworker/0:1 prev_pid=42 prev_prio=120 prev_state=S ==> next_comm=latlab-cpu0 next_pid=777 next_prio=49
+";
+
+    #[test]
+    fn task_switched_in_ahead_of_the_wakee() {
+        let (intended, woke) = (200_000_010_000, 200_000_120_000);
+        let a = recorded(RAN_AHEAD).attribute(0, 777, intended, woke);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        assert_eq!((a.irq_off_ns, a.handler_ns, a.sched_ns), (0, 3_000, 2_000));
+        assert_eq!(
+            (a.ran_ahead_ns, a.preempt_wait_ns, a.wakee_kernel_ns),
+            (100_000, 0, 5_000)
+        );
+        assert_eq!(a.tasks[0].comm, "kworker/0:1");
+        assert_eq!(a.tasks[1].comm, "<idle>");
+        let c = a.cause.expect("cause");
+        assert_eq!(c.task, "kworker/0:1/42");
+        assert!(c.path.starts_with("ran ahead"), "{}", c.path);
+        // A thread never woken in the window is reported as such.
+        let a = recorded(RAN_AHEAD).attribute(0, 999, intended, woke);
+        assert!(a.note.contains("no sched_waking of tid 999"), "{}", a.note);
+        assert!(recorded(RAN_AHEAD)
+            .attribute(1, 777, intended, woke)
+            .note
+            .contains("CPU 1 was not traced"));
+    }
+
+    #[test]
+    fn lost_events_are_reported() {
+        let mut rec = recorded(RAN_AHEAD);
+        rec.cpus.get_mut(&0).unwrap().lost = 7;
+        assert_eq!(rec.lost(0), 7);
+        let a = rec.attribute(0, 777, 100_000_000_000, 100_000_100_000);
+        assert!(
+            a.note.contains("window precedes the oldest recorded event (7 events"),
+            "{}",
+            a.note
+        );
+    }
+
+    #[test]
+    fn cpumask_groups() {
+        assert_eq!(cpumask(&[0]), "1");
+        assert_eq!(cpumask(&[1, 3]), "a");
+        assert_eq!(cpumask(&[0, 33]), "2,00000001");
+    }
+
+    #[test]
+    fn traces_a_sleeping_thread_on_cpu0() {
+        let t = match SchedTrace::start(&[0], 1024) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("skipping live ftrace test: {e}");
+                return;
+            }
+        };
+        let dir = t.dir.clone();
+        assert!(dir.is_dir());
+        let (tid, samples) = std::thread::spawn(|| {
+            let _ = crate::caps::pin_to(0);
+            let _ = crate::caps::set_fifo(80);
+            let mut samples = Vec::new();
+            let mut next = crate::clock::mono_ns() + 1_000_000;
+            for _ in 0..200 {
+                crate::clock::sleep_until(next);
+                samples.push((next, crate::clock::mono_ns()));
+                next += 1_000_000;
+            }
+            (crate::clock::gettid(), samples)
+        })
+        .join()
+        .expect("sleeper");
+        let rec = t.finish().expect("finish");
+        assert!(!dir.exists(), "instance {} not removed", dir.display());
+        let cpu0 = &rec.cpus[&0];
+        assert!(!cpu0.events.is_empty());
+        assert!(cpu0.ns, "raw pass did not match the text pass");
+        let (intended, woke) = samples[samples.len() - 2];
+        let a = rec.attribute(0, tid, intended, woke);
+        assert!(!a.note.contains("no sched_"), "{}", a.note);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+    }
+
+    #[test]
+    fn drop_removes_the_instance() {
+        let Ok(t) = SchedTrace::start(&[0], 64) else {
+            eprintln!("skipping live ftrace test: tracefs unavailable");
+            return;
+        };
+        let dir = t.dir.clone();
+        drop(t);
+        assert!(!dir.exists());
+    }
+}
