@@ -36,9 +36,32 @@ pub fn set_fifo(prio: i32) -> Result<(), String> {
 }
 
 /// Lock all current and future memory (mlockall).
+///
+/// With CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK both current and future pages are locked.
+/// Otherwise only the current ones: under MCL_FUTURE every later mapping beyond the limit
+/// (a thread stack, a growing histogram) would fail with EAGAIN, which is worse than a fault.
 pub fn lock_memory() -> Result<(), String> {
     use nix::sys::mman::{mlockall, MlockAllFlags};
-    mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map_err(|e| format!("mlockall: {e}"))
+    use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
+    let unlimited = getrlimit(Resource::RLIMIT_MEMLOCK).is_ok_and(|(soft, _)| soft == RLIM_INFINITY);
+    if unlimited || has_cap_ipc_lock() {
+        mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map_err(|e| format!("mlockall: {e}"))
+    } else {
+        let (soft, _) = getrlimit(Resource::RLIMIT_MEMLOCK).unwrap_or((0, 0));
+        mlockall(MlockAllFlags::MCL_CURRENT)
+            .map_err(|e| format!("mlockall(MCL_CURRENT) within RLIMIT_MEMLOCK {} KiB: {e}", soft / 1024))
+    }
+}
+
+/// CAP_IPC_LOCK (capability 14) in the effective set, from /proc/self/status.
+fn has_cap_ipc_lock() -> bool {
+    const CAP_IPC_LOCK: u32 = 14;
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+            .is_some_and(|caps| caps >> CAP_IPC_LOCK & 1 == 1)
+    })
 }
 
 /// Undo [`lock_memory`].

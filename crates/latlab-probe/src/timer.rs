@@ -14,7 +14,7 @@ use crate::signals;
 use latlab_core::attribution::Attribution;
 use latlab_core::result::{Sample, Stream};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Settings shared by the periodic probes (`timer`, `posix-timer`).
 #[derive(Clone, Debug)]
@@ -133,6 +133,44 @@ impl ThreadCtx {
     }
 }
 
+/// Stack of a measuring thread: its loop keeps histograms on the heap, so 256 KiB is ample, and
+/// a small stack stays inside RLIMIT_MEMLOCK when memory is locked.
+const MEASURING_STACK: usize = 256 * 1024;
+
+/// Lets the measuring threads start together once all are set up, or not at all if one of
+/// them could not be spawned.
+#[derive(Default)]
+struct StartGate {
+    /// (threads arrived, decision: None = pending, Some(go)).
+    state: Mutex<(usize, Option<bool>)>,
+    cv: Condvar,
+}
+
+impl StartGate {
+    /// A thread is set up; block until the run starts (true) or is called off (false).
+    fn arrive_and_wait(&self) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 += 1;
+        self.cv.notify_all();
+        loop {
+            if let Some(go) = st.1 {
+                return go;
+            }
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Wait for `threads` arrivals and start them, or call the run off at once if `!go`.
+    fn open(&self, threads: usize, go: bool) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while go && st.0 < threads {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.1 = Some(go);
+        self.cv.notify_all();
+    }
+}
+
 /// Run `body` on one pinned SCHED_FIFO thread per CPU and collect the streams.
 ///
 /// `body` gets the thread's context after pinning and priority setup, and returns when
@@ -178,17 +216,19 @@ where
     };
     let with_tracer = tracer.is_some();
     let body = Arc::new(body);
-    let barrier = Arc::new(Barrier::new(cfg.cpus.len()));
+    let gate = Arc::new(StartGate::default());
     let t0 = mono_ns();
     let mut handles = Vec::new();
+    let mut errors = Vec::new();
     for &cpu in &cfg.cpus {
         let body = body.clone();
-        let barrier = barrier.clone();
+        let gate = gate.clone();
         let cfg = cfg.clone();
         let name = format!("{stream_name}{cpu}");
         let measures = measures.to_string();
-        let h = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name(format!("latlab-{name}"))
+            .stack_size(MEASURING_STACK)
             .spawn(move || {
                 let mut tc = ThreadCaps::default();
                 match caps::pin_to(cpu) {
@@ -201,7 +241,9 @@ where
                         Err(e) => tc.errors.push(e),
                     }
                 }
-                barrier.wait();
+                if !gate.arrive_and_wait() {
+                    return None;
+                }
                 let start = mono_ns();
                 let mut ctx = ThreadCtx {
                     cpu,
@@ -221,20 +263,30 @@ where
                     errors: Vec::new(),
                 };
                 body(&mut ctx);
-                (ctx.stream, tc, ctx.errors, start)
-            })
-            .expect("spawn measuring thread");
-        handles.push(h);
+                Some((ctx.stream, tc, ctx.errors, start))
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                errors.push(format!("CPU {cpu}: could not start the measuring thread: {e}"));
+                break;
+            }
+        }
     }
+    gate.open(handles.len(), errors.is_empty());
     let mut streams = Vec::new();
-    let mut errors = Vec::new();
     let mut starts = Vec::new();
     for h in handles {
-        let (s, tc, e, start) = h.join().expect("measuring thread panicked");
-        rc.add_thread(&tc);
-        streams.push(s);
-        errors.extend(e);
-        starts.push(start);
+        match h.join() {
+            Ok(Some((s, tc, e, start))) => {
+                rc.add_thread(&tc);
+                streams.push(s);
+                errors.extend(e);
+                starts.push(start);
+            }
+            Ok(None) => {}
+            Err(_) => errors.push("a measuring thread panicked".to_string()),
+        }
     }
     if let (Some(t), Some(threshold)) = (tracer, cfg.trace_above_ns) {
         match t.finish() {

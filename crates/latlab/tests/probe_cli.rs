@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::RwLock;
 use std::time::Duration;
 
 fn is_root() -> bool {
@@ -42,7 +43,12 @@ fn command(who: As, args: &[&str]) -> Command {
     c
 }
 
+/// Every probe holds /dev/cpu_dma_latency at 0 while it runs; the test that checks the setting
+/// is restored takes this for writing so no other probe holds it meanwhile.
+static DMA_LATENCY: RwLock<()> = RwLock::new(());
+
 fn latlab(who: As, args: &[&str]) -> Output {
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
     command(who, args).output().expect("latlab runs")
 }
 
@@ -325,6 +331,7 @@ fn dma_latency() -> Option<i32> {
 
 #[test]
 fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings() {
+    let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let d = scratch(&format!("signal-{sig}"));
         let j = d.join("r.json");

@@ -1,6 +1,7 @@
 //! `make:N`: a kernel-build-like CPU and page-cache load. Generates a C source tree (60 files of
 //! ~400 lines of loops, switches and struct arithmetic, a header and a Makefile) and runs
-//! `make -jN`, removes the objects and builds again until stopped. Counter: `builds`.
+//! `make -jN`, removes the objects and builds again until stopped. Counters: `builds` (whole
+//! builds linked) and `objects` (object files compiled, so a run shorter than one build shows work).
 //! Without `cc` or `make` on PATH it forks N busy-loop processes instead (counter
 //! `cpu_loops`, one per ~10^6 square roots) and leaves a note saying so.
 
@@ -46,6 +47,8 @@ pub fn on_path(name: &str) -> bool {
 /// Generate `tree` under `dir`, then `make -j<jobs>` and clean until `stop`.
 pub fn build_loop(dir: &Path, stop: &AtomicBool, counters: &Counters, jobs: u32, tree: Tree) -> io::Result<()> {
     counters.add("builds", 0);
+    counters.add("objects", 0);
+    let mut objects_before = 0u64;
     let src = dir.join("src");
     generate(&src, tree)?;
     while !stop.load(Ordering::Relaxed) {
@@ -61,6 +64,7 @@ pub fn build_loop(dir: &Path, stop: &AtomicBool, counters: &Counters, jobs: u32,
             .spawn()?;
         counters.ready();
         let status = loop {
+            counters.set("objects", objects_before + count_objects(&src));
             if let Some(s) = make.try_wait()? {
                 break Some(s);
             }
@@ -80,10 +84,21 @@ pub fn build_loop(dir: &Path, stop: &AtomicBool, counters: &Counters, jobs: u32,
             }
             _ => {}
         }
+        objects_before += count_objects(&src);
+        counters.set("objects", objects_before);
         clean(&src)?;
     }
     let _ = std::fs::remove_dir_all(&src);
     Ok(())
+}
+
+/// Object files currently in `src` (a vanished directory counts as none).
+fn count_objects(src: &Path) -> u64 {
+    std::fs::read_dir(src).map_or(0, |rd| {
+        rd.filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "o"))
+            .count() as u64
+    })
 }
 
 /// Remove the build products (`make clean`).
