@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 fn is_root() -> bool {
@@ -279,8 +279,59 @@ fn every_load_does_its_work() {
     }
 }
 
+/// Held by the tests that depend on whether the machine has swap (one of them adds zram swap).
+static SWAP: Mutex<()> = Mutex::new(());
+
+#[test]
+fn swap_load_with_zram_swaps_and_tears_the_device_down() {
+    let _swap = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        eprintln!("skip: not root, so no zram swap device can be made");
+        return;
+    }
+    let zram = Path::new("/sys/class/zram-control").exists()
+        || Command::new("modprobe").arg("zram").status().is_ok_and(|s| s.success());
+    if !zram {
+        eprintln!("skip: no zram support in this kernel");
+        return;
+    }
+    let swaps_before = std::fs::read_to_string("/proc/swaps").unwrap();
+    let d = scratch("swap-zram");
+    let j = d.join("r.json");
+    let out = latlab(
+        As::Invoker,
+        &[
+            "probe",
+            "timer",
+            "--duration",
+            "1s",
+            "--load",
+            "swap:256M",
+            "--zram",
+            "--scratch",
+            d.to_str().unwrap(),
+            "--json",
+            j.to_str().unwrap(),
+        ],
+    );
+    ok(&out);
+    let v = json(&j);
+    check_streams(&v);
+    let swapped = v["counters"]["load swap:256M.system_pages_swapped_out"]
+        .as_u64()
+        .unwrap();
+    assert!(swapped > 0, "nothing swapped out: {}", v["counters"]);
+    assert_eq!(
+        std::fs::read_to_string("/proc/swaps").unwrap(),
+        swaps_before,
+        "zram swap left behind"
+    );
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 #[test]
 fn swap_load_without_swap_says_what_is_missing() {
+    let _swap = SWAP.lock().unwrap_or_else(|e| e.into_inner());
     let has_swap = std::fs::read_to_string("/proc/swaps").is_ok_and(|s| s.lines().count() > 1);
     if has_swap {
         eprintln!("skip: this machine has swap, so the no-swap message cannot be shown");

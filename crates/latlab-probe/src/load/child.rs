@@ -67,8 +67,8 @@ fn run(spec: &LoadSpec, work: &Path, stop: &AtomicBool, counters: &Counters) -> 
         LoadSpec::Swap { bytes } => {
             swap::prefer_oom_kill();
             let meminfo = std::fs::read_to_string("/proc/meminfo")?;
-            let len = swap::map_bytes(bytes, &meminfo).map_err(io::Error::other)?;
-            swap::run(work, stop, counters, len)
+            let sizes = swap::map_bytes(bytes, &meminfo).map_err(io::Error::other)?;
+            swap::run(work, stop, counters, sizes)
         }
     }
 }
