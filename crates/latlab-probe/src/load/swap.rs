@@ -174,7 +174,7 @@ impl Mapping {
             for _ in 0..BATCH {
                 self.dirty(i, &mut x);
                 i = (i + 1) % pages;
-                if page_out && i % CHUNK_PAGES == 0 {
+                if page_out && i.is_multiple_of(CHUNK_PAGES) {
                     let first = if i == 0 {
                         (pages - 1) / CHUNK_PAGES * CHUNK_PAGES
                     } else {
