@@ -69,6 +69,15 @@ impl PosixTimer {
         Ok(PosixTimer(id))
     }
 
+    /// Create a timer for `ev` and arm it to expire every `interval_ns` from one interval on;
+    /// returns it and its first expiry.
+    fn start(ev: &mut libc::sigevent, interval_ns: u64) -> Result<(PosixTimer, u64), String> {
+        let timer = PosixTimer::create(ev)?;
+        let first = mono_ns() + interval_ns;
+        timer.arm(first, interval_ns)?;
+        Ok((timer, first))
+    }
+
     /// Arm: first expiry at absolute `first_ns`, then every `interval_ns`.
     fn arm(&self, first_ns: u64, interval_ns: u64) -> Result<(), String> {
         let spec = libc::itimerspec {
@@ -116,15 +125,11 @@ fn signal_loop(ctx: &mut ThreadCtx) {
     ev.sigev_notify = libc::SIGEV_THREAD_ID;
     ev.sigev_signo = sig;
     ev.sigev_notify_thread_id = ctx.tid as libc::c_int;
-    let timer = match PosixTimer::create(&mut ev) {
+    let interval = ctx.interval_ns;
+    let (timer, mut next) = match PosixTimer::start(&mut ev, interval) {
         Ok(t) => t,
         Err(e) => return ctx.fail(e),
     };
-    let interval = ctx.interval_ns;
-    let mut next = mono_ns() + interval;
-    if let Err(e) = timer.arm(next, interval) {
-        return ctx.fail(e);
-    }
     let wait = to_timespec(1_000_000_000);
     loop {
         // SAFETY: set and wait are valid; info may be null.
@@ -240,16 +245,15 @@ fn thread_loop(ctx: &mut ThreadCtx) {
         _pad: [0; 4],
     };
     // SAFETY: SigEventThread has sigevent's size and glibc's layout for SIGEV_THREAD.
-    let timer = PosixTimer::create(unsafe { &mut *(&mut ev as *mut SigEventThread as *mut libc::sigevent) });
-    let timer = match timer {
+    let interval = ctx.interval_ns;
+    let started = PosixTimer::start(
+        unsafe { &mut *(&mut ev as *mut SigEventThread as *mut libc::sigevent) },
+        interval,
+    );
+    let (timer, mut next) = match started {
         Ok(t) => t,
         Err(e) => return ctx.fail(e),
     };
-    let interval = ctx.interval_ns;
-    let mut next = mono_ns() + interval;
-    if let Err(e) = timer.arm(next, interval) {
-        return ctx.fail(e);
-    }
     if let Ok(mut t) = shared.timer.lock() {
         *t = Some(timer);
     }

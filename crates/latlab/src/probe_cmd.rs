@@ -140,12 +140,9 @@ pub struct PosixTimerArgs {
     /// (SIGEV_THREAD: a new thread per expiry).
     #[arg(long, default_value = "signal", value_parser = p_notify)]
     pub notify: Notify,
+    /// The same period, CPUs, load and output options as `probe timer`.
     #[command(flatten)]
-    pub periodic: PeriodicOpts,
-    #[command(flatten)]
-    pub load: LoadOpts,
-    #[command(flatten)]
-    pub out: OutputOpts,
+    pub timer: TimerArgs,
 }
 
 #[derive(Args, Debug)]
@@ -178,11 +175,11 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
                 periodic_result(&name, &cfg, timer::run(&cfg))
             })
         }
-        ProbeCmd::PosixTimer(t) => {
+        ProbeCmd::PosixTimer(PosixTimerArgs { notify, timer: t }) => {
             let cfg = periodic_config(&t.periodic, &t.out);
-            let name = format!("posix-timer {}", t.notify.sigev_name());
+            let name = format!("posix-timer {}", notify.sigev_name());
             run_with_loads(&name, &t.load, &t.out, || {
-                let out = latlab_probe::posix_timer::run(&cfg, t.notify);
+                let out = latlab_probe::posix_timer::run(&cfg, notify);
                 periodic_result(&name, &cfg, out)
             })
         }

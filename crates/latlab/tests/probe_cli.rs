@@ -103,27 +103,50 @@ fn ok(out: &Output) -> String {
     err
 }
 
+/// `args` with `{dir}` replaced by `d`, then `--json d/r.json`.
+fn args_in(d: &Path, args: &[&str]) -> Vec<String> {
+    let dir = d.to_str().unwrap();
+    let mut v: Vec<String> = args.iter().map(|a| a.replace("{dir}", dir)).collect();
+    v.extend(["--json".to_string(), d.join("r.json").to_str().unwrap().to_string()]);
+    v
+}
+
+/// A finished probe run in its own scratch directory.
+struct Run {
+    out: Output,
+    v: serde_json::Value,
+    dir: PathBuf,
+}
+
+/// `latlab ARGS --json` as `who` in a fresh scratch directory (`{dir}` in ARGS names it).
+fn probe(who: As, name: &str, args: &[&str]) -> Run {
+    let dir = scratch(name);
+    let a = args_in(&dir, args);
+    let out = latlab(who, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    let v = match out.status.code() {
+        Some(0 | 1) => json(&dir.join("r.json")),
+        _ => panic!("exit {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr)),
+    };
+    Run { out, v, dir }
+}
+
+/// Assert that only the JSON result is left in `d`, then remove it.
+fn only_json_left(d: &Path, what: &str) {
+    let left: Vec<_> = std::fs::read_dir(d).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 1, "{what}: scratch left behind: {left:?}");
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 #[test]
 fn timer_runs_as_root_and_as_nobody() {
     for who in users() {
-        let d = scratch(&format!("timer-{who:?}"));
-        let j = d.join("r.json");
-        let h = d.join("h.txt");
-        let out = latlab(
+        let Run { out, v, dir: d } = probe(
             who,
-            &[
-                "probe",
-                "timer",
-                "--duration",
-                "1s",
-                "--json",
-                j.to_str().unwrap(),
-                "--histfile",
-                h.to_str().unwrap(),
-            ],
+            &format!("timer-{who:?}"),
+            &["probe", "timer", "--duration", "1s", "--histfile", "{dir}/h.txt"],
         );
         let err = ok(&out);
-        let v = json(&j);
+        let h = d.join("h.txt");
         let n = check_streams(&v);
         // 1 ms period for 1 s on every CPU.
         let cpus = v["streams"].as_array().unwrap().len() as u64;
@@ -149,23 +172,12 @@ fn timer_runs_as_root_and_as_nobody() {
 fn posix_timer_signal_and_thread() {
     for who in users() {
         for notify in ["signal", "thread"] {
-            let d = scratch(&format!("posix-{notify}-{who:?}"));
-            let j = d.join("r.json");
-            let out = latlab(
+            let Run { out, v, dir: d } = probe(
                 who,
-                &[
-                    "probe",
-                    "posix-timer",
-                    "--notify",
-                    notify,
-                    "--loops",
-                    "300",
-                    "--json",
-                    j.to_str().unwrap(),
-                ],
+                &format!("posix-{notify}-{who:?}"),
+                &["probe", "posix-timer", "--notify", notify, "--loops", "300"],
             );
             ok(&out);
-            let v = json(&j);
             check_streams(&v);
             for s in v["streams_summary"].as_array().unwrap() {
                 // Every expiry was either notified or counted as missed.
@@ -186,23 +198,12 @@ fn posix_timer_signal_and_thread() {
 #[test]
 fn write_lists_the_slowest_records_and_removes_its_file() {
     for who in users() {
-        let d = scratch(&format!("write-{who:?}"));
-        let j = d.join("r.json");
-        let out = latlab(
+        let Run { out, v, dir: d } = probe(
             who,
-            &[
-                "probe",
-                "write",
-                "--size",
-                "32M",
-                "--dir",
-                d.to_str().unwrap(),
-                "--json",
-                j.to_str().unwrap(),
-            ],
+            &format!("write-{who:?}"),
+            &["probe", "write", "--size", "32M", "--dir", "{dir}"],
         );
         ok(&out);
-        let v = json(&j);
         assert_eq!(check_streams(&v), 8192);
         assert_eq!(v["counters"]["bytes_written"], 32 << 20);
         let text = String::from_utf8_lossy(&out.stdout);
@@ -217,13 +218,7 @@ fn write_lists_the_slowest_records_and_removes_its_file() {
             .map(|l| l.split(' ').nth(1).unwrap().parse().unwrap())
             .collect();
         assert!(lat.windows(2).all(|w| w[0] <= w[1]), "sorted by latency: {lat:?}");
-        let left: Vec<_> = std::fs::read_dir(&d)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name())
-            .collect();
-        assert_eq!(left.len(), 1, "only the JSON remains: {left:?}");
-        std::fs::remove_dir_all(d).unwrap();
+        only_json_left(&d, "write");
     }
 }
 
@@ -241,10 +236,9 @@ fn every_load_does_its_work() {
     let loads = ["make:2", "dd:64M", "dbench:2", "tar", "sync", "video"];
     for who in users() {
         for load in loads {
-            let d = scratch(&format!("load-{}-{who:?}", load.replace(':', "-")));
-            let j = d.join("r.json");
-            let out = latlab(
+            let Run { out, v, dir: d } = probe(
                 who,
+                &format!("load-{}-{who:?}", load.replace(':', "-")),
                 &[
                     "probe",
                     "timer",
@@ -253,13 +247,10 @@ fn every_load_does_its_work() {
                     "--load",
                     load,
                     "--scratch",
-                    d.to_str().unwrap(),
-                    "--json",
-                    j.to_str().unwrap(),
+                    "{dir}",
                 ],
             );
             ok(&out);
-            let v = json(&j);
             check_streams(&v);
             let counters = v["counters"].as_object().unwrap();
             let work: u64 = counters
@@ -268,13 +259,7 @@ fn every_load_does_its_work() {
                 .map(|(_, v)| v.as_u64().unwrap())
                 .sum();
             assert!(work > 0, "{load} as {who:?} did nothing: {counters:?}");
-            let left: Vec<_> = std::fs::read_dir(&d)
-                .unwrap()
-                .flatten()
-                .map(|e| e.file_name())
-                .collect();
-            assert_eq!(left.len(), 1, "{load}: scratch left behind: {left:?}");
-            std::fs::remove_dir_all(d).unwrap();
+            only_json_left(&d, load);
         }
     }
 }
@@ -296,10 +281,9 @@ fn swap_load_with_zram_swaps_and_tears_the_device_down() {
         return;
     }
     let swaps_before = std::fs::read_to_string("/proc/swaps").unwrap();
-    let d = scratch("swap-zram");
-    let j = d.join("r.json");
-    let out = latlab(
+    let Run { out, v, dir: d } = probe(
         As::Invoker,
+        "swap-zram",
         &[
             "probe",
             "timer",
@@ -309,13 +293,10 @@ fn swap_load_with_zram_swaps_and_tears_the_device_down() {
             "swap:256M",
             "--zram",
             "--scratch",
-            d.to_str().unwrap(),
-            "--json",
-            j.to_str().unwrap(),
+            "{dir}",
         ],
     );
     ok(&out);
-    let v = json(&j);
     check_streams(&v);
     let swapped = v["counters"]["load swap:256M.system_pages_swapped_out"]
         .as_u64()
@@ -326,7 +307,7 @@ fn swap_load_with_zram_swaps_and_tears_the_device_down() {
         swaps_before,
         "zram swap left behind"
     );
-    std::fs::remove_dir_all(d).unwrap();
+    only_json_left(&d, "swap");
 }
 
 #[test]
@@ -385,10 +366,9 @@ fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings()
     let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let d = scratch(&format!("signal-{sig}"));
-        let j = d.join("r.json");
         let before = dma_latency();
-        let mut child = command(
-            As::Invoker,
+        let args = args_in(
+            &d,
             &[
                 "probe",
                 "timer",
@@ -399,15 +379,14 @@ fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings()
                 "--load",
                 "make:2",
                 "--scratch",
-                d.to_str().unwrap(),
-                "--json",
-                j.to_str().unwrap(),
+                "{dir}",
             ],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        );
+        let mut child = command(As::Invoker, &args.iter().map(String::as_str).collect::<Vec<_>>())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         // Wait until the measuring has begun (the loads start first, then the probe).
         std::thread::sleep(Duration::from_millis(2500));
         if is_root() {
@@ -418,26 +397,18 @@ fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings()
         unsafe { libc::kill(child.id() as i32, sig) };
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(128 + sig), "signal {sig}");
-        let v = json(&j);
-        check_streams(&v);
+        check_streams(&json(&d.join("r.json")));
         assert!(load_children_in(&d).is_empty(), "a load outlived the probe");
-        let left: Vec<_> = std::fs::read_dir(&d)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name())
-            .collect();
-        assert_eq!(left.len(), 1, "scratch left behind: {left:?}");
         assert_eq!(dma_latency(), before, "cpu_dma_latency restored");
-        std::fs::remove_dir_all(d).unwrap();
+        only_json_left(&d, "signal");
     }
 }
 
 #[test]
 fn fail_above_gates_and_explain_lists_spikes() {
-    let d = scratch("gate");
-    let j = d.join("r.json");
-    let out = latlab(
+    let Run { out, v, dir: d } = probe(
         As::Invoker,
+        "gate",
         &[
             "probe",
             "timer",
@@ -447,14 +418,11 @@ fn fail_above_gates_and_explain_lists_spikes() {
             "1ns",
             "--trace-above",
             "1ns",
-            "--json",
-            j.to_str().unwrap(),
         ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("spikes above"), "{text}");
-    let v = json(&j);
     let worst = &v["streams"][0]["worst"][0]["attribution"];
     assert!(
         !worst["note"].as_str().unwrap().is_empty(),
