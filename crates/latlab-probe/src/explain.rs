@@ -23,6 +23,8 @@ pub struct Explainer {
     threshold_ns: u64,
     last: Snap,
     budget: usize,
+    /// Only the steal delta: the scheduler tracepoints explain the rest.
+    steal_only: bool,
 }
 
 impl Explainer {
@@ -32,6 +34,15 @@ impl Explainer {
             threshold_ns,
             last: snap(cpu),
             budget: BUDGET,
+            steal_only: false,
+        }
+    }
+
+    /// Beside the tracepoints, which cannot see the hypervisor: only the steal delta.
+    pub fn steal_only(cpu: usize, threshold_ns: u64) -> Self {
+        Explainer {
+            steal_only: true,
+            ..Explainer::new(cpu, threshold_ns)
         }
     }
 
@@ -41,6 +52,15 @@ impl Explainer {
             return Attribution::default();
         }
         self.budget -= 1;
+        if self.steal_only {
+            let now = steal_ns(self.cpu).unwrap_or(0);
+            let steal_ns = now.saturating_sub(self.last.steal_ns);
+            self.last.steal_ns = now;
+            return Attribution {
+                steal_ns,
+                ..Default::default()
+            };
+        }
         let now = snap(self.cpu);
         let mut irqs: Vec<(String, u64)> = now
             .irqs

@@ -254,11 +254,10 @@ where
                     loops: cfg.loops,
                     keep_worst: cfg.keep_worst,
                     stream: Stream::new(name, measures),
-                    explainer: if with_tracer {
-                        None
-                    } else {
-                        cfg.trace_above_ns.map(|t| Explainer::new(cpu, t))
-                    },
+                    explainer: cfg.trace_above_ns.map(|t| match with_tracer {
+                        true => Explainer::steal_only(cpu, t),
+                        false => Explainer::new(cpu, t),
+                    }),
                     done: 0,
                     errors: Vec::new(),
                 };
@@ -321,7 +320,15 @@ fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, 
     for w in s.worst.iter_mut().filter(|w| w.latency_ns >= threshold) {
         let tid = w.tag.get("tid").and_then(|t| t.parse().ok()).unwrap_or(0);
         let intended = start + w.at_ns;
+        let steal_ns = w.attribution.steal_ns;
         w.attribution = rec.attribute(cpu, tid, intended, intended + w.latency_ns);
+        if steal_ns > 0 {
+            w.attribution.steal_ns = steal_ns;
+            w.attribution.note.push_str(&format!(
+                "; steal {:.1} ms on CPU {cpu} since the previous spike (/proc/stat, 1/USER_HZ resolution)",
+                steal_ns as f64 / 1e6
+            ));
+        }
     }
 }
 
