@@ -158,6 +158,14 @@ pub fn check_slots(slots: u64) -> Result<(), SwapError> {
     Ok(())
 }
 
+/// A request from owner 1 for its page 0 on CPU 0, for unit tests.
+#[cfg(test)]
+pub(crate) const TEST_REQ: AllocRequest = AllocRequest {
+    owner: 1,
+    vpage: 0,
+    cpu: 0,
+};
+
 /// Shared check for `alloc`: the request must name a CPU the model knows.
 pub(crate) fn check_request(req: &AllocRequest) -> Result<(), SwapError> {
     if req.cpu >= MAX_CPUS {

@@ -38,7 +38,7 @@
 use crate::map::SwapInfo;
 use crate::meter::Meter;
 use crate::scan24::SWAPFILE_CLUSTER;
-use crate::{check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
+use crate::{check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
 
 /// `#define LATENCY_LIMIT 256`: entries scanned between `cond_resched()` calls.
 pub const LATENCY_LIMIT: u64 = 256;
@@ -105,14 +105,6 @@ impl SwapAllocator for Lockless {
         "lockless-2.6.14"
     }
 
-    fn slots(&self) -> u64 {
-        self.si.pages()
-    }
-
-    fn used(&self) -> u64 {
-        self.si.inuse
-    }
-
     fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError> {
         check_request(req)?;
         let mut m = Meter::default();
@@ -126,30 +118,14 @@ impl SwapAllocator for Lockless {
         Ok(Alloc { slot, work: m.finish() })
     }
 
-    fn free(&mut self, slot: u64) -> Result<Work, SwapError> {
-        check_free(self, slot)?;
-        Ok(self.si.swap_free(slot, 1))
-    }
-
-    fn is_allocated(&self, slot: u64) -> bool {
-        self.si.is_allocated(slot)
-    }
-
-    fn check_invariants(&self) -> Result<(), SwapError> {
-        self.si.check(self.name())
-    }
+    crate::map::swap_info_methods!(1);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scan24::Scan24;
-
-    const REQ: AllocRequest = AllocRequest {
-        owner: 1,
-        vpage: 0,
-        cpu: 0,
-    };
+    use crate::TEST_REQ as REQ;
 
     #[test]
     fn same_search_as_2_4_but_the_lock_is_held_for_two_entries_at_most() {

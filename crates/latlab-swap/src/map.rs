@@ -156,6 +156,54 @@ impl Bounds {
     }
 }
 
+/// 2.4's `get_swap_page()` around a device search: `swap_list_lock`, then, unless the device
+/// is `full`, `swap_device_lock` held for `search`.
+pub(crate) fn get_swap_page_24<A>(
+    a: &mut A,
+    full: bool,
+    search: impl FnOnce(&mut A, &mut Meter) -> Option<u64>,
+) -> crate::Alloc {
+    let mut m = Meter::default();
+    m.lock(); // swap_list_lock
+    let mut slot = None;
+    if !full {
+        m.lock(); // swap_device_lock
+        slot = search(a, &mut m);
+        m.unlock();
+    }
+    m.unlock();
+    crate::Alloc { slot, work: m.finish() }
+}
+
+/// The `slots`, `used`, `free`, `is_allocated` and `check_invariants` of a `SwapAllocator`
+/// whose state is a [`SwapInfo`] in `self.si`; `$locks` is how many nested locks its
+/// `swap_free` takes.
+macro_rules! swap_info_methods {
+    ($locks:expr) => {
+        fn slots(&self) -> u64 {
+            self.si.pages()
+        }
+
+        fn used(&self) -> u64 {
+            self.si.inuse
+        }
+
+        fn free(&mut self, slot: u64) -> Result<Work, SwapError> {
+            crate::check_free(self, slot)?;
+            Ok(self.si.swap_free(slot, $locks))
+        }
+
+        fn is_allocated(&self, slot: u64) -> bool {
+            self.si.is_allocated(slot)
+        }
+
+        fn check_invariants(&self) -> Result<(), SwapError> {
+            self.si.check(self.name())
+        }
+    };
+}
+pub(crate) use swap_info_methods;
+
 /// The parts of `struct swap_info_struct` the scan-based allocators share: the map,
 /// `inuse_pages`, `lowest_bit`/`highest_bit`, and the `cluster_next`/`cluster_nr` cursor.
 #[derive(Debug, Clone)]

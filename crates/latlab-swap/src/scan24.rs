@@ -22,9 +22,9 @@
 //! map has no free run of 256 the run search and the fine-grained search each read up to
 //! the whole map. That is Ingo Molnar's "near linear search" of seed 003.
 
-use crate::map::SwapInfo;
+use crate::map::{get_swap_page_24, SwapInfo};
 use crate::meter::Meter;
-use crate::{check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
+use crate::{check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
 
 /// `#define SWAPFILE_CLUSTER 256`.
 pub const SWAPFILE_CLUSTER: u64 = 256;
@@ -77,51 +77,19 @@ impl SwapAllocator for Scan24 {
         "scan-2.4"
     }
 
-    fn slots(&self) -> u64 {
-        self.si.pages()
-    }
-
-    fn used(&self) -> u64 {
-        self.si.inuse
-    }
-
     fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError> {
         check_request(req)?;
-        let mut m = Meter::default();
-        m.lock(); // swap_list_lock
-        let mut slot = None;
-        if !self.si.full() {
-            m.lock(); // swap_device_lock
-            slot = self.scan_swap_map(&mut m);
-            m.unlock();
-        }
-        m.unlock();
-        Ok(Alloc { slot, work: m.finish() })
+        let full = self.si.full();
+        Ok(get_swap_page_24(self, full, |a, m| a.scan_swap_map(m)))
     }
 
-    fn free(&mut self, slot: u64) -> Result<Work, SwapError> {
-        check_free(self, slot)?;
-        Ok(self.si.swap_free(slot, 2))
-    }
-
-    fn is_allocated(&self, slot: u64) -> bool {
-        self.si.is_allocated(slot)
-    }
-
-    fn check_invariants(&self) -> Result<(), SwapError> {
-        self.si.check(self.name())
-    }
+    crate::map::swap_info_methods!(2);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const REQ: AllocRequest = AllocRequest {
-        owner: 1,
-        vpage: 0,
-        cpu: 0,
-    };
+    use crate::TEST_REQ as REQ;
 
     #[test]
     fn hands_out_sequential_slots_from_a_fresh_map() {

@@ -39,9 +39,8 @@
 //! area is smaller than one chunk (`nchunks == 0`) the starting block is reduced modulo
 //! the area (the patch would index past `si->max` there).
 
-use crate::map::SwapInfo;
-use crate::meter::Meter;
-use crate::{check_free, check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
+use crate::map::{get_swap_page_24, SwapInfo};
+use crate::{check_request, check_slots, Alloc, AllocRequest, SwapAllocator, SwapError, Work};
 
 /// `CHUNK_SHIFT` with 4 KiB pages: 256 slots per chunk.
 pub const CHUNK_SHIFT: u32 = 20 - 12;
@@ -88,49 +87,24 @@ impl SwapAllocator for VaddrChunks {
         "vaddr-chunks"
     }
 
-    fn slots(&self) -> u64 {
-        self.si.pages()
-    }
-
-    fn used(&self) -> u64 {
-        self.si.inuse
-    }
-
     fn alloc(&mut self, req: &AllocRequest) -> Result<Alloc, SwapError> {
         check_request(req)?;
-        let mut m = Meter::default();
-        m.lock(); // swap_list_lock
-        let mut slot = None;
-        if !self.si.full() {
-            m.lock(); // swap_device_lock
-            let block = self.home_block(req.owner, req.vpage);
-            let max = self.si.pages();
-            let (mut found, n) = self.si.map.find_free(block, max);
+        let full = self.si.full();
+        Ok(get_swap_page_24(self, full, |a, m| {
+            let block = a.home_block(req.owner, req.vpage);
+            let max = a.si.pages();
+            let (mut found, n) = a.si.map.find_free(block, max);
             m.read(n);
             if found.is_none() {
-                let (wrapped, n) = self.si.map.find_free(0, block);
+                let (wrapped, n) = a.si.map.find_free(0, block);
                 m.read(n);
                 found = wrapped;
             }
-            slot = found.map(|b| self.si.take(b));
-            m.unlock();
-        }
-        m.unlock();
-        Ok(Alloc { slot, work: m.finish() })
+            found.map(|b| a.si.take(b))
+        }))
     }
 
-    fn free(&mut self, slot: u64) -> Result<Work, SwapError> {
-        check_free(self, slot)?;
-        Ok(self.si.swap_free(slot, 2))
-    }
-
-    fn is_allocated(&self, slot: u64) -> bool {
-        self.si.is_allocated(slot)
-    }
-
-    fn check_invariants(&self) -> Result<(), SwapError> {
-        self.si.check(self.name())
-    }
+    crate::map::swap_info_methods!(2);
 }
 
 #[cfg(test)]
