@@ -40,15 +40,18 @@ pub fn set_fifo(prio: i32) -> Result<(), String> {
 /// With CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK both current and future pages are locked.
 /// Otherwise only the current ones: under MCL_FUTURE every later mapping beyond the limit
 /// (a thread stack, a growing histogram) would fail with EAGAIN, which is worse than a fault.
-pub fn lock_memory() -> Result<(), String> {
+pub fn lock_memory() -> Result<&'static str, String> {
     use nix::sys::mman::{mlockall, MlockAllFlags};
     use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
     let unlimited = getrlimit(Resource::RLIMIT_MEMLOCK).is_ok_and(|(soft, _)| soft == RLIM_INFINITY);
     if unlimited || has_cap_ipc_lock() {
-        mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map_err(|e| format!("mlockall: {e}"))
+        mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE)
+            .map(|()| "current+future")
+            .map_err(|e| format!("mlockall: {e}"))
     } else {
         let (soft, _) = getrlimit(Resource::RLIMIT_MEMLOCK).unwrap_or((0, 0));
         mlockall(MlockAllFlags::MCL_CURRENT)
+            .map(|()| "current")
             .map_err(|e| format!("mlockall(MCL_CURRENT) within RLIMIT_MEMLOCK {} KiB: {e}", soft / 1024))
     }
 }
@@ -72,7 +75,8 @@ pub fn unlock_memory() {
 /// The whole run's privileges, for the report.
 #[derive(Clone, Debug, Default)]
 pub struct RunCaps {
-    pub mlocked: bool,
+    /// What mlockall locked: "current+future", "current" (within RLIMIT_MEMLOCK), or None.
+    pub mlocked: Option<&'static str>,
     pub mlock_error: Option<String>,
     pub fifo_threads: usize,
     pub threads: usize,
@@ -116,6 +120,13 @@ impl RunCaps {
                 "could not lock memory ({e}): page faults may add latency; run as root or raise `ulimit -l`"
             ));
         }
+        if self.mlocked == Some("current") {
+            w.push(
+                "memory locked as it was at the start only (no CAP_IPC_LOCK, finite RLIMIT_MEMLOCK): pages \
+                 the run allocates later may fault"
+                    .to_string(),
+            );
+        }
         if self.fifo_requested && self.fifo_threads < self.threads {
             w.push(format!(
                 "could not get SCHED_FIFO ({}): measured as SCHED_OTHER, so the figures include waiting for \
@@ -143,7 +154,7 @@ impl RunCaps {
 
     pub fn settings(&self) -> Vec<(String, String)> {
         vec![
-            ("mlockall".into(), self.mlocked.to_string()),
+            ("mlockall".into(), self.mlocked.unwrap_or("no").to_string()),
             (
                 "sched_fifo_threads".into(),
                 format!("{}/{}", self.fifo_threads, self.threads),

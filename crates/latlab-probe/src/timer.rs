@@ -200,7 +200,7 @@ where
     };
     if cfg.mlock {
         match caps::lock_memory() {
-            Ok(()) => rc.mlocked = true,
+            Ok(scope) => rc.mlocked = Some(scope),
             Err(e) => rc.mlock_error = Some(e),
         }
     }
@@ -298,7 +298,7 @@ where
         }
     }
     let wall_ns = mono_ns() - t0;
-    if rc.mlocked {
+    if rc.mlocked.is_some() {
         caps::unlock_memory();
     }
     PeriodicOutcome {

@@ -278,12 +278,14 @@ fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::Periodic
     }
     let mut settings = BTreeMap::new();
     settings.insert("cpus".into(), format!("{:?}", cfg.cpus));
+    let (got, threads) = (out.caps.fifo_threads, out.caps.threads);
     settings.insert(
         "policy".into(),
-        if cfg.priority > 0 {
-            format!("SCHED_FIFO {}", cfg.priority)
-        } else {
-            "SCHED_OTHER".into()
+        match cfg.priority {
+            0 => "SCHED_OTHER".into(),
+            p if got == threads => format!("SCHED_FIFO {p}"),
+            p if got == 0 => format!("SCHED_OTHER (SCHED_FIFO {p} refused)"),
+            p => format!("SCHED_FIFO {p} on {got} of {threads} threads, SCHED_OTHER on the rest"),
         },
     );
     settings.insert("interval_us".into(), format!("{}", cfg.interval_ns as f64 / 1000.0));

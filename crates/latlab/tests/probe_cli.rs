@@ -155,11 +155,18 @@ fn timer_runs_as_root_and_as_nobody() {
             .as_str()
             .unwrap()
             .to_string();
+        let policy = v["meta"]["settings"]["policy"].as_str().unwrap();
         if who == As::Nobody {
             assert!(err.contains("could not get SCHED_FIFO"), "{err}");
             assert!(fifo.starts_with("0/"), "{fifo}");
+            assert!(
+                policy.starts_with("SCHED_OTHER") && policy.contains("refused"),
+                "{policy}"
+            );
         } else if is_root() {
             assert_eq!(fifo, format!("{cpus}/{cpus}"));
+            assert_eq!(policy, "SCHED_FIFO 95");
+            assert_eq!(v["meta"]["settings"]["mlockall"], "current+future");
         }
         let hist = std::fs::read_to_string(&h).unwrap();
         assert!(hist.starts_with("# Histogram\n000000 "), "{}", &hist[..40]);
