@@ -22,6 +22,10 @@ pub struct Attribution {
     /// The woken task's own kernel work before it reached user space (finishing its
     /// system call, e.g. `rtc_read` and the syscall return path).
     pub wakee_kernel_ns: Nanos,
+    /// Time the measured task slept inside the measured call (a timed system call that
+    /// blocked, e.g. a write(2) throttled or waiting for I/O; probe only).
+    #[serde(default)]
+    pub blocked_ns: Nanos,
     /// The non-preemptible stretch that was running when the wakeup came.
     pub cause: Option<Cause>,
     /// Tasks that ran on the CPU between wakeup and the woken task running.

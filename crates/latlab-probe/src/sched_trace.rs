@@ -46,6 +46,9 @@ const EVENTS: [&str; 8] = [
     "timer/hrtimer_expire_exit",
 ];
 
+/// Recorded when the kernel has them (a missing one is not an error).
+const OPTIONAL_EVENTS: [&str; 1] = ["writeback/balance_dirty_pages"];
+
 /// Events this much before `intended` still count as the wakeup (µs rounding of the text).
 const SLACK_NS: u64 = 1_000;
 /// How far before the window to look for handler entries still open at its start.
@@ -107,6 +110,9 @@ impl SchedTrace {
         write(&t.dir, "tracing_cpumask", &cpumask(&t.cpus))?;
         for e in EVENTS {
             write(&t.dir, &format!("events/{e}/enable"), "1")?;
+        }
+        for e in OPTIONAL_EVENTS {
+            let _ = write(&t.dir, &format!("events/{e}/enable"), "1");
         }
         write(&t.dir, "tracing_on", "1")?;
         Ok(t)
@@ -250,6 +256,8 @@ enum Kind {
     Switch {
         prev_comm: String,
         prev_pid: u32,
+        /// `R`/`R+` (preempted), `S`, `D`, ... (went to sleep).
+        prev_state: String,
         next_comm: String,
         next_pid: u32,
     },
@@ -271,6 +279,14 @@ enum Kind {
         now: Option<u64>,
     },
     TimerExit,
+    /// `writeback:balance_dirty_pages`: the current task was throttled for dirtying pages.
+    Throttle {
+        /// Pause imposed (ms).
+        pause_ms: i64,
+        /// Dirty pages, and the global dirty limit (pages).
+        dirty: u64,
+        limit: u64,
+    },
 }
 
 /// One event: when (CLOCK_MONOTONIC ns), the task current on the CPU, and what happened.
@@ -366,6 +382,7 @@ fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
             Kind::Switch {
                 prev_comm: comm_between(prev, "prev_comm=", " prev_pid=")?.to_string(),
                 prev_pid: value(prev, "prev_pid")?.parse().ok()?,
+                prev_state: value(prev, "prev_state").unwrap_or("?").to_string(),
                 next_comm: comm_between(next, "next_comm=", " next_pid=")?.to_string(),
                 next_pid: value(next, "next_pid")?.parse().ok()?,
             }
@@ -390,6 +407,11 @@ fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
             now: value(fields, "now").and_then(|n| n.parse().ok()),
         },
         "hrtimer_expire_exit" => Kind::TimerExit,
+        "balance_dirty_pages" => Kind::Throttle {
+            pause_ms: value(fields, "pause")?.parse().ok()?,
+            dirty: value(fields, "dirty")?.parse().ok()?,
+            limit: value(fields, "limit")?.parse().ok()?,
+        },
         _ => return None,
     })
 }
@@ -807,6 +829,122 @@ impl Recorded {
     }
 }
 
+/// Where the measured thread was during a timed call, in [`Recorded::off_cpu`]'s walk.
+#[derive(Clone, Copy, PartialEq)]
+enum Where {
+    OnCpu,
+    /// Switched out while runnable, on this CPU.
+    Preempted(usize),
+    Asleep,
+    /// Woken, waiting for a CPU.
+    Runnable(usize),
+}
+
+impl Recorded {
+    /// Why one timed system call of thread `tid` over `[start, end]` took so long: its own
+    /// time on a CPU (`wakee_kernel_ns`), time runnable but off the CPU while others ran
+    /// (`ran_ahead_ns`, with those tasks), time asleep (`blocked_ns`) and who woke it, and the
+    /// dirty-page throttling (`writeback:balance_dirty_pages`) it met. Follows the thread
+    /// across CPUs.
+    pub fn off_cpu(&self, tid: u32, start: u64, end: u64) -> Attribution {
+        let mut evs: Vec<(usize, &Event)> = self
+            .cpus
+            .iter()
+            .flat_map(|(&cpu, c)| {
+                c.events[c.at(start)..]
+                    .iter()
+                    .take_while(move |e| e.ts <= end)
+                    .map(move |e| (cpu, e))
+            })
+            .filter(|(_, e)| match &e.kind {
+                Kind::Switch { prev_pid, next_pid, .. } => *prev_pid == tid || *next_pid == tid,
+                Kind::Waking { pid } => *pid == tid,
+                Kind::Throttle { .. } => e.pid == tid,
+                _ => false,
+            })
+            .collect();
+        evs.sort_by_key(|(_, e)| e.ts);
+        let mut a = Attribution::default();
+        let (mut at, mut t) = (Where::OnCpu, start);
+        let mut others: Vec<Slice> = Vec::new();
+        let (mut sleeps, mut preemptions) = (0u32, 0u32);
+        let mut wakers: Vec<String> = Vec::new();
+        let mut throttle: Option<(u32, i64, u64, u64)> = None;
+        let close = |at: Where, from: u64, to: u64, a: &mut Attribution, others: &mut Vec<Slice>| match at {
+            Where::OnCpu => a.wakee_kernel_ns += to - from,
+            Where::Asleep => a.blocked_ns += to - from,
+            Where::Preempted(cpu) | Where::Runnable(cpu) => {
+                a.ran_ahead_ns += to - from;
+                if let Some(c) = self.cpus.get(&cpu) {
+                    others.extend(c.slices(from, to));
+                }
+            }
+        };
+        for (cpu, e) in evs {
+            match &e.kind {
+                Kind::Switch {
+                    prev_pid, prev_state, ..
+                } if *prev_pid == tid && at == Where::OnCpu => {
+                    close(at, t, e.ts, &mut a, &mut others);
+                    at = if prev_state.starts_with('R') {
+                        preemptions += 1;
+                        Where::Preempted(cpu)
+                    } else {
+                        sleeps += 1;
+                        Where::Asleep
+                    };
+                    t = e.ts;
+                }
+                Kind::Switch { next_pid, .. } if *next_pid == tid && at != Where::OnCpu => {
+                    close(at, t, e.ts, &mut a, &mut others);
+                    (at, t) = (Where::OnCpu, e.ts);
+                }
+                Kind::Waking { .. } if at == Where::Asleep => {
+                    close(at, t, e.ts, &mut a, &mut others);
+                    wakers.push(format!("{}/{}", e.comm, e.pid));
+                    (at, t) = (Where::Runnable(cpu), e.ts);
+                }
+                Kind::Throttle { pause_ms, dirty, limit } => {
+                    let (n, p, _, _) = throttle.unwrap_or((0, 0, 0, 0));
+                    throttle = Some((n + 1, p + pause_ms.max(&0), *dirty, *limit));
+                }
+                _ => {}
+            }
+        }
+        close(at, t, end, &mut a, &mut others);
+        a.tasks = task_list(&others, tid);
+        wakers.dedup();
+        let mut parts = Vec::new();
+        if sleeps > 0 {
+            parts.push(format!("slept {sleeps}x, woken by {}", wakers.join(", ")));
+        }
+        if preemptions > 0 {
+            parts.push(format!("preempted {preemptions}x"));
+        }
+        if let Some((n, pause, dirty, limit)) = throttle {
+            parts.push(format!(
+                "throttled by balance_dirty_pages {n}x for {pause} ms (dirty {} MiB, limit {} MiB)",
+                dirty * 4 / 1024,
+                limit * 4 / 1024
+            ));
+        }
+        let mut warnings = Vec::new();
+        if self
+            .cpus
+            .values()
+            .any(|c| c.events.first().is_some_and(|f| f.ts > start) && c.lost > 0)
+        {
+            warnings.push("window precedes the oldest recorded event on some CPU".to_string());
+        }
+        let head = match parts.is_empty() {
+            true => "ran through without leaving the CPU".to_string(),
+            false => parts.join("; "),
+        };
+        a.note = format!("{head}; {}", note(self.cpus.values().all(|c| c.ns), &warnings));
+        a
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -840,6 +978,7 @@ mod tests {
             Some(Kind::Switch {
                 prev_comm: "my co-mm".into(),
                 prev_pid: 15523,
+                prev_state: "S".into(),
                 next_comm: "swapper/0".into(),
                 next_pid: 0
             })
@@ -1065,5 +1204,44 @@ mod tests {
         let dir = t.dir.clone();
         drop(t);
         assert!(!dir.exists());
+    }
+
+    /// A write(2) over 10.000000-10.015000 s: 0.1 ms on CPU 0, preempted by cc1 for 4 ms,
+    /// back for 0.2 ms (throttled), asleep 10 ms, woken by a kworker, 0.1 ms until CPU 1
+    /// runs it, then 0.6 ms to the end.
+    #[test]
+    fn off_cpu_splits_a_slow_write_into_running_preempted_and_asleep() {
+        let cpu0 = "\
+          writer-100   [000] d..2.   10.000100: sched_switch: prev_comm=writer prev_pid=100 prev_prio=120 prev_state=R+ ==> next_comm=cc1 next_pid=200 next_prio=120
+             cc1-200   [000] d..2.   10.004100: sched_switch: prev_comm=cc1 prev_pid=200 prev_prio=120 prev_state=R ==> next_comm=writer next_pid=100 next_prio=120
+          writer-100   [000] .....   10.004200: balance_dirty_pages: bdi 253:0: limit=262144 setpoint=200000 dirty=269824 wb_setpoint=1 wb_dirty=1 dirty_ratelimit=1 task_ratelimit=1 dirtied=1 dirtied_pause=1 paused=0 pause=10 period=10 think=0 cgroup_ino=1
+          writer-100   [000] d..2.   10.004300: sched_switch: prev_comm=writer prev_pid=100 prev_prio=120 prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+        let cpu1 = "\
+     kworker/1:1-50      [001] d..2.   10.014300: sched_waking: comm=writer pid=100 prio=120 target_cpu=001
+          <idle>-0       [001] d..2.   10.014400: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=writer next_pid=100 next_prio=120
+";
+        let rec = Recorded {
+            cpus: BTreeMap::from([(0, CpuTrace::parse(cpu0, None, 0)), (1, CpuTrace::parse(cpu1, None, 0))]),
+        };
+        let (start, end) = (10_000_000_000, 10_015_000_000);
+        let a = rec.off_cpu(100, start, end);
+        assert_eq!(a.wakee_kernel_ns, 900_000, "{a:?}");
+        assert_eq!(a.ran_ahead_ns, 4_100_000, "{a:?}");
+        assert_eq!(a.blocked_ns, 10_000_000, "{a:?}");
+        assert_eq!(a.wakee_kernel_ns + a.ran_ahead_ns + a.blocked_ns, end - start);
+        assert_eq!((a.tasks[0].comm.as_str(), a.tasks[0].ns), ("cc1", 4_000_000));
+        assert!(a.note.contains("woken by kworker/1:1/50"), "{}", a.note);
+        assert!(a.note.contains("preempted 1x"), "{}", a.note);
+        assert!(
+            a.note
+                .contains("throttled by balance_dirty_pages 1x for 10 ms (dirty 1054 MiB, limit 1024 MiB)"),
+            "{}",
+            a.note
+        );
+        // A call that never left the CPU says so.
+        let quiet = rec.off_cpu(100, 9_000_000_000, 9_500_000_000);
+        assert_eq!(quiet.wakee_kernel_ns, 500_000_000);
+        assert!(quiet.note.starts_with("ran through"), "{}", quiet.note);
     }
 }

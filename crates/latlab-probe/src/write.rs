@@ -1,14 +1,18 @@
 //! write(2) latency per record, as seed 001 measured it with `iozone -Q`: a file of a share of
 //! RAM written sequentially in 4 KiB records, every write(2) timed. Long writes are the writer
 //! being throttled in `balance_dirty_pages()` (mm/page-writeback.c), which seed 001 moved out
-//! of the writer; `--explain` notes the dirty and writeback page counts (/proc/vmstat) right
-//! after each slow record.
+//! of the writer. `--explain` traces the scheduler and `writeback:balance_dirty_pages` on every
+//! CPU while writing (when tracefs is usable) and splits each slow record into time on a CPU,
+//! time preempted and time asleep, with who woke the writer and the throttling it met
+//! ([`crate::sched_trace::Recorded::off_cpu`]); it also notes the dirty and writeback page
+//! counts (/proc/vmstat) right after each slow record.
 //!
 //! The file lives in a scratch directory, is refused when it would leave less than
 //! [`MIN_FREE_SHARE`] of the file system free, and is removed when the run ends, also on
 //! SIGINT/SIGTERM (the loop checks [`crate::signals`] after every record).
 
 use crate::clock::mono_ns;
+use crate::sched_trace::SchedTrace;
 use crate::signals;
 use latlab_core::attribution::Attribution;
 use latlab_core::result::{Sample, Stream};
@@ -43,7 +47,13 @@ pub struct WriteOutcome {
     pub write_ns: u64,
     pub fsync_ns: u64,
     pub interrupted: bool,
+    /// Why the scheduler tracepoints could not be used, when `--explain` wanted them.
+    pub trace_error: Option<String>,
 }
+
+/// Ring buffer per CPU for the write trace: the whole machine is traced, so a long run keeps
+/// only its last stretch; 16 MiB holds a few seconds of a busy CPU.
+const WRITE_TRACE_KB: usize = 16 * 1024;
 
 /// Physical memory (/proc/meminfo MemTotal), in bytes.
 pub fn mem_total() -> Option<u64> {
@@ -111,6 +121,14 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
     let buf: Vec<u8> = (0..cfg.record).map(|i| (i % 251) as u8 + 1).collect();
     let records = cfg.size / cfg.record as u64;
     let mut stream = Stream::new("write", format!("write(2) of {} B", cfg.record));
+    let (mut tracer, mut trace_error) = (None, None);
+    if cfg.explain_above_ns.is_some() {
+        match SchedTrace::start(&crate::parse::allowed_cpus(), WRITE_TRACE_KB) {
+            Ok(t) => tracer = Some(t),
+            Err(e) => trace_error = Some(e),
+        }
+    }
+    let tid = crate::clock::gettid();
     let start = mono_ns();
     let mut bytes = 0;
     let mut interrupted = false;
@@ -147,6 +165,19 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         }
     }
     let write_ns = mono_ns() - start;
+    if let (Some(t), Some(threshold)) = (tracer, cfg.explain_above_ns) {
+        match t.finish() {
+            Ok(rec) => {
+                for w in stream.worst.iter_mut().filter(|w| w.latency_ns >= threshold) {
+                    let t0 = start + w.at_ns;
+                    let dirty = std::mem::take(&mut w.attribution.note);
+                    w.attribution = rec.off_cpu(tid, t0, t0 + w.latency_ns);
+                    w.attribution.note = format!("{}; {dirty}", w.attribution.note);
+                }
+            }
+            Err(e) => trace_error = Some(e),
+        }
+    }
     let t = mono_ns();
     let _ = f.file.sync_all();
     let fsync_ns = mono_ns() - t;
@@ -156,6 +187,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         write_ns,
         fsync_ns,
         interrupted,
+        trace_error,
     })
 }
 

@@ -62,6 +62,9 @@ pub fn explain(s: &Sample) -> String {
             ms(a.wakee_kernel_ns)
         );
     }
+    if a.blocked_ns > 0 {
+        let _ = writeln!(out, "    asleep inside the call {:.3} ms", ms(a.blocked_ns));
+    }
     if !a.note.is_empty() {
         let _ = writeln!(out, "    {}", a.note);
     }

@@ -346,6 +346,12 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
     write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     run_with_loads("write", &w.load, &w.out, || {
         let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e))?;
+        if let Some(e) = &out.trace_error {
+            eprintln!(
+                "latlab probe: warning: no scheduler tracepoints ({e}): slow records are explained from \
+                 /proc/vmstat only"
+            );
+        }
         let mut settings = BTreeMap::new();
         settings.insert("file_MiB".into(), (cfg.size >> 20).to_string());
         settings.insert("record_bytes".into(), cfg.record.to_string());

@@ -36,7 +36,13 @@ pub fn child_main_if_requested() {
 }
 
 fn child_main(spec: &str) -> Result<(), String> {
-    let spec = LoadSpec::parse(spec)?;
+    let load = LoadSpec::parse(spec)?;
+    // Name the process after its load (`ll-dd:1G`), so traces and `ps` tell the loads apart.
+    let comm = format!("ll-{spec}");
+    if let Ok(c) = std::ffi::CString::new(comm.chars().take(15).collect::<String>()) {
+        let _ = nix::sys::prctl::set_name(&c);
+    }
+    let spec = load;
     let dir = PathBuf::from(std::env::var_os(ENV_DIR).ok_or(format!("{ENV_DIR} is not set"))?);
     // Nothing this child starts (make, cc) should take itself for a load child.
     std::env::remove_var(ENV_SPEC);

@@ -280,6 +280,7 @@ impl Tracker {
             ran_ahead_ns: w.ran_ahead,
             sched_ns: w.sched,
             wakee_kernel_ns: w.wakee,
+            blocked_ns: 0,
             cause,
             tasks: w
                 .slices
