@@ -208,16 +208,34 @@ fn write_lists_the_slowest_records_and_removes_its_file() {
         let Run { out, v, dir: d } = probe(
             who,
             &format!("write-{who:?}"),
-            &["probe", "write", "--size", "32M", "--dir", "{dir}"],
+            &[
+                "probe",
+                "write",
+                "--size",
+                "32M",
+                "--dir",
+                "{dir}",
+                "--trace-above",
+                "1ns",
+            ],
         );
-        ok(&out);
+        let err = ok(&out);
         assert_eq!(check_streams(&v), 8192);
+        // Every kept record is explained: from the tracepoints when root can use them.
+        let note = v["streams"][0]["worst"][0]["attribution"]["note"].as_str().unwrap();
+        assert!(note.contains("dirty"), "{note}");
+        if err.contains("no scheduler tracepoints") {
+            assert_ne!((who, is_root()), (As::Invoker, true), "root could not trace: {err}");
+        } else {
+            assert!(note.contains("tracepoints"), "{note}");
+        }
         assert_eq!(v["counters"]["bytes_written"], 32 << 20);
         let text = String::from_utf8_lossy(&out.stdout);
         let listing: Vec<&str> = text
             .lines()
             .skip_while(|l| !l.starts_with("slowest records"))
             .skip(1)
+            .take_while(|l| !l.is_empty())
             .collect();
         assert_eq!(listing.len(), 10, "{text}");
         let lat: Vec<u64> = listing
