@@ -443,8 +443,15 @@ pub struct Costs {
     pub icache_visit: Nanos,
     /// dispose_list freeing one inode (clear_inode, destroy): ~400 instructions, 5 misses.
     pub dispose_inode: Nanos,
-    /// zap_pte_range per present PTE: ptep_get_and_clear, free_page_and_swap_cache into the
-    /// buddy allocator: ~100 instructions, 2 misses (struct page, buddy neighbour).
+    /// zap_pte_range per present PTE, freeing an anonymous page (2.4.18 UP path:
+    /// tlb_remove_page -> __free_pte -> free_page_and_swap_cache -> __free_pages ->
+    /// __free_pages_ok): loop and pte tests ~15 instructions, __free_pte/set_page_dirty ~20,
+    /// put_page_testzero ~10, lru_cache_del ~25 (anonymous pages are on the LRU since
+    /// do_anonymous_page's lru_cache_add in 2.4.10), __free_pages_ok ~70 with zone->lock
+    /// irqsave and one buddy test, list_add ~10: ~150 instructions. Misses: the struct page
+    /// and its two LRU neighbours (list_del writes both; they are whatever was added around
+    /// the same fault); the 12 KiB order-0 buddy bitmap and the free-list head stay in L2, and
+    /// buddies rarely merge (a busy box hands out scattered pages): 3.
     pub zap_pte: Nanos,
     /// swap_out_pmd per present PTE: ptep_test_and_clear_young: ~20 instructions, 1 miss
     /// (struct page).
@@ -514,7 +521,7 @@ impl Costs {
             prune_dentry: m.cost(300.0, 6.0),
             icache_visit: m.cost(20.0, 2.0),
             dispose_inode: m.cost(400.0, 5.0),
-            zap_pte: m.cost(100.0, 2.0),
+            zap_pte: m.cost(150.0, 3.0),
             swap_scan_pte: m.cost(20.0, 1.0),
             swap_out_page: m.cost(600.0, 6.0),
             swap_map_entry: m.cost(5.0, 1.0 / 16.0),

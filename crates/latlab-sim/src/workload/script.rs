@@ -645,19 +645,25 @@ impl Program for DbenchClient {
                 continue;
             }
             self.rounds -= 1;
+            let mut made = Vec::new();
             for _ in 0..3 {
                 let kb = 16 << cx.rng.gen_range(0..5);
                 let chunk = 4096 << cx.rng.gen_range(0..5);
                 o.create_write(&self.reg, self.group, kb * 1024, chunk);
+                made.push((kb * 1024, chunk));
             }
-            // Files are made when the creat() runs: pick them at execution time.
+            // Read back in the chunks they were written in: the NetBench trace's ReadX and
+            // WriteX carry at most 64 KB each (`ReadX 10003 0 4096 4096`). Files are made when
+            // the creat() runs: pick them at execution time, newest last.
             let (g, reg) = (self.group, &self.reg);
-            for i in 0..3 {
-                let r = reg.clone();
-                o.push(move |_| {
-                    let f = r.borrow().get(g).iter().rev().nth(i).copied()?;
-                    Some(Action::Syscall(sys_read(f, 0, 256 * 1024)))
-                });
+            for (i, &(bytes, chunk)) in made.iter().rev().enumerate() {
+                for off in (0..bytes).step_by(chunk as usize) {
+                    let r = reg.clone();
+                    o.push(move |_| {
+                        let f = r.borrow().get(g).iter().rev().nth(i).copied()?;
+                        Some(Action::Syscall(sys_read(f, off / 4096, chunk.min(bytes - off))))
+                    });
+                }
             }
             for i in 0..10 {
                 let r = reg.clone();
