@@ -1,6 +1,6 @@
 //! File system calls on ext3 (ordered data, 4 KiB blocks) over the 2.4 page cache
 //! (mm/filemap.c `generic_file_write`, `do_generic_file_read`, `truncate_inode_pages`;
-//! fs/ext3/inode.c `ext3_truncate`; fs/namei.c).
+//! fs/ext3/inode.c `ext3_delete_inode` -> `ext3_truncate` under `lock_kernel()`; fs/namei.c).
 
 use crate::dev::disk::Dir;
 use crate::fs::flush::{disk_io, write_some_buffers};
@@ -212,14 +212,18 @@ impl Path for Unlink {
                 vec![point("truncate_list_pages", 1)],
             ),
             3 => {
-                // ext3_truncate: per block freed, plus an indirect block read (bread hit)
-                // every 1024 blocks.
-                let per = k.c.free_block + k.c.free_indirect / PTRS_PER_BLOCK;
-                LoopStep::plain(
+                // ext3_delete_inode takes the big kernel lock around ext3_truncate: per block
+                // ext3_clear_blocks' hash lookup and ext3_free_blocks' bit, plus an indirect
+                // block read (bread hit) every 1024 blocks. A rescheduling point under the BKL
+                // is a plain schedule(), which releases and re-takes it.
+                let per = k.c.clear_block + k.c.free_block + k.c.free_indirect / PTRS_PER_BLOCK;
+                LoopStep::locked(
                     "ext3_truncate",
                     size,
                     per,
+                    "BKL",
                     vec![point("ext3_free_data", 1), point("bread", PTRS_PER_BLOCK)],
+                    false,
                 )
             }
             4 => {

@@ -471,6 +471,13 @@ pub struct Costs {
     pub truncate_page: Nanos,
     /// ext3_free_blocks per block of a run: clear bit, count: ~30 instructions, bitmap is hot.
     pub free_block: Nanos,
+    /// ext3_clear_blocks per block pointer (2.4.18 fs/ext3/inode.c): zero the pointer, look
+    /// the block up in the buffer hash (`sb_get_hash_table`, so journal_forget can drop a
+    /// cached copy) and call ext3_forget, which returns at once for an ordered-mode data
+    /// block: ~60 instructions. Misses: the hash bucket (buffer_init sizes the table for
+    /// 768 MiB at order 6: 65,536 buckets, 256 KiB, as large as the PIII's L2) and one chain
+    /// entry (the page cache's buffer_heads spread about one per bucket): 2.
+    pub clear_block: Nanos,
     /// ext3_free_branches per indirect block: bread hit + journal_get_write_access +
     /// ext3_free_data bookkeeping: ~1500 instructions, 10 misses.
     pub free_indirect: Nanos,
@@ -529,6 +536,7 @@ impl Costs {
             refill_page: m.cost(30.0, 2.0),
             truncate_page: m.cost(200.0, 4.0),
             free_block: m.cost(30.0, 0.0),
+            clear_block: m.cost(60.0, 2.0),
             free_indirect: m.cost(1500.0, 10.0),
             write_page: m.cost(2000.0, 15.0),
             read_page: m.cost(300.0, 4.0),
