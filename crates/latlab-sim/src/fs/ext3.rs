@@ -241,19 +241,14 @@ impl Path for Unlink {
         }
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+        if self.stage == 2 {
+            k.mm.drop_cache(self.file, done);
+        }
         let Some(f) = k.mm.files.get_mut(&self.file) else {
             return;
         };
         match self.stage {
-            2 => {
-                let d = done.min(f.cached);
-                f.cached -= d;
-                k.mm.cache -= d.min(k.mm.cache);
-                k.mm.free += d;
-                if f.cached > 0 {
-                    self.stage = 1;
-                }
-            }
+            2 if f.cached > 0 => self.stage = 1,
             3 => {
                 f.size -= done.min(f.size);
                 if f.size > 0 {

@@ -656,15 +656,8 @@ impl Path for DoExit {
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
         // Pages zapped so far are freed at once; a restart (after a lock-break) zaps the rest.
-        if let Some(r) = k.mm.mms.get_mut(&self.mm) {
-            let d = done.min(r.rss);
-            r.rss -= d;
-            r.young = r.young.min(r.rss);
-            k.mm.anon -= d.min(k.mm.anon);
-            k.mm.free += d;
-            if r.rss > 0 {
-                self.stage = 0;
-            }
+        if k.mm.mms.contains_key(&self.mm) && k.mm.unmap(self.mm, done) > 0 {
+            self.stage = 0;
         }
     }
 }

@@ -714,7 +714,7 @@ fn step_locked(s: &Step) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::kernel::path::{LoopStep, Script};
     use crate::machine::{DiskProfile, MachineProfile};
@@ -723,7 +723,7 @@ mod tests {
     use crate::workload::{Program, TaskSpec};
 
     /// A synthetic machine for engine tests (values irrelevant to what is tested).
-    fn machine() -> MachineProfile {
+    pub(crate) fn machine() -> MachineProfile {
         MachineProfile {
             name: "test".into(),
             description: String::new(),

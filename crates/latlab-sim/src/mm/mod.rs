@@ -4,8 +4,17 @@
 //! Only as much VM as the seeds' loops need: how many pages are free (whether an allocation
 //! must reclaim, whether kswapd runs), which files still have cached pages (what
 //! `prune_icache` skips, what `truncate_inode_pages` walks), each address space's resident
-//! and recently referenced pages (what `swap_out_mm` scans, what `exit_mmap` zaps), and the
-//! swap map (what `scan_swap_map` searches, through the `latlab-swap` allocators).
+//! and recently referenced pages (what `swap_out_mm` scans, what `exit_mmap` zaps), the
+//! swap map (what `scan_swap_map` searches, through the `latlab-swap` allocators), and the
+//! LRU list in age order (what `shrink_cache` meets, oldest first).
+//!
+//! The LRU follows 2.4.18: `lru_cache_add` (mm/swap.c) puts every new page-cache page *and*
+//! every new anonymous page (`do_anonymous_page` in mm/memory.c calls `lru_cache_add` then
+//! `mark_page_accessed`) at the head of the inactive list; nothing marks an anonymous page
+//! accessed again while its process merely uses it, so an idle desktop's pages sit at the
+//! tail, oldest, where `shrink_cache` meets them first. The active list is not kept apart:
+//! a page the model references again (a file read again) moves to the young end, which is
+//! where activation followed by `refill_inactive` would leave it.
 
 pub mod vmscan;
 
@@ -24,6 +33,45 @@ pub struct FileRec {
     pub block: u64,
     /// Open or in use (inode not on the unused list).
     pub in_use: bool,
+}
+
+/// Whose pages a run of the LRU list holds.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Owner {
+    /// Page-cache pages of a file.
+    File(u32),
+    /// Anonymous pages of an address space (mapped: `shrink_cache` cannot free them).
+    Anon(u32),
+}
+
+/// What one `shrink_cache` scan meets, oldest page first.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Scan {
+    /// Pages looked at.
+    pub scanned: u64,
+    /// Clean cache pages freed.
+    pub freed: u64,
+    /// Mapped (anonymous) pages met.
+    pub mapped: u64,
+    /// Dirty cache pages met (sent to writepage).
+    pub dirty: u64,
+    /// Stopped because more than `max_mapped` mapped pages were met: swap_out is due.
+    pub swap: bool,
+    /// Files whose last cached page went (and that nobody holds open).
+    pub emptied: u64,
+}
+
+/// Limits of one `shrink_cache` call (mm/vmscan.c, 2.4.18).
+#[derive(Clone, Copy, Debug)]
+pub struct ScanLimits {
+    /// Pages to free (`nr_pages`).
+    pub want: u64,
+    /// `max_scan = nr_inactive_pages / priority`.
+    pub max_scan: u64,
+    /// `max_mapped`: mapped pages tolerated before swap_out.
+    pub max_mapped: u64,
+    /// Dirty (or locked) cache pages: the newest cache pages on the list.
+    pub dirty: u64,
 }
 
 /// An address space.
@@ -49,8 +97,12 @@ pub struct Mm {
     pub pages_low: u64,
     pub pages_high: u64,
     pub files: BTreeMap<u32, FileRec>,
-    /// Files in order of last use, oldest first (lazily deduplicated).
-    lru: VecDeque<u32>,
+    /// The LRU in age order, oldest (the inactive list's tail) first: runs of pages of one
+    /// owner. Pages an owner loses (truncate, exit, swap-out) are taken off lazily: `stale`
+    /// counts them, and they are dropped from that owner's oldest runs when a walk meets them.
+    lru: VecDeque<(Owner, u64)>,
+    stale: BTreeMap<Owner, u64>,
+    stale_total: u64,
     next_file: u32,
     next_block: u64,
     pub mms: BTreeMap<u32, MmRec>,
@@ -89,6 +141,8 @@ impl Mm {
             pages_high: 3 * min,
             files: BTreeMap::new(),
             lru: VecDeque::new(),
+            stale: BTreeMap::new(),
+            stale_total: 0,
             next_file: 1,
             next_block: FIRST_DATA_BLOCK,
             mms: BTreeMap::new(),
@@ -115,7 +169,6 @@ impl Mm {
             },
         );
         self.next_block += size.max(1);
-        self.lru.push_back(id);
         id
     }
 
@@ -126,21 +179,173 @@ impl Mm {
         id
     }
 
+    /// The file's cached pages were referenced again: they move to the young end.
     pub fn touch(&mut self, file: u32) {
-        self.lru.push_back(file);
-        if self.lru.len() > 4 * self.files.len() + 64 {
-            let files = &self.files;
-            let mut seen = std::collections::BTreeSet::new();
-            let mut v: Vec<u32> = self
-                .lru
-                .iter()
-                .rev()
-                .copied()
-                .filter(|f| files.contains_key(f) && seen.insert(*f))
-                .collect();
-            v.reverse();
-            self.lru = v.into();
+        let Some(n) = self.files.get(&file).map(|f| f.cached) else {
+            return;
+        };
+        if n > 0 {
+            self.forget(Owner::File(file), n);
+            self.push(Owner::File(file), n);
         }
+    }
+
+    /// New pages of `owner` at the young end (`lru_cache_add`).
+    fn push(&mut self, owner: Owner, n: u64) {
+        match self.lru.back_mut() {
+            Some((o, m)) if *o == owner => *m += n,
+            _ => self.lru.push_back((owner, n)),
+        }
+    }
+
+    /// `n` pages of `owner` left the LRU (freed elsewhere): dropped lazily from its oldest runs.
+    fn forget(&mut self, owner: Owner, n: u64) {
+        if n == 0 {
+            return;
+        }
+        *self.stale.entry(owner).or_default() += n;
+        self.stale_total += n;
+        if self.stale_total > 2 * (self.cache + self.anon) + 1024 {
+            self.compact();
+        }
+    }
+
+    /// Drop every stale page from the list and merge neighbouring runs of one owner.
+    fn compact(&mut self) {
+        let mut out: VecDeque<(Owner, u64)> = VecDeque::with_capacity(self.lru.len() / 2);
+        for (o, n) in std::mem::take(&mut self.lru) {
+            let live = self.take_stale(o, n);
+            if live == 0 {
+                continue;
+            }
+            match out.back_mut() {
+                Some((p, m)) if *p == o => *m += live,
+                _ => out.push_back((o, live)),
+            }
+        }
+        self.lru = out;
+        debug_assert_eq!(self.stale_total, 0);
+        self.stale.clear();
+    }
+
+    /// Of a run of `n` pages of `o`, how many are still there (consuming its stale count).
+    fn take_stale(&mut self, o: Owner, n: u64) -> u64 {
+        let Some(s) = self.stale.get_mut(&o) else { return n };
+        let gone = (*s).min(n);
+        *s -= gone;
+        self.stale_total -= gone;
+        if *s == 0 {
+            self.stale.remove(&o);
+        }
+        n - gone
+    }
+
+    /// Pages on the LRU list (cache and anonymous).
+    pub fn lru_pages(&self) -> u64 {
+        self.cache + self.anon
+    }
+
+    /// What a `shrink_cache` scan under `lim` would meet, without changing anything.
+    pub fn plan_shrink(&self, lim: &ScanLimits) -> Scan {
+        let mut stale = self.stale.clone();
+        let mut cache_seen = 0;
+        let mut sc = Scan::default();
+        for &(o, n) in &self.lru {
+            let gone = stale.get_mut(&o).map_or(0, |s| {
+                let g = (*s).min(n);
+                *s -= g;
+                g
+            });
+            if !Self::meet(&mut sc, &mut cache_seen, self.cache, lim, o, n - gone) {
+                break;
+            }
+        }
+        sc
+    }
+
+    /// Classify `n` live pages of `o` met by the scan; false once the scan stops.
+    fn meet(sc: &mut Scan, cache_seen: &mut u64, cache: u64, lim: &ScanLimits, o: Owner, n: u64) -> bool {
+        let room = lim.max_scan - sc.scanned;
+        let n = n.min(room);
+        match o {
+            Owner::Anon(_) => {
+                let budget = lim.max_mapped + 1 - sc.mapped;
+                if n >= budget {
+                    sc.scanned += budget;
+                    sc.mapped += budget;
+                    sc.swap = true;
+                    return false;
+                }
+                sc.scanned += n;
+                sc.mapped += n;
+            }
+            Owner::File(_) => {
+                // The newest `dirty` cache pages are the dirty ones.
+                let clean_left = cache.saturating_sub(lim.dirty).saturating_sub(*cache_seen);
+                let clean = n.min(clean_left);
+                let take = clean.min(lim.want - sc.freed);
+                if take < clean {
+                    sc.scanned += take;
+                    sc.freed += take;
+                    *cache_seen += take;
+                    return false;
+                }
+                sc.scanned += n;
+                sc.freed += clean;
+                sc.dirty += n - clean;
+                *cache_seen += n;
+                if sc.freed == lim.want {
+                    return false;
+                }
+            }
+        }
+        sc.scanned < lim.max_scan
+    }
+
+    /// Run the scan for its first `scanned` pages: clean cache pages are freed, the rest
+    /// rotate to the young end (shrink_cache's `list_add(entry, &inactive_list)`).
+    pub fn apply_shrink(&mut self, lim: &ScanLimits, scanned: u64) -> Scan {
+        let lim = ScanLimits {
+            max_scan: scanned.min(lim.max_scan),
+            ..*lim
+        };
+        let mut cache_seen = 0;
+        let mut sc = Scan::default();
+        let mut rotated: Vec<(Owner, u64)> = Vec::new();
+        let cache = self.cache;
+        while sc.scanned < lim.max_scan {
+            let Some((o, n)) = self.lru.pop_front() else { break };
+            let live = self.take_stale(o, n);
+            let before = sc;
+            let go_on = Self::meet(&mut sc, &mut cache_seen, cache, &lim, o, live);
+            let met = sc.scanned - before.scanned;
+            let freed = sc.freed - before.freed;
+            if met < live {
+                self.lru.push_front((o, live - met));
+            }
+            if freed > 0 {
+                if let Owner::File(id) = o {
+                    if let Some(f) = self.files.get_mut(&id) {
+                        f.cached -= freed.min(f.cached);
+                        if f.cached == 0 && !f.in_use {
+                            sc.emptied += 1;
+                        }
+                    }
+                }
+                self.cache -= freed.min(self.cache);
+                self.free += freed;
+            }
+            if met > freed {
+                rotated.push((o, met - freed));
+            }
+            if !go_on {
+                break;
+            }
+        }
+        for (o, n) in rotated {
+            self.push(o, n);
+        }
+        sc
     }
 
     /// Can `n` pages be allocated without reclaim (above pages_min)?
@@ -160,36 +365,17 @@ impl Mm {
         if let Some(f) = self.files.get_mut(&file) {
             f.cached += take;
         }
+        self.push(Owner::File(file), take);
     }
 
-    /// Pages the inactive list could give back now: clean, unmapped cache pages.
-    pub fn reclaimable(&self, dirty_or_locked: u64) -> u64 {
-        self.cache.saturating_sub(dirty_or_locked)
-    }
-
-    /// shrink_cache freed `n` clean cache pages from the least recently used files.
-    /// Returns how many files lost their last cached page.
-    pub fn free_cache(&mut self, mut n: u64) -> u64 {
-        let mut emptied = 0;
-        while n > 0 {
-            let Some(&id) = self.lru.front() else { break };
-            let Some(f) = self.files.get_mut(&id) else {
-                self.lru.pop_front();
-                continue;
-            };
-            let take = f.cached.min(n);
-            f.cached -= take;
-            self.cache -= take;
-            self.free += take;
-            n -= take;
-            if f.cached == 0 {
-                self.lru.pop_front();
-                if !f.in_use {
-                    emptied += 1;
-                }
-            }
-        }
-        emptied
+    /// `n` cached pages of `file` were truncated away (the walk is paid by the path).
+    pub fn drop_cache(&mut self, file: u32, n: u64) {
+        let Some(f) = self.files.get_mut(&file) else { return };
+        let d = n.min(f.cached);
+        f.cached -= d;
+        self.cache -= d.min(self.cache);
+        self.free += d;
+        self.forget(Owner::File(file), d);
     }
 
     /// Share of `cached_inodes` inodes that still have page-cache pages, in 1/1024: files
@@ -207,6 +393,7 @@ impl Mm {
         let f = self.files.remove(&file)?;
         self.cache -= f.cached.min(self.cache);
         self.free += f.cached;
+        self.forget(Owner::File(file), f.cached);
         Some(f)
     }
 
@@ -236,6 +423,7 @@ impl Mm {
         let r = self.mms.entry(mm).or_default();
         r.rss += take;
         r.young += take;
+        self.push(Owner::Anon(mm), take);
         take
     }
 
@@ -251,11 +439,25 @@ impl Mm {
         if let Some(r) = self.mms.remove(&mm) {
             self.anon -= r.rss.min(self.anon);
             self.free += r.rss;
+            self.forget(Owner::Anon(mm), r.rss);
             for s in r.swapped {
                 // A slot we handed out ourselves cannot be unknown to the allocator.
                 let _ = self.swap.free(s);
             }
         }
+    }
+
+    /// zap_page_range freed `n` resident pages of `mm` (the walk is paid by the path).
+    pub fn unmap(&mut self, mm: u32, n: u64) -> u64 {
+        let Some(r) = self.mms.get_mut(&mm) else { return 0 };
+        let d = n.min(r.rss);
+        r.rss -= d;
+        r.young = r.young.min(r.rss);
+        self.anon -= d.min(self.anon);
+        self.free += d;
+        let left = r.rss;
+        self.forget(Owner::Anon(mm), d);
+        left
     }
 
     /// try_to_swap_out of one old page of `mm`: allocate a slot (get_swap_page). Returns the
@@ -277,6 +479,127 @@ impl Mm {
         self.anon -= 1;
         self.free += 1;
         self.swapouts += 1;
+        self.forget(Owner::Anon(mm), 1);
         Some(a.work)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mm() -> Mm {
+        let m = crate::kernel::tests::machine();
+        Mm::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).expect("allocator"))
+    }
+
+    fn limits(want: u64, max_scan: u64, max_mapped: u64, dirty: u64) -> ScanLimits {
+        ScanLimits {
+            want,
+            max_scan,
+            max_mapped,
+            dirty,
+        }
+    }
+
+    #[test]
+    fn anonymous_pages_at_the_tail_send_shrink_cache_to_swap_out() {
+        let mut m = mm();
+        m.grow(7, 2000);
+        let f = m.create_file(5000);
+        m.add_cache(f, 5000);
+        let sc = m.plan_shrink(&limits(32, 10_000, 512, 0));
+        assert_eq!(
+            sc,
+            Scan {
+                scanned: 513,
+                mapped: 513,
+                swap: true,
+                ..Scan::default()
+            }
+        );
+        // The pages met rotate to the young end: the next scan meets the rest first.
+        m.apply_shrink(&limits(32, 10_000, 512, 0), sc.scanned);
+        let sc = m.plan_shrink(&limits(32, 10_000, 2000, 0));
+        assert_eq!((sc.mapped, sc.freed, sc.swap), (2000 - 513, 32, false));
+    }
+
+    #[test]
+    fn clean_cache_at_the_tail_is_freed_and_dirty_cache_is_the_newest() {
+        let mut m = mm();
+        let f = m.create_file(100);
+        m.add_cache(f, 100);
+        let free = m.free;
+        // 60 of the 100 pages are dirty: the newest ones.
+        let lim = limits(50, 1000, 512, 60);
+        assert_eq!(
+            m.plan_shrink(&lim),
+            Scan {
+                scanned: 100,
+                freed: 40,
+                dirty: 60,
+                ..Scan::default()
+            }
+        );
+        let sc = m.apply_shrink(&lim, 100);
+        assert_eq!((sc.freed, m.free - free, m.cache), (40, 40, 60));
+        assert_eq!(m.files[&f].cached, 60);
+    }
+
+    #[test]
+    fn pages_that_left_are_never_met_again() {
+        let mut m = mm();
+        let f = m.create_file(300);
+        m.add_cache(f, 300);
+        m.grow(3, 100);
+        let g = m.create_file(50);
+        m.add_cache(g, 50);
+        m.delete_file(f);
+        m.unmap(3, 40);
+        let sc = m.plan_shrink(&limits(1000, 10_000, 10_000, 0));
+        assert_eq!((sc.scanned, sc.mapped, sc.freed), (110, 60, 50));
+        m.drop_mm(3);
+        let sc = m.apply_shrink(&limits(1000, 10_000, 10_000, 0), 10_000);
+        assert_eq!((sc.scanned, sc.freed, sc.emptied), (50, 50, 0));
+        assert_eq!((m.cache, m.anon), (0, 0));
+    }
+
+    #[test]
+    fn the_list_always_holds_exactly_the_live_pages() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut m = mm();
+        let mut files = Vec::new();
+        for _ in 0..5000 {
+            match rng.gen_range(0..7) {
+                0 => {
+                    let f = m.create_file(64);
+                    m.add_cache(f, rng.gen_range(1..64));
+                    files.push(f);
+                }
+                1 => {
+                    m.grow(rng.gen_range(1..5), rng.gen_range(1..200));
+                }
+                2 if !files.is_empty() => {
+                    let f = files.swap_remove(rng.gen_range(0..files.len()));
+                    m.delete_file(f);
+                }
+                3 => {
+                    m.unmap(rng.gen_range(1..5), rng.gen_range(1..100));
+                }
+                4 if !files.is_empty() => m.touch(files[rng.gen_range(0..files.len())]),
+                5 => m.drop_mm(rng.gen_range(1..5)),
+                _ => {
+                    let lim = limits(32, rng.gen_range(1..2000), rng.gen_range(0..600), 0);
+                    let n = m.plan_shrink(&lim).scanned;
+                    m.apply_shrink(&lim, n);
+                }
+            }
+            let everything = limits(u64::MAX / 2, u64::MAX / 2, u64::MAX / 2, 0);
+            let sc = m.plan_shrink(&everything);
+            assert_eq!((sc.freed, sc.mapped), (m.cache, m.anon));
+            let cached: u64 = m.files.values().map(|f| f.cached).sum();
+            assert_eq!(cached, m.cache);
+        }
     }
 }

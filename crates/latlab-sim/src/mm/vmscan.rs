@@ -7,6 +7,7 @@
 
 use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step};
 use crate::kernel::state::KState;
+use crate::mm::ScanLimits;
 use latlab_core::Nanos;
 
 /// SWAP_CLUSTER_MAX: pages a try_to_free_pages call aims to free.
@@ -35,12 +36,12 @@ pub struct TryToFreePages {
     priority: u64,
     freed: u64,
     stage: Stage,
-    /// Per-stage plan: (skipped, pruned) for dcache, freed for icache, fractions for shrink.
+    /// Per-stage plan: (skipped, pruned) for dcache, (visited, freed) for icache.
     plan: (u64, u64),
+    /// The shrink_cache scan just handed out, to be applied for the pages it got through.
+    limits: Option<ScanLimits>,
     sub: Nested,
     swap_mm: Option<u32>,
-    /// Dirty pages on the inactive list, and its length, at the last shrink_cache.
-    dirty_frac: (u64, u64),
     /// Items of the loop last handed out: fewer done means it stopped at a lock-break,
     /// and the walk resumes where it stopped (the kernel's `goto redo` / `continue`).
     planned: u64,
@@ -58,16 +59,11 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
         plan: (0, 0),
         sub: Nested::default(),
         swap_mm: None,
-        dirty_frac: (0, 1),
+        limits: None,
         planned: 0,
         dcache_left: None,
         icache_left: None,
     })
-}
-
-/// Pages on the LRU lists (the inactive list is taken as half of them).
-fn lru_pages(k: &KState) -> u64 {
-    k.mm.cache + k.mm.anon
 }
 
 impl TryToFreePages {
@@ -95,43 +91,27 @@ impl TryToFreePages {
                 }
                 Stage::Shrink => {
                     self.stage = Stage::Dcache;
-                    // The inactive list (taken as the older half of the LRU pages) holds the
-                    // oldest pages: old clean cache first, then dirty pages, then mapped ones.
-                    let inactive = (lru_pages(k) / 2).max(1);
-                    // Old clean cache and anonymous pages age together; recently dirtied pages
-                    // are the newest and reach the inactive list only when the old ones run out.
-                    let clean_all = k.mm.reclaimable(k.buf.dirty_for_balance());
-                    let old = clean_all + k.mm.anon;
-                    let (clean, mapped, dirty) = if old >= inactive {
-                        let c = (inactive as u128 * clean_all as u128 / old.max(1) as u128) as u64;
-                        (c, inactive - c, 0)
-                    } else {
-                        let d = k.buf.nr_dirty.min(inactive - old);
-                        (clean_all, inactive - clean_all - d, d)
-                    };
+                    // The inactive list, oldest first, as the workload built it (mm/mod.rs):
+                    // clean cache is freed, dirty cache goes to writepage, mapped pages count
+                    // against max_mapped = min(nr_pages << (10 - priority), max_scan / 10);
+                    // meeting more makes shrink_cache call swap_out and return short of its
+                    // goal, so shrink_caches goes on to the dcache and icache.
+                    let inactive = k.mm.lru_pages().max(1);
                     let max_scan = inactive / self.priority;
-                    let want = SWAP_CLUSTER_MAX.saturating_sub(self.freed);
-                    let scan = if clean == 0 {
-                        max_scan
-                    } else {
-                        (want * inactive).div_ceil(clean).min(max_scan)
+                    let lim = ScanLimits {
+                        want: SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1),
+                        max_scan,
+                        max_mapped: (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10),
+                        dirty: k.buf.dirty_for_balance(),
                     };
-                    self.plan = (clean, inactive);
-                    self.dirty_frac = (dirty, inactive);
-                    // Meeting more than max_mapped = min(nr_pages << (10 - priority), max_scan / 10)
-                    // mapped pages makes shrink_cache call swap_out and return early, short of
-                    // its goal, so shrink_caches goes on to the dcache and icache.
-                    let max_mapped = (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10);
-                    let until_mapped = ((max_mapped + 1) * inactive).checked_div(mapped).unwrap_or(u64::MAX);
-                    let scan = if until_mapped < scan && k.mm.anon > 0 {
+                    let plan = k.mm.plan_shrink(&lim);
+                    if plan.swap {
                         self.stage = Stage::SwapOut;
-                        until_mapped
-                    } else {
-                        scan
-                    };
+                    }
+                    self.limits = Some(lim);
                     return LoopStep::locked(
                         "shrink_cache",
-                        scan,
+                        plan.scanned,
                         k.c.shrink_page,
                         "pagemap_lru_lock",
                         vec![point("shrink_cache", 1)],
@@ -278,13 +258,12 @@ impl Path for TryToFreePages {
         let cut = done < self.planned;
         match self.stage {
             // The shrink_cache loop just ran (stage already moved on).
-            Stage::Dcache | Stage::SwapOut if self.plan.1 > 0 && self.swap_mm.is_none() => {
-                let (clean, lru) = self.plan;
-                let freed = done * clean / lru.max(1);
+            Stage::Dcache | Stage::SwapOut if self.limits.is_some() && self.swap_mm.is_none() => {
+                let lim = self.limits.take().expect("checked");
+                let sc = k.mm.apply_shrink(&lim, done);
                 // Dirty pages met go to writepage (block_write_full_page: submit_bh without a
                 // refile), SWAP_CLUSTER_MAX at most per call.
-                let (dirty, inactive) = self.dirty_frac;
-                let dirty_met = (done * dirty / inactive.max(1)).min(SWAP_CLUSTER_MAX);
+                let dirty_met = sc.dirty.min(SWAP_CLUSTER_MAX);
                 if dirty_met > 0 {
                     if let Some(b) = k.buf.take(dirty_met, None) {
                         self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(
@@ -294,10 +273,8 @@ impl Path for TryToFreePages {
                         )));
                     }
                 }
-                let emptied = k.mm.free_cache(freed);
-                k.dcache.pages_dropped(emptied);
-                self.freed += freed;
-                self.plan = (0, 0);
+                k.dcache.pages_dropped(sc.emptied);
+                self.freed += sc.freed;
                 if cut {
                     // shrink_cache's lock-break: the scan goes on after schedule().
                     self.stage = Stage::Shrink;
