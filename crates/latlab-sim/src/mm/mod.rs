@@ -247,15 +247,20 @@ impl Mm {
 
     /// What a `shrink_cache` scan under `lim` would meet, without changing anything.
     pub fn plan_shrink(&self, lim: &ScanLimits) -> Scan {
-        let mut stale = self.stale.clone();
+        // Stale pages this walk has already dropped, by owner (only owners it meets).
+        let mut used: BTreeMap<Owner, u64> = BTreeMap::new();
         let mut cache_seen = 0;
         let mut sc = Scan::default();
         for &(o, n) in &self.lru {
-            let gone = stale.get_mut(&o).map_or(0, |s| {
-                let g = (*s).min(n);
-                *s -= g;
-                g
-            });
+            let gone = match self.stale.get(&o) {
+                None => 0,
+                Some(&s) => {
+                    let u = used.entry(o).or_default();
+                    let g = (s - *u).min(n);
+                    *u += g;
+                    g
+                }
+            };
             if !Self::meet(&mut sc, &mut cache_seen, self.cache, lim, o, n - gone) {
                 break;
             }
