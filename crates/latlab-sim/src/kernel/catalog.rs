@@ -453,6 +453,13 @@ pub struct Costs {
     /// the same fault); the 12 KiB order-0 buddy bitmap and the free-list head stay in L2, and
     /// buddies rarely merge (a busy box hands out scattered pages): 3.
     pub zap_pte: Nanos,
+    /// zap_pte_range per swap PTE (2.4.17/2.4.18 mm/memory.c: `free_swap_and_cache`):
+    /// swap_info_get (swap_list_lock, swap_device_lock), swap_entry_free (the count, lowest/
+    /// highest bit, nr_swap_pages), find_trylock_page on swapper_space (pagecache_lock, page
+    /// hash), swap_info_put, pte_clear: ~130 instructions. Misses: the swap_map entry, the
+    /// page-hash bucket, the swap_info fields the entry's device line shares with nothing
+    /// hot: 3.
+    pub free_swap_entry: Nanos,
     /// swap_out_pmd per present PTE: ptep_test_and_clear_young: ~20 instructions, 1 miss
     /// (struct page).
     pub swap_scan_pte: Nanos,
@@ -529,6 +536,7 @@ impl Costs {
             icache_visit: m.cost(20.0, 2.0),
             dispose_inode: m.cost(400.0, 5.0),
             zap_pte: m.cost(150.0, 3.0),
+            free_swap_entry: m.cost(130.0, 3.0),
             swap_scan_pte: m.cost(20.0, 1.0),
             swap_out_page: m.cost(600.0, 6.0),
             swap_map_entry: m.cost(5.0, 1.0 / 16.0),
@@ -636,11 +644,20 @@ impl Path for DoExit {
         self.stage += 1;
         match self.stage {
             1 => {
-                let rss = k.mm.mms.get(&self.mm).map_or(0, |r| r.rss);
+                // Resident and swapped-out PTEs lie interleaved by address: one walk, at
+                // the mean of the two per-PTE costs.
+                let (rss, swapped) =
+                    k.mm.mms
+                        .get(&self.mm)
+                        .map_or((0, 0), |r| (r.rss, r.swapped.len() as u64));
+                let ptes = rss + swapped;
+                let per = (rss * c.zap_pte + swapped * c.free_swap_entry)
+                    .checked_div(ptes)
+                    .unwrap_or(c.zap_pte);
                 LoopStep::locked(
                     "zap_page_range",
-                    rss,
-                    c.zap_pte,
+                    ptes,
+                    per,
                     "page_table_lock",
                     vec![crate::kernel::path::point("zap_page_range", 256)],
                     false,
@@ -656,7 +673,7 @@ impl Path for DoExit {
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
         // Pages zapped so far are freed at once; a restart (after a lock-break) zaps the rest.
-        if k.mm.mms.contains_key(&self.mm) && k.mm.unmap(self.mm, done) > 0 {
+        if k.mm.mms.contains_key(&self.mm) && k.mm.zap(self.mm, done) > 0 {
             self.stage = 0;
         }
     }

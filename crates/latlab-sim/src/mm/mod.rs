@@ -452,7 +452,21 @@ impl Mm {
         }
     }
 
+    /// zap_page_range went through `n` PTEs of `mm`, resident and swapped in proportion
+    /// (the walk is paid by the path): pages and swap slots are freed. Returns the PTEs left.
+    pub fn zap(&mut self, mm: u32, n: u64) -> u64 {
+        let Some(r) = self.mms.get_mut(&mm) else { return 0 };
+        let (rss, sw) = (r.rss, r.swapped.len() as u64);
+        let slots = (n * sw).checked_div(rss + sw).unwrap_or(0);
+        for s in r.swapped.drain(..slots as usize) {
+            // A slot we handed out ourselves cannot be unknown to the allocator.
+            let _ = self.swap.free(s);
+        }
+        self.unmap(mm, n - slots) + sw - slots
+    }
+
     /// zap_page_range freed `n` resident pages of `mm` (the walk is paid by the path).
+    /// Returns the resident pages left.
     pub fn unmap(&mut self, mm: u32, n: u64) -> u64 {
         let Some(r) = self.mms.get_mut(&mm) else { return 0 };
         let d = n.min(r.rss);
@@ -567,6 +581,24 @@ mod tests {
         let sc = m.apply_shrink(&limits(1000, 10_000, 10_000, 0), 10_000);
         assert_eq!((sc.scanned, sc.freed, sc.emptied), (50, 50, 0));
         assert_eq!((m.cache, m.anon), (0, 0));
+    }
+
+    #[test]
+    fn exit_frees_swapped_entries_with_the_resident_pages() {
+        let mut m = mm();
+        m.grow(5, 300);
+        m.reference(5);
+        m.mms.get_mut(&5).expect("mm").young = 0;
+        for _ in 0..100 {
+            m.swap_out_page(5).expect("a free slot");
+        }
+        let used = m.swap.used();
+        // 200 resident + 100 swapped PTEs; half the walk frees 100 pages and 50 slots.
+        assert_eq!(m.zap(5, 150), 150);
+        assert_eq!((m.mms[&5].rss, m.mms[&5].swapped.len()), (100, 50));
+        assert_eq!(m.swap.used(), used - 50);
+        assert_eq!(m.zap(5, 150), 0);
+        assert_eq!((m.anon, m.swap.used()), (0, used - 100));
     }
 
     #[test]
