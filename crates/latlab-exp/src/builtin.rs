@@ -38,9 +38,13 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "preempt-vs-lowlatency",
         include_str!("../../../experiments/preempt-vs-lowlatency.toml"),
     ),
+    (
+        "mini-ll-fresh-boot",
+        include_str!("../../../experiments/mini-ll-fresh-boot.toml"),
+    ),
 ];
 
-pub const WORKLOADS: &[&str] = &["seed000-script", "heavy-2002"];
+pub const WORKLOADS: &[&str] = &["seed000-script", "seed000-fresh-boot", "heavy-2002"];
 
 /// A desktop that has been up for days: page cache full of old files, and the dentries and
 /// inodes of updatedb's nightly walk (a 2002 developer's box: a distribution plus a few kernel
@@ -68,6 +72,21 @@ pub fn workload(name: &str) -> Option<Workload> {
             gap_ms: 0,
             // A 2002 desktop: XFree86 ~40 MB, a GNOME/KDE session ~60 MB, Mozilla ~50 MB.
             preload: lived_in(150_000, 150),
+        },
+        // The same script on a box just booted into the kernel under test, with the same
+        // desktop logged in: no old page cache, and only the dentries of boot and login
+        // (~20,000, an estimate: init scripts, X, the session's files), none looked up twice.
+        "seed000-fresh-boot" => Workload {
+            name: name.into(),
+            commands: seed000_script(),
+            gap_ms: 0,
+            preload: Preload {
+                cache_full: false,
+                old_file_kb: 64,
+                unused_dentries: 20_000,
+                referenced: false,
+                idle_anon_mib: 150,
+            },
         },
         // Seed 002 does not name its load ("heavy load", Clark Williams 2002). latlab's choice,
         // in the spirit of the Cerberus stress suite of the time: a parallel kernel build beside
