@@ -35,9 +35,11 @@ const TRACEFS: &str = "/sys/kernel/tracing";
 const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
 
 /// The tracepoints recorded (`events/<system>/<event>/enable`).
-const EVENTS: [&str; 8] = [
+const EVENTS: [&str; 9] = [
     "sched/sched_switch",
     "sched/sched_waking",
+    // A thread's first wakeup (clone): SIGEV_THREAD's notification thread is new each time.
+    "sched/sched_wakeup_new",
     "irq/irq_handler_entry",
     "irq/irq_handler_exit",
     "irq/softirq_entry",
@@ -264,6 +266,10 @@ enum Kind {
     Waking {
         pid: u32,
     },
+    /// The first wakeup of a thread just created.
+    WakeupNew {
+        pid: u32,
+    },
     IrqEntry {
         irq: u32,
         name: String,
@@ -388,6 +394,9 @@ fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
             }
         }
         "sched_waking" => Kind::Waking {
+            pid: value(fields, "pid")?.parse().ok()?,
+        },
+        "sched_wakeup_new" => Kind::WakeupNew {
             pid: value(fields, "pid")?.parse().ok()?,
         },
         "irq_handler_entry" => Kind::IrqEntry {
@@ -577,22 +586,60 @@ impl CpuTrace {
         v
     }
 
-    fn attribute(&self, tid: u32, intended: u64, woke: u64) -> Attribution {
+    /// The wakeup of `tid` (sched_waking, or sched_wakeup_new for a thread just created) in
+    /// the window of a sample over `[intended, woke]`.
+    fn wakeup_of(&self, tid: u32, intended: u64, woke: u64) -> Option<&Event> {
+        let ev = &self.events;
+        let lo = self.at(intended.saturating_sub(SLACK_NS));
+        ev[lo..]
+            .iter()
+            .take_while(|e| e.ts <= woke.saturating_add(SLACK_NS))
+            .find(|e| matches!(e.kind, Kind::Waking { pid } | Kind::WakeupNew { pid } if pid == tid))
+    }
+
+    /// Whether `tid` was switched in here during the window of a sample over `[intended, woke]`.
+    fn switched_in(&self, tid: u32, intended: u64, woke: u64) -> bool {
+        let lo = self.at(intended.saturating_sub(SLACK_NS));
+        self.events[lo..]
+            .iter()
+            .take_while(|e| e.ts <= woke.saturating_add(SLACK_NS))
+            .any(|e| matches!(e.kind, Kind::Switch { next_pid, .. } if next_pid == tid))
+    }
+
+    /// Explain one late wakeup of `tid` on this CPU; `foreign` is its wakeup when another
+    /// CPU recorded it (a waker running there).
+    fn attribute(&self, tid: u32, intended: u64, woke: u64, foreign: Option<&Event>) -> Attribution {
         let ev = &self.events;
         let lo = self.at(intended.saturating_sub(SLACK_NS));
         let hi = ev.partition_point(|e| e.ts <= woke.saturating_add(SLACK_NS));
-        let waking = (lo..hi).find(|&i| matches!(ev[i].kind, Kind::Waking { pid } if pid == tid));
-        // T's own timer: the last hrtimer_wakeup expiry before its sched_waking.
-        let expiry = waking.and_then(|w| {
-            (lo..w).rev().find_map(|i| match &ev[i].kind {
-                Kind::TimerEntry { function, now } if function == "hrtimer_wakeup" => Some(now.unwrap_or(ev[i].ts)),
-                _ => None,
-            })
+        // The wakeup: its time, whether it created the thread, and the first local event at
+        // or after it.
+        let waking = match foreign {
+            Some(f) => Some((ev.partition_point(|e| e.ts < f.ts).max(lo), f)),
+            None => (lo..hi)
+                .find(|&i| matches!(ev[i].kind, Kind::Waking { pid } | Kind::WakeupNew { pid } if pid == tid))
+                .map(|i| (i, &ev[i])),
+        };
+        // A new thread (SIGEV_THREAD) was created by another task after the timer fired.
+        let created = waking.is_some_and(|(_, w)| matches!(w.kind, Kind::WakeupNew { .. }));
+        // T's own timer: the last expiry before its wakeup of a sleeper (hrtimer_wakeup) or of a
+        // POSIX timer (posix_timer_fn, which signals T). A created thread's timer is the first
+        // POSIX timer expiry of the window: the notification chain may span later expiries.
+        let timer = |i: usize| match &ev[i].kind {
+            Kind::TimerEntry { function, now } if function == "hrtimer_wakeup" || function == "posix_timer_fn" => {
+                Some(now.unwrap_or(ev[i].ts))
+            }
+            _ => None,
+        };
+        let expiry = waking.and_then(|(w, _)| match created {
+            true => (lo..w).find_map(timer),
+            false => (lo..w).rev().find_map(timer),
         });
-        let switch_in = waking
-            .and_then(|w| (w..hi).find(|&i| matches!(ev[i].kind, Kind::Switch { next_pid, .. } if next_pid == tid)));
+        let switch_in = waking.and_then(|(w, _)| {
+            (w..hi).find(|&i| matches!(ev[i].kind, Kind::Switch { next_pid, .. } if next_pid == tid))
+        });
         let e = expiry
-            .or(waking.map(|w| ev[w].ts))
+            .or(waking.map(|(_, w)| w.ts))
             .unwrap_or(intended)
             .clamp(intended, woke);
         let s = switch_in.map_or(woke, |i| ev[i].ts).clamp(e, woke);
@@ -609,8 +656,8 @@ impl CpuTrace {
         };
         let mut warnings = Vec::new();
         match waking {
-            Some(w) => {
-                let woken_at = ev[w].ts.clamp(e, s);
+            Some((w, wake)) => {
+                let woken_at = wake.ts.clamp(e, s);
                 a.irq_off_ns = (e - intended) - busy(intended, e);
                 a.wakee_kernel_ns = woke - s;
                 // Until the first switch after the wakeup, the task current at the wakeup kept
@@ -619,10 +666,33 @@ impl CpuTrace {
                     .find(|&i| matches!(ev[i].kind, Kind::Switch { .. }))
                     .map_or(s, |i| ev[i].ts)
                     .clamp(e, s);
-                let kept = (first_switch - e) - busy(e, first_switch);
+                // A created thread's wait starts at its creation: from the expiry until then,
+                // the tasks that ran (the notifying thread among them) ran ahead of it.
+                let from = if created || foreign.is_some() { woken_at } else { e };
+                if foreign.is_some() {
+                    // The waker ran on another CPU: this CPU's tasks do not describe it.
+                    a.ran_ahead_ns += (woken_at - e) - busy(e, woken_at);
+                    a.tasks.push(TaskSlice {
+                        comm: format!("{} (waker, another CPU)", wake.comm),
+                        pid: wake.pid,
+                        ns: woken_at - e,
+                    });
+                } else if created {
+                    for sl in &slices {
+                        let (x, y) = (sl.start.max(e), sl.end.min(woken_at));
+                        if x < y {
+                            let t = (y - x) - busy(x, y);
+                            match sl.pid {
+                                0 => a.sched_ns += t,
+                                _ => a.ran_ahead_ns += t,
+                            }
+                        }
+                    }
+                }
+                let kept = (first_switch - from) - busy(from, first_switch);
                 match slices.iter().find(|sl| sl.start <= woken_at && woken_at <= sl.end) {
-                    Some(sl) if sl.pid != 0 => a.preempt_wait_ns = kept,
-                    _ => a.sched_ns = kept,
+                    Some(sl) if sl.pid != 0 => a.preempt_wait_ns += kept,
+                    _ => a.sched_ns += kept,
                 }
                 for sl in &slices {
                     let (x, y) = (sl.start.max(first_switch), sl.end.min(s));
@@ -820,7 +890,32 @@ impl Recorded {
     /// Explain one late wakeup of thread `tid` on `cpu`.
     pub fn attribute(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Attribution {
         match self.cpus.get(&cpu) {
-            Some(c) => c.attribute(tid, intended_ns, woke_ns.max(intended_ns)),
+            Some(c) => {
+                let woke_ns = woke_ns.max(intended_ns);
+                // The CPU the thread was switched in on (a notification thread may not run
+                // where its stream is pinned), then its wakeup, on another CPU if need be.
+                let (ran_on, c) = match c.switched_in(tid, intended_ns, woke_ns) {
+                    true => (cpu, c),
+                    false => self
+                        .cpus
+                        .iter()
+                        .find(|(_, o)| o.switched_in(tid, intended_ns, woke_ns))
+                        .map_or((cpu, c), |(&k, o)| (k, o)),
+                };
+                let foreign = match c.wakeup_of(tid, intended_ns, woke_ns) {
+                    Some(_) => None,
+                    None => self
+                        .cpus
+                        .iter()
+                        .filter(|(&other, _)| other != ran_on)
+                        .find_map(|(_, o)| o.wakeup_of(tid, intended_ns, woke_ns)),
+                };
+                let mut a = c.attribute(tid, intended_ns, woke_ns, foreign);
+                if ran_on != cpu {
+                    a.note = format!("ran on CPU {ran_on}, not CPU {cpu}; {}", a.note);
+                }
+                a
+            }
             None => Attribution {
                 note: note(false, &[format!("CPU {cpu} was not traced")]),
                 ..Attribution::default()
@@ -1104,6 +1199,71 @@ mod tests {
         assert_eq!(c.path, "kernel (non-preemptible section)");
         assert_eq!((c.since_ns, c.until_ns), (100_000_051_000, 100_000_250_000));
         assert!(a.note.contains("µs resolution"), "{}", a.note);
+    }
+
+    /// SIGEV_THREAD: posix_timer_fn signals glibc's helper thread (500), which creates the
+    /// notification thread (778) with clone().
+    const THREAD_CREATED: &str = "\
+          <idle>-0       [000] d.h1.   300.000010: hrtimer_expire_entry: hrtimer=00000000ef75f1b4 function=posix_timer_fn now=300000010000
+          <idle>-0       [000] d.h3.   300.000011: sched_waking: comm=latlab-posix pid=500 prio=4 target_cpu=000
+          <idle>-0       [000] d.h1.   300.000012: hrtimer_expire_exit: hrtimer=00000000ef75f1b4
+          <idle>-0       [000] d..2.   300.000014: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=latlab-posix next_pid=500 next_prio=4
+    latlab-posix-500     [000] d..2.   300.000074: sched_wakeup_new: comm=latlab-posix pid=778 prio=4 target_cpu=000
+    latlab-posix-500     [000] d..2.   300.000084: sched_switch: prev_comm=latlab-posix prev_pid=500 prev_prio=4 prev_state=S ==> next_comm=latlab-posix next_pid=778 next_prio=4
+";
+
+    #[test]
+    fn a_thread_created_to_notify_waits_for_its_creator() {
+        let (intended, woke) = (300_000_005_000, 300_000_090_000);
+        let a = recorded(THREAD_CREATED).attribute(0, 778, intended, woke);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        // Late expiry 5 us, handler 2 us, idle exit 2 us, the helper's 60 us up to the
+        // clone and 10 us after it, 6 us in the new thread.
+        assert_eq!((a.irq_off_ns, a.handler_ns), (5_000, 2_000), "{a:?}");
+        assert_eq!((a.sched_ns, a.ran_ahead_ns), (2_000, 60_000), "{a:?}");
+        assert_eq!((a.preempt_wait_ns, a.wakee_kernel_ns), (10_000, 6_000), "{a:?}");
+        assert!(!a.note.contains("no sched_waking"), "{}", a.note);
+        assert_eq!(a.tasks[0].comm, "latlab-posix");
+    }
+
+    /// The same, with glibc's helper thread on CPU 1: the timer fires on CPU 0, the helper
+    /// creates the notification thread from CPU 1, which then runs on CPU 0.
+    const HELPER_ELSEWHERE_CPU0: &str = "\
+          <idle>-0       [000] d.h1.   400.000010: hrtimer_expire_entry: hrtimer=00000000ef75f1b4 function=posix_timer_fn now=400000010000
+          <idle>-0       [000] d.h3.   400.000011: sched_waking: comm=latlab-posix pid=500 prio=4 target_cpu=001
+          <idle>-0       [000] d.h1.   400.000012: hrtimer_expire_exit: hrtimer=00000000ef75f1b4
+          <idle>-0       [000] d..2.   400.000090: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=latlab-posix next_pid=778 next_prio=4
+";
+    const HELPER_ELSEWHERE_CPU1: &str = "\
+          <idle>-0       [001] d..2.   400.000020: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=latlab-posix next_pid=500 next_prio=4
+    latlab-posix-500     [001] d..2.   400.000080: sched_wakeup_new: comm=latlab-posix pid=778 prio=4 target_cpu=000
+";
+
+    #[test]
+    fn a_wakeup_recorded_on_another_cpu_is_found_there() {
+        let rec = Recorded {
+            cpus: BTreeMap::from([
+                (0, CpuTrace::parse(HELPER_ELSEWHERE_CPU0, None, 0)),
+                (1, CpuTrace::parse(HELPER_ELSEWHERE_CPU1, None, 0)),
+            ]),
+        };
+        let (intended, woke) = (400_000_010_000, 400_000_095_000);
+        let a = rec.attribute(0, 778, intended, woke);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        // Expiry on time; the helper's 68 us (less CPU 0's 2 us handler) up to the clone on
+        // CPU 1; CPU 0 leaves idle 10 us later; 5 us in the new thread.
+        assert_eq!(
+            (a.irq_off_ns, a.handler_ns, a.ran_ahead_ns),
+            (0, 2_000, 68_000),
+            "{a:?}"
+        );
+        assert_eq!((a.sched_ns, a.wakee_kernel_ns), (10_000, 5_000), "{a:?}");
+        assert!(
+            a.tasks.iter().any(|t| t.pid == 500 && t.comm.contains("another CPU")),
+            "{:?}",
+            a.tasks
+        );
+        assert!(!a.note.contains("no sched_waking"), "{}", a.note);
     }
 
     const RAN_AHEAD: &str = "\

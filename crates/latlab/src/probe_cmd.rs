@@ -34,8 +34,12 @@ fn p_interval(s: &str) -> Result<u64, String> {
 fn p_duration(s: &str) -> Result<u64, String> {
     parse::duration_ns(s, "s")
 }
-fn p_cpus(s: &str) -> Result<Vec<usize>, String> {
-    parse::cpu_list(s)
+/// A `--cpus` list, one argument (a bare `Vec` would make clap expect several values).
+#[derive(Clone, Debug)]
+pub struct CpuList(pub Vec<usize>);
+
+fn p_cpus(s: &str) -> Result<CpuList, String> {
+    parse::cpu_list(s).map(CpuList)
 }
 fn p_us(s: &str) -> Result<u64, String> {
     parse::duration_ns(s, "us")
@@ -55,7 +59,7 @@ fn p_notify(s: &str) -> Result<Notify, String> {
 pub struct PeriodicOpts {
     /// CPUs to measure on (`0,1`, `0-3`, `all`); default: every CPU this process may use.
     #[arg(long, value_parser = p_cpus)]
-    pub cpus: Option<Vec<usize>>,
+    pub cpus: Option<CpuList>,
     /// SCHED_FIFO priority of the measuring threads; 0 measures as SCHED_OTHER.
     #[arg(long, default_value_t = 95, value_parser = clap::value_parser!(i32).range(0..=99))]
     pub priority: i32,
@@ -259,7 +263,7 @@ fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig 
     };
     let trace_above_ns = out.trace_above_ns();
     timer::PeriodicConfig {
-        cpus: p.cpus.clone().unwrap_or_else(parse::allowed_cpus),
+        cpus: p.cpus.clone().map_or_else(parse::allowed_cpus, |c| c.0),
         priority: p.priority,
         interval_ns: p.interval,
         duration_ns: duration,

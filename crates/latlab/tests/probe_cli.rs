@@ -176,6 +176,25 @@ fn timer_runs_as_root_and_as_nobody() {
 }
 
 #[test]
+fn cpus_chooses_the_measured_cpus() {
+    let Run { out, v, dir } = probe(
+        As::Invoker,
+        "cpus",
+        &["probe", "timer", "--loops", "100", "--cpus", "0"],
+    );
+    ok(&out);
+    assert_eq!(check_streams(&v), 100);
+    let names: Vec<&str> = v["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cpu0"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn posix_timer_signal_and_thread() {
     for who in users() {
         for notify in ["signal", "thread"] {
