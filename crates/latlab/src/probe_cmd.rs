@@ -29,7 +29,13 @@ pub enum ProbeCmd {
 }
 
 fn p_interval(s: &str) -> Result<u64, String> {
-    parse::duration_ns(s, "us")
+    let ns = parse::duration_ns(s, "us")?;
+    // A measuring thread sleeps a whole period at a time: longer periods would also delay
+    // stopping (Ctrl-C, --duration) by that much.
+    if !(1_000..=1_000_000_000).contains(&ns) {
+        return Err(format!("'{s}' is outside 1us..1s"));
+    }
+    Ok(ns)
 }
 fn p_duration(s: &str) -> Result<u64, String> {
     parse::duration_ns(s, "s")
@@ -181,6 +187,15 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         }
         ProbeCmd::PosixTimer(PosixTimerArgs { notify, timer: t }) => {
             let cfg = periodic_config(&t.periodic, &t.out);
+            let min = latlab_probe::posix_timer::MIN_THREAD_INTERVAL_NS;
+            if notify == latlab_probe::posix_timer::Notify::Thread && cfg.interval_ns < min {
+                anyhow::bail!(
+                    "--interval {}us is too short for --notify thread: glibc starts a thread for every \
+                     expiry, and periods shorter than {}us pile them up faster than they finish",
+                    cfg.interval_ns / 1000,
+                    min / 1000
+                );
+            }
             let name = format!("posix-timer {}", notify.sigev_name());
             run_with_loads(&name, &t.load, &t.out, || {
                 let out = latlab_probe::posix_timer::run(&cfg, notify);

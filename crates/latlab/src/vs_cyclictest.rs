@@ -31,7 +31,7 @@ pub struct VsArgs {
     #[arg(long, default_value_t = 95, value_parser = clap::value_parser!(i32).range(1..=99))]
     pub priority: i32,
     /// Period in microseconds for both tools.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..))]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
     pub interval_us: u64,
     /// Directory for the load's scratch files.
     #[arg(long)]

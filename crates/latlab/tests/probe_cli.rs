@@ -481,6 +481,7 @@ fn bad_options_get_clear_errors() {
         (vec!["probe", "timer", "--cpus", "9999"], "not online"),
         (vec!["probe", "timer", "--load", "bogus"], "make:N"),
         (vec!["probe", "timer", "--interval", "fast"], "not a duration"),
+        (vec!["probe", "timer", "--interval", "100000s"], "outside 1us..1s"),
         (vec!["probe", "posix-timer", "--notify", "pigeon"], "signal or thread"),
         (vec!["probe", "write", "--size", "12parsecs"], "size"),
     ] {
@@ -488,7 +489,22 @@ fn bad_options_get_clear_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(expect), "{args:?}: {err}");
-    }
+    } // Refused before any thread starts: a thread per expiry every 50 us would pile up.
+    let out = latlab(
+        As::Invoker,
+        &[
+            "probe",
+            "posix-timer",
+            "--notify",
+            "thread",
+            "--interval",
+            "50us",
+            "--loops",
+            "10",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("too short for --notify thread"));
 }
 
 #[test]
