@@ -354,6 +354,9 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         .ok()
         .filter(|&r| r <= 64 << 20)
         .ok_or_else(|| anyhow::anyhow!("--record {}: at most 64M", w.record))?;
+    if record as u64 > size {
+        anyhow::bail!("--record {record} is larger than the file (--size {size}): not one record would be written");
+    }
     let cfg = write::WriteConfig {
         dir,
         size,
