@@ -362,6 +362,36 @@ published_max_ms = 84.0
         assert!(parse("x.toml", &GOOD.replace("[[run]]", "[[runs]]")).is_err());
     }
 
+    proptest::proptest! {
+        /// Any value replaced by an extreme or ill-typed one, any line dropped or doubled: the
+        /// parser returns, and an error names the file.
+        #[test]
+        fn mutated_files_fail_cleanly(
+            line in 0usize..64,
+            value in proptest::sample::select(vec![
+                "0", "-1", "1e308", "-1e308", "nan", "inf", "18446744073709551615",
+                "99999999999999999999999", "\"\"", "[]", "[1.0]", "[[]]", "{}", "true", "0.0",
+            ]),
+            op in 0u8..3,
+        ) {
+            let lines: Vec<&str> = GOOD.lines().collect();
+            let i = line % lines.len();
+            let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            match op {
+                0 => match lines[i].split_once('=') {
+                    Some((k, _)) => out[i] = format!("{k}= {value}"),
+                    None => out[i] = format!("{} = {value}", lines[i].trim_matches(|c| c == '[' || c == ']')),
+                },
+                1 => { out.remove(i); }
+                _ => out.insert(i, lines[i].to_string()),
+            }
+            if let Err(e) = parse("x.toml", &out.join("\n")) {
+                let e = e.to_string();
+                proptest::prop_assert!(e.contains("x.toml"), "{}", e);
+            }
+        }
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic() {
         // A cheap stand-in for fuzzing: every prefix and many mutations of a good file.

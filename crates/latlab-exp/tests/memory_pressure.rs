@@ -3,8 +3,15 @@
 //! list's tail, swaps and prunes the dcache; the fresh box has no memory pressure at all.
 
 fn first_seconds(experiment: &str, secs: u64) -> latlab_core::RunResult {
+    first_seconds_at(experiment, secs, None)
+}
+
+fn first_seconds_at(experiment: &str, secs: u64, rtc_hz: Option<u32>) -> latlab_core::RunResult {
     let exp = latlab_exp::builtin_experiment(experiment).unwrap();
     let mut cfg = exp.runs[0].config.clone();
+    if let Some(hz) = rtc_hz {
+        cfg.rtc_hz = hz;
+    }
     cfg.min_duration_ns = 0;
     cfg.max_duration_ns = secs * 1_000_000_000;
     latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap().0
@@ -12,12 +19,16 @@ fn first_seconds(experiment: &str, secs: u64) -> latlab_core::RunResult {
 
 #[test]
 fn the_lived_in_desktop_swaps_and_prunes_the_dcache() {
-    let r = first_seconds("mini-ll", 5);
-    assert!(r.counters["reclaim_calls"] > 0);
-    assert!(r.counters["pages_swapped_out"] > 0, "{:?}", r.counters);
-    // prune_dcache's walk over the referenced dentries holds the CPU for tens of ms.
-    let prune = r.counters.get("worst_us:prune_dcache").copied().unwrap_or(0);
-    assert!(prune > 10_000, "{:?}", r.counters);
+    // Also when realfeel's faster interrupts cut shrink_cache at its rescheduling point more
+    // often: the call goes on with what is left of its budgets, so it still meets max_mapped.
+    for hz in [2048, 8192] {
+        let r = first_seconds_at("mini-ll", 5, Some(hz));
+        assert!(r.counters["reclaim_calls"] > 0);
+        assert!(r.counters["pages_swapped_out"] > 0, "{hz} Hz: {:?}", r.counters);
+        // prune_dcache's walk over the referenced dentries holds the CPU for tens of ms.
+        let prune = r.counters.get("worst_us:prune_dcache").copied().unwrap_or(0);
+        assert!(prune > 10_000, "{hz} Hz: {:?}", r.counters);
+    }
 }
 
 #[test]

@@ -40,6 +40,8 @@ pub struct TryToFreePages {
     plan: (u64, u64),
     /// The shrink_cache scan just handed out, to be applied for the pages it got through.
     limits: Option<ScanLimits>,
+    /// What is left of a shrink_cache call cut by its rescheduling point.
+    resume: Option<ScanLimits>,
     sub: Nested,
     swap_mm: Option<u32>,
     /// Items of the loop last handed out: fewer done means it stopped at a lock-break,
@@ -60,6 +62,7 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
         sub: Nested::default(),
         swap_mm: None,
         limits: None,
+        resume: None,
         planned: 0,
         dcache_left: None,
         icache_left: None,
@@ -96,14 +99,18 @@ impl TryToFreePages {
                     // against max_mapped = min(nr_pages << (10 - priority), max_scan / 10);
                     // meeting more makes shrink_cache call swap_out and return short of its
                     // goal, so shrink_caches goes on to the dcache and icache.
-                    let inactive = k.mm.lru_pages().max(1);
-                    let max_scan = inactive / self.priority;
-                    let lim = ScanLimits {
-                        want: SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1),
-                        max_scan,
-                        max_mapped: (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10),
-                        dirty: k.buf.dirty_for_balance(),
-                    };
+                    // After a lock-break the same call goes on (the kernel's `continue`): what
+                    // is left of its scan, mapped-page and freeing budgets.
+                    let lim = self.resume.take().unwrap_or_else(|| {
+                        let inactive = k.mm.lru_pages().max(1);
+                        let max_scan = inactive / self.priority;
+                        ScanLimits {
+                            want: SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1),
+                            max_scan,
+                            max_mapped: (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10),
+                            dirty: k.buf.dirty_for_balance(),
+                        }
+                    });
                     let plan = k.mm.plan_shrink(&lim);
                     if plan.swap {
                         self.stage = Stage::SwapOut;
@@ -275,9 +282,15 @@ impl Path for TryToFreePages {
                 }
                 k.dcache.pages_dropped(sc.emptied);
                 self.freed += sc.freed;
-                if cut {
+                if cut && sc.freed < lim.want {
                     // shrink_cache's lock-break: the scan goes on after schedule().
                     self.stage = Stage::Shrink;
+                    self.resume = Some(ScanLimits {
+                        want: lim.want - sc.freed,
+                        max_scan: lim.max_scan - sc.scanned.min(lim.max_scan),
+                        max_mapped: lim.max_mapped - sc.mapped.min(lim.max_mapped),
+                        dirty: k.buf.dirty_for_balance(),
+                    });
                 }
             }
             Stage::Icache | Stage::DcachePrune => {
