@@ -254,6 +254,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
     c.insert("idle_ms".into(), k.stats.idle_ns / 1_000_000);
     c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
     c.insert("reclaim_calls".into(), k.st.mm.reclaims);
+    c.insert("reclaim_calls_to_priority_1".into(), k.st.mm.reclaims_to_priority_1);
     let secs = k.now as f64 / 1e9;
     r.throughput.insert(
         "disk_MBps".into(),

@@ -115,6 +115,8 @@ pub struct Mm {
     pub peak_anon: u64,
     /// try_to_free_pages calls.
     pub reclaims: u64,
+    /// Of those, calls that went down to priority 1 (shrink_caches short at every priority).
+    pub reclaims_to_priority_1: u64,
     /// Bytes of dentry and inode slab in use.
     pub slab_bytes: u64,
 }
@@ -151,6 +153,7 @@ impl Mm {
             swapouts: 0,
             peak_anon: 0,
             reclaims: 0,
+            reclaims_to_priority_1: 0,
             slab_bytes: 0,
         }
     }

@@ -49,8 +49,6 @@ pub struct TryToFreePages {
     planned: u64,
     /// prune_dcache's count still to go after a lock-break.
     dcache_left: Option<u64>,
-    /// prune_icache's goal still to go after a lock-break.
-    icache_left: Option<u64>,
 }
 
 pub fn try_to_free_pages() -> Box<dyn Path> {
@@ -65,7 +63,6 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
         resume: None,
         planned: 0,
         dcache_left: None,
-        icache_left: None,
     })
 }
 
@@ -209,10 +206,7 @@ impl TryToFreePages {
                 }
                 Stage::Icache => {
                     self.stage = Stage::Dispose;
-                    let goal = self
-                        .icache_left
-                        .take()
-                        .unwrap_or(k.dcache.inodes_unused / self.priority);
+                    let goal = k.dcache.inodes_unused / self.priority;
                     let (visited, freed) = k.dcache.plan_prune_icache(goal);
                     self.plan = (visited, freed);
                     if visited == 0 {
@@ -236,10 +230,15 @@ impl TryToFreePages {
                     return LoopStep::plain("dispose_list", freed, k.c.dispose_inode, vec![point("dispose_list", 1)]);
                 }
                 Stage::NextPriority => {
-                    if self.freed >= SWAP_CLUSTER_MAX || self.priority == 1 || k.mm.free >= k.mm.pages_high {
+                    // try_to_free_pages_zone: priorities 6 down to 1 until shrink_caches reaches
+                    // its goal; free memory above pages_high does not end the call.
+                    if self.freed >= SWAP_CLUSTER_MAX || self.priority == 1 {
                         return Step::Done;
                     }
                     self.priority -= 1;
+                    if self.priority == 1 {
+                        k.mm.reclaims_to_priority_1 += 1;
+                    }
                     self.stage = Stage::Refill;
                 }
             }
@@ -307,7 +306,10 @@ impl Path for TryToFreePages {
                     let (skipped, pruned) = self.plan;
                     let sk = (skipped * done).checked_div(pruned).unwrap_or(0);
                     k.dcache.apply_prune_dcache(sk, done, share);
-                    self.freed += k.mm.free_slab(done * DENTRY_BYTES);
+                    // kmem_cache_shrink(dentry_cache) hands the slabs back, but shrink_caches
+                    // ignores what shrink_dcache_memory returns (2.4.17/2.4.18): the call's
+                    // goal is no nearer, and it goes on to the next priority.
+                    k.mm.free_slab(done * DENTRY_BYTES);
                     if cut {
                         self.dcache_left = Some(pruned - done);
                         self.stage = Stage::Dcache;
@@ -315,17 +317,18 @@ impl Path for TryToFreePages {
                 }
             }
             Stage::Dispose if cut => {
-                // prune_icache's lock-break: what was found so far is freed, the walk goes on.
+                // prune_icache's lock-break (low-latency): the walk stops and what it found
+                // goes to dispose_list. Resuming it would re-walk the inodes it skipped (those
+                // with cached pages stay in place), and with a goal above what is freeable
+                // every resumed walk would be cut again before the end: a livelock the
+                // low-latency kernel did not show (seed 000's run completed).
                 let (visited, freed) = self.plan;
                 let found = (freed * done).checked_div(visited).unwrap_or(0);
-                k.dcache.apply_prune_icache(found);
-                self.freed += k.mm.free_slab(found * INODE_BYTES);
-                self.icache_left = Some(freed - found);
-                self.stage = Stage::Icache;
+                self.plan = (done, found);
             }
             Stage::NextPriority => {
                 k.dcache.apply_prune_icache(done);
-                self.freed += k.mm.free_slab(done * INODE_BYTES);
+                k.mm.free_slab(done * INODE_BYTES);
             }
             _ => {}
         }
