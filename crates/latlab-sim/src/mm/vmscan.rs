@@ -2,7 +2,8 @@
 //! `shrink_caches` at priority 6 down to 1 until SWAP_CLUSTER_MAX pages are freed:
 //! `refill_inactive` (no point anywhere), `shrink_cache` (stock lock-break per page; too many
 //! mapped pages -> `swap_out`), `shrink_dcache_memory` -> `prune_dcache`,
-//! `shrink_icache_memory` -> `prune_icache`. kswapd repeats rounds until free pages reach
+//! `shrink_icache_memory` -> `prune_icache` (what these two free does not count toward the
+//! goal: shrink_caches ignores their return). kswapd repeats rounds until free pages reach
 //! pages_high.
 
 use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step};
