@@ -669,6 +669,20 @@ impl CpuTrace {
                 // A created thread's wait starts at its creation: from the expiry until then,
                 // the tasks that ran (the notifying thread among them) ran ahead of it.
                 let from = if created || foreign.is_some() { woken_at } else { e };
+                // Time in [x0, y0] outside handlers: the idle task's is the scheduler's (idle
+                // exit), any other task's ran ahead of the woken one.
+                let split = |a: &mut Attribution, x0: u64, y0: u64| {
+                    for sl in &slices {
+                        let (x, y) = (sl.start.max(x0), sl.end.min(y0));
+                        if x < y {
+                            let t = (y - x) - busy(x, y);
+                            match sl.pid {
+                                0 => a.sched_ns += t,
+                                _ => a.ran_ahead_ns += t,
+                            }
+                        }
+                    }
+                };
                 if foreign.is_some() {
                     // The waker ran on another CPU: this CPU's tasks do not describe it.
                     a.ran_ahead_ns += (woken_at - e) - busy(e, woken_at);
@@ -678,32 +692,14 @@ impl CpuTrace {
                         ns: woken_at - e,
                     });
                 } else if created {
-                    for sl in &slices {
-                        let (x, y) = (sl.start.max(e), sl.end.min(woken_at));
-                        if x < y {
-                            let t = (y - x) - busy(x, y);
-                            match sl.pid {
-                                0 => a.sched_ns += t,
-                                _ => a.ran_ahead_ns += t,
-                            }
-                        }
-                    }
+                    split(&mut a, e, woken_at);
                 }
                 let kept = (first_switch - from) - busy(from, first_switch);
                 match slices.iter().find(|sl| sl.start <= woken_at && woken_at <= sl.end) {
                     Some(sl) if sl.pid != 0 => a.preempt_wait_ns += kept,
                     _ => a.sched_ns += kept,
                 }
-                for sl in &slices {
-                    let (x, y) = (sl.start.max(first_switch), sl.end.min(s));
-                    if x < y {
-                        let t = (y - x) - busy(x, y);
-                        match sl.pid {
-                            0 => a.sched_ns += t,
-                            _ => a.ran_ahead_ns += t,
-                        }
-                    }
-                }
+                split(&mut a, first_switch, s);
                 a.cause = cause(&slices, &handlers, woken_at, s, woke - intended);
                 if switch_in.is_none() {
                     warnings.push(format!("no sched_switch to tid {tid} after its wakeup"));
