@@ -331,17 +331,11 @@ impl Mm {
             if met < live {
                 self.lru.push_front((o, live - met));
             }
-            if freed > 0 {
-                if let Owner::File(id) = o {
-                    if let Some(f) = self.files.get_mut(&id) {
-                        f.cached -= freed.min(f.cached);
-                        if f.cached == 0 && !f.in_use {
-                            sc.emptied += 1;
-                        }
-                    }
+            if let (Owner::File(id), true) = (o, freed > 0) {
+                self.uncache(id, freed);
+                if self.files.get(&id).is_some_and(|f| f.cached == 0 && !f.in_use) {
+                    sc.emptied += 1;
                 }
-                self.cache -= freed.min(self.cache);
-                self.free += freed;
             }
             if met > freed {
                 rotated.push((o, met - freed));
@@ -376,13 +370,20 @@ impl Mm {
         self.push(Owner::File(file), take);
     }
 
-    /// `n` cached pages of `file` were truncated away (the walk is paid by the path).
-    pub fn drop_cache(&mut self, file: u32, n: u64) {
-        let Some(f) = self.files.get_mut(&file) else { return };
+    /// `n` cached pages of `file` leave the page cache and are free; returns how many did.
+    /// The caller takes them off the LRU list.
+    fn uncache(&mut self, file: u32, n: u64) -> u64 {
+        let Some(f) = self.files.get_mut(&file) else { return 0 };
         let d = n.min(f.cached);
         f.cached -= d;
         self.cache -= d.min(self.cache);
         self.free += d;
+        d
+    }
+
+    /// `n` cached pages of `file` were truncated away (the walk is paid by the path).
+    pub fn drop_cache(&mut self, file: u32, n: u64) {
+        let d = self.uncache(file, n);
         self.forget(Owner::File(file), d);
     }
 
@@ -397,12 +398,9 @@ impl Mm {
     }
 
     /// Remove a file: its cached pages are freed (the truncate walk has been paid by the path).
-    pub fn delete_file(&mut self, file: u32) -> Option<FileRec> {
-        let f = self.files.remove(&file)?;
-        self.cache -= f.cached.min(self.cache);
-        self.free += f.cached;
-        self.forget(Owner::File(file), f.cached);
-        Some(f)
+    pub fn delete_file(&mut self, file: u32) {
+        self.drop_cache(file, u64::MAX);
+        self.files.remove(&file);
     }
 
     /// Slab memory (dentries, inodes) taken from free pages.
@@ -444,14 +442,17 @@ impl Mm {
 
     /// exit_mmap finished: pages and swap slots of `mm` are freed.
     pub fn drop_mm(&mut self, mm: u32) {
+        self.unmap(mm, u64::MAX);
         if let Some(r) = self.mms.remove(&mm) {
-            self.anon -= r.rss.min(self.anon);
-            self.free += r.rss;
-            self.forget(Owner::Anon(mm), r.rss);
-            for s in r.swapped {
-                // A slot we handed out ourselves cannot be unknown to the allocator.
-                let _ = self.swap.free(s);
-            }
+            self.free_slots(r.swapped);
+        }
+    }
+
+    /// Swap slots given back (swap_entry_free).
+    fn free_slots(&mut self, slots: impl IntoIterator<Item = u64>) {
+        for s in slots {
+            // A slot we handed out ourselves cannot be unknown to the allocator.
+            let _ = self.swap.free(s);
         }
     }
 
@@ -461,10 +462,8 @@ impl Mm {
         let Some(r) = self.mms.get_mut(&mm) else { return 0 };
         let (rss, sw) = (r.rss, r.swapped.len() as u64);
         let slots = (n * sw).checked_div(rss + sw).unwrap_or(0);
-        for s in r.swapped.drain(..slots as usize) {
-            // A slot we handed out ourselves cannot be unknown to the allocator.
-            let _ = self.swap.free(s);
-        }
+        let gone: Vec<u64> = r.swapped.drain(..slots as usize).collect();
+        self.free_slots(gone);
         self.unmap(mm, n - slots) + sw - slots
     }
 
@@ -497,11 +496,8 @@ impl Mm {
             .ok()?;
         let slot = a.slot?;
         r.swapped.push(slot);
-        r.rss -= 1;
-        self.anon -= 1;
-        self.free += 1;
+        self.unmap(mm, 1);
         self.swapouts += 1;
-        self.forget(Owner::Anon(mm), 1);
         Some(a.work)
     }
 }
