@@ -673,7 +673,7 @@ impl Path for DoExit {
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
         // Pages zapped so far are freed at once; a restart (after a lock-break) zaps the rest.
-        if k.mm.mms.contains_key(&self.mm) && k.mm.zap(self.mm, done) > 0 {
+        if k.mm.zap(self.mm, done) > 0 {
             self.stage = 0;
         }
     }

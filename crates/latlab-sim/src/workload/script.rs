@@ -567,7 +567,7 @@ impl Program for Cmd {
 
 /// Resident pages of a cc1 compiling a 2.4 kernel file (6 MB) and its object (16 KB):
 /// an estimate for GCC 2.95 at -O2 (parse trees of the file and its ~40 headers plus RTL of
-/// one function at a time); no measurement of the time was found. Shared by every variant.
+/// one function at a time); no measurement from the time was found. Shared by every variant.
 const KERNEL_CC1: (u64, u64) = (1500, 16);
 /// The same for dbench's few small files (4 MB, 8 KB objects).
 const DBENCH_CC1: (u64, u64) = (1000, 8);
