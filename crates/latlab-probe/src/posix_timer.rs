@@ -17,12 +17,12 @@ use crate::timer::{run_periodic, PeriodicConfig, PeriodicOutcome, ThreadCtx};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-/// How the timer notifies its expiry.
 /// Shortest period for SIGEV_THREAD: glibc creates one thread per expiry (40-50 us each on
 /// the 2-vCPU KVM guest of BENCHMARKS.md, p50 of `probe posix-timer --notify thread`, plus the
 /// thread's own run); at 200 us the CPU still has three quarters of each period to spare.
 pub const MIN_THREAD_INTERVAL_NS: u64 = 200_000;
 
+/// How the timer notifies its expiry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Notify {
     Signal,

@@ -586,39 +586,46 @@ impl CpuTrace {
         v
     }
 
-    /// The wakeup of `tid` (sched_waking, or sched_wakeup_new for a thread just created) in
-    /// the window of a sample over `[intended, woke]`.
-    fn wakeup_of(&self, tid: u32, intended: u64, woke: u64) -> Option<&Event> {
-        let ev = &self.events;
+    /// Indices of the events in the window of a sample over `[intended, woke]`, widened by
+    /// SLACK_NS on each side.
+    fn window(&self, intended: u64, woke: u64) -> std::ops::Range<usize> {
         let lo = self.at(intended.saturating_sub(SLACK_NS));
-        ev[lo..]
-            .iter()
-            .take_while(|e| e.ts <= woke.saturating_add(SLACK_NS))
-            .find(|e| matches!(e.kind, Kind::Waking { pid } | Kind::WakeupNew { pid } if pid == tid))
+        let hi = self.events.partition_point(|e| e.ts <= woke.saturating_add(SLACK_NS));
+        lo..hi.max(lo)
+    }
+
+    /// Index of the wakeup of `tid` (sched_waking, or sched_wakeup_new for a thread just
+    /// created) among `range`.
+    fn wakeup_in(&self, tid: u32, mut range: std::ops::Range<usize>) -> Option<usize> {
+        range.find(|&i| matches!(self.events[i].kind, Kind::Waking { pid } | Kind::WakeupNew { pid } if pid == tid))
+    }
+
+    /// Index of the first switch to `tid` among `range`.
+    fn switch_in(&self, tid: u32, mut range: std::ops::Range<usize>) -> Option<usize> {
+        range.find(|&i| matches!(self.events[i].kind, Kind::Switch { next_pid, .. } if next_pid == tid))
+    }
+
+    /// The wakeup of `tid` in the window of a sample over `[intended, woke]`.
+    fn wakeup_of(&self, tid: u32, intended: u64, woke: u64) -> Option<&Event> {
+        self.wakeup_in(tid, self.window(intended, woke))
+            .map(|i| &self.events[i])
     }
 
     /// Whether `tid` was switched in here during the window of a sample over `[intended, woke]`.
     fn switched_in(&self, tid: u32, intended: u64, woke: u64) -> bool {
-        let lo = self.at(intended.saturating_sub(SLACK_NS));
-        self.events[lo..]
-            .iter()
-            .take_while(|e| e.ts <= woke.saturating_add(SLACK_NS))
-            .any(|e| matches!(e.kind, Kind::Switch { next_pid, .. } if next_pid == tid))
+        self.switch_in(tid, self.window(intended, woke)).is_some()
     }
 
     /// Explain one late wakeup of `tid` on this CPU; `foreign` is its wakeup when another
     /// CPU recorded it (a waker running there).
     fn attribute(&self, tid: u32, intended: u64, woke: u64, foreign: Option<&Event>) -> Attribution {
         let ev = &self.events;
-        let lo = self.at(intended.saturating_sub(SLACK_NS));
-        let hi = ev.partition_point(|e| e.ts <= woke.saturating_add(SLACK_NS));
+        let std::ops::Range { start: lo, end: hi } = self.window(intended, woke);
         // The wakeup: its time, whether it created the thread, and the first local event at
         // or after it.
         let waking = match foreign {
             Some(f) => Some((ev.partition_point(|e| e.ts < f.ts).max(lo), f)),
-            None => (lo..hi)
-                .find(|&i| matches!(ev[i].kind, Kind::Waking { pid } | Kind::WakeupNew { pid } if pid == tid))
-                .map(|i| (i, &ev[i])),
+            None => self.wakeup_in(tid, lo..hi).map(|i| (i, &ev[i])),
         };
         // A new thread (SIGEV_THREAD) was created by another task after the timer fired.
         let created = waking.is_some_and(|(_, w)| matches!(w.kind, Kind::WakeupNew { .. }));
@@ -635,9 +642,7 @@ impl CpuTrace {
             true => (lo..w).find_map(timer),
             false => (lo..w).rev().find_map(timer),
         });
-        let switch_in = waking.and_then(|(w, _)| {
-            (w..hi).find(|&i| matches!(ev[i].kind, Kind::Switch { next_pid, .. } if next_pid == tid))
-        });
+        let switch_in = waking.and_then(|(w, _)| self.switch_in(tid, w..hi));
         let e = expiry
             .or(waking.map(|(_, w)| w.ts))
             .unwrap_or(intended)
