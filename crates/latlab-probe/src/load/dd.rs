@@ -15,14 +15,7 @@ pub fn run(dir: &Path, stop: &AtomicBool, counters: &Counters, bytes: u64) -> st
     counters.add("bytes_written", 0);
     // Not zeros: some file systems compress or skip zero pages.
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let buf: Vec<u8> = (0..CHUNK)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let buf: Vec<u8> = (0..CHUNK).map(|_| super::xorshift64(&mut x) as u8).collect();
     let path = dir.join("dd.bin");
     let r = (|| {
         while !stop.load(Ordering::Relaxed) {

@@ -110,6 +110,15 @@ fn size_text(b: u64) -> String {
     b.to_string()
 }
 
+/// The next word of a xorshift64 stream (Marsaglia 2003): the generators' non-zero,
+/// incompressible data and their reproducible choices.
+fn xorshift64(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 /// Helpers shared by the generators' tests.
 #[cfg(test)]
 pub(crate) mod testutil {

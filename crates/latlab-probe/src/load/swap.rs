@@ -155,11 +155,9 @@ impl Mapping {
         // SAFETY: i < pages, so the 128 words at i * words_per_page lie inside the mapping.
         let pg = unsafe { self.base.add(i * words_per_page) };
         for w in 0..128 {
-            *x ^= *x << 13;
-            *x ^= *x >> 7;
-            *x ^= *x << 17;
+            let v = super::xorshift64(x);
             // SAFETY: see above; 128 words = 1 KiB <= one page.
-            unsafe { pg.add(w).write_volatile(*x) };
+            unsafe { pg.add(w).write_volatile(v) };
         }
     }
 

@@ -33,10 +33,7 @@ pub fn run(dir: &Path, stop: &AtomicBool, counters: &Counters) -> std::io::Resul
                     complete = false;
                     break;
                 }
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let len = (seed % (MAX_FILE as u64 + 1)) as usize;
+                let len = (super::xorshift64(&mut seed) % (MAX_FILE as u64 + 1)) as usize;
                 std::fs::write(tree.join(format!("d{:02}/f{i:04}.c", i % DIRS)), &data[..len])?;
                 counters.add("files_created", 1);
                 counters.ready();
