@@ -35,23 +35,41 @@ pub fn set_fifo(prio: i32) -> Result<(), String> {
     }
 }
 
+/// What `mlockall` locked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locked {
+    /// MCL_CURRENT | MCL_FUTURE.
+    CurrentAndFuture,
+    /// MCL_CURRENT only, within RLIMIT_MEMLOCK.
+    Current,
+}
+
+impl Locked {
+    /// As the `mlockall` setting of the result.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Locked::CurrentAndFuture => "current+future",
+            Locked::Current => "current",
+        }
+    }
+}
+
 /// Lock all current and future memory (mlockall).
 ///
 /// With CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK both current and future pages are locked.
 /// Otherwise only the current ones: under MCL_FUTURE every later mapping beyond the limit
 /// (a thread stack, a growing histogram) would fail with EAGAIN, which is worse than a fault.
-pub fn lock_memory() -> Result<&'static str, String> {
+pub fn lock_memory() -> Result<Locked, String> {
     use nix::sys::mman::{mlockall, MlockAllFlags};
     use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
-    let unlimited = getrlimit(Resource::RLIMIT_MEMLOCK).is_ok_and(|(soft, _)| soft == RLIM_INFINITY);
-    if unlimited || has_cap_ipc_lock() {
+    let soft = getrlimit(Resource::RLIMIT_MEMLOCK).map_or(0, |(soft, _)| soft);
+    if soft == RLIM_INFINITY || has_cap_ipc_lock() {
         mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE)
-            .map(|()| "current+future")
+            .map(|()| Locked::CurrentAndFuture)
             .map_err(|e| format!("mlockall: {e}"))
     } else {
-        let (soft, _) = getrlimit(Resource::RLIMIT_MEMLOCK).unwrap_or((0, 0));
         mlockall(MlockAllFlags::MCL_CURRENT)
-            .map(|()| "current")
+            .map(|()| Locked::Current)
             .map_err(|e| format!("mlockall(MCL_CURRENT) within RLIMIT_MEMLOCK {} KiB: {e}", soft / 1024))
     }
 }
@@ -75,8 +93,8 @@ pub fn unlock_memory() {
 /// The whole run's privileges, for the report.
 #[derive(Clone, Debug, Default)]
 pub struct RunCaps {
-    /// What mlockall locked: "current+future", "current" (within RLIMIT_MEMLOCK), or None.
-    pub mlocked: Option<&'static str>,
+    /// What mlockall locked, if it succeeded.
+    pub mlocked: Option<Locked>,
     pub mlock_error: Option<String>,
     pub fifo_threads: usize,
     pub threads: usize,
@@ -120,7 +138,7 @@ impl RunCaps {
                 "could not lock memory ({e}): page faults may add latency; run as root or raise `ulimit -l`"
             ));
         }
-        if self.mlocked == Some("current") {
+        if self.mlocked == Some(Locked::Current) {
             w.push(
                 "memory locked as it was at the start only (no CAP_IPC_LOCK, finite RLIMIT_MEMLOCK): pages \
                  the run allocates later may fault"
@@ -154,7 +172,7 @@ impl RunCaps {
 
     pub fn settings(&self) -> Vec<(String, String)> {
         vec![
-            ("mlockall".into(), self.mlocked.unwrap_or("no").to_string()),
+            ("mlockall".into(), self.mlocked.map_or("no", Locked::as_str).to_string()),
             (
                 "sched_fifo_threads".into(),
                 format!("{}/{}", self.fifo_threads, self.threads),
