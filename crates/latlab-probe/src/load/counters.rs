@@ -47,17 +47,18 @@ impl Counters {
 
     /// Add `n` to `key` (0 just makes the key appear) and rewrite the file if it is due.
     pub fn add(&self, key: &str, n: u64) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        *st.values.entry(key.to_string()).or_insert(0) += n;
-        if st.last_flush.is_none_or(|t| t.elapsed() >= FLUSH_EVERY) {
-            self.write(&mut st);
-        }
+        self.update(key, |v| *v += n);
     }
 
     /// Set `key` to `v` (for totals gathered elsewhere).
     pub fn set(&self, key: &str, v: u64) {
+        self.update(key, |x| *x = v);
+    }
+
+    /// Change `key`'s value and rewrite the file if it is due.
+    fn update(&self, key: &str, f: impl FnOnce(&mut u64)) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.values.insert(key.to_string(), v);
+        f(st.values.entry(key.to_string()).or_insert(0));
         if st.last_flush.is_none_or(|t| t.elapsed() >= FLUSH_EVERY) {
             self.write(&mut st);
         }
