@@ -241,7 +241,10 @@ pub fn start_loads(l: &LoadOpts) -> anyhow::Result<Option<Loads>> {
         return Ok(None);
     }
     let opts = LoadOptions {
-        exe: std::env::current_exe().context("finding the latlab binary to run loads")?,
+        // The running binary through the kernel's own link to it: no search permission on the
+        // directories above it is needed (an unprivileged run of a binary in a 0700 checkout),
+        // and a rebuild during the run cannot swap it.
+        exe: "/proc/self/exe".into(),
         scratch: l.scratch.clone().unwrap_or_else(std::env::temp_dir),
         allow_zram: l.zram,
     };

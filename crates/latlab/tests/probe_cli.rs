@@ -276,6 +276,48 @@ fn write_refuses_to_fill_the_disk() {
 
 /// Each load generator runs under the timer probe and reports that it did its work.
 #[test]
+fn loads_start_from_a_binary_in_a_private_directory() {
+    // A fresh clone under `mktemp -d` is mode 0700: an unprivileged probe there must still be
+    // able to start its load children (they re-execute the running binary).
+    if !users().contains(&As::Nobody) {
+        eprintln!("skip: needs root and setpriv to run the probe as nobody");
+        return;
+    }
+    let private = std::env::temp_dir().join(format!("latlab-private-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&private);
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::set_permissions(&private, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let exe = private.join("latlab");
+    std::fs::copy(env!("CARGO_BIN_EXE_latlab"), &exe).unwrap();
+    let scratch_dir = scratch("private");
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]);
+    c.arg(&exe)
+        .args(["probe", "timer", "--loops", "200", "--load", "sync", "--scratch"])
+        .arg(&scratch_dir);
+    let out = {
+        let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+        c.output().expect("setpriv runs")
+    };
+    let _ = std::fs::remove_dir_all(&private);
+    let _ = std::fs::remove_dir_all(&scratch_dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && err.starts_with("setpriv:") {
+        eprintln!("skip: this setpriv cannot execute a binary in a 0700 directory as nobody: {err}");
+        return;
+    }
+    assert!(out.status.success(), "exit {:?}: {err}", out.status);
+    assert!(err.contains("under load sync"), "{err}");
+}
+
+#[test]
 fn every_load_does_its_work() {
     let loads = ["make:2", "dd:64M", "dbench:2", "tar", "sync", "video"];
     for who in users() {

@@ -27,7 +27,7 @@ const STDERR_FILE: &str = "stderr.log";
 /// Where and how loads run.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
-    /// The binary to re-execute as a load child (normally `std::env::current_exe()`).
+    /// The binary to re-execute as a load child (normally `/proc/self/exe`).
     pub exe: PathBuf,
     /// Parent directory for scratch; each load gets a fresh `latlab-load-<pid>-<n>` in it.
     pub scratch: PathBuf,
