@@ -6,6 +6,9 @@
 //! ones skipped, then up to 64 dirty ones are gathered, the lock dropped and the batch
 //! submitted (stock's `if (current->need_resched) schedule()` follows). With nothing dirty
 //! left it waits on the last buffer written and walks again.
+//!
+//! kjournald holds the big kernel lock throughout (it takes it at start-up): under kernel
+//! preemption the commit is preemptible only where it sleeps or calls schedule().
 
 use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
@@ -46,6 +49,11 @@ pub const NO_TXN: u64 = u64::MAX;
 impl Path for Commit {
     fn name(&self) -> &'static str {
         "journal_commit_transaction"
+    }
+    /// 2.4's kjournald (fs/jbd/journal.c) calls `lock_kernel()` before `daemonize()` and
+    /// never unlocks it: the whole commit runs under the big kernel lock.
+    fn holds_bkl(&self) -> bool {
+        true
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
         if let Some(s) = self.sub.next(k, cx) {

@@ -285,8 +285,10 @@ impl Kernel {
             Exec::Ready => Some(0),
             Exec::User { left } => Some(*left),
             Exec::Kernel { step: None, .. } => Some(0),
-            Exec::Kernel { step: Some(r), .. } => match &r.step {
-                Step::Loop(l) if t.need_resched => match preempt::loop_point(l, &self.v) {
+            Exec::Kernel {
+                step: Some(r), path, ..
+            } => match &r.step {
+                Step::Loop(l) if t.need_resched => match preempt::loop_point(l, &self.v, path.holds_bkl()) {
                     Some(p) => Some(preempt::to_next_point(r.total - r.left, l, p).min(r.left)),
                     None => Some(r.left),
                 },
@@ -358,6 +360,7 @@ impl Kernel {
                 };
                 // Finish the step under way.
                 let mut resched_here: Option<SwitchReason> = None;
+                let bkl = path.holds_bkl();
                 if let Some(r) = step {
                     match &r.step {
                         Step::Loop(l) => {
@@ -369,7 +372,8 @@ impl Kernel {
                             };
                             path.advanced(&mut self.st, &cx, done);
                             // A point is checked after every `every`-th item, the last one too.
-                            let at_point = preempt::loop_point(l, &self.v).filter(|p| done > 0 && done % p.every == 0);
+                            let at_point =
+                                preempt::loop_point(l, &self.v, bkl).filter(|p| done > 0 && done % p.every == 0);
                             if let (Some(p), true) = (at_point, self.tasks[cur].need_resched) {
                                 self.tracker.on_step(self.now, cur, p.name, l.func, l.lock.is_some());
                                 resched_here = Some(match (p.name, l.lock) {
@@ -378,13 +382,14 @@ impl Kernel {
                                     (name, _) => SwitchReason::Point(name),
                                 });
                             } else if let (Some(lock), false, true) =
-                                (l.lock, l.hold, preempt::unlock_preempts(&self.v))
+                                (l.lock, l.hold, preempt::unlock_preempts(&self.v, bkl))
                             {
                                 resched_here = Some(SwitchReason::Unlock(lock));
                             }
                         }
                         Step::Work(w) => {
-                            if let (Some(lock), false, true) = (w.lock, w.hold, preempt::unlock_preempts(&self.v)) {
+                            if let (Some(lock), false, true) = (w.lock, w.hold, preempt::unlock_preempts(&self.v, bkl))
+                            {
                                 resched_here = Some(SwitchReason::Unlock(lock));
                             }
                         }
@@ -716,7 +721,7 @@ fn step_locked(s: &Step) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::kernel::path::{LoopStep, Script};
+    use crate::kernel::path::{LoopStep, Path, Script};
     use crate::machine::{DiskProfile, MachineProfile};
     use crate::sched::goodness24::Goodness24;
     use crate::variant::{PreemptModel, SchedClass, Variant};
@@ -770,7 +775,24 @@ pub(crate) mod tests {
         per_item: Nanos,
         point: Option<&'static str>,
         lock: Option<&'static str>,
+        /// Run the loop under the big kernel lock.
+        bkl: bool,
         done: bool,
+    }
+
+    /// A path run under `lock_kernel()`.
+    struct UnderBkl(Script);
+
+    impl Path for UnderBkl {
+        fn name(&self) -> &'static str {
+            self.0.name
+        }
+        fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+            self.0.next(k, cx)
+        }
+        fn holds_bkl(&self) -> bool {
+            true
+        }
     }
 
     impl Program for OneLoop {
@@ -784,10 +806,14 @@ pub(crate) mod tests {
                 Some(l) => LoopStep::locked("test_loop", self.items, self.per_item, l, points, false),
                 None => LoopStep::plain("test_loop", self.items, self.per_item, points),
             };
-            Action::Syscall(Box::new(Script {
+            let script = Script {
                 name: "sys_test",
                 steps: [step].into(),
-            }))
+            };
+            if self.bkl {
+                return Action::Syscall(Box::new(UnderBkl(script)));
+            }
+            Action::Syscall(Box::new(script))
         }
     }
 
@@ -808,6 +834,7 @@ pub(crate) mod tests {
                     per_item,
                     point: None,
                     lock: None,
+                    bkl: false,
                     done: false,
                 }),
             ),
@@ -830,7 +857,7 @@ pub(crate) mod tests {
     }
 
     /// Latency a SCHED_FIFO task woken by a timer sees while another task runs a loop.
-    fn wake_latency(v: Variant, point: Option<&'static str>, lock: Option<&'static str>) -> Nanos {
+    fn wake_latency(v: Variant, point: Option<&'static str>, lock: Option<&'static str>, bkl: bool) -> Nanos {
         struct Sleeper {
             woke: std::rc::Rc<std::cell::Cell<Nanos>>,
             phase: u8,
@@ -873,6 +900,7 @@ pub(crate) mod tests {
                     per_item: 1_000,
                     point,
                     lock,
+                    bkl,
                     done: false,
                 }),
             ),
@@ -886,19 +914,25 @@ pub(crate) mod tests {
     #[test]
     fn preemption_mechanisms_decide_the_wait() {
         // Stock: the woken task waits for the whole loop (ends ~200 ms after start).
-        let stock = wake_latency(variant(PreemptModel::None, &[]), None, None);
+        let stock = wake_latency(variant(PreemptModel::None, &[]), None, None, false);
         assert!(stock > 100_000_000, "{stock}");
         // A rescheduling point every item the variant has: microseconds.
-        let pt = wake_latency(variant(PreemptModel::None, &["p"]), Some("p"), None);
+        let pt = wake_latency(variant(PreemptModel::None, &["p"]), Some("p"), None, false);
         assert!(pt < 100_000, "{pt}");
         // The point exists in the code but not in this kernel: no help.
-        let absent = wake_latency(variant(PreemptModel::None, &[]), Some("p"), None);
+        let absent = wake_latency(variant(PreemptModel::None, &[]), Some("p"), None, false);
         assert_eq!(absent, stock);
         // Kernel preemption: no lock held, preempted at IRQ return.
-        let kp = wake_latency(variant(PreemptModel::Kernel, &[]), None, None);
+        let kp = wake_latency(variant(PreemptModel::Kernel, &[]), None, None, false);
         assert!(kp < 100_000, "{kp}");
         // Kernel preemption cannot help inside a spinlock.
-        let locked = wake_latency(variant(PreemptModel::Kernel, &[]), None, Some("l"));
+        let locked = wake_latency(variant(PreemptModel::Kernel, &[]), None, Some("l"), false);
         assert!(locked > 100_000_000, "{locked}");
+        // Nor in a path holding the big kernel lock (kjournald), though no spinlock is held...
+        let bkl = wake_latency(variant(PreemptModel::Kernel, &[]), None, None, true);
+        assert!(bkl > 100_000_000, "{bkl}");
+        // ...where an explicit rescheduling point still works (schedule() drops the BKL).
+        let bkl_pt = wake_latency(variant(PreemptModel::Kernel, &["p"]), Some("p"), None, true);
+        assert!(bkl_pt < 100_000, "{bkl_pt}");
     }
 }

@@ -104,6 +104,14 @@ pub trait Path {
     /// The last [`Step::Loop`] stopped after `done` of its items (all of them, or fewer
     /// when it stopped at a rescheduling point); apply what those items did.
     fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, _done: u64) {}
+    /// The path runs holding the big kernel lock (`lock_kernel()`), which 2.4's schedule()
+    /// drops while the task sleeps and re-takes when it runs (`release_kernel_lock` /
+    /// `reacquire_kernel_lock`). Under kernel preemption the lock keeps `preempt_count`
+    /// above 0 for the whole path, so only blocking and explicit rescheduling points let
+    /// the CPU go; no spin_unlock inside it and no IRQ return preempts.
+    fn holds_bkl(&self) -> bool {
+        false
+    }
 }
 
 impl Work {

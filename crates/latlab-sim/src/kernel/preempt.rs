@@ -31,22 +31,23 @@ pub fn step_len(s: &Step) -> Nanos {
     }
 }
 
-/// Does releasing a spinlock reschedule (preempt_enable -> preempt_schedule)?
-pub fn unlock_preempts(v: &Variant) -> bool {
-    v.preempt == PreemptModel::Kernel
+/// Does releasing a spinlock reschedule (preempt_enable -> preempt_schedule)? Not while the
+/// path still holds the big kernel lock (`bkl`): the count stays above 0.
+pub fn unlock_preempts(v: &Variant, bkl: bool) -> bool {
+    v.preempt == PreemptModel::Kernel && !bkl
 }
 
 /// The rescheduling opportunity inside loop `l` under variant `v`: the most frequent point the
 /// variant has, or, under kernel preemption, every item of a loop that drops its lock per item
-/// (or holds none).
-pub fn loop_point(l: &LoopStep, v: &Variant) -> Option<PointUse> {
+/// (or holds none) in a path that does not hold the big kernel lock (`bkl`).
+pub fn loop_point(l: &LoopStep, v: &Variant, bkl: bool) -> Option<PointUse> {
     let named = l
         .points
         .iter()
         .filter(|p| p.name == RET_FROM_EXCEPTION || v.has_point(p.name))
         .min_by_key(|p| p.every)
         .copied();
-    let preempt = v.preempt == PreemptModel::Kernel && (l.unlock_each || l.lock.is_none());
+    let preempt = unlock_preempts(v, bkl) && (l.unlock_each || l.lock.is_none());
     match (named, preempt) {
         (_, true) => Some(PointUse {
             name: if l.lock.is_some() { "spin_unlock" } else { "preempt" },
@@ -71,8 +72,8 @@ pub fn at_irq_return(e: &Exec, v: &Variant) -> Boundary {
     match e {
         Exec::User { .. } | Exec::Ready => Boundary::Yes(SwitchReason::UserReturn),
         Exec::Idle => Boundary::Yes(SwitchReason::Idle),
-        Exec::Kernel { step, .. } => {
-            if v.preempt != PreemptModel::Kernel {
+        Exec::Kernel { step, path, .. } => {
+            if !unlock_preempts(v, path.holds_bkl()) {
                 return Boundary::No;
             }
             let atomic = match step {
@@ -119,6 +120,7 @@ pub fn cause_of(t: &Task, id: super::task::TaskId, idle: bool, ran_since: Nanos)
                 },
                 None => (path.name(), None, ran_since),
             };
+            let lock = lock.or(path.holds_bkl().then_some("BKL"));
             Some(CauseSnap {
                 task: id,
                 path: path.name(),
