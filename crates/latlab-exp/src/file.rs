@@ -1,7 +1,7 @@
 //! The experiment file format (documented in docs/experiments.md) and its validation.
 
 use crate::builtin;
-use latlab_sim::{MachineProfile, SimConfig, Variant};
+use latlab_sim::{MachineProfile, Preload, SimConfig, Variant};
 use serde::Deserialize;
 
 /// Everything that can be wrong with an experiment file.
@@ -14,14 +14,14 @@ pub enum ExpError {
         col: usize,
         msg: String,
     },
-    #[error("{origin}:{line}: field `{field}`: {why}")]
+    #[error("{origin}{}: field `{field}`: {why}", at(*line))]
     Field {
         origin: String,
         line: usize,
         field: String,
         why: String,
     },
-    #[error("{origin}:{line}: unknown {what} `{name}`; valid: {valid}")]
+    #[error("{origin}{}: unknown {what} `{name}`; valid: {valid}", at(*line))]
     Unknown {
         origin: String,
         line: usize,
@@ -29,6 +29,15 @@ pub enum ExpError {
         name: String,
         valid: String,
     },
+}
+
+/// `:LINE` for errors that have one (0: the setting came from the command line).
+fn at(line: usize) -> String {
+    if line > 0 {
+        format!(":{line}")
+    } else {
+        String::new()
+    }
 }
 
 /// Which of the seed's table layouts `reproduce` prints.
@@ -58,7 +67,34 @@ struct FileRepr {
     table: TableKind,
     #[serde(default)]
     notes: Vec<String>,
+    #[serde(default)]
+    preload: Option<PreloadRepr>,
     run: Vec<RunRepr>,
+}
+
+/// `[preload]`: the machine's state when the script starts, overriding the workload's own
+/// (field by field). One state for every run of the experiment: a variant cannot have its own.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreloadRepr {
+    pub cache_full: Option<bool>,
+    pub old_file_kb: Option<u64>,
+    pub unused_dentries: Option<u64>,
+    pub referenced: Option<bool>,
+    pub idle_anon_mib: Option<u64>,
+}
+
+impl PreloadRepr {
+    /// `p` with the fields given here replaced.
+    pub fn apply(&self, p: &Preload) -> Preload {
+        Preload {
+            cache_full: self.cache_full.unwrap_or(p.cache_full),
+            old_file_kb: self.old_file_kb.unwrap_or(p.old_file_kb),
+            unused_dentries: self.unused_dentries.unwrap_or(p.unused_dentries),
+            referenced: self.referenced.unwrap_or(p.referenced),
+            idle_anon_mib: self.idle_anon_mib.unwrap_or(p.idle_anon_mib),
+        }
+    }
 }
 
 fn default_rtc() -> u32 {
@@ -226,7 +262,7 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
         return Err(field("run", "an experiment needs at least one [[run]]".into()));
     }
     let machine = machine(origin, &f.machine, line_of_value(text, "machine", &f.machine))?;
-    let Some(workload) = builtin::workload(&f.workload) else {
+    let Some(mut workload) = builtin::workload(&f.workload) else {
         return Err(ExpError::Unknown {
             origin: origin.into(),
             line: line_of_value(text, "workload", &f.workload),
@@ -235,6 +271,13 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
             valid: builtin::WORKLOADS.join(", "),
         });
     };
+    if let Some(p) = &f.preload {
+        workload.preload = p.apply(&workload.preload);
+    }
+    workload
+        .preload
+        .validate(&machine)
+        .map_err(|(name, why)| field(name, why))?;
     let mut runs = Vec::new();
     for r in f.run {
         let v = variant(origin, &r.variant, line_of_value(text, "variant", &r.variant))?;
@@ -284,6 +327,82 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
         notes: f.notes,
         runs,
     })
+}
+
+/// What `--vary` can change: the PRNG seed, realfeel's RTC rate, or one field of the
+/// preload (the machine's state when the script starts).
+pub const VARY_KEYS: &[&str] = &[
+    "seed",
+    "rtc_hz",
+    "preload.unused_dentries",
+    "preload.idle_anon_mib",
+    "preload.old_file_kb",
+    "preload.cache_full",
+    "preload.referenced",
+];
+
+/// `exp` with `key` set to `value` in every run (the same value for every variant), checked
+/// as the file's own fields are. `origin` names where the setting came from in errors.
+pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Experiment, ExpError> {
+    let bad = |why: String| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: key.into(),
+        why,
+    };
+    let int = || {
+        value
+            .parse::<u64>()
+            .map_err(|_| bad(format!("`{value}` is not a whole number")))
+    };
+    let flag = || {
+        value
+            .parse::<bool>()
+            .map_err(|_| bad(format!("`{value}` is not true or false")))
+    };
+    let mut out = exp.clone();
+    for run in &mut out.runs {
+        let c = &mut run.config;
+        let mut p = PreloadRepr::default();
+        match key {
+            "seed" => c.seed = int()?,
+            "rtc_hz" => {
+                let hz = int()?;
+                if !(2..=8192).contains(&hz) || !hz.is_power_of_two() {
+                    return Err(bad(format!("must be a power of two in 2..=8192, got {hz}")));
+                }
+                c.rtc_hz = hz as u32;
+                // The run lasts as long as the seed's did, whatever the rate.
+                if let Some(s) = run.published.samples {
+                    c.min_duration_ns = (s / hz as f64 * 1e9) as u64;
+                    c.max_duration_ns = c.max_duration_ns.max(c.min_duration_ns.saturating_mul(2));
+                }
+            }
+            "preload.unused_dentries" => p.unused_dentries = Some(int()?),
+            "preload.idle_anon_mib" => p.idle_anon_mib = Some(int()?),
+            "preload.old_file_kb" => p.old_file_kb = Some(int()?),
+            "preload.cache_full" => p.cache_full = Some(flag()?),
+            "preload.referenced" => p.referenced = Some(flag()?),
+            _ => {
+                return Err(ExpError::Unknown {
+                    origin: origin.into(),
+                    line: 0,
+                    what: "setting to vary",
+                    name: key.into(),
+                    valid: VARY_KEYS.join(", "),
+                })
+            }
+        }
+        let w = &mut c.workload;
+        w.preload = p.apply(&w.preload);
+        w.preload.validate(&c.machine).map_err(|(f, why)| ExpError::Field {
+            origin: origin.into(),
+            line: 0,
+            field: format!("preload.{f}"),
+            why,
+        })?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -360,6 +479,72 @@ published_max_ms = 84.0
         assert!(parse("x.toml", "").is_err());
         assert!(parse("x.toml", "[[[").is_err());
         assert!(parse("x.toml", &GOOD.replace("[[run]]", "[[runs]]")).is_err());
+    }
+
+    #[test]
+    fn preload_table_overrides_the_workload_for_every_run() {
+        let text = GOOD.replace(
+            "[[run]]",
+            "[preload]\nunused_dentries = 1234\nreferenced = false\n\n[[run]]",
+        ) + "\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
+        let e = parse("x.toml", &text).unwrap();
+        let stock = builtin::workload("seed000-script").unwrap().preload;
+        for r in &e.runs {
+            let p = &r.config.workload.preload;
+            assert_eq!(p.unused_dentries, 1234);
+            assert!(!p.referenced);
+            // Fields not given keep the workload's values.
+            assert_eq!(p.idle_anon_mib, stock.idle_anon_mib);
+            assert_eq!(p.cache_full, stock.cache_full);
+        }
+    }
+
+    #[test]
+    fn preload_errors_name_file_line_and_field() {
+        let with = |body: &str| GOOD.replace("[[run]]", &format!("[preload]\n{body}\n\n[[run]]"));
+        let e = parse("x.toml", &with("dentries = 5")).unwrap_err().to_string();
+        assert!(e.starts_with("x.toml:10:") && e.contains("dentries"), "{e}");
+        let e = parse("x.toml", &with("unused_dentries = 99999999999"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.toml:10:") && e.contains("`unused_dentries`") && e.contains("768 MiB"),
+            "{e}"
+        );
+        let e = parse("x.toml", &with("old_file_kb = 0")).unwrap_err().to_string();
+        assert!(e.contains("`old_file_kb`") && e.contains("4 KiB"), "{e}");
+        let e = parse("x.toml", &with("idle_anon_mib = -3")).unwrap_err().to_string();
+        assert!(e.starts_with("x.toml:10:"), "{e}");
+    }
+
+    #[test]
+    fn vary_sets_one_value_for_every_run() {
+        let text = GOOD.to_string()
+            + "published_samples = 2048\n\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
+        let e = parse("x.toml", &text).unwrap();
+        let v = vary(&e, "cli", "preload.unused_dentries", "777").unwrap();
+        assert!(v.runs.iter().all(|r| r.config.workload.preload.unused_dentries == 777));
+        assert_eq!(v.runs[0].config.variant, e.runs[0].config.variant);
+        let s = vary(&e, "cli", "seed", "9").unwrap();
+        assert!(s.runs.iter().all(|r| r.config.seed == 9));
+        // The run lasts as long as the seed's whatever the rate: 2048 samples at 1024 Hz, 2 s.
+        let hz = vary(&e, "cli", "rtc_hz", "1024").unwrap();
+        assert_eq!(hz.runs[0].config.rtc_hz, 1024);
+        assert_eq!(hz.runs[0].config.min_duration_ns, 2_000_000_000);
+        for (k, val, want) in [
+            ("rtc_hz", "1000", "power of two"),
+            ("seed", "-1", "whole number"),
+            ("preload.referenced", "yes", "true or false"),
+            ("preload.unused_dentries", "99999999999", "768 MiB"),
+        ] {
+            let err = vary(&e, "cli", k, val).unwrap_err().to_string();
+            assert!(err.starts_with("cli: field") && err.contains(want), "{err}");
+        }
+        let err = vary(&e, "cli", "hz", "100").unwrap_err().to_string();
+        assert!(
+            err.contains("unknown setting to vary `hz`") && err.contains("preload.unused_dentries"),
+            "{err}"
+        );
     }
 
     proptest::proptest! {

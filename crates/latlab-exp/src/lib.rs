@@ -15,7 +15,7 @@
 pub mod builtin;
 mod file;
 
-pub use file::{ExpError, Experiment, Published, Run, TableKind};
+pub use file::{vary, ExpError, Experiment, PreloadRepr, Published, Run, TableKind, VARY_KEYS};
 
 /// Parse and resolve an experiment from its text; `origin` names the file in errors.
 pub fn load(origin: &str, text: &str) -> Result<Experiment, ExpError> {

@@ -243,6 +243,64 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
     out
 }
 
+/// A sweep: each kernel's worst case (model) for every value of `key`, beside the seed's
+/// figure, marked where it meets the fidelity bar. `columns[i]` holds the comparison rows of
+/// the run with `values[i]`; `labels` maps kernel variants to row labels, in row order.
+pub fn render_sweep(
+    title: &str,
+    key: &str,
+    values: &[&str],
+    columns: &[Vec<CompareRow>],
+    labels: &[(String, String)],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(
+        out,
+        "Worst case (ms) by {key}; * meets the bar (a number within 1.5x, a bucket within 2x of its edges)\n"
+    );
+    let w = labels.iter().map(|(_, l)| l.len()).max().unwrap_or(6).max(6) + 2;
+    let cw = values.iter().map(|v| v.len()).max().unwrap_or(0).max(9) + 2;
+    let _ = write!(out, "{:<w$}{:>14}", "Kernel", "seed");
+    for v in values {
+        let _ = write!(out, "{v:>cw$}");
+    }
+    let _ = writeln!(out);
+    let worst = |rows: &[CompareRow], variant: &str| {
+        rows.iter()
+            .find(|r| r.variant == variant && r.figure == "max_latency")
+            .cloned()
+    };
+    let mut met = vec![0usize; values.len()];
+    for (variant, label) in labels {
+        let first = columns.first().and_then(|c| worst(c, variant));
+        let seed = match first.as_ref().map(|r| (r.published, r.published_range)) {
+            Some((Some(p), _)) => fmt_ms(p),
+            Some((None, Some([lo, hi]))) => format!("{lo}-{hi}"),
+            _ => "-".into(),
+        };
+        let _ = write!(out, "{label:<w$}{seed:>14}");
+        for (i, col) in columns.iter().enumerate() {
+            let cell = match worst(col, variant) {
+                Some(r) => {
+                    let ok = r.within_bar() == Some(true);
+                    met[i] += usize::from(ok);
+                    format!("{}{}", fmt_ms(r.model), if ok { "*" } else { " " })
+                }
+                None => "-".into(),
+            };
+            let _ = write!(out, "{cell:>cw$}");
+        }
+        let _ = writeln!(out);
+    }
+    let _ = write!(out, "{:<w$}{:>14}", "within the bar", "");
+    for m in met {
+        let _ = write!(out, "{:>cw$}", format!("{m}/{} ", labels.len()));
+    }
+    let _ = writeln!(out);
+    out
+}
+
 /// A 0.1 ms listing (seed 000's low-latency histogram) beside the seed's.
 pub fn render_listing(label: &str, r: &RunResult, published: &[[f64; 2]]) -> String {
     let mut out = String::new();

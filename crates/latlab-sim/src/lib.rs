@@ -66,6 +66,43 @@ pub struct Preload {
     pub idle_anon_mib: u64,
 }
 
+impl Preload {
+    /// Can `machine` hold this state and still run a workload? Returns the offending field
+    /// and why.
+    pub fn validate(&self, machine: &MachineProfile) -> Result<(), (&'static str, String)> {
+        if !(4..=1 << 20).contains(&self.old_file_kb) {
+            return Err((
+                "old_file_kb",
+                format!("must be 4 KiB .. 1 GiB, got {}", self.old_file_kb),
+            ));
+        }
+        // What the preload pins (idle anonymous memory, dentries with their inodes) must
+        // leave a quarter of RAM for the kernel and the workload.
+        let ram = machine.ram_mib.saturating_mul(1 << 20);
+        let slab = self
+            .unused_dentries
+            .saturating_mul(mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES);
+        let anon = self.idle_anon_mib.saturating_mul(1 << 20);
+        if anon.saturating_add(slab) > ram / 4 * 3 {
+            let field = if anon > slab {
+                "idle_anon_mib"
+            } else {
+                "unused_dentries"
+            };
+            return Err((
+                field,
+                format!(
+                    "idle memory ({} MiB) and dentries with their inodes ({} MiB) must fit in 3/4 of the machine's {} MiB",
+                    anon >> 20,
+                    slab >> 20,
+                    machine.ram_mib
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Everything one model run needs.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -94,6 +131,12 @@ pub enum SimError {
     #[error("kernel variant `{variant}`: field `{field}`: {why}")]
     Variant {
         variant: String,
+        field: &'static str,
+        why: String,
+    },
+    #[error("workload `{workload}`: preload field `{field}`: {why}")]
+    Preload {
+        workload: String,
         field: &'static str,
         why: String,
     },
@@ -128,6 +171,14 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     if !(2..=8192).contains(&cfg.rtc_hz) || !cfg.rtc_hz.is_power_of_two() {
         return Err(SimError::RtcHz(cfg.rtc_hz));
     }
+    cfg.workload
+        .preload
+        .validate(&cfg.machine)
+        .map_err(|(field, why)| SimError::Preload {
+            workload: cfg.workload.name.clone(),
+            field,
+            why,
+        })?;
     let swap = latlab_swap::by_name(
         &cfg.variant.swap_allocator,
         cfg.machine.swap_slots().max(latlab_swap::MIN_SLOTS),

@@ -42,6 +42,11 @@ pub struct Opts {
     /// Write each run's full result (RunResult JSON) into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Run the experiment once per value of a setting, the same for every kernel, and print
+    /// each kernel's worst case per value: `seed`, `rtc_hz` or a preload field
+    /// (`preload.unused_dentries=50000,100000,150000`).
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub vary: Option<String>,
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
@@ -72,9 +77,73 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run every variant of `exp` (in parallel) and print its report.
+/// Run `exp` as `o` asks: once, or once per value of `--vary`.
 fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
+    let Some(spec) = &o.vary else {
+        return execute_one(exp, o);
+    };
+    let origin = "command line (--vary)";
+    let (key, values) = spec
+        .split_once('=')
+        .with_context(|| format!("{origin}: expected KEY=V1,V2,..., got `{spec}`"))?;
+    let values: Vec<&str> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
+    if values.is_empty() {
+        anyhow::bail!("{origin}: `{key}` needs at least one value");
+    }
+    if o.seed.is_some() && key == "seed" {
+        anyhow::bail!("{origin}: --seed and --vary seed=... both set the seed; give one");
+    }
+    if o.trace {
+        anyhow::bail!("{origin}: --trace prints one run's worst sample; run without --vary for it");
+    }
+    // Check every value before running anything.
+    let exps = values
+        .iter()
+        .map(|v| latlab_exp::vary(exp, origin, key, v))
+        .collect::<Result<Vec<_>, _>>()?;
     let started = Instant::now();
+    let mut columns = Vec::new();
+    for (e, v) in exps.iter().zip(&values) {
+        let results = run_all(e, o)?;
+        if let Some(dir) = &o.out {
+            write_out(e, &results, dir, &format!("-{key}={v}"))?;
+        }
+        columns.push(compare(e, &results).0);
+    }
+    if o.json {
+        let doc = serde_json::json!({
+            "experiment": exp.name,
+            "vary": key,
+            "runs": values.iter().zip(&columns).map(|(v, rows)| serde_json::json!({"value": v, "rows": rows})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string(&doc)?);
+        return Ok(());
+    }
+    let labels: Vec<(String, String)> = exp
+        .runs
+        .iter()
+        .map(|r| (r.config.variant.name.clone(), r.label.clone()))
+        .collect();
+    print!(
+        "{}",
+        seed_table::render_sweep(
+            &format!("== {} ({}) ==\n{}", exp.name, exp.seed_file, exp.title),
+            key,
+            &values,
+            &columns,
+            &labels
+        )
+    );
+    println!(
+        "\n{} runs in {:.1} s",
+        exps.iter().map(|e| e.runs.len()).sum::<usize>(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Run every variant of `exp` in parallel, with a progress bar on runs longer than a second.
+fn run_all(exp: &Experiment, o: &Opts) -> anyhow::Result<Vec<RunResult>> {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
     let style = ProgressStyle::with_template("{prefix:>28} [{bar:30}] {msg}")
         .expect("static template")
@@ -110,19 +179,26 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             Ok(r)
         })
         .collect();
-    let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    if let Some(dir) = &o.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        for (run, r) in exp.runs.iter().zip(&results) {
-            let p = dir.join(format!("{}-{}.json", exp.name, run.label.replace(['/', ' '], "_")));
-            std::fs::write(&p, serde_json::to_vec_pretty(r)?)
-                .with_context(|| format!("cannot write {}", p.display()))?;
-        }
+    results.into_iter().collect()
+}
+
+/// Each run's full result as `DIR/EXPERIMENT-LABEL[SUFFIX].json`.
+fn write_out(exp: &Experiment, results: &[RunResult], dir: &std::path::Path, suffix: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (run, r) in exp.runs.iter().zip(results) {
+        let name = format!("{}-{}{suffix}.json", exp.name, run.label).replace(['/', ' '], "_");
+        let p = dir.join(name);
+        std::fs::write(&p, serde_json::to_vec_pretty(r)?).with_context(|| format!("cannot write {}", p.display()))?;
     }
+    Ok(())
+}
+
+/// The views `seed_table` renders, and the comparison rows.
+fn compare<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> (Vec<CompareRow>, Vec<RunView<'a>>) {
     let views: Vec<RunView> = exp
         .runs
         .iter()
-        .zip(&results)
+        .zip(results)
         .map(|(run, r)| RunView {
             label: &run.label,
             result: r,
@@ -135,7 +211,17 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             },
         })
         .collect();
-    let rows: Vec<CompareRow> = seed_table::compare_rows(&views, &exp.seed_file);
+    (seed_table::compare_rows(&views, &exp.seed_file), views)
+}
+
+/// Run every variant of `exp` (in parallel) and print its report.
+fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let results = run_all(exp, o)?;
+    if let Some(dir) = &o.out {
+        write_out(exp, &results, dir, "")?;
+    }
+    let (rows, views) = compare(exp, &results);
     if o.json {
         let doc = serde_json::json!({ "experiment": exp.name, "rows": rows });
         println!("{}", serde_json::to_string(&doc)?);

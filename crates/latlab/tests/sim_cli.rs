@@ -126,3 +126,50 @@ fn run_a_short_custom_experiment() {
     assert_eq!(v["experiment"], "short");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn vary_prints_each_kernel_per_value() {
+    let dir = std::env::temp_dir().join(format!("latlab-vary-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("sweep.toml");
+    std::fs::write(
+        &f,
+        "name = \"sweep\"\ntitle = \"a sweep\"\nseed_file = \"000_5c157154d48a42ec.txt\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[preload]\nunused_dentries = 1000\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\nmax_seconds = 10\npublished_max_ms = 84.0\n[[run]]\nlabel = \"ll\"\nvariant = \"2.4.18+low-latency\"\nmax_seconds = 10\npublished_max_ms = 3.2\n",
+    )
+    .unwrap();
+    let file = f.to_str().unwrap();
+    let out = latlab(&["run", file, "--vary", "preload.unused_dentries=0,100000", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["vary"], "preload.unused_dentries");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let worst = |i: usize, kernel: &str| {
+        runs[i]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant"] == kernel && r["figure"] == "max_latency")
+            .unwrap()["model"]
+            .as_f64()
+            .unwrap()
+    };
+    // The lived-in dcache's flag walk is the stock kernel's worst case; the low-latency
+    // patch breaks it.
+    assert!(worst(1, "2.4.18") > 5.0 * worst(0, "2.4.18"));
+    assert!(worst(1, "2.4.18+low-latency") < 1.0);
+
+    let out = latlab(&["run", file, "--vary", "preload.unused_dentries=0,100000"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("Worst case (ms) by preload.unused_dentries"), "{s}");
+    assert!(s.contains("100000") && s.contains("within the bar"), "{s}");
+
+    let e = String::from_utf8_lossy(&latlab(&["run", file, "--vary", "preload.dentries=1"]).stderr).to_string();
+    assert!(
+        e.contains("unknown setting to vary") && e.contains("preload.unused_dentries"),
+        "{e}"
+    );
+    let e = String::from_utf8_lossy(&latlab(&["run", file, "--vary", "seed=1", "--seed", "2"]).stderr).to_string();
+    assert!(e.contains("--seed and --vary seed"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
