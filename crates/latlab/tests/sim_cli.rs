@@ -9,6 +9,29 @@ fn latlab(args: &[&str]) -> std::process::Output {
         .expect("latlab runs")
 }
 
+/// A scratch directory under the system's temp dir, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("latlab-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    /// Write `text` to `name` in the directory; its path as a string.
+    fn file(&self, name: &str, text: &str) -> String {
+        let f = self.0.join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
 #[test]
 fn reproduce_json_has_the_documented_rows() {
     let out = latlab(&["reproduce", "preempt-vs-lowlatency", "--json"]);
@@ -81,63 +104,51 @@ fn unknown_experiment_lists_valid_ones() {
 
 #[test]
 fn run_reports_file_line_and_field() {
-    let dir = std::env::temp_dir().join(format!("latlab-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("bad.toml");
-    std::fs::write(
-        &f,
+    let dir = Scratch::new("run");
+    let f = dir.file(
+        "bad.toml",
         "name = \"x\"\ntitle = \"x\"\nseed_file = \"s\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\ncolour = \"red\"\n[[run]]\nlabel = \"a\"\nvariant = \"2.4.18\"\n",
-    )
-    .unwrap();
-    let out = latlab(&["run", f.to_str().unwrap()]);
+    );
+    let out = latlab(&["run", &f]);
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("bad.toml:7:") && e.contains("colour"), "{e}");
 
-    std::fs::write(&f, "name = \"x\"\ntitle = \"x\"\nseed_file = \"s\"\nmachine = \"vax\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"a\"\nvariant = \"2.4.18\"\n").unwrap();
-    let e = String::from_utf8_lossy(&latlab(&["run", f.to_str().unwrap()]).stderr).to_string();
+    let f = dir.file("bad.toml", "name = \"x\"\ntitle = \"x\"\nseed_file = \"s\"\nmachine = \"vax\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"a\"\nvariant = \"2.4.18\"\n");
+    let e = String::from_utf8_lossy(&latlab(&["run", &f]).stderr).to_string();
     assert!(
         e.contains("bad.toml:4:") && e.contains("unknown machine `vax`") && e.contains("piii-850"),
         "{e}"
     );
 
-    let missing = dir.join("missing.toml");
+    let missing = dir.0.join("missing.toml");
     let e = String::from_utf8_lossy(&latlab(&["run", missing.to_str().unwrap()]).stderr).to_string();
     assert!(
         e.contains("cannot read experiment file") && e.contains("missing.toml"),
         "{e}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn run_a_short_custom_experiment() {
-    let dir = std::env::temp_dir().join(format!("latlab-run2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("short.toml");
-    std::fs::write(
-        &f,
+    let dir = Scratch::new("run2");
+    let f = dir.file(
+        "short.toml",
         "name = \"short\"\ntitle = \"a short run\"\nseed_file = \"000_5c157154d48a42ec.txt\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\nmax_seconds = 10\npublished_max_ms = 84.0\n",
-    )
-    .unwrap();
-    let out = latlab(&["run", f.to_str().unwrap(), "--json"]);
+    );
+    let out = latlab(&["run", &f, "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["experiment"], "short");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn vary_prints_each_kernel_per_value() {
-    let dir = std::env::temp_dir().join(format!("latlab-vary-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("sweep.toml");
-    std::fs::write(
-        &f,
+    let dir = Scratch::new("vary");
+    let file = &dir.file(
+        "sweep.toml",
         "name = \"sweep\"\ntitle = \"a sweep\"\nseed_file = \"000_5c157154d48a42ec.txt\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[preload]\nunused_dentries = 1000\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\nmax_seconds = 10\npublished_max_ms = 84.0\n[[run]]\nlabel = \"ll\"\nvariant = \"2.4.18+low-latency\"\nmax_seconds = 10\npublished_max_ms = 3.2\n",
-    )
-    .unwrap();
-    let file = f.to_str().unwrap();
+    );
     let out = latlab(&["run", file, "--vary", "preload.unused_dentries=0,100000", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -171,5 +182,4 @@ fn vary_prints_each_kernel_per_value() {
     );
     let e = String::from_utf8_lossy(&latlab(&["run", file, "--vary", "seed=1", "--seed", "2"]).stderr).to_string();
     assert!(e.contains("--seed and --vary seed"), "{e}");
-    std::fs::remove_dir_all(&dir).ok();
 }
