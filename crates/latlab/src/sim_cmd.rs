@@ -102,11 +102,16 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         .map(|v| latlab_exp::vary(exp, origin, key, v))
         .collect::<Result<Vec<_>, _>>()?;
     let started = Instant::now();
+    // Every (value, kernel) run in one parallel pool, so a long run of one value overlaps
+    // the others'.
+    let tagged: Vec<String> = values.iter().map(|v| format!("{key}={v}")).collect();
+    let jobs: Vec<(&Experiment, &str)> = exps.iter().zip(&tagged).map(|(e, t)| (e, t.as_str())).collect();
+    let mut all = run_pool(&jobs, o)?.into_iter();
     let mut columns = Vec::new();
-    for (e, v) in exps.iter().zip(&values) {
-        let results = run_all(e, o)?;
+    for (e, t) in &jobs {
+        let results: Vec<RunResult> = all.by_ref().take(e.runs.len()).collect();
         if let Some(dir) = &o.out {
-            write_out(e, &results, dir, &format!("-{key}={v}"))?;
+            write_out(e, &results, dir, &format!("-{t}"))?;
         }
         columns.push(compare(e, &results).0);
     }
@@ -144,14 +149,28 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
 
 /// Run every variant of `exp` in parallel, with a progress bar on runs longer than a second.
 fn run_all(exp: &Experiment, o: &Opts) -> anyhow::Result<Vec<RunResult>> {
+    run_pool(&[(exp, "")], o)
+}
+
+/// Run every run of every experiment in `jobs` in one parallel pool; results in order, run by
+/// run. The tag (a sweep's `key=value`) labels progress bars and errors.
+fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunResult>> {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("{prefix:>28} [{bar:30}] {msg}")
+    let style = ProgressStyle::with_template("{prefix:>36} [{bar:30}] {msg}")
         .expect("static template")
         .progress_chars("=> ");
-    let results: Vec<anyhow::Result<RunResult>> = exp
-        .runs
+    let runs: Vec<(&Experiment, &str, &latlab_exp::Run)> = jobs
+        .iter()
+        .flat_map(|&(e, tag)| e.runs.iter().map(move |r| (e, tag, r)))
+        .collect();
+    let results: Vec<anyhow::Result<RunResult>> = runs
         .par_iter()
-        .map(|run| {
+        .map(|&(exp, tag, run)| {
+            let label = if tag.is_empty() {
+                run.label.clone()
+            } else {
+                format!("{} {tag}", run.label)
+            };
             let mut cfg = run.config.clone();
             if let Some(s) = o.seed {
                 cfg.seed = s;
@@ -163,7 +182,7 @@ fn run_all(exp: &Experiment, o: &Opts) -> anyhow::Result<Vec<RunResult>> {
                 if bar.is_none() && t0.elapsed() > Duration::from_secs(1) {
                     let b = multi.add(ProgressBar::new(goal.max(1) / 1_000_000_000));
                     b.set_style(style.clone());
-                    b.set_prefix(run.label.clone());
+                    b.set_prefix(label.clone());
                     bar = Some(b);
                 }
                 if let Some(b) = &bar {
@@ -172,7 +191,7 @@ fn run_all(exp: &Experiment, o: &Opts) -> anyhow::Result<Vec<RunResult>> {
                     b.set_message(format!("{} s simulated", now / 1_000_000_000));
                 }
             })
-            .with_context(|| format!("experiment {}: run `{}`", exp.name, run.label))?;
+            .with_context(|| format!("experiment {}: run `{label}`", exp.name))?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
