@@ -59,6 +59,7 @@ fn lived_in(unused_dentries: u64, idle_anon_mib: u64) -> Preload {
         unused_dentries,
         referenced: true,
         idle_anon_mib,
+        swapped_mib: 0,
     }
 }
 
@@ -86,6 +87,7 @@ pub fn workload(name: &str) -> Option<Workload> {
                 unused_dentries: 20_000,
                 referenced: false,
                 idle_anon_mib: 150,
+                swapped_mib: 0,
             },
         },
         // Seed 002 does not name its load ("heavy load", Clark Williams 2002). latlab's choice,

@@ -82,6 +82,7 @@ pub struct PreloadRepr {
     pub unused_dentries: Option<u64>,
     pub referenced: Option<bool>,
     pub idle_anon_mib: Option<u64>,
+    pub swapped_mib: Option<u64>,
 }
 
 impl PreloadRepr {
@@ -93,6 +94,7 @@ impl PreloadRepr {
             unused_dentries: self.unused_dentries.unwrap_or(p.unused_dentries),
             referenced: self.referenced.unwrap_or(p.referenced),
             idle_anon_mib: self.idle_anon_mib.unwrap_or(p.idle_anon_mib),
+            swapped_mib: self.swapped_mib.unwrap_or(p.swapped_mib),
         }
     }
 }
@@ -336,6 +338,7 @@ pub const VARY_KEYS: &[&str] = &[
     "rtc_hz",
     "preload.unused_dentries",
     "preload.idle_anon_mib",
+    "preload.swapped_mib",
     "preload.old_file_kb",
     "preload.cache_full",
     "preload.referenced",
@@ -380,6 +383,7 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
             }
             "preload.unused_dentries" => p.unused_dentries = Some(int()?),
             "preload.idle_anon_mib" => p.idle_anon_mib = Some(int()?),
+            "preload.swapped_mib" => p.swapped_mib = Some(int()?),
             "preload.old_file_kb" => p.old_file_kb = Some(int()?),
             "preload.cache_full" => p.cache_full = Some(flag()?),
             "preload.referenced" => p.referenced = Some(flag()?),
@@ -513,6 +517,8 @@ published_max_ms = 84.0
         );
         let e = parse("x.toml", &with("old_file_kb = 0")).unwrap_err().to_string();
         assert!(e.contains("`old_file_kb`") && e.contains("4 KiB"), "{e}");
+        let e = parse("x.toml", &with("swapped_mib = 1000")).unwrap_err().to_string();
+        assert!(e.contains("`swapped_mib`") && e.contains("1536 MiB of swap"), "{e}");
         let e = parse("x.toml", &with("idle_anon_mib = -3")).unwrap_err().to_string();
         assert!(e.starts_with("x.toml:10:"), "{e}");
     }

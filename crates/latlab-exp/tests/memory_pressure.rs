@@ -46,3 +46,29 @@ fn a_freshly_booted_box_does_not_reclaim_in_the_same_time() {
     assert_eq!(r.counters["reclaim_calls_to_priority_1"], 0);
     assert!(!r.counters.contains_key("worst_us:prune_dcache"));
 }
+
+#[test]
+fn a_fragmented_swap_map_makes_scan_swap_map_walk_it() {
+    // The low-latency kernel (it has no point in scan_swap_map): the first new-cluster search
+    // walks the fragmented region the swap history left, ~20 ns a slot on the PIII-850.
+    let exp = latlab_exp::builtin_experiment("mini-ll").unwrap();
+    let ll = exp
+        .runs
+        .iter()
+        .find(|r| r.config.variant.name == "2.4.18+low-latency")
+        .unwrap();
+    let scan_us = |swapped_mib: u64| {
+        let mut cfg = ll.config.clone();
+        cfg.workload.preload.swapped_mib = swapped_mib;
+        cfg.min_duration_ns = 0;
+        cfg.max_duration_ns = 5_000_000_000;
+        let r = latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap().0;
+        assert!(r.counters["pages_swapped_out"] > 0, "{:?}", r.counters);
+        r.counters.get("worst_us:scan_swap_map").copied().unwrap_or(0)
+    };
+    assert_eq!(scan_us(0), 0, "an empty map is searched in microseconds");
+    let (a, b) = (scan_us(150), scan_us(300));
+    // 150 MiB out, as much freed around it: 76,800 slots; twice that for 300 MiB.
+    assert!((1_000..2_000).contains(&a), "{a}");
+    assert!((1_800..2_200).contains(&(b * 1000 / a)), "{a} {b}");
+}

@@ -64,6 +64,13 @@ pub struct Preload {
     /// Idle processes' anonymous memory, MiB (a desktop's X server and applications): mapped
     /// pages on the LRU that reclaim meets and swap_out can take.
     pub idle_anon_mib: u64,
+    /// Idle processes' memory that earlier reclaim already swapped out, MiB. `swap_out`
+    /// takes SWAP_CLUSTER_MAX (32) pages from one address space at a time, and the box has
+    /// run short-lived processes meanwhile: the slots lie in runs of 32, every other run
+    /// belonging to a process that has since exited (free again). So the swap map holds a
+    /// fragmented region twice this size, which `scan_swap_map`'s search for an empty
+    /// cluster walks.
+    pub swapped_mib: u64,
 }
 
 impl Preload {
@@ -83,6 +90,18 @@ impl Preload {
             .unused_dentries
             .saturating_mul(mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES);
         let anon = self.idle_anon_mib.saturating_mul(1 << 20);
+        let swap = machine.swap_mib.saturating_mul(1 << 20);
+        // The fragmented region (twice what is swapped) must leave room to swap.
+        if self.swapped_mib.saturating_mul(2 << 20) > swap / 4 * 3 {
+            return Err((
+                "swapped_mib",
+                format!(
+                    "twice the swapped memory ({} MiB) must fit in 3/4 of the machine's {} MiB of swap",
+                    self.swapped_mib.saturating_mul(2),
+                    machine.swap_mib
+                ),
+            ));
+        }
         if anon.saturating_add(slab) > ram / 4 * 3 {
             let field = if anon > slab {
                 "idle_anon_mib"
@@ -247,6 +266,7 @@ fn preload(st: &mut KState, p: &Preload) {
             r.young = 0;
         }
     }
+    swapped_history(st, p.swapped_mib * 256);
     for _ in 0..p.unused_dentries {
         st.dcache.touch_new();
     }
@@ -270,6 +290,35 @@ fn preload(st: &mut KState, p: &Preload) {
         st.dcache.referenced = referenced;
     }
 }
+
+/// `pages` of the idle processes already out on swap ([`Preload::swapped_mib`]): allocated
+/// through the variant's allocator in runs of SWAP_CLUSTER_MAX, alternating with runs of a
+/// process that then exited and gave its slots back.
+fn swapped_history(st: &mut KState, pages: u64) {
+    let run = mm::vmscan::SWAP_CLUSTER_MAX;
+    let mut owner = 0u32;
+    let mut left = pages;
+    while left > 0 {
+        let n = left.min(run);
+        let idle = u32::MAX - owner % 4;
+        for _ in 0..n {
+            if st.mm.swapped_out(idle).is_none() {
+                return;
+            }
+        }
+        for _ in 0..run {
+            if st.mm.swapped_out(TRANSIENT_MM).is_none() {
+                break;
+            }
+        }
+        left -= n;
+        owner += 1;
+    }
+    st.mm.drop_mm(TRANSIENT_MM);
+}
+
+/// Address-space id of the short-lived processes of the swap history (never a live one).
+const TRANSIENT_MM: u32 = u32::MAX - 4;
 
 fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
     let mut settings = BTreeMap::new();

@@ -484,6 +484,23 @@ impl Mm {
     /// try_to_swap_out of one old page of `mm`: allocate a slot (get_swap_page). Returns the
     /// allocator's longest locked stretch and total work, or None when swap is full.
     pub fn swap_out_page(&mut self, mm: u32) -> Option<latlab_swap::Work> {
+        self.mms.get(&mm)?;
+        let (_, work) = self.take_slot(mm)?;
+        self.unmap(mm, 1);
+        self.swapouts += 1;
+        Some(work)
+    }
+
+    /// A page of `mm` that was swapped out before the run began (not resident): its slot.
+    /// Creates the address space if needed. None when swap is full.
+    pub fn swapped_out(&mut self, mm: u32) -> Option<u64> {
+        self.mms.entry(mm).or_default();
+        self.take_slot(mm).map(|(slot, _)| slot)
+    }
+
+    /// get_swap_page for the next page of `mm` (which must exist): the slot and the
+    /// allocator's work.
+    fn take_slot(&mut self, mm: u32) -> Option<(u64, latlab_swap::Work)> {
         let r = self.mms.get_mut(&mm)?;
         let vpage = r.swapped.len() as u64;
         let a = self
@@ -496,9 +513,7 @@ impl Mm {
             .ok()?;
         let slot = a.slot?;
         r.swapped.push(slot);
-        self.unmap(mm, 1);
-        self.swapouts += 1;
-        Some(a.work)
+        Some((slot, a.work))
     }
 }
 
