@@ -329,6 +329,18 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
         cfg.variant.points.iter().cloned().collect::<Vec<_>>().join(","),
     );
     settings.insert("workload_finished".into(), k.st.workload_done.to_string());
+    // The starting state: an experiment's [preload] or a sweep may have changed it.
+    let p = &cfg.workload.preload;
+    for (key, v) in [
+        ("cache_full", p.cache_full.to_string()),
+        ("old_file_kb", p.old_file_kb.to_string()),
+        ("unused_dentries", p.unused_dentries.to_string()),
+        ("referenced", p.referenced.to_string()),
+        ("idle_anon_mib", p.idle_anon_mib.to_string()),
+        ("swapped_mib", p.swapped_mib.to_string()),
+    ] {
+        settings.insert(format!("preload.{key}"), v);
+    }
     let meta = RunMeta {
         engine: Engine::Sim,
         machine: cfg.machine.name.clone(),
