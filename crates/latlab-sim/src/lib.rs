@@ -298,17 +298,18 @@ fn swapped_history(st: &mut KState, pages: u64) {
     let run = mm::vmscan::SWAP_CLUSTER_MAX;
     let mut owner = 0u32;
     let mut left = pages;
-    while left > 0 {
+    // Stops early only if swap fills (validation leaves room): what was taken stays taken.
+    'history: while left > 0 {
         let n = left.min(run);
         let idle = u32::MAX - owner % 4;
         for _ in 0..n {
             if st.mm.swapped_out(idle).is_none() {
-                return;
+                break 'history;
             }
         }
         for _ in 0..run {
             if st.mm.swapped_out(TRANSIENT_MM).is_none() {
-                break;
+                break 'history;
             }
         }
         left -= n;
