@@ -10,6 +10,9 @@
 
 #[derive(Debug, Default)]
 pub struct Dcache {
+    /// Inodes on their superblock's `s_dirty` list (`__mark_inode_dirty`: a write's mtime
+    /// update, a new inode), by file, oldest first.
+    pub dirty_inodes: std::collections::BTreeSet<u32>,
     /// Dentries on `dentry_unused`.
     pub dentries_unused: u64,
     /// Of those, with DCACHE_REFERENCED set.
@@ -43,8 +46,29 @@ impl Dcache {
         }
     }
 
+    /// `mark_inode_dirty(inode)` of `file`'s inode.
+    pub fn mark_inode_dirty(&mut self, file: u32) {
+        self.dirty_inodes.insert(file);
+    }
+
+    /// `__sync_one` wrote the `n` oldest dirty inodes (for ext3, without I/O).
+    pub fn synced(&mut self, n: u64) {
+        for _ in 0..n {
+            if self.dirty_inodes.pop_first().is_none() {
+                break;
+            }
+        }
+    }
+
+    /// A file was deleted: its dentry and inode go away (`iput` takes a freed inode off
+    /// `s_dirty`).
+    pub fn delete_file(&mut self, file: u32) {
+        self.dirty_inodes.remove(&file);
+        self.delete();
+    }
+
     /// A file was deleted: its dentry and inode go away.
-    pub fn delete(&mut self) {
+    fn delete(&mut self) {
         if self.dentries_unused > 0 {
             if self.referenced == self.dentries_unused {
                 self.referenced -= 1;

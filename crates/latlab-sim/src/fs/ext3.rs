@@ -32,6 +32,8 @@ pub struct FileWrite {
     left: u64,
     sub: Nested,
     looping: bool,
+    /// generic_file_write's mtime update (`mark_inode_dirty_sync`) is done.
+    stamped: bool,
 }
 
 pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
@@ -40,6 +42,7 @@ pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
         left: bytes.div_ceil(4096),
         sub: Nested::default(),
         looping: false,
+        stamped: false,
     })
 }
 
@@ -48,6 +51,10 @@ impl Path for FileWrite {
         "sys_write"
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        if !self.stamped {
+            self.stamped = true;
+            k.dcache.mark_inode_dirty(self.file);
+        }
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -173,9 +180,10 @@ pub fn sys_lookup(k: &mut KState, file: u32) -> Box<dyn Path> {
     crate::kernel::path::once("path_lookup", k.c.lookup)
 }
 
-/// creat(): a new inode and directory entry (the caller made the file record).
-pub fn sys_create(k: &mut KState) -> Box<dyn Path> {
+/// creat(): a new inode and directory entry (the caller made the file record `file`).
+pub fn sys_create(k: &mut KState, file: u32) -> Box<dyn Path> {
     k.dcache.touch_new();
+    k.dcache.mark_inode_dirty(file);
     k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
     // Inode-table block (1/32 of one), directory block (1/100), inode bitmap: ~1/16 block.
     k.jbd.add_meta16(1);
@@ -230,7 +238,7 @@ impl Path for Unlink {
                 let dropped = k.buf.cancel_file(self.file);
                 k.jbd.drop_data(&dropped);
                 k.mm.delete_file(self.file);
-                k.dcache.delete();
+                k.dcache.delete_file(self.file);
                 k.jbd.add_meta16(1 + 16 * size / PTRS_PER_BLOCK);
                 LoopStep::plain("dentry_iput", 1, k.c.prune_dentry, vec![point("dentry_iput", 1)])
             }

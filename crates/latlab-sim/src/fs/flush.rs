@@ -345,6 +345,39 @@ impl Path for WaitDirtyLocked {
     }
 }
 
+/// `sync_unlocked_inodes` (kupdated) and `sync_inodes` (sync) under the big kernel lock (both
+/// callers take `lock_kernel()` around them): `__sync_one` for every inode on `s_dirty`,
+/// oldest first, dropping `inode_lock` around each but never the BKL. The inodes dirty when
+/// the walk starts are synced; ones dirtied meanwhile wait for the next pass.
+pub struct SyncInodes {
+    func: &'static str,
+    left: Option<u64>,
+}
+
+pub fn sync_inodes(func: &'static str) -> SyncInodes {
+    SyncInodes { func, left: None }
+}
+
+impl Path for SyncInodes {
+    fn name(&self) -> &'static str {
+        self.func
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        let dirty = k.dcache.dirty_inodes.len() as u64;
+        let n = (*self.left.get_or_insert(dirty)).min(dirty);
+        if n == 0 {
+            return Step::Done;
+        }
+        LoopStep::locked(self.func, n, k.c.sync_one, "BKL", vec![point("__sync_one", 1)], false)
+    }
+    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+        k.dcache.synced(done);
+        if let Some(l) = &mut self.left {
+            *l -= done.min(*l);
+        }
+    }
+}
+
 /// `sys_sync` = `fsync_dev(0)`: sync_buffers(0, 0); sync_inodes; sync_supers (ext3 starts a
 /// commit); sync_buffers(0, 1) = write_unlocked + wait(BUF_DIRTY) + write_unlocked +
 /// wait(BUF_LOCKED, refile).
@@ -353,6 +386,7 @@ pub fn sys_sync(kjournald: u32) -> Box<dyn Path> {
         "sys_sync",
         vec![
             write_unlocked_buffers(),
+            Box::new(sync_inodes("sync_inodes")),
             effect(move |k| {
                 k.jbd.commit_requested = true;
                 k.wake_kthread(kjournald);
@@ -384,12 +418,14 @@ pub fn bdflush_pass() -> Box<dyn Path> {
     )
 }
 
-/// kupdated's pass (`sync_old_buffers`): write batches while the oldest dirty buffer is older
-/// than age_buffer, then (2.4.17) `wait_for_some_buffers`.
+/// kupdated's pass (`sync_old_buffers`): `sync_unlocked_inodes` under the BKL, then write
+/// batches while the oldest dirty buffer is older than age_buffer, then (2.4.17)
+/// `wait_for_some_buffers`.
 pub fn kupdate_pass(now: Nanos) -> Box<dyn Path> {
     chain(
         "kupdate",
         vec![
+            Box::new(sync_inodes("sync_unlocked_inodes")),
             repeat(
                 "sync_old_buffers",
                 || Box::new(write_some_buffers()),
@@ -431,5 +467,43 @@ impl Path for DiskIo {
         let id = k.disk_submit(self.dir, self.block, self.blocks, Payload::Other, cx.now);
         self.id = Some(id);
         Step::Block(Chan::Io(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::state::KState;
+
+    fn kstate() -> KState {
+        let m = crate::kernel::tests::machine();
+        KState::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
+    }
+
+    #[test]
+    fn inode_sync_walks_the_dirty_inodes_under_the_bkl() {
+        let mut k = kstate();
+        for f in 1..=100 {
+            k.dcache.mark_inode_dirty(f);
+        }
+        k.dcache.mark_inode_dirty(7); // dirtied twice, on s_dirty once
+        k.dcache.delete_file(100); // iput of a freed inode takes it off
+        let cx = Ctx { now: 0, pid: 1 };
+        let mut p = sync_inodes("sync_unlocked_inodes");
+        let Step::Loop(l) = p.next(&mut k, &cx) else {
+            panic!("a loop")
+        };
+        assert_eq!((l.items, l.lock, l.per_item), (99, Some("BKL"), k.c.sync_one));
+        assert_eq!(l.points.iter().map(|p| p.name).collect::<Vec<_>>(), ["__sync_one"]);
+        // Cut after 40 by the low-latency patch's point: the walk goes on with the rest.
+        p.advanced(&mut k, &cx, 40);
+        k.dcache.mark_inode_dirty(500); // dirtied meanwhile: waits for the next pass
+        let Step::Loop(l) = p.next(&mut k, &cx) else {
+            panic!("a loop")
+        };
+        assert_eq!(l.items, 59);
+        p.advanced(&mut k, &cx, 59);
+        assert!(matches!(p.next(&mut k, &cx), Step::Done));
+        assert_eq!(k.dcache.dirty_inodes.iter().copied().collect::<Vec<_>>(), [500]);
     }
 }

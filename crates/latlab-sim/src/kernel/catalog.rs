@@ -277,7 +277,7 @@ pub const POINTS: &[PointInfo] = &[
         "fs/inode.c",
         Origin::LowLatency,
         None,
-        "per inode synced (no path in the model yet)",
+        "per inode written by sync_unlocked_inodes (kupdated) and sync_inodes (sync)",
     ),
     pt(
         "invalidate_list",
@@ -466,6 +466,13 @@ pub struct Costs {
     /// try_to_swap_out of an old page besides the slot search: add_to_swap_cache, set the
     /// swap pte, flush: ~600 instructions, 6 misses.
     pub swap_out_page: Nanos,
+    /// __sync_one (fs/inode.c, 2.4.17/2.4.18) per dirty inode, for ext3: move it to
+    /// s_locked_inodes, set I_LOCK, drop inode_lock, filemap_fdatasync and filemap_fdatawait
+    /// (pagecache_lock, empty dirty/locked page lists: ext3 dirties buffers, not pages),
+    /// ext3_write_inode (returns at once when not asked to wait), re-take inode_lock, file the
+    /// inode on its list, wake_up(i_wait): ~250 instructions. Misses: the inode's list line,
+    /// its state/mapping line, its wait queue, the two list neighbours: 5.
+    pub sync_one: Nanos,
     /// scan_swap_map per swap_map entry read: ~5 instructions; 16 two-byte entries per
     /// 32-byte PIII cache line, so 1/16 miss.
     pub swap_map_entry: Nanos,
@@ -537,6 +544,7 @@ impl Costs {
             dispose_inode: m.cost(400.0, 5.0),
             zap_pte: m.cost(150.0, 3.0),
             free_swap_entry: m.cost(130.0, 3.0),
+            sync_one: m.cost(250.0, 5.0),
             swap_scan_pte: m.cost(20.0, 1.0),
             swap_out_page: m.cost(600.0, 6.0),
             swap_map_entry: m.cost(5.0, 1.0 / 16.0),

@@ -60,16 +60,22 @@ impl Ops {
     fn read(&mut self, f: u32, bytes: u64) {
         self.push(move |_| Some(Action::Syscall(sys_read(f, 0, bytes))));
     }
-    /// creat() + write() in `chunk`-byte calls + close(); the file joins `group`.
-    fn create_write(&mut self, reg: &Reg, group: &'static str, bytes: u64, chunk: u64) {
+    /// creat() of a file of `pages` (its blocks reserved); it joins `group`. The cell holds
+    /// the file once the creat() has run, for the calls queued after it.
+    fn create(&mut self, reg: &Reg, group: &'static str, pages: u64) -> Rc<Cell<u32>> {
         let cur = Rc::new(Cell::new(0u32));
         let (c, r) = (cur.clone(), reg.clone());
         self.push(move |cx| {
-            let f = cx.st.mm.create_file(bytes.div_ceil(4096));
+            let f = cx.st.mm.create_file(pages);
             r.borrow_mut().add(group, f);
             c.set(f);
-            Some(Action::Syscall(sys_create(cx.st)))
+            Some(Action::Syscall(sys_create(cx.st, f)))
         });
+        cur
+    }
+    /// creat() + write() in `chunk`-byte calls + close(); the file joins `group`.
+    fn create_write(&mut self, reg: &Reg, group: &'static str, bytes: u64, chunk: u64) {
+        let cur = self.create(reg, group, bytes.div_ceil(4096));
         let mut left = bytes;
         while left > 0 {
             let n = left.min(chunk);
@@ -434,14 +440,7 @@ impl Cmd {
                 if stage == 0 {
                     o.grow(bs_kb / 4 + 50);
                     let g: &'static str = Box::leak(group.into_boxed_str());
-                    let cur = Rc::new(Cell::new(0u32));
-                    let (c, r) = (cur.clone(), reg.clone());
-                    o.push(move |cx| {
-                        let f = cx.st.mm.create_file(mb * 256);
-                        r.borrow_mut().add(g, f);
-                        c.set(f);
-                        Some(Action::Syscall(sys_create(cx.st)))
-                    });
+                    let cur = o.create(&reg, g, mb * 256);
                     for _ in 0..mb * 1024 / bs_kb {
                         o.push(move |_| Some(Action::Syscall(read_zero(bs_kb * 1024))));
                         let c = cur.clone();
