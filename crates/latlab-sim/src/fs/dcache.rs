@@ -6,7 +6,8 @@
 //! `inode_unused` under `inode_lock`, skipping inodes that still have page-cache pages
 //! (`CAN_UNUSE` fails), until `goal` inodes are freeable. The model keeps the list lengths
 //! and flags as counts and assumes referenced/unreferenced (and with/without pages) entries
-//! are evenly mixed along the lists.
+//! are evenly mixed along the lists. The inodes on `s_dirty` (fs/inode.c
+//! `__mark_inode_dirty`), which kupdated and sync walk, are kept by file.
 
 #[derive(Debug, Default)]
 pub struct Dcache {
