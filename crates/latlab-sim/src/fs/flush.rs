@@ -481,6 +481,19 @@ mod tests {
     }
 
     #[test]
+    fn dirty_limits_are_a_share_of_low_memory_whatever_holds_it() {
+        // nr_free_buffer_pages() (2.4.10 VM on): zone size minus pages_high, not free + cache.
+        let mut k = kstate();
+        let base = k.buffer_pages();
+        assert_eq!(base, k.mm.total - k.mm.pages_high);
+        let before = k.dirty_headroom();
+        k.mm.grow(7, 10_000); // anonymous memory takes free pages
+        assert_eq!(k.buffer_pages(), base);
+        assert_eq!(k.dirty_headroom(), before);
+        assert_eq!(k.balance_dirty_state(), -1);
+    }
+
+    #[test]
     fn inode_sync_walks_the_dirty_inodes_under_the_bkl() {
         let mut k = kstate();
         for f in 1..=100 {

@@ -109,10 +109,12 @@ impl KState {
         }
     }
 
-    /// Total pages `balance_dirty_state()` measures against: free + page cache
-    /// (`nr_free_buffer_pages()`).
+    /// Total pages `balance_dirty_state()` measures against: `nr_free_buffer_pages()`, which
+    /// since the 2.4.10 VM sums `zone->size - zone->pages_high` over the GFP_USER zones (mm/
+    /// page_alloc.c, 2.4.17/2.4.18): all of low memory above the high watermark, however much
+    /// of it is free, cached or anonymous. (The 2.4.9 VM summed free and inactive pages.)
     pub fn buffer_pages(&self) -> u64 {
-        self.mm.free + self.mm.cache
+        self.mm.total.saturating_sub(self.mm.pages_high)
     }
 
     /// `balance_dirty_state()` (2.4.17, bdf_prm nfract 40, nfract_sync 60): -1 below the soft
