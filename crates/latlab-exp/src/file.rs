@@ -554,6 +554,42 @@ published_max_ms = 84.0
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Any [preload] values: the parser either names the field or hands the model a state
+        /// it can run without panicking (one simulated second, the heaviest set-up included).
+        #[test]
+        fn any_preload_is_refused_by_name_or_runs(
+            dentries in proptest::prop_oneof![6 => 0u64..400_000, 1 => proptest::prelude::any::<u64>()],
+            anon in proptest::prop_oneof![6 => 0u64..300, 1 => proptest::prelude::any::<u64>()],
+            swapped in proptest::prop_oneof![6 => 0u64..600, 1 => proptest::prelude::any::<u64>()],
+            file_kb in proptest::prop_oneof![6 => 0u64..256, 1 => proptest::prelude::any::<u64>()],
+            full in proptest::prelude::any::<bool>(),
+        ) {
+            let text = GOOD.replace(
+                "[[run]]",
+                &format!(
+                    "[preload]\nunused_dentries = {}\nidle_anon_mib = {}\nswapped_mib = {}\nold_file_kb = {}\ncache_full = {full}\n\n[[run]]",
+                    dentries.min(i64::MAX as u64), anon.min(i64::MAX as u64),
+                    swapped.min(i64::MAX as u64), file_kb.min(i64::MAX as u64)
+                ),
+            );
+            match parse("x.toml", &text) {
+                Err(e) => {
+                    let e = e.to_string();
+                    proptest::prop_assert!(e.starts_with("x.toml:") && e.contains("field `"), "{}", e);
+                }
+                Ok(exp) => {
+                    let mut cfg = exp.runs[0].config.clone();
+                    cfg.min_duration_ns = 0;
+                    cfg.max_duration_ns = 1_000_000_000;
+                    let ran = latlab_sim::simulate(&cfg, &mut |_, _| ()).map(|_| ());
+                    proptest::prop_assert!(ran.is_ok(), "{:?}", ran.err());
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
         /// Any value replaced by an extreme or ill-typed one, any line dropped or doubled: the
         /// parser returns, and an error names the file.
         #[test]
