@@ -21,23 +21,26 @@ enum As {
     Nobody,
 }
 
+/// `exe` run as uid/gid 65534 with no capabilities, through setpriv.
+fn as_nobody(exe: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]);
+    c.arg(exe);
+    c
+}
+
 fn command(who: As, args: &[&str]) -> Command {
     let exe = env!("CARGO_BIN_EXE_latlab");
     let mut c = match who {
         As::Invoker => Command::new(exe),
-        As::Nobody => {
-            let mut c = Command::new("setpriv");
-            c.args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--",
-                exe,
-            ]);
-            c
-        }
+        As::Nobody => as_nobody(exe),
     };
     c.args(args);
     c
@@ -290,17 +293,8 @@ fn loads_start_from_a_binary_in_a_private_directory() {
     let exe = private.join("latlab");
     std::fs::copy(env!("CARGO_BIN_EXE_latlab"), &exe).unwrap();
     let scratch_dir = scratch("private");
-    let mut c = Command::new("setpriv");
-    c.args([
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--",
-    ]);
-    c.arg(&exe)
-        .args(["probe", "timer", "--loops", "200", "--load", "sync", "--scratch"])
+    let mut c = as_nobody(&exe);
+    c.args(["probe", "timer", "--loops", "200", "--load", "sync", "--scratch"])
         .arg(&scratch_dir);
     let out = {
         let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
