@@ -149,6 +149,17 @@ pub struct Run {
     pub label: String,
     pub config: SimConfig,
     pub published: Published,
+    /// The file's hard stop, if it gave one.
+    pub max_seconds: Option<u64>,
+}
+
+/// How long a run lasts: at least as long as the seed's run took to collect its `samples` at
+/// `rtc_hz` (the model idles after the workload), and at most `max_seconds` or, without one,
+/// twice that (or twice 600 s).
+fn run_length(samples: Option<f64>, rtc_hz: u32, max_seconds: Option<u64>) -> (u64, u64) {
+    let min_ns = samples.map_or(0, |s| (s / rtc_hz as f64 * 1e9) as u64);
+    let max_ns = max_seconds.map_or(min_ns.max(600_000_000_000) * 2, |s| s.saturating_mul(1_000_000_000));
+    (min_ns, max_ns)
 }
 
 /// A parsed, validated experiment.
@@ -296,12 +307,10 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
                 ));
             }
         }
-        let min_ns = r.published_samples.map_or(0, |s| (s / f.rtc_hz as f64 * 1e9) as u64);
-        let max_ns = r
-            .max_seconds
-            .map_or(min_ns.max(600_000_000_000) * 2, |s| s.saturating_mul(1_000_000_000));
+        let (min_ns, max_ns) = run_length(r.published_samples, f.rtc_hz, r.max_seconds);
         runs.push(Run {
             label: r.label,
+            max_seconds: r.max_seconds,
             config: SimConfig {
                 machine: machine.clone(),
                 variant: v,
@@ -347,39 +356,66 @@ pub const VARY_KEYS: &[&str] = &[
 /// `exp` with `key` set to `value` in every run (the same value for every variant), checked
 /// as the file's own fields are. `origin` names where the setting came from in errors.
 pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Experiment, ExpError> {
-    let bad = |why: String| ExpError::Field {
-        origin: origin.into(),
-        line: 0,
-        field: key.into(),
-        why,
-    };
-    let int = || {
-        value
-            .parse::<u64>()
-            .map_err(|_| bad(format!("`{value}` is not a whole number")))
-    };
-    let flag = || {
-        value
-            .parse::<bool>()
-            .map_err(|_| bad(format!("`{value}` is not true or false")))
-    };
+    let setting = Setting::parse(origin, key, value)?;
     let mut out = exp.clone();
     for run in &mut out.runs {
         let c = &mut run.config;
+        match &setting {
+            Setting::Seed(seed) => c.seed = *seed,
+            Setting::RtcHz(hz) => {
+                // The run lasts as long as the seed's did, whatever the rate.
+                c.rtc_hz = *hz;
+                (c.min_duration_ns, c.max_duration_ns) = run_length(run.published.samples, *hz, run.max_seconds);
+            }
+            Setting::Preload(p) => {
+                let w = &mut c.workload;
+                w.preload = p.apply(&w.preload);
+                w.preload.validate(&c.machine).map_err(|(f, why)| ExpError::Field {
+                    origin: origin.into(),
+                    line: 0,
+                    field: format!("preload.{f}"),
+                    why,
+                })?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One `--vary` value, parsed and checked once for all runs.
+enum Setting {
+    Seed(u64),
+    RtcHz(u32),
+    Preload(PreloadRepr),
+}
+
+impl Setting {
+    fn parse(origin: &str, key: &str, value: &str) -> Result<Setting, ExpError> {
+        let bad = |why: String| ExpError::Field {
+            origin: origin.into(),
+            line: 0,
+            field: key.into(),
+            why,
+        };
+        let int = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| bad(format!("`{value}` is not a whole number")))
+        };
+        let flag = || {
+            value
+                .parse::<bool>()
+                .map_err(|_| bad(format!("`{value}` is not true or false")))
+        };
         let mut p = PreloadRepr::default();
         match key {
-            "seed" => c.seed = int()?,
+            "seed" => return Ok(Setting::Seed(int()?)),
             "rtc_hz" => {
                 let hz = int()?;
                 if !(2..=8192).contains(&hz) || !hz.is_power_of_two() {
                     return Err(bad(format!("must be a power of two in 2..=8192, got {hz}")));
                 }
-                c.rtc_hz = hz as u32;
-                // The run lasts as long as the seed's did, whatever the rate.
-                if let Some(s) = run.published.samples {
-                    c.min_duration_ns = (s / hz as f64 * 1e9) as u64;
-                    c.max_duration_ns = c.max_duration_ns.max(c.min_duration_ns.saturating_mul(2));
-                }
+                return Ok(Setting::RtcHz(hz as u32));
             }
             "preload.unused_dentries" => p.unused_dentries = Some(int()?),
             "preload.idle_anon_mib" => p.idle_anon_mib = Some(int()?),
@@ -397,16 +433,8 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
                 })
             }
         }
-        let w = &mut c.workload;
-        w.preload = p.apply(&w.preload);
-        w.preload.validate(&c.machine).map_err(|(f, why)| ExpError::Field {
-            origin: origin.into(),
-            line: 0,
-            field: format!("preload.{f}"),
-            why,
-        })?;
+        Ok(Setting::Preload(p))
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -545,6 +573,10 @@ published_max_ms = 84.0
         ] {
             let err = vary(&e, "cli", k, val).unwrap_err().to_string();
             assert!(err.starts_with("cli: field") && err.contains(want), "{err}");
+        }
+        // Every key the error lists is one vary accepts.
+        for k in VARY_KEYS {
+            assert!(["4", "true"].iter().any(|v| vary(&e, "cli", k, v).is_ok()), "{k}");
         }
         let err = vary(&e, "cli", "hz", "100").unwrap_err().to_string();
         assert!(
