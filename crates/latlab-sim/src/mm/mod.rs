@@ -484,7 +484,6 @@ impl Mm {
     /// try_to_swap_out of one old page of `mm`: allocate a slot (get_swap_page). Returns the
     /// allocator's longest locked stretch and total work, or None when swap is full.
     pub fn swap_out_page(&mut self, mm: u32) -> Option<latlab_swap::Work> {
-        self.mms.get(&mm)?;
         let (_, work) = self.take_slot(mm)?;
         self.unmap(mm, 1);
         self.swapouts += 1;
