@@ -8,12 +8,21 @@
 //! and flags as counts and assumes referenced/unreferenced (and with/without pages) entries
 //! are evenly mixed along the lists. The inodes on `s_dirty` (fs/inode.c
 //! `__mark_inode_dirty`), which kupdated and sync walk, are kept by file.
+//!
+//! Files the workload made keep their place in these counts: a file's dentry sits on
+//! `dentry_unused` until `prune_dcache` frees it, its inode then on `inode_unused` until
+//! `prune_icache` frees that too. Deleting or looking up such a file takes it off whichever
+//! list holds it (fs/namei.c: the lookup's `iget` finds the inode in the hash and takes it
+//! off `inode_unused`; the unlink's `iput` frees it). Of what a prune frees, the workload's
+//! files take their share of the list (the evenly-mixed assumption again), oldest first.
+
+use std::collections::BTreeSet;
 
 #[derive(Debug, Default)]
 pub struct Dcache {
     /// Inodes on their superblock's `s_dirty` list (`__mark_inode_dirty`: a write's mtime
     /// update, a new inode), by file, oldest first.
-    pub dirty_inodes: std::collections::BTreeSet<u32>,
+    pub dirty_inodes: BTreeSet<u32>,
     /// Dentries on `dentry_unused`.
     pub dentries_unused: u64,
     /// Of those, with DCACHE_REFERENCED set.
@@ -22,6 +31,36 @@ pub struct Dcache {
     pub inodes_unused: u64,
     /// Of those, still holding page-cache pages.
     pub inodes_with_pages: u64,
+    /// Files made by the workload (creat()) and not deleted, by where their entries are.
+    made: Made,
+    /// Running remainder that spreads the inodes leaving `inode_unused` over those with and
+    /// without pages in proportion to their counts (error diffusion, no randomness).
+    pages_carry: u64,
+}
+
+/// The workload's live files by where their cache entries are, oldest (lowest id) first:
+/// dentry on `dentry_unused`; only the inode left, on `inode_unused`; neither.
+#[derive(Debug, Default)]
+struct Made {
+    dentry: BTreeSet<u32>,
+    inode_only: BTreeSet<u32>,
+    evicted: BTreeSet<u32>,
+}
+
+/// How many of the workload's live files are in each place ([`Dcache::files`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FilePlaces {
+    pub dentry: u64,
+    pub inode_only: u64,
+    pub evicted: u64,
+}
+
+/// Move the `n` oldest files of `from` to `to`.
+fn move_oldest(from: &mut BTreeSet<u32>, to: &mut BTreeSet<u32>, n: u64) {
+    for _ in 0..n {
+        let Some(f) = from.pop_first() else { break };
+        to.insert(f);
+    }
 }
 
 /// What one prune_dcache() walk does.
@@ -40,11 +79,50 @@ impl Dcache {
         self.referenced += 1;
     }
 
-    /// A lookup hit an existing cached dentry: it gets DCACHE_REFERENCED.
-    pub fn touch_existing(&mut self) {
-        if self.referenced < self.dentries_unused {
-            self.referenced += 1;
+    /// creat() of a new file by the workload: its dentry goes unused+referenced on dput.
+    pub fn created(&mut self, file: u32) {
+        self.touch_new();
+        self.made.dentry.insert(file);
+    }
+
+    /// How many of the workload's live files are in each place.
+    pub fn files(&self) -> FilePlaces {
+        FilePlaces {
+            dentry: self.made.dentry.len() as u64,
+            inode_only: self.made.inode_only.len() as u64,
+            evicted: self.made.evicted.len() as u64,
         }
+    }
+
+    /// A lookup of `file`: a cached dentry gets DCACHE_REFERENCED. For one of the
+    /// workload's files whose dentry was pruned, the dentry is made again (`d_alloc`) and
+    /// its inode taken off `inode_unused` or read back (`iget`).
+    pub fn touch_existing(&mut self, file: u32) {
+        if self.made.inode_only.remove(&file) {
+            self.off_inode_unused();
+        } else if !self.made.evicted.remove(&file) {
+            if self.referenced < self.dentries_unused {
+                self.referenced += 1;
+            }
+            return;
+        }
+        self.made.dentry.insert(file);
+        self.touch_new();
+    }
+
+    /// An inode leaves `inode_unused` (looked up again, or its file deleted); whether it held
+    /// pages is drawn in proportion to the list's counts.
+    fn off_inode_unused(&mut self) {
+        if self.inodes_unused == 0 {
+            return;
+        }
+        self.pages_carry += self.inodes_with_pages;
+        if self.pages_carry >= self.inodes_unused {
+            self.pages_carry -= self.inodes_unused;
+            self.inodes_with_pages -= 1;
+        }
+        self.inodes_unused -= 1;
+        self.pages_carry = self.pages_carry.min(self.inodes_unused);
     }
 
     /// `mark_inode_dirty(inode)` of `file`'s inode.
@@ -65,7 +143,12 @@ impl Dcache {
     /// `s_dirty`).
     pub fn delete_file(&mut self, file: u32) {
         self.dirty_inodes.remove(&file);
-        self.delete();
+        if self.made.inode_only.remove(&file) {
+            self.off_inode_unused();
+        } else if !self.made.evicted.remove(&file) {
+            self.made.dentry.remove(&file);
+            self.delete();
+        }
     }
 
     /// A file was deleted: its dentry and inode go away.
@@ -100,6 +183,8 @@ impl Dcache {
     pub fn apply_prune_dcache(&mut self, skipped: u64, pruned: u64, with_pages_share: u64) {
         self.referenced -= skipped.min(self.referenced);
         let pruned = pruned.min(self.dentries_unused);
+        let ours = share_of(pruned, self.made.dentry.len() as u64, self.dentries_unused);
+        move_oldest(&mut self.made.dentry, &mut self.made.inode_only, ours);
         self.dentries_unused -= pruned;
         self.referenced = self.referenced.min(self.dentries_unused);
         self.inodes_unused += pruned;
@@ -121,13 +206,24 @@ impl Dcache {
     }
 
     pub fn apply_prune_icache(&mut self, freed: u64) {
-        self.inodes_unused -= freed.min(self.inodes_unused - self.inodes_with_pages);
+        let freed = freed.min(self.inodes_unused - self.inodes_with_pages);
+        let ours = share_of(freed, self.made.inode_only.len() as u64, self.inodes_unused);
+        move_oldest(&mut self.made.inode_only, &mut self.made.evicted, ours);
+        self.inodes_unused -= freed;
     }
 
     /// Reclaim took every page of `n` unused inodes: they become freeable.
     pub fn pages_dropped(&mut self, n: u64) {
         self.inodes_with_pages -= n.min(self.inodes_with_pages);
     }
+}
+
+/// Of `n` entries taken evenly from a list of `len`, how many of its `part` (rounded).
+fn share_of(n: u64, part: u64, len: u64) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    ((n as u128 * part as u128 + len as u128 / 2) / len as u128).min(part as u128) as u64
 }
 
 #[cfg(test)]
@@ -153,5 +249,58 @@ mod tests {
         assert_eq!((d.inodes_unused, d.inodes_with_pages), (100, 50));
         assert_eq!(d.plan_prune_icache(10), (20, 10));
         assert_eq!(d.plan_prune_icache(80), (100, 50));
+    }
+
+    #[test]
+    fn deleting_a_pruned_file_takes_its_inode_off_the_unused_list() {
+        let mut d = Dcache::default();
+        for f in 0..1000 {
+            d.created(f);
+        }
+        // The walk clears the flags, then prunes 600 dentries; all their inodes hold pages.
+        d.apply_prune_dcache(1000, 600, 1024);
+        assert_eq!(
+            (d.dentries_unused, d.inodes_unused, d.inodes_with_pages),
+            (400, 600, 600)
+        );
+        assert_eq!(
+            d.files(),
+            FilePlaces {
+                dentry: 400,
+                inode_only: 600,
+                evicted: 0
+            }
+        );
+        // prune_icache can free none of them (pages), so nothing moves.
+        d.apply_prune_icache(0);
+        for f in 0..1000 {
+            d.delete_file(f);
+        }
+        // Every file's entries went with it, wherever they were: no inode is left behind for
+        // prune_icache to walk past.
+        assert_eq!((d.dentries_unused, d.inodes_unused, d.inodes_with_pages), (0, 0, 0));
+        assert_eq!(d.files(), FilePlaces::default());
+    }
+
+    #[test]
+    fn looking_up_a_pruned_file_makes_its_dentry_again() {
+        let mut d = Dcache::default();
+        for f in 0..100 {
+            d.created(f);
+        }
+        d.apply_prune_dcache(100, 100, 0);
+        // The inodes had no pages: prune_icache frees them all.
+        d.apply_prune_icache(100);
+        assert_eq!(d.files().evicted, 100);
+        assert_eq!((d.dentries_unused, d.inodes_unused), (0, 0));
+        for f in 0..100 {
+            d.touch_existing(f);
+        }
+        assert_eq!(d.files().dentry, 100);
+        assert_eq!((d.dentries_unused, d.referenced), (100, 100));
+        // A file the workload did not make (the kernel tree on disk) only sets the flag.
+        let before = (d.dentries_unused, d.files());
+        d.touch_existing(5000);
+        assert_eq!(before, (d.dentries_unused, d.files()));
     }
 }

@@ -175,14 +175,14 @@ impl Path for FileRead {
 
 /// open()/stat(): path lookup through the dcache.
 pub fn sys_lookup(k: &mut KState, file: u32) -> Box<dyn Path> {
-    k.dcache.touch_existing();
+    k.dcache.touch_existing(file);
     k.mm.touch(file);
     crate::kernel::path::once("path_lookup", k.c.lookup)
 }
 
 /// creat(): a new inode and directory entry (the caller made the file record `file`).
 pub fn sys_create(k: &mut KState, file: u32) -> Box<dyn Path> {
-    k.dcache.touch_new();
+    k.dcache.created(file);
     k.dcache.mark_inode_dirty(file);
     k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
     // Inode-table block (1/32 of one), directory block (1/100), inode bitmap: ~1/16 block.
