@@ -247,7 +247,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     );
 
     let target = cfg.min_duration_ns.min(cfg.max_duration_ns);
-    while k.now < cfg.max_duration_ns && !(k.st.workload_done && k.now >= target) {
+    while k.now < cfg.max_duration_ns && !(k.st.workload_done.is_some() && k.now >= target) {
         let until = (k.now + 1_000_000_000).min(cfg.max_duration_ns);
         let goal = target.max(k.now);
         k.run_until(until, |_| {});
@@ -329,7 +329,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
         "points".into(),
         cfg.variant.points.iter().cloned().collect::<Vec<_>>().join(","),
     );
-    settings.insert("workload_finished".into(), k.st.workload_done.to_string());
+    settings.insert("workload_finished".into(), k.st.workload_done.is_some().to_string());
     // The starting state: an experiment's [preload] or a sweep may have changed it.
     let p = &cfg.workload.preload;
     for (key, v) in [
@@ -368,6 +368,10 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
     c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
     c.insert("reclaim_calls".into(), k.st.mm.reclaims);
     c.insert("reclaim_calls_to_priority_1".into(), k.st.mm.reclaims_to_priority_1);
+    if let Some(t) = k.st.workload_done {
+        // How long the script itself ran (the run may idle on to the seed's length).
+        c.insert("workload_ms".into(), t / 1_000_000);
+    }
     let secs = k.now as f64 / 1e9;
     r.throughput.insert(
         "disk_MBps".into(),

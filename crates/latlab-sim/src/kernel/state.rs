@@ -49,8 +49,8 @@ pub struct KState {
     pub c: Costs,
     /// What the last rtc_read returned: (first interrupt's time, interrupts folded in).
     pub rtc_last: Option<(Nanos, u64)>,
-    /// The workload's main task finished.
-    pub workload_done: bool,
+    /// When the workload's main task finished.
+    pub workload_done: Option<Nanos>,
     /// Unique tokens for network waits.
     pub net_token: u64,
 }
@@ -78,7 +78,7 @@ impl KState {
             jiffies: 0,
             c: Costs::new(m),
             rtc_last: None,
-            workload_done: false,
+            workload_done: None,
             net_token: 0,
         }
     }
