@@ -61,6 +61,9 @@ pub struct BufferCache {
     nr_on_dirty_locked: u64,
     /// Buffers written out in all.
     pub written: u64,
+    /// Sequence ranges `shrink_cache` sent to writepage (their pages carry PG_launder until
+    /// the write completes), oldest first.
+    launder: VecDeque<(u64, u64)>,
 }
 
 /// A batch just taken off the dirty FIFO for submission.
@@ -279,6 +282,23 @@ impl BufferCache {
     /// Sequence number the next submitted buffer gets.
     pub fn next_seq(&self) -> u64 {
         self.next_seq
+    }
+
+    /// `shrink_cache` sent buffers `lo..hi` to writepage (SetPageLaunder).
+    pub fn laundering(&mut self, lo: u64, hi: u64) {
+        self.launder.push_back((lo, hi));
+    }
+
+    /// The oldest buffer of a PG_launder page still under write, if any (completed ranges
+    /// are dropped on the way).
+    pub fn launder_inflight(&mut self) -> Option<u64> {
+        while let Some(&(lo, hi)) = self.launder.front() {
+            if hi > self.done_hi {
+                return Some(lo.max(self.done_hi));
+            }
+            self.launder.pop_front();
+        }
+        None
     }
 }
 

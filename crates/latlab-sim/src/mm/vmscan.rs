@@ -5,8 +5,15 @@
 //! `shrink_icache_memory` -> `prune_icache` (what these two free does not count toward the
 //! goal: shrink_caches ignores their return). kswapd repeats rounds until free pages reach
 //! pages_high.
+//!
+//! A page shrink_cache sent to writepage carries PG_launder until its write completes; a
+//! scan that meets such a page still locked waits for it (`wait_on_page`, 2.4.16-2.4.18:
+//! `if (PageLaunder(page) && (gfp_mask & __GFP_FS))`; every reclaimer here, kswapd and the
+//! page-cache and fault allocations, has __GFP_FS). The model's scan meets the launder pages
+//! when it gets past the clean cache into the dirty and locked pages, where they are the
+//! oldest; it then sleeps on the oldest one still under write.
 
-use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step};
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step};
 use crate::kernel::state::KState;
 use crate::mm::ScanLimits;
 use latlab_core::Nanos;
@@ -50,6 +57,8 @@ pub struct TryToFreePages {
     planned: u64,
     /// prune_dcache's count still to go after a lock-break.
     dcache_left: Option<u64>,
+    /// The shrink_cache scan met a PG_launder page still under write (this buffer).
+    launder_wait: Option<u64>,
 }
 
 pub fn try_to_free_pages() -> Box<dyn Path> {
@@ -64,6 +73,7 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
         resume: None,
         planned: 0,
         dcache_left: None,
+        launder_wait: None,
     })
 }
 
@@ -72,6 +82,9 @@ impl TryToFreePages {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
+            }
+            if let Some(id) = self.launder_wait.take().and_then(|seq| k.disk.req_of_seq(seq)) {
+                return Step::Block(Chan::Io(id));
             }
             match self.stage {
                 Stage::Refill => {
@@ -271,8 +284,13 @@ impl Path for TryToFreePages {
                 // Dirty pages met go to writepage (block_write_full_page: submit_bh without a
                 // refile), SWAP_CLUSTER_MAX at most per call.
                 let dirty_met = sc.dirty.min(SWAP_CLUSTER_MAX);
+                if sc.dirty > 0 {
+                    // Past the clean pages: the oldest locked ones are earlier launder pages.
+                    self.launder_wait = k.buf.launder_inflight();
+                }
                 if dirty_met > 0 {
                     if let Some(b) = k.buf.take(dirty_met, None) {
+                        k.buf.laundering(b.lo, b.hi);
                         self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(
                             b,
                             crate::fs::buffer::Via::Unrefiled,
@@ -398,5 +416,62 @@ impl Path for SwapOutMm {
                 self.stage = 3;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kstate() -> KState {
+        let m = crate::kernel::tests::machine();
+        KState::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
+    }
+
+    /// Run a try_to_free_pages call, every loop to its end with no time passing (so no write
+    /// completes); the first sleep it takes, if any.
+    fn first_sleep(k: &mut KState) -> Option<Chan> {
+        let cx = Ctx { now: 0, pid: 1 };
+        let mut p = try_to_free_pages();
+        for _ in 0..10_000 {
+            match p.next(k, &cx) {
+                Step::Loop(l) => p.advanced(k, &cx, l.items),
+                Step::Work(_) => {}
+                Step::Block(c) => return Some(c),
+                Step::Done => return None,
+            }
+        }
+        panic!("try_to_free_pages did not finish")
+    }
+
+    /// Memory filled with one file's cache, all of it dirty or all of it clean.
+    fn filled(dirty: bool) -> KState {
+        let mut k = kstate();
+        let n = k.mm.free - k.mm.pages_min;
+        let f = k.mm.create_file(n);
+        k.mm.add_cache(f, n);
+        if dirty {
+            k.buf.dirty(f, 1, n, 0, 0);
+        }
+        k
+    }
+
+    #[test]
+    fn reclaim_sleeps_on_a_page_it_sent_to_writepage_earlier() {
+        let mut k = filled(true);
+        // Priority 6 meets only dirty pages, sends the oldest to writepage and goes on; at
+        // priority 5 the scan meets them still locked and waits for the first.
+        let sleep = first_sleep(&mut k);
+        let Some(Chan::Io(id)) = sleep else {
+            panic!("no wait on the launder page: {sleep:?}")
+        };
+        assert_eq!(k.disk.req_of_seq(0), Some(id));
+    }
+
+    #[test]
+    fn reclaim_over_clean_cache_does_not_sleep() {
+        let mut k = filled(false);
+        assert_eq!(first_sleep(&mut k), None);
+        assert!(k.buf.launder_inflight().is_none());
     }
 }
