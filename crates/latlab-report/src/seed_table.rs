@@ -243,6 +243,49 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
     out
 }
 
+/// How long each run lasted beside the seed's run: the model's script (counter
+/// `workload_ms`), the whole run (the model idles after its script until it has as many
+/// samples as the seed), and the seed's run as its sample count at the RTC rate. Empty when
+/// the seed gives no sample counts.
+pub fn render_run_lengths(runs: &[RunView]) -> String {
+    let mut out = String::new();
+    let w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    for v in runs {
+        let Some(samples) = v.published.samples else { continue };
+        let hz: f64 = v
+            .result
+            .meta
+            .settings
+            .get("rtc_hz")
+            .and_then(|h| h.parse().ok())
+            .unwrap_or(0.0);
+        if hz <= 0.0 {
+            continue;
+        }
+        if out.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nRun length, model vs seed (s; the seed's: its sample count at the RTC rate)"
+            );
+            let _ = writeln!(out, "{:<w$}{:>12}{:>12}{:>12}", "Kernel", "script", "run", "seed run");
+        }
+        let script = v
+            .result
+            .counters
+            .get("workload_ms")
+            .map_or(String::from("unfinished"), |&t| format!("{:.0}", t as f64 / 1000.0));
+        let _ = writeln!(
+            out,
+            "{:<w$}{:>12}{:>12.0}{:>12.0}",
+            v.label,
+            script,
+            v.result.meta.duration_ns as f64 / 1e9,
+            samples / hz
+        );
+    }
+    out
+}
+
 /// A sweep: each kernel's worst case (model) for every value of `key`, beside the seed's
 /// figure, marked where it meets the fidelity bar. `columns[i]` holds the comparison rows of
 /// the run with `values[i]`; `labels` maps kernel variants to row labels, in row order.
@@ -347,6 +390,36 @@ mod tests {
             published_range: r,
             source: "s".into(),
         }
+    }
+
+    #[test]
+    fn run_lengths_beside_the_seeds() {
+        let mut r = RunResult::new(latlab_core::RunMeta {
+            engine: latlab_core::Engine::Sim,
+            machine: "m".into(),
+            kernel: "k".into(),
+            workload: "w".into(),
+            seed: 1,
+            duration_ns: 586_000_000_000,
+            version: "0".into(),
+            settings: [("rtc_hz".to_string(), "2048".to_string())].into(),
+        });
+        r.counters.insert("workload_ms".into(), 340_400);
+        let view = |samples| RunView {
+            label: "Stock",
+            result: &r,
+            published: Published {
+                samples,
+                ..Default::default()
+            },
+        };
+        let t = render_run_lengths(&[view(Some(1_200_861.0))]);
+        let line = t.lines().find(|l| l.starts_with("Stock")).unwrap();
+        assert_eq!(
+            line.split_whitespace().collect::<Vec<_>>(),
+            ["Stock", "340", "586", "586"]
+        );
+        assert_eq!(render_run_lengths(&[view(None)]), "");
     }
 
     #[test]

@@ -256,6 +256,7 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     );
     let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
     print!("{}", seed_table::render_comparison(&rows, &labels));
+    print!("{}", seed_table::render_run_lengths(&views));
     for v in &views {
         if !v.published.listing.is_empty() {
             print!("{}", seed_table::render_listing(v.label, v.result, v.published.listing));
