@@ -107,7 +107,6 @@ pub fn workload(name: &str) -> Option<Workload> {
                     CommandSpec::MemHog { mb: 448, passes: 12 },
                     CommandSpec::Dbench {
                         clients: 16,
-                        rounds: 40,
                         group: "dbench-clients".into(),
                     },
                 ]),

@@ -1,5 +1,6 @@
-//! How long the script ran is reported apart from how long the run went on: a run idles
-//! after its script until it is as long as the seed's run was.
+//! How long the script ran is reported apart from how long the run went on (a run idles
+//! after its script until it is as long as the seed's run was), and dbench's clients run
+//! their whole trace.
 
 use latlab_sim::CommandSpec;
 
@@ -26,4 +27,21 @@ fn a_script_cut_by_the_hard_stop_has_no_length() {
     let r = run(vec![CommandSpec::Idle { ms: 5000 }], 1, 2);
     assert!(!r.counters.contains_key("workload_ms"), "{:?}", r.counters);
     assert_eq!(r.meta.settings["workload_finished"], "false");
+}
+
+#[test]
+fn a_dbench_client_replays_the_whole_trace() {
+    let r = run(
+        vec![CommandSpec::Dbench {
+            clients: 2,
+            group: "c".into(),
+        }],
+        0,
+        600,
+    );
+    assert_eq!(r.meta.settings["workload_finished"], "true");
+    // Per client ~74,000 writes of ~1.4 KB (100 MB), a read per nine writes, ~1,000 files
+    // made and deleted, ~2,600 opens of its long-lived files.
+    let calls = r.counters["syscalls"];
+    assert!((160_000..200_000).contains(&calls), "{calls}");
 }

@@ -61,6 +61,9 @@ pub struct BufferCache {
     nr_on_dirty_locked: u64,
     /// Buffers written out in all.
     pub written: u64,
+    /// Dirty, not yet submitted buffers by file (a rewrite of a page still dirty dirties no
+    /// new buffer).
+    pending: std::collections::BTreeMap<u32, u64>,
     /// Sequence ranges `shrink_cache` sent to writepage (their pages carry PG_launder until
     /// the write completes), oldest first.
     launder: VecDeque<(u64, u64)>,
@@ -130,6 +133,7 @@ impl BufferCache {
             return;
         }
         self.nr_dirty += n;
+        *self.pending.entry(file).or_default() += n;
         if let Some(last) = self.dirty.back_mut() {
             if last.file == file && last.txn == txn && last.block + last.count == block {
                 last.count += n;
@@ -160,7 +164,13 @@ impl BufferCache {
             }
         });
         self.nr_dirty -= dropped.iter().map(|d| d.1).sum::<u64>();
+        self.pending.remove(&file);
         dropped
+    }
+
+    /// Dirty buffers of `file` not yet submitted.
+    pub fn pending_of(&self, file: u32) -> u64 {
+        self.pending.get(&file).copied().unwrap_or(0)
     }
 
     /// When the buffer at the head of BUF_DIRTY was dirtied: a kjournald-submitted one still
@@ -184,10 +194,17 @@ impl BufferCache {
         let block = run.block;
         let txn = run.txn;
         let dirtied_at = run.dirtied_at;
+        let file = run.file;
         run.count -= n;
         run.block += n;
         if run.count == 0 {
             self.dirty.remove(idx);
+        }
+        if let Some(p) = self.pending.get_mut(&file) {
+            *p -= n.min(*p);
+            if *p == 0 {
+                self.pending.remove(&file);
+            }
         }
         self.nr_dirty -= n;
         let lo = self.next_seq;
@@ -284,6 +301,22 @@ impl BufferCache {
         self.next_seq
     }
 
+    /// `freed` of the `cache` cached pages left the page cache (reclaimed, or their file
+    /// truncated): their buffers leave whatever list they sit on (`try_to_free_buffers`,
+    /// `discard_buffer`). Written-out buffers nobody has refiled yet still sit on BUF_DIRTY
+    /// (page write-out) or BUF_LOCKED; their pages are taken to be spread evenly over the
+    /// cache, so a share of each goes.
+    pub fn pages_freed(&mut self, freed: u64, cache: u64) {
+        if cache == 0 || freed == 0 {
+            return;
+        }
+        let share = |n: u64| (n as u128 * freed.min(cache) as u128 / cache as u128) as u64;
+        let n = share(count_completed(&self.on_dirty_locked, self.done_hi));
+        pop_front_n(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, n);
+        let n = share(count_completed(&self.on_locked, self.done_hi));
+        pop_front_n(&mut self.on_locked, &mut self.nr_on_locked, n);
+    }
+
     /// `shrink_cache` sent buffers `lo..hi` to writepage (SetPageLaunder).
     pub fn laundering(&mut self, lo: u64, hi: u64) {
         self.launder.push_back((lo, hi));
@@ -327,5 +360,26 @@ mod tests {
         assert_eq!(b.dirty_list_jbd(), (0, 36));
         assert_eq!(b.cancel_file(2), vec![(1, 50)]);
         assert_eq!(b.nr_dirty, 4);
+    }
+
+    #[test]
+    fn freed_pages_take_their_written_buffers_off_the_lists() {
+        let mut b = BufferCache::default();
+        b.dirty(1, 1, 400, 0, 0);
+        let x = b.take(200, None).unwrap();
+        b.submitted(&x, Via::Unrefiled);
+        let y = b.take(200, None).unwrap();
+        b.submitted(&y, Via::Refiled);
+        // Completions come in order: the first 300 are written, the last 100 still under write.
+        b.io_done(300, 300);
+        assert_eq!(b.dirty_list_jbd(), (200, 0));
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (100, 200));
+        // A quarter of the cache freed: a quarter of the written buffers go, none in flight.
+        b.pages_freed(250, 1000);
+        assert_eq!(b.dirty_list_jbd(), (150, 0));
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (75, 175));
+        b.pages_freed(0, 1000);
+        b.pages_freed(10, 0);
+        assert_eq!(b.dirty_list_jbd(), (150, 0));
     }
 }

@@ -26,9 +26,11 @@ fn need_pages(k: &mut KState, sub: &mut Nested, n: u64) -> bool {
     false
 }
 
-/// `write(fd, buf, bytes)` appending to `file`.
+/// `write(fd, buf, bytes)` appending to `file`, or rewriting its pages from `at` on.
 pub struct FileWrite {
     file: u32,
+    /// Page offset of a rewrite inside the file (None: append).
+    at: Option<u64>,
     left: u64,
     sub: Nested,
     looping: bool,
@@ -39,6 +41,21 @@ pub struct FileWrite {
 pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
     Box::new(FileWrite {
         file,
+        at: None,
+        left: bytes.div_ceil(4096),
+        sub: Nested::default(),
+        looping: false,
+        stamped: false,
+    })
+}
+
+/// `pwrite(fd, buf, bytes, off)` over existing pages of `file` (`off_pages` on, as far as
+/// the file goes): whole pages overwritten in the page cache (no read; a page not cached is
+/// added), blocks already allocated, a page still dirty dirties no new buffer.
+pub fn sys_rewrite(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+    Box::new(FileWrite {
+        file,
+        at: Some(off_pages),
         left: bytes.div_ceil(4096),
         sub: Nested::default(),
         looping: false,
@@ -98,9 +115,25 @@ impl Path for FileWrite {
         let Some(f) = k.mm.files.get_mut(&self.file) else {
             return;
         };
+        self.left -= done.min(self.left);
+        if let Some(at) = self.at.as_mut() {
+            // Inside the file: the pages not cached come back, the rest are written over.
+            let done = done.min(f.size.saturating_sub(*at));
+            let block = f.block + *at;
+            *at += done;
+            let fresh = done.min(f.size - f.cached.min(f.size));
+            k.mm.add_cache(self.file, fresh);
+            k.mm.touch(self.file);
+            let new = done - done.min(k.buf.pending_of(self.file));
+            let txn = k.jbd.add_data(new);
+            k.buf.dirty(self.file, txn, new, block, cx.now);
+            if done == 0 {
+                self.left = 0;
+            }
+            return;
+        }
         let block = f.block + f.size;
         f.size += done;
-        self.left -= done.min(self.left);
         k.mm.add_cache(self.file, done);
         let txn = k.jbd.add_data(done);
         k.buf.dirty(self.file, txn, done, block, cx.now);
@@ -237,6 +270,8 @@ impl Path for Unlink {
             4 => {
                 let dropped = k.buf.cancel_file(self.file);
                 k.jbd.drop_data(&dropped);
+                let cached = k.mm.files.get(&self.file).map_or(0, |f| f.cached);
+                k.buf.pages_freed(cached, k.mm.cache);
                 k.mm.delete_file(self.file);
                 k.dcache.delete_file(self.file);
                 k.jbd.add_meta16(1 + 16 * size / PTRS_PER_BLOCK);

@@ -280,7 +280,9 @@ impl Path for TryToFreePages {
             // The shrink_cache loop just ran (stage already moved on).
             Stage::Dcache | Stage::SwapOut if self.limits.is_some() && self.swap_mm.is_none() => {
                 let lim = self.limits.take().expect("checked");
+                let cache = k.mm.cache;
                 let sc = k.mm.apply_shrink(&lim, done);
+                k.buf.pages_freed(sc.freed, cache);
                 // Dirty pages met go to writepage (block_write_full_page: submit_bh without a
                 // refile), SWAP_CLUSTER_MAX at most per call.
                 let dirty_met = sc.dirty.min(SWAP_CLUSTER_MAX);
