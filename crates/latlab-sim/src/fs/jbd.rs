@@ -10,6 +10,7 @@
 //! [`crate::fs::buffer`]), so the walk's stretches are counts, not item-by-item work.
 
 use latlab_core::Nanos;
+use std::collections::VecDeque;
 
 /// `j_commit_interval = HZ * 5` (research notes §2, JBD_DEFAULT_MAX_COMMIT_AGE).
 pub const COMMIT_INTERVAL_NS: Nanos = 5_000_000_000;
@@ -22,10 +23,17 @@ pub struct Txn {
     pub started: Nanos,
     /// Data buffers of this transaction not yet submitted.
     pub dirty: u64,
-    /// Sequence range of its submitted data buffers.
-    pub sub_lo: Option<u64>,
+    /// Its submitted data buffers still on the datalist, as sequence ranges, oldest first:
+    /// other writers' buffers (another transaction's, metadata, page write-out) take the
+    /// sequence numbers in between.
+    spans: VecDeque<(u64, u64)>,
+    /// Buffers in `spans`.
+    on_list: u64,
+    /// It has submitted buffers.
+    pub submitted_any: bool,
+    /// Sequence number after its last submitted buffer.
     pub sub_hi: u64,
-    /// Buffers below this sequence number are unfiled from the datalist.
+    /// Sequence number after its last unfiled buffer.
     pub unfiled_hi: u64,
     /// Metadata blocks to write to the journal at commit.
     pub meta: u64,
@@ -35,27 +43,43 @@ pub struct Txn {
 impl Txn {
     /// Completed, not yet unfiled buffers on the datalist.
     pub fn completed(&self, done_hi: u64) -> u64 {
-        let lo = self.sub_lo.unwrap_or(self.sub_hi).max(self.unfiled_hi);
-        self.sub_hi.min(done_hi).saturating_sub(lo)
+        let mut n = 0;
+        for &(lo, hi) in &self.spans {
+            if lo >= done_hi {
+                break;
+            }
+            n += hi.min(done_hi) - lo;
+        }
+        n
     }
     /// Submitted, still locked buffers on the datalist.
     pub fn locked(&self, done_hi: u64) -> u64 {
-        let lo = self.sub_lo.unwrap_or(self.sub_hi).max(self.unfiled_hi).max(done_hi);
-        self.sub_hi.saturating_sub(lo)
+        self.on_list - self.completed(done_hi)
     }
     /// Record a submission of `n` of its buffers at `lo..lo+n`.
     pub fn submitted(&mut self, lo: u64, n: u64) {
-        if self.sub_lo.is_none() {
-            self.sub_lo = Some(lo);
-            self.unfiled_hi = lo;
+        match self.spans.back_mut() {
+            Some(last) if last.1 == lo => last.1 += n,
+            _ => self.spans.push_back((lo, lo + n)),
         }
+        self.on_list += n;
+        self.submitted_any = true;
         self.sub_hi = self.sub_hi.max(lo + n);
         self.dirty -= n.min(self.dirty);
     }
     /// Unfile the next `n` completed buffers.
-    pub fn unfile(&mut self, n: u64) {
-        let lo = self.sub_lo.unwrap_or(self.sub_hi).max(self.unfiled_hi);
-        self.unfiled_hi = lo + n;
+    pub fn unfile(&mut self, mut n: u64) {
+        while n > 0 {
+            let Some(s) = self.spans.front_mut() else { break };
+            let take = n.min(s.1 - s.0);
+            s.0 += take;
+            self.unfiled_hi = s.0;
+            self.on_list -= take;
+            n -= take;
+            if s.0 == s.1 {
+                self.spans.pop_front();
+            }
+        }
     }
 }
 
@@ -113,7 +137,7 @@ impl Journal {
     /// Should kjournald start a commit now?
     pub fn commit_due(&self, now: Nanos) -> bool {
         self.committing.is_none()
-            && (self.running.dirty + self.running.meta > 0 || self.running.sub_lo.is_some())
+            && (self.running.dirty + self.running.meta > 0 || self.running.submitted_any)
             && (self.commit_requested
                 || now >= self.running.started + COMMIT_INTERVAL_NS
                 || self.running.meta >= MAX_TRANSACTION_BUFFERS)
@@ -167,5 +191,17 @@ mod tests {
         assert_eq!(t.completed(50), 10);
         assert_eq!(t.locked(94), 0);
         assert_eq!(t.completed(94), 54);
+        assert_eq!(t.unfiled_hi, 40);
+    }
+
+    #[test]
+    fn other_writers_buffers_between_its_own_are_not_its_own() {
+        let mut t = Txn::default();
+        t.submitted(0, 10);
+        // bdflush and page write-out took 90 sequence numbers in between.
+        t.submitted(100, 10);
+        assert_eq!((t.completed(105), t.locked(105)), (15, 5));
+        t.unfile(12);
+        assert_eq!((t.completed(110), t.unfiled_hi), (8, 102));
     }
 }
