@@ -609,7 +609,8 @@ impl Program for Cc {
 /// operations in netbench are writes", and a run needs "at least 25MB free per simulated
 /// client". The 1.x trace itself is not at hand. Its shape comes from the NetBench trace
 /// dbench 4 ships (`/usr/share/dbench/client.txt` of Debian's dbench 4.0, 458,344 lines),
-/// measured by replaying its opens, writes, unlinks and renames (docs/fidelity.md): a
+/// measured by replaying its opens, writes, unlinks and renames (`cargo run --release -p
+/// latlab-exp --example netbench_trace`; docs/fidelity.md): a
 /// long-lived set of 56 files (20 MB) the client opens again and again and rewrites in place,
 /// and short-lived files (created, written, deleted a few lines later).
 pub struct NetBench {
