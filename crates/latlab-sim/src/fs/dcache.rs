@@ -251,12 +251,18 @@ mod tests {
         assert_eq!(d.plan_prune_icache(80), (100, 50));
     }
 
-    #[test]
-    fn deleting_a_pruned_file_takes_its_inode_off_the_unused_list() {
+    /// A cache holding `n` files the workload just made.
+    fn made(n: u32) -> Dcache {
         let mut d = Dcache::default();
-        for f in 0..1000 {
+        for f in 0..n {
             d.created(f);
         }
+        d
+    }
+
+    #[test]
+    fn deleting_a_pruned_file_takes_its_inode_off_the_unused_list() {
+        let mut d = made(1000);
         // The walk clears the flags, then prunes 600 dentries; all their inodes hold pages.
         d.apply_prune_dcache(1000, 600, 1024);
         assert_eq!(
@@ -284,10 +290,7 @@ mod tests {
 
     #[test]
     fn looking_up_a_pruned_file_makes_its_dentry_again() {
-        let mut d = Dcache::default();
-        for f in 0..100 {
-            d.created(f);
-        }
+        let mut d = made(100);
         d.apply_prune_dcache(100, 100, 0);
         // The inodes had no pages: prune_icache frees them all.
         d.apply_prune_icache(100);
