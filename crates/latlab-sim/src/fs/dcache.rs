@@ -48,6 +48,7 @@ struct Made {
 }
 
 /// How many of the workload's live files are in each place ([`Dcache::files`]).
+#[cfg(test)]
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct FilePlaces {
     pub dentry: u64,
@@ -86,6 +87,7 @@ impl Dcache {
     }
 
     /// How many of the workload's live files are in each place.
+    #[cfg(test)]
     pub fn files(&self) -> FilePlaces {
         FilePlaces {
             dentry: self.made.dentry.len() as u64,

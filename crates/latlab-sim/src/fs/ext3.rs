@@ -51,7 +51,8 @@ pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
 
 /// `pwrite(fd, buf, bytes, off)` over existing pages of `file` (`off_pages` on, as far as
 /// the file goes): whole pages overwritten in the page cache (no read; a page not cached is
-/// added), blocks already allocated, a page still dirty dirties no new buffer.
+/// added), blocks already allocated, a page still dirty dirties no new buffer (the pages
+/// rewritten are taken to be the file's still-dirty ones first).
 pub fn sys_rewrite(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
     Box::new(FileWrite {
         file,
