@@ -358,8 +358,11 @@ mod tests {
         assert_eq!(b.nr_locked_list(), 0);
         b.refile_below(60);
         assert_eq!(b.dirty_list_jbd(), (0, 36));
+        assert_eq!((b.pending_of(1), b.pending_of(2)), (4, 50));
         assert_eq!(b.cancel_file(2), vec![(1, 50)]);
         assert_eq!(b.nr_dirty, 4);
+        // A file with nothing left dirty: nothing to drop.
+        assert_eq!((b.pending_of(2), b.cancel_file(2)), (0, vec![]));
     }
 
     #[test]
