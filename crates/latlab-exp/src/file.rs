@@ -1,6 +1,7 @@
 //! The experiment file format (documented in docs/experiments.md) and its validation.
 
 use crate::builtin;
+use latlab_sim::dev::rtc::periodic_rate_ok;
 use latlab_sim::{MachineProfile, Preload, SimConfig, Variant};
 use serde::Deserialize;
 
@@ -259,7 +260,7 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
         field: name.into(),
         why,
     };
-    if !(2..=8192).contains(&f.rtc_hz) || !f.rtc_hz.is_power_of_two() {
+    if !periodic_rate_ok(f.rtc_hz.into()) {
         return Err(field(
             "rtc_hz",
             format!(
@@ -412,7 +413,7 @@ impl Setting {
             "seed" => return Ok(Setting::Seed(int()?)),
             "rtc_hz" => {
                 let hz = int()?;
-                if !(2..=8192).contains(&hz) || !hz.is_power_of_two() {
+                if !periodic_rate_ok(hz) {
                     return Err(bad(format!("must be a power of two in 2..=8192, got {hz}")));
                 }
                 return Ok(Setting::RtcHz(hz as u32));

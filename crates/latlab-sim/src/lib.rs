@@ -187,7 +187,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         field,
         why,
     })?;
-    if !(2..=8192).contains(&cfg.rtc_hz) || !cfg.rtc_hz.is_power_of_two() {
+    if !dev::rtc::periodic_rate_ok(cfg.rtc_hz.into()) {
         return Err(SimError::RtcHz(cfg.rtc_hz));
     }
     cfg.workload

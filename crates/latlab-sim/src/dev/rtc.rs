@@ -4,6 +4,12 @@
 
 use latlab_core::Nanos;
 
+/// Can the MC146818 interrupt periodically at `hz`? Its rates are the powers of two from
+/// 2 to 8192 Hz (rate-select bits of register A).
+pub fn periodic_rate_ok(hz: u64) -> bool {
+    (2..=8192).contains(&hz) && hz.is_power_of_two()
+}
+
 #[derive(Default, Debug)]
 pub struct Rtc {
     /// Interrupts since the last read (`rtc_irq_data >> 8`).
