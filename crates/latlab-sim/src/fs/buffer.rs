@@ -61,12 +61,12 @@ pub struct BufferCache {
     nr_on_dirty_locked: u64,
     /// Buffers written out in all.
     pub written: u64,
+    /// Sequence ranges `shrink_cache` sent to writepage (their pages carry PG_launder until
+    /// the write completes, and from before the request is queued), oldest first.
+    launder: VecDeque<(u64, u64)>,
     /// Dirty, not yet submitted buffers by file (a rewrite of a page still dirty dirties no
     /// new buffer).
     pending: std::collections::BTreeMap<u32, u64>,
-    /// Sequence ranges `shrink_cache` sent to writepage (their pages carry PG_launder until
-    /// the write completes), oldest first.
-    launder: VecDeque<(u64, u64)>,
 }
 
 /// A batch just taken off the dirty FIFO for submission.
@@ -93,6 +93,11 @@ fn count_completed(q: &VecDeque<Span>, done_hi: u64) -> u64 {
         }
     }
     n
+}
+
+/// The first buffer of `q` still under write, if any.
+fn first_inflight(q: &VecDeque<Span>, done_hi: u64) -> Option<u64> {
+    q.iter().find(|s| s.hi > done_hi).map(|s| s.lo.max(done_hi))
 }
 
 fn pop_front_n(q: &mut VecDeque<Span>, total: &mut u64, mut n: u64) {
@@ -251,10 +256,7 @@ impl BufferCache {
 
     /// The first still-locked buffer on BUF_LOCKED, if any.
     pub fn locked_list_first_inflight(&self) -> Option<u64> {
-        self.on_locked
-            .iter()
-            .find(|s| s.hi > self.done_hi)
-            .map(|s| s.lo.max(self.done_hi))
+        first_inflight(&self.on_locked, self.done_hi)
     }
 
     pub fn nr_locked_list(&self) -> u64 {
@@ -266,22 +268,20 @@ impl BufferCache {
         pop_front_n(&mut self.on_locked, &mut self.nr_on_locked, n);
     }
 
-    /// BUF_DIRTY's head: kjournald-submitted buffers, (completed, still locked).
-    pub fn dirty_list_jbd(&self) -> (u64, u64) {
+    /// BUF_DIRTY's head: buffers page write-out submitted (`shrink_cache`'s `writepage`),
+    /// (completed, still locked).
+    pub fn dirty_list_written(&self) -> (u64, u64) {
         let c = count_completed(&self.on_dirty_locked, self.done_hi);
         (c, self.nr_on_dirty_locked - c)
     }
 
-    /// The first still-locked kjournald buffer on BUF_DIRTY, if any.
+    /// The first buffer page write-out submitted that is still under write, if any.
     pub fn dirty_list_first_inflight(&self) -> Option<u64> {
-        self.on_dirty_locked
-            .iter()
-            .find(|s| s.hi > self.done_hi)
-            .map(|s| s.lo.max(self.done_hi))
+        first_inflight(&self.on_dirty_locked, self.done_hi)
     }
 
-    /// Refile `n` completed kjournald buffers off BUF_DIRTY.
-    pub fn refile_dirty_jbd(&mut self, n: u64) {
+    /// Refile `n` completed page write-out buffers off BUF_DIRTY.
+    pub fn refile_dirty_written(&mut self, n: u64) {
         pop_front_n(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, n);
     }
 
@@ -301,6 +301,24 @@ impl BufferCache {
         self.next_seq
     }
 
+    /// `shrink_cache` sent buffers `lo..hi` to writepage (SetPageLaunder).
+    pub fn laundering(&mut self, lo: u64, hi: u64) {
+        self.launder.push_back((lo, hi));
+    }
+
+    /// The oldest buffer of a PG_launder page still under write, if any (completed ranges
+    /// are dropped on the way). Unlike [`Self::dirty_list_first_inflight`] this counts a
+    /// batch whose request is not queued yet (its writer waiting for a request slot).
+    pub fn launder_inflight(&mut self) -> Option<u64> {
+        while let Some(&(lo, hi)) = self.launder.front() {
+            if hi > self.done_hi {
+                return Some(lo.max(self.done_hi));
+            }
+            self.launder.pop_front();
+        }
+        None
+    }
+
     /// `freed` of the `cache` cached pages left the page cache (reclaimed, or their file
     /// truncated): their buffers leave whatever list they sit on (`try_to_free_buffers`,
     /// `discard_buffer`). Written-out buffers nobody has refiled yet still sit on BUF_DIRTY
@@ -315,23 +333,6 @@ impl BufferCache {
         pop_front_n(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, n);
         let n = share(count_completed(&self.on_locked, self.done_hi));
         pop_front_n(&mut self.on_locked, &mut self.nr_on_locked, n);
-    }
-
-    /// `shrink_cache` sent buffers `lo..hi` to writepage (SetPageLaunder).
-    pub fn laundering(&mut self, lo: u64, hi: u64) {
-        self.launder.push_back((lo, hi));
-    }
-
-    /// The oldest buffer of a PG_launder page still under write, if any (completed ranges
-    /// are dropped on the way).
-    pub fn launder_inflight(&mut self) -> Option<u64> {
-        while let Some(&(lo, hi)) = self.launder.front() {
-            if hi > self.done_hi {
-                return Some(lo.max(self.done_hi));
-            }
-            self.launder.pop_front();
-        }
-        None
     }
 }
 
@@ -353,11 +354,11 @@ mod tests {
         assert_eq!(b.nr_dirty, 54);
         b.io_done(40, 40);
         assert_eq!(b.locked_list_completed(), 32);
-        assert_eq!(b.dirty_list_jbd(), (8, 56));
+        assert_eq!(b.dirty_list_written(), (8, 56));
         b.refile_locked(32);
         assert_eq!(b.nr_locked_list(), 0);
         b.refile_below(60);
-        assert_eq!(b.dirty_list_jbd(), (0, 36));
+        assert_eq!(b.dirty_list_written(), (0, 36));
         assert_eq!((b.pending_of(1), b.pending_of(2)), (4, 50));
         assert_eq!(b.cancel_file(2), vec![(1, 50)]);
         assert_eq!(b.nr_dirty, 4);
@@ -375,14 +376,14 @@ mod tests {
         b.submitted(&y, Via::Refiled);
         // Completions come in order: the first 300 are written, the last 100 still under write.
         b.io_done(300, 300);
-        assert_eq!(b.dirty_list_jbd(), (200, 0));
+        assert_eq!(b.dirty_list_written(), (200, 0));
         assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (100, 200));
         // A quarter of the cache freed: a quarter of the written buffers go, none in flight.
         b.pages_freed(250, 1000);
-        assert_eq!(b.dirty_list_jbd(), (150, 0));
+        assert_eq!(b.dirty_list_written(), (150, 0));
         assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (75, 175));
         b.pages_freed(0, 1000);
         b.pages_freed(10, 0);
-        assert_eq!(b.dirty_list_jbd(), (150, 0));
+        assert_eq!(b.dirty_list_written(), (150, 0));
     }
 }

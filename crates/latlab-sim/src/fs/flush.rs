@@ -108,7 +108,7 @@ impl Path for WriteSomeBuffers {
         }
         loop {
             self.stage += 1;
-            let (done, locked) = k.buf.dirty_list_jbd();
+            let (done, locked) = k.buf.dirty_list_written();
             match self.stage {
                 1 if done > 0 => {
                     self.refiling = true;
@@ -146,7 +146,7 @@ impl Path for WriteSomeBuffers {
             return;
         }
         if self.refiling {
-            k.buf.refile_dirty_jbd(done);
+            k.buf.refile_dirty_written(done);
         }
     }
 }
@@ -322,7 +322,7 @@ impl Path for WaitDirtyLocked {
         "wait_for_buffers"
     }
     fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
-        let (done, locked) = k.buf.dirty_list_jbd();
+        let (done, locked) = k.buf.dirty_list_written();
         if locked == 0 {
             return Step::Done;
         }
