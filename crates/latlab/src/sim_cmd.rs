@@ -131,13 +131,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         .collect();
     print!(
         "{}",
-        seed_table::render_sweep(
-            &format!("== {} ({}) ==\n{}", exp.name, exp.seed_file, exp.title),
-            key,
-            &values,
-            &columns,
-            &labels
-        )
+        seed_table::render_sweep(&heading(exp), key, &values, &columns, &labels)
     );
     println!(
         "\n{} runs in {:.1} s",
@@ -233,6 +227,11 @@ fn compare<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> (Vec<CompareRow
     (seed_table::compare_rows(&views, &exp.seed_file), views)
 }
 
+/// The report's first lines: `== NAME (SEED FILE) ==` and the experiment's title.
+fn heading(exp: &Experiment) -> String {
+    format!("== {} ({}) ==\n{}", exp.name, exp.seed_file, exp.title)
+}
+
 /// Run every variant of `exp` (in parallel) and print its report.
 fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     let started = Instant::now();
@@ -246,7 +245,7 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&doc)?);
         return Ok(());
     }
-    let title = format!("== {} ({}) ==\n{}", exp.name, exp.seed_file, exp.title);
+    let title = heading(exp);
     print!(
         "{}",
         match exp.table {

@@ -100,16 +100,22 @@ impl Dcache {
     /// workload's files whose dentry was pruned, the dentry is made again (`d_alloc`) and
     /// its inode taken off `inode_unused` or read back (`iget`).
     pub fn touch_existing(&mut self, file: u32) {
+        if self.take_pruned(file) {
+            self.made.dentry.insert(file);
+            self.touch_new();
+        } else if self.referenced < self.dentries_unused {
+            self.referenced += 1;
+        }
+    }
+
+    /// If `file` is one of the workload's files whose dentry was pruned, take it off the
+    /// lists that still hold it (its inode off `inode_unused`, if not freed too) and say so.
+    fn take_pruned(&mut self, file: u32) -> bool {
         if self.made.inode_only.remove(&file) {
             self.off_inode_unused();
-        } else if !self.made.evicted.remove(&file) {
-            if self.referenced < self.dentries_unused {
-                self.referenced += 1;
-            }
-            return;
+            return true;
         }
-        self.made.dentry.insert(file);
-        self.touch_new();
+        self.made.evicted.remove(&file)
     }
 
     /// An inode leaves `inode_unused` (looked up again, or its file deleted); whether it held
@@ -145,9 +151,7 @@ impl Dcache {
     /// `s_dirty`).
     pub fn delete_file(&mut self, file: u32) {
         self.dirty_inodes.remove(&file);
-        if self.made.inode_only.remove(&file) {
-            self.off_inode_unused();
-        } else if !self.made.evicted.remove(&file) {
+        if !self.take_pruned(file) {
             self.made.dentry.remove(&file);
             self.delete();
         }

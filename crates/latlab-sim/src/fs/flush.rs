@@ -473,12 +473,8 @@ impl Path for DiskIo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::state::KState;
 
-    fn kstate() -> KState {
-        let m = crate::kernel::tests::machine();
-        KState::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
-    }
+    use crate::kernel::tests::kstate;
 
     #[test]
     fn dirty_limits_are_a_share_of_low_memory_whatever_holds_it() {

@@ -817,6 +817,12 @@ pub(crate) mod tests {
         }
     }
 
+    /// Kernel state on the test machine, scan-2.4 swap over the machine's swap area.
+    pub(crate) fn kstate() -> KState {
+        let m = machine();
+        KState::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
+    }
+
     fn kernel(v: Variant) -> Kernel {
         let m = machine();
         let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();

@@ -425,10 +425,7 @@ impl Path for SwapOutMm {
 mod tests {
     use super::*;
 
-    fn kstate() -> KState {
-        let m = crate::kernel::tests::machine();
-        KState::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
-    }
+    use crate::kernel::tests::kstate;
 
     /// Run a try_to_free_pages call, every loop to its end with no time passing (so no write
     /// completes); the first sleep it takes, if any.
