@@ -62,6 +62,8 @@ impl Path for Commit {
         if !self.started {
             self.started = true;
             k.jbd.start_commit(cx.now);
+            // A fresh running transaction: handles waiting for room can start.
+            k.wake(Chan::TxnLocked);
             return Work::plain("journal_commit_transaction", k.c.journal_meta);
         }
         let done_hi = k.buf.done_hi;

@@ -3,8 +3,8 @@
 //! fs/ext3/inode.c `ext3_delete_inode` -> `ext3_truncate` under `lock_kernel()`; fs/namei.c).
 
 use crate::dev::disk::Dir;
-use crate::fs::flush::{disk_io, write_some_buffers};
-use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
+use crate::fs::flush::{chain, disk_io, wait_for_buffers, write_some_buffers};
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
 use crate::mm::vmscan::try_to_free_pages;
 
@@ -24,6 +24,17 @@ fn need_pages(k: &mut KState, sub: &mut Nested, n: u64) -> bool {
         return true;
     }
     false
+}
+
+/// `ext3_journal_start` -> `start_this_handle`: with the running transaction full, the
+/// caller asks kjournald to commit it and sleeps until the commit has begun.
+fn journal_start(k: &mut KState) -> Option<Step> {
+    let pid = k.kthreads.kjournald;
+    if pid == 0 || !k.jbd.handle_must_wait() {
+        return None;
+    }
+    k.wake_kthread(pid);
+    Some(Step::Block(Chan::TxnLocked))
 }
 
 /// `write(fd, buf, bytes)` appending to `file`, or rewriting its pages from `at` on.
@@ -69,34 +80,48 @@ impl Path for FileWrite {
         "sys_write"
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        if !self.stamped {
-            self.stamped = true;
-            k.dcache.mark_inode_dirty(self.file);
-        }
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
             }
-            if self.left == 0 || !k.mm.files.contains_key(&self.file) {
+            if !k.mm.files.contains_key(&self.file) {
+                return Step::Done;
+            }
+            if self.looping {
+                // balance_dirty() after the page(s) just written: over the soft limit the
+                // writer starts a batch itself; over the hard limit it also waits for some
+                // (`wait_for_some_buffers`) and wakes bdflush. "This will throttle heavy
+                // writers" (fs/buffer.c, 2.4.17/2.4.18).
+                self.looping = false;
+                match k.balance_dirty_state() {
+                    s if s >= 0 => {
+                        let mut parts: Vec<Box<dyn Path>> = vec![Box::new(write_some_buffers())];
+                        if s > 0 {
+                            parts.push(Box::new(wait_for_buffers()));
+                            let pid = k.kthreads.bdflush;
+                            k.wake_kthread(pid);
+                        }
+                        self.sub.start(chain("balance_dirty", parts));
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            if self.left == 0 {
                 return Step::Done;
             }
             if need_pages(k, &mut self.sub, 1) {
                 continue;
             }
-            if self.looping {
-                // balance_dirty() after the page(s) just written.
-                self.looping = false;
-                match k.balance_dirty_state() {
-                    s if s >= 0 => {
-                        if s > 0 {
-                            let pid = k.kthreads.bdflush;
-                            k.wake_kthread(pid);
-                        }
-                        self.sub.start(Box::new(write_some_buffers()));
-                        continue;
-                    }
-                    _ => {}
-                }
+            // Each page's ext3_prepare_write starts a handle.
+            if let Some(s) = journal_start(k) {
+                return s;
+            }
+            if !self.stamped {
+                // generic_file_write's mtime update: ext3_dirty_inode journals the inode.
+                self.stamped = true;
+                k.dcache.mark_inode_dirty(self.file);
+                k.jbd.dirty_inode(self.file);
             }
             let room = k.mm.free.saturating_sub(k.mm.pages_min).max(1);
             let n = self.left.min(room).min(k.dirty_headroom().max(1));
@@ -126,6 +151,8 @@ impl Path for FileWrite {
             k.mm.add_cache(self.file, fresh);
             k.mm.touch(self.file);
             let new = done - done.min(k.buf.pending_of(self.file));
+            // Buffers already dirty: `mark_buffer_dirty` skips balance_dirty().
+            self.looping &= new > 0;
             let txn = k.jbd.add_data(new);
             k.buf.dirty(self.file, txn, new, block, cx.now);
             if done == 0 {
@@ -138,9 +165,11 @@ impl Path for FileWrite {
         k.mm.add_cache(self.file, done);
         let txn = k.jbd.add_data(done);
         k.buf.dirty(self.file, txn, done, block, cx.now);
-        // Block allocation journals a new indirect block every 1024 data blocks and the
-        // block bitmap (one 4 KiB bitmap covers 32768 blocks): ~1/1024 per block.
-        k.jbd.add_meta16(done * 16 / PTRS_PER_BLOCK + 1);
+        // Block allocation: a new indirect block every 1024 data blocks (the block bitmap,
+        // one per 32768 blocks, and the group descriptor are shared by everything the
+        // transaction allocates); i_size goes into the inode, already journaled above.
+        k.jbd.dirty_inode(self.file);
+        k.jbd.add_meta32(done * 32 / PTRS_PER_BLOCK);
     }
 }
 
@@ -215,13 +244,36 @@ pub fn sys_lookup(k: &mut KState, file: u32) -> Box<dyn Path> {
 }
 
 /// creat(): a new inode and directory entry (the caller made the file record `file`).
-pub fn sys_create(k: &mut KState, file: u32) -> Box<dyn Path> {
-    k.dcache.created(file);
-    k.dcache.mark_inode_dirty(file);
-    k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
-    // Inode-table block (1/32 of one), directory block (1/100), inode bitmap: ~1/16 block.
-    k.jbd.add_meta16(1);
-    crate::kernel::path::once("ext3_create", k.c.create)
+pub fn sys_create(file: u32) -> Box<dyn Path> {
+    Box::new(Create { file: Some(file) })
+}
+
+struct Create {
+    /// Taken when the inode is made.
+    file: Option<u32>,
+}
+
+impl Path for Create {
+    fn name(&self) -> &'static str {
+        "sys_create"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        if let Some(s) = journal_start(k) {
+            return s;
+        }
+        let Some(file) = self.file.take() else {
+            return Step::Done;
+        };
+        k.dcache.created(file);
+        k.dcache.mark_inode_dirty(file);
+        k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
+        // The new inode's table block; its directory block (a 4 KiB block holds ~100 of
+        // dbench's entries) with the inode bitmap and group descriptor (shared by a group's
+        // 16,384 inodes): ~1/32 more.
+        k.jbd.dirty_inode(file);
+        k.jbd.add_meta32(1);
+        Work::plain("ext3_create", k.c.create)
+    }
 }
 
 /// unlink() of a file whose last link goes: truncate_inode_pages, ext3_truncate freeing
@@ -244,6 +296,11 @@ impl Path for Unlink {
             return Step::Done;
         };
         let (cached, size) = (f.cached, f.size);
+        if self.stage == 0 {
+            if let Some(s) = journal_start(k) {
+                return s;
+            }
+        }
         self.stage += 1;
         match self.stage {
             1 => Work::plain("ext3_unlink", k.c.unlink),
@@ -275,7 +332,9 @@ impl Path for Unlink {
                 k.buf.pages_freed(cached, k.mm.cache);
                 k.mm.delete_file(self.file);
                 k.dcache.delete_file(self.file);
-                k.jbd.add_meta16(1 + 16 * size / PTRS_PER_BLOCK);
+                // The inode, the directory block (as for creat), the indirect blocks freed.
+                k.jbd.dirty_inode(self.file);
+                k.jbd.add_meta32(1 + 32 * size / PTRS_PER_BLOCK);
                 LoopStep::plain("dentry_iput", 1, k.c.prune_dentry, vec![point("dentry_iput", 1)])
             }
             _ => {
@@ -301,5 +360,72 @@ impl Path for Unlink {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::jbd::MAX_TRANSACTION_BUFFERS;
+    use crate::kernel::tests::{kstate, run_to_sleep};
+
+    /// Kernel state with `share` percent of the buffer pages dirty, and a file to write.
+    fn dirty_to(share: u64) -> (KState, u32) {
+        let mut k = kstate();
+        let n = k.buffer_pages() * share / 100;
+        let old = k.mm.create_file(n);
+        let txn = k.jbd.add_data(n);
+        k.buf.dirty(old, txn, n, 0, 0);
+        let f = k.mm.create_file(16);
+        (k, f)
+    }
+
+    #[test]
+    fn a_one_page_write_over_the_soft_limit_writes_a_batch_itself() {
+        let (mut k, f) = dirty_to(50);
+        assert_eq!(k.balance_dirty_state(), 0);
+        assert_eq!(run_to_sleep(&mut k, sys_write(f, 4096)), None);
+        assert!(k.buf.next_seq() > 0, "balance_dirty() submitted nothing");
+    }
+
+    #[test]
+    fn a_write_over_the_hard_limit_waits_for_some_buffers() {
+        let (mut k, f) = dirty_to(70);
+        assert_eq!(k.balance_dirty_state(), 1);
+        // wait_for_some_buffers sleeps on the first buffer still under write on BUF_LOCKED:
+        // the batch the writer just submitted.
+        let Some(Chan::Io(id)) = run_to_sleep(&mut k, sys_write(f, 4096)) else {
+            panic!("the writer did not wait")
+        };
+        assert_eq!(k.disk.req_of_seq(0), Some(id));
+    }
+
+    #[test]
+    fn a_write_below_the_limits_does_not_write_out() {
+        let (mut k, f) = dirty_to(10);
+        assert_eq!(run_to_sleep(&mut k, sys_write(f, 3 * 4096)), None);
+        assert_eq!(k.buf.next_seq(), 0);
+        assert_eq!(k.mm.files[&f].size, 3);
+    }
+
+    #[test]
+    fn handles_wait_for_the_commit_of_a_full_transaction() {
+        let mut k = kstate();
+        k.kthreads.kjournald = 4;
+        let f = k.mm.create_file(16);
+        k.jbd.add_meta32(32 * (MAX_TRANSACTION_BUFFERS - 5));
+        let mut w = sys_write(f, 4096);
+        let cx = Ctx { now: 0, pid: 1 };
+        assert!(matches!(w.next(&mut k, &cx), Step::Block(Chan::TxnLocked)));
+        assert!(k.jbd.commit_requested);
+        assert!(k
+            .out
+            .iter()
+            .any(|r| matches!(r, crate::kernel::state::KReq::Wake(Chan::Kthread(4)))));
+        assert_eq!(run_to_sleep(&mut k, sys_create(f + 1)), Some(Chan::TxnLocked));
+        assert_eq!(run_to_sleep(&mut k, sys_unlink(f)), Some(Chan::TxnLocked));
+        // kjournald begins the commit: a fresh transaction has room.
+        k.jbd.start_commit(0);
+        assert!(matches!(w.next(&mut k, &cx), Step::Loop(_)));
     }
 }

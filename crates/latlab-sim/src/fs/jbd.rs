@@ -10,7 +10,7 @@
 //! [`crate::fs::buffer`]), so the walk's stretches are counts, not item-by-item work.
 
 use latlab_core::Nanos;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// `j_commit_interval = HZ * 5` (research notes §2, JBD_DEFAULT_MAX_COMMIT_AGE).
 pub const COMMIT_INTERVAL_NS: Nanos = 5_000_000_000;
@@ -37,7 +37,9 @@ pub struct Txn {
     pub unfiled_hi: u64,
     /// Metadata blocks to write to the journal at commit.
     pub meta: u64,
-    meta16: u64,
+    meta32: u64,
+    /// Files whose inode (its share of an inode-table block) this transaction already holds.
+    inodes: BTreeSet<u32>,
 }
 
 impl Txn {
@@ -102,6 +104,11 @@ pub const JOURNAL_START_BLOCK: u64 = 8_192;
 pub const MAX_TRANSACTION_BUFFERS: u64 = JOURNAL_BLOCKS / 4;
 /// Journal size: 32 MiB (mke2fs -j default for large filesystems of the era), in blocks.
 pub const JOURNAL_BLOCKS: u64 = 8_192;
+/// Credits a handle asks for: `ext3_writepage_trans_blocks()` (fs/ext3/inode.c, 2.4.18) for
+/// ordered data with one 4 KiB block per page, `2 * (bpp + indirects) + 2` = 2 * (1 + 3) + 2.
+pub const HANDLE_CREDITS: u64 = 10;
+/// An inode's share of its inode-table block: 4 KiB / 128-byte ext3 inodes = 32 a block.
+const INODES_PER_BLOCK: u64 = 32;
 
 impl Journal {
     pub fn txn_mut(&mut self, tid: u64) -> Option<&mut Txn> {
@@ -117,12 +124,31 @@ impl Journal {
         self.running.tid
     }
 
-    /// Metadata blocks newly journaled in the running transaction, in sixteenths of a block
-    /// (a block already in the transaction costs nothing more: 32 inodes share an inode-table
-    /// block, a directory block holds ~100 entries).
-    pub fn add_meta16(&mut self, n16: u64) {
-        self.running.meta16 += n16;
-        self.running.meta = self.running.meta16 / 16;
+    /// Metadata blocks newly journaled in the running transaction, in 32nds of a block (a
+    /// block already in the transaction costs nothing more: `journal_get_write_access` on a
+    /// buffer the running transaction holds adds nothing to it).
+    pub fn add_meta32(&mut self, n32: u64) {
+        self.running.meta32 += n32;
+        self.running.meta = self.running.meta32 / 32;
+    }
+
+    /// `ext3_mark_inode_dirty` of `file`'s inode: its inode-table block joins the running
+    /// transaction, 1/32 of a block the first time the transaction meets this inode.
+    pub fn dirty_inode(&mut self, file: u32) {
+        if self.running.inodes.insert(file) {
+            self.add_meta32(32 / INODES_PER_BLOCK);
+        }
+    }
+
+    /// `start_this_handle` (fs/jbd/transaction.c, 2.4.18): a handle that would take the
+    /// running transaction's credits past `j_max_transaction_buffers` starts its commit
+    /// (`log_start_commit`) and sleeps on `j_wait_transaction_locked` until kjournald has
+    /// begun committing it (while the previous commit runs, that is when it ends). The
+    /// transaction's outstanding credits are taken as its metadata blocks plus this handle's.
+    pub fn handle_must_wait(&mut self) -> bool {
+        let full = self.running.meta + HANDLE_CREDITS > MAX_TRANSACTION_BUFFERS;
+        self.commit_requested |= full;
+        full
     }
 
     /// Dirty buffers of a deleted file leave their transactions.
@@ -192,6 +218,32 @@ mod tests {
         assert_eq!(t.locked(94), 0);
         assert_eq!(t.completed(94), 54);
         assert_eq!(t.unfiled_hi, 40);
+    }
+
+    #[test]
+    fn an_inode_is_journaled_once_a_transaction() {
+        let mut j = Journal::default();
+        for _ in 0..3 {
+            j.dirty_inode(7);
+        }
+        for f in 100..131 {
+            j.dirty_inode(f);
+        }
+        // 32 inodes: one inode-table block's worth.
+        assert_eq!(j.running.meta, 1);
+        j.start_commit(0);
+        j.dirty_inode(7);
+        assert_eq!((j.running.meta32, j.running.meta), (1, 0));
+    }
+
+    #[test]
+    fn a_handle_waits_once_the_transaction_is_full() {
+        let mut j = Journal::default();
+        j.add_meta32(32 * (MAX_TRANSACTION_BUFFERS - HANDLE_CREDITS));
+        assert!(!j.handle_must_wait() && !j.commit_requested);
+        j.add_meta32(32);
+        assert!(j.handle_must_wait() && j.commit_requested);
+        assert!(j.commit_due(0), "a requested commit starts at once");
     }
 
     #[test]

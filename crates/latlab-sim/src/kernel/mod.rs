@@ -721,7 +721,7 @@ fn step_locked(s: &Step) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::kernel::path::{LoopStep, Path, Script};
+    use crate::kernel::path::{Chan, Ctx, LoopStep, Path, Script, Step};
     use crate::machine::{DiskProfile, MachineProfile};
     use crate::sched::goodness24::Goodness24;
     use crate::variant::{PreemptModel, SchedClass, Variant};
@@ -815,6 +815,21 @@ pub(crate) mod tests {
             }
             Action::Syscall(Box::new(script))
         }
+    }
+
+    /// Run a kernel path, every loop to its end with no time passing (so no write
+    /// completes): the first sleep it takes, if any.
+    pub(crate) fn run_to_sleep(k: &mut KState, mut p: Box<dyn Path>) -> Option<Chan> {
+        let cx = Ctx { now: 0, pid: 1 };
+        for _ in 0..10_000 {
+            match p.next(k, &cx) {
+                Step::Loop(l) => p.advanced(k, &cx, l.items),
+                Step::Work(_) => {}
+                Step::Block(c) => return Some(c),
+                Step::Done => return None,
+            }
+        }
+        panic!("{} did not finish", p.name())
     }
 
     /// Kernel state on the test machine, scan-2.4 swap over the machine's swap area.

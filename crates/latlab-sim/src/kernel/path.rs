@@ -32,6 +32,8 @@ pub enum Chan {
     FreeMem,
     /// Network data arrived for the reader (NFS read, cvs).
     Net(u64),
+    /// kjournald began committing the running transaction (`j_wait_transaction_locked`).
+    TxnLocked,
 }
 
 /// One step of kernel work.

@@ -425,23 +425,7 @@ impl Path for SwapOutMm {
 mod tests {
     use super::*;
 
-    use crate::kernel::tests::kstate;
-
-    /// Run a try_to_free_pages call, every loop to its end with no time passing (so no write
-    /// completes); the first sleep it takes, if any.
-    fn first_sleep(k: &mut KState) -> Option<Chan> {
-        let cx = Ctx { now: 0, pid: 1 };
-        let mut p = try_to_free_pages();
-        for _ in 0..10_000 {
-            match p.next(k, &cx) {
-                Step::Loop(l) => p.advanced(k, &cx, l.items),
-                Step::Work(_) => {}
-                Step::Block(c) => return Some(c),
-                Step::Done => return None,
-            }
-        }
-        panic!("try_to_free_pages did not finish")
-    }
+    use crate::kernel::tests::{kstate, run_to_sleep};
 
     /// Memory filled with one file's cache, all of it dirty or all of it clean.
     fn filled(dirty: bool) -> KState {
@@ -460,7 +444,7 @@ mod tests {
         let mut k = filled(true);
         // Priority 6 meets only dirty pages, sends the oldest to writepage and goes on; at
         // priority 5 the scan meets them still locked and waits for the first.
-        let sleep = first_sleep(&mut k);
+        let sleep = run_to_sleep(&mut k, try_to_free_pages());
         let Some(Chan::Io(id)) = sleep else {
             panic!("no wait on the launder page: {sleep:?}")
         };
@@ -470,7 +454,7 @@ mod tests {
     #[test]
     fn reclaim_over_clean_cache_does_not_sleep() {
         let mut k = filled(false);
-        assert_eq!(first_sleep(&mut k), None);
+        assert_eq!(run_to_sleep(&mut k, try_to_free_pages()), None);
         assert!(k.buf.launder_inflight().is_none());
     }
 }

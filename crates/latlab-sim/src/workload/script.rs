@@ -74,7 +74,7 @@ impl Ops {
             let f = cx.st.mm.create_file(pages);
             r.borrow_mut().add(group, f);
             c.set(f);
-            Some(Action::Syscall(sys_create(cx.st, f)))
+            Some(Action::Syscall(sys_create(f)))
         });
         cur
     }
