@@ -73,8 +73,9 @@ pub struct BufferCache {
 pub struct Batch {
     pub lo: u64,
     pub hi: u64,
-    /// (transaction, buffers) in the batch.
-    pub per_txn: Vec<(u64, u64)>,
+    /// The file and transaction its buffers belong to.
+    pub file: u32,
+    pub txn: u64,
     /// Disk block of the first buffer.
     pub block: u64,
     /// When the buffers were dirtied.
@@ -217,7 +218,8 @@ impl BufferCache {
         Some(Batch {
             lo,
             hi: lo + n,
-            per_txn: vec![(txn, n)],
+            file,
+            txn,
             block,
             dirtied_at,
         })

@@ -148,11 +148,14 @@ impl Path for FileWrite {
             let block = f.block + *at;
             *at += done;
             let fresh = done.min(f.size - f.cached.min(f.size));
+            let size = f.size;
             k.mm.add_cache(self.file, fresh);
             k.mm.touch(self.file);
-            let new = done - done.min(k.buf.pending_of(self.file));
+            let pending = k.buf.pending_of(self.file);
+            let new = done - done.min(pending);
             // Buffers already dirty: `mark_buffer_dirty` skips balance_dirty().
             self.looping &= new > 0;
+            k.jbd.redirty(self.file, new, size.saturating_sub(pending));
             let txn = k.jbd.add_data(new);
             k.buf.dirty(self.file, txn, new, block, cx.now);
             if done == 0 {
@@ -327,7 +330,7 @@ impl Path for Unlink {
             }
             4 => {
                 let dropped = k.buf.cancel_file(self.file);
-                k.jbd.drop_data(&dropped);
+                k.jbd.delete_file(self.file, &dropped);
                 let cached = k.mm.files.get(&self.file).map_or(0, |f| f.cached);
                 k.buf.pages_freed(cached, k.mm.cache);
                 k.mm.delete_file(self.file);

@@ -17,10 +17,8 @@ pub const KUPDATE_INTERVAL_NS: Nanos = 5_000_000_000;
 
 /// Record a submitted batch with the journal (its data buffers leave the dirty state).
 pub fn account_submission(k: &mut KState, b: &Batch) {
-    for &(tid, n) in &b.per_txn {
-        if let Some(t) = k.jbd.txn_mut(tid) {
-            t.submitted(b.lo, n);
-        }
+    if let Some(t) = k.jbd.txn_mut(b.txn) {
+        t.submitted(b.file, b.lo, b.hi - b.lo);
     }
 }
 

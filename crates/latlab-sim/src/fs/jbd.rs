@@ -10,7 +10,7 @@
 //! [`crate::fs::buffer`]), so the walk's stretches are counts, not item-by-item work.
 
 use latlab_core::Nanos;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `j_commit_interval = HZ * 5` (research notes §2, JBD_DEFAULT_MAX_COMMIT_AGE).
 pub const COMMIT_INTERVAL_NS: Nanos = 5_000_000_000;
@@ -23,10 +23,12 @@ pub struct Txn {
     pub started: Nanos,
     /// Data buffers of this transaction not yet submitted.
     pub dirty: u64,
-    /// Its submitted data buffers still on the datalist, as sequence ranges, oldest first:
-    /// other writers' buffers (another transaction's, metadata, page write-out) take the
-    /// sequence numbers in between.
-    spans: VecDeque<(u64, u64)>,
+    /// Its submitted data buffers still on the datalist, as sequence ranges by first number,
+    /// each of one file: other writers' buffers (another transaction's, metadata, page
+    /// write-out) take the sequence numbers in between.
+    spans: BTreeMap<u64, (u64, u32)>,
+    /// First numbers of each file's spans.
+    by_file: BTreeMap<u32, BTreeSet<u64>>,
     /// Buffers in `spans`.
     on_list: u64,
     /// It has submitted buffers.
@@ -43,43 +45,97 @@ pub struct Txn {
 }
 
 impl Txn {
+    /// Submitted, still locked buffers on the datalist (the disk completes in order, so
+    /// these are the spans at and above `done_hi`: a few requests' worth).
+    pub fn locked(&self, done_hi: u64) -> u64 {
+        let straddling = self
+            .spans
+            .range(..done_hi)
+            .next_back()
+            .map_or(0, |(_, &(hi, _))| hi.saturating_sub(done_hi));
+        straddling + self.spans.range(done_hi..).map(|(&lo, &(hi, _))| hi - lo).sum::<u64>()
+    }
     /// Completed, not yet unfiled buffers on the datalist.
     pub fn completed(&self, done_hi: u64) -> u64 {
-        let mut n = 0;
-        for &(lo, hi) in &self.spans {
-            if lo >= done_hi {
-                break;
-            }
-            n += hi.min(done_hi) - lo;
+        self.on_list - self.locked(done_hi)
+    }
+    /// Record a submission of `n` buffers of `file` at `lo..lo+n`.
+    pub fn submitted(&mut self, file: u32, lo: u64, n: u64) {
+        if n == 0 {
+            return;
         }
-        n
-    }
-    /// Submitted, still locked buffers on the datalist.
-    pub fn locked(&self, done_hi: u64) -> u64 {
-        self.on_list - self.completed(done_hi)
-    }
-    /// Record a submission of `n` of its buffers at `lo..lo+n`.
-    pub fn submitted(&mut self, lo: u64, n: u64) {
-        match self.spans.back_mut() {
-            Some(last) if last.1 == lo => last.1 += n,
-            _ => self.spans.push_back((lo, lo + n)),
+        match self.spans.range_mut(..lo).next_back() {
+            Some((_, (hi, f))) if *hi == lo && *f == file => *hi += n,
+            _ => self.insert(lo, lo + n, file),
         }
         self.on_list += n;
         self.submitted_any = true;
         self.sub_hi = self.sub_hi.max(lo + n);
         self.dirty -= n.min(self.dirty);
     }
-    /// Unfile the next `n` completed buffers.
+    fn insert(&mut self, lo: u64, hi: u64, file: u32) {
+        self.spans.insert(lo, (hi, file));
+        self.by_file.entry(file).or_default().insert(lo);
+    }
+    /// Take up to `n` buffers off the span starting at `lo`, from its front; returns how many.
+    fn cut(&mut self, lo: u64, n: u64) -> u64 {
+        let Some((hi, file)) = self.spans.remove(&lo) else {
+            return 0;
+        };
+        if let Some(set) = self.by_file.get_mut(&file) {
+            set.remove(&lo);
+            if set.is_empty() {
+                self.by_file.remove(&file);
+            }
+        }
+        let take = n.min(hi - lo);
+        if lo + take < hi {
+            self.insert(lo + take, hi, file);
+        }
+        self.on_list -= take;
+        take
+    }
+    /// Unfile the next `n` completed buffers (the commit's walk, from the list's head).
     pub fn unfile(&mut self, mut n: u64) {
         while n > 0 {
-            let Some(s) = self.spans.front_mut() else { break };
-            let take = n.min(s.1 - s.0);
-            s.0 += take;
-            self.unfiled_hi = s.0;
-            self.on_list -= take;
+            let Some((&lo, _)) = self.spans.first_key_value() else {
+                break;
+            };
+            let take = self.cut(lo, n);
+            self.unfiled_hi = lo + take;
             n -= take;
-            if s.0 == s.1 {
-                self.spans.pop_front();
+        }
+    }
+    /// Buffers of `file` on the datalist, and of those the completed ones.
+    pub fn of_file(&self, file: u32, done_hi: u64) -> (u64, u64) {
+        let mut all = 0;
+        let mut done = 0;
+        for lo in self.by_file.get(&file).into_iter().flatten() {
+            let hi = self.spans[lo].0;
+            all += hi - lo;
+            done += hi.min(done_hi).saturating_sub(*lo);
+        }
+        (all, done)
+    }
+    /// `n` of `file`'s buffers leave the datalist, its oldest first (those below `below`
+    /// only: completed ones for reclaim, any for a re-dirty).
+    pub fn take_file(&mut self, file: u32, mut n: u64, below: u64) {
+        while n > 0 {
+            let Some(&lo) = self.by_file.get(&file).and_then(|s| s.first()) else {
+                break;
+            };
+            if lo >= below {
+                break;
+            }
+            let hi = self.spans[&lo].0;
+            n -= self.cut(lo, n.min(hi.min(below) - lo));
+        }
+    }
+    /// The file's buffers leave the datalist (`journal_unmap_buffer` on truncate).
+    pub fn drop_file(&mut self, file: u32) {
+        for lo in self.by_file.remove(&file).unwrap_or_default() {
+            if let Some((hi, _)) = self.spans.remove(&lo) {
+                self.on_list -= hi - lo;
             }
         }
     }
@@ -151,13 +207,39 @@ impl Journal {
         full
     }
 
-    /// Dirty buffers of a deleted file leave their transactions.
-    pub fn drop_data(&mut self, dropped: &[(u64, u64)]) {
+    /// A file is deleted (truncated to nothing). Its dirty buffers left their transactions
+    /// with the dirty list (`dropped`: per transaction); `journal_unmap_buffer` takes the rest
+    /// of its buffers off the running transaction's datalist, whatever their state. Those on
+    /// the committing transaction's stay until its commit unfiles them.
+    pub fn delete_file(&mut self, file: u32, dropped: &[(u64, u64)]) {
         for &(tid, n) in dropped {
             if let Some(t) = self.txn_mut(tid) {
                 t.dirty -= n.min(t.dirty);
             }
         }
+        self.running.drop_file(file);
+    }
+
+    /// Reclaim freed `n` of `file`'s `cached` pages: `journal_try_to_free_buffers` unfiles
+    /// the completed data buffers among them from whichever transaction holds them. The freed
+    /// pages are taken to be spread evenly over the file's cached pages.
+    pub fn pages_freed(&mut self, file: u32, n: u64, cached: u64, done_hi: u64) {
+        for t in std::iter::once(&mut self.running).chain(self.committing.as_mut()) {
+            let (_, done) = t.of_file(file, done_hi);
+            let gone = (done as u128 * n.min(cached) as u128 / cached.max(1) as u128) as u64;
+            t.take_file(file, gone, done_hi);
+        }
+    }
+
+    /// A write dirtied `n` clean buffers of `file`, which has `clean` pages not dirty. Those
+    /// already on the running transaction's datalist keep their one entry
+    /// (`journal_dirty_data` finds the buffer on its own list): the model takes them off and
+    /// lets their next submission put them back. The rewritten pages are taken to be spread
+    /// evenly over the file's clean pages.
+    pub fn redirty(&mut self, file: u32, n: u64, clean: u64) {
+        let (on, _) = self.running.of_file(file, 0);
+        let again = (on as u128 * n as u128 / clean.max(1) as u128).min(n.min(on) as u128) as u64;
+        self.running.take_file(file, again, u64::MAX);
     }
 
     /// Should kjournald start a commit now?
@@ -208,8 +290,8 @@ mod tests {
             dirty: 100,
             ..Txn::default()
         };
-        t.submitted(10, 64);
-        t.submitted(74, 20);
+        t.submitted(1, 10, 64);
+        t.submitted(2, 74, 20);
         assert_eq!(t.dirty, 16);
         assert_eq!(t.completed(50), 40);
         assert_eq!(t.locked(50), 44);
@@ -249,11 +331,56 @@ mod tests {
     #[test]
     fn other_writers_buffers_between_its_own_are_not_its_own() {
         let mut t = Txn::default();
-        t.submitted(0, 10);
+        t.submitted(1, 0, 10);
         // bdflush and page write-out took 90 sequence numbers in between.
-        t.submitted(100, 10);
+        t.submitted(1, 100, 10);
         assert_eq!((t.completed(105), t.locked(105)), (15, 5));
         t.unfile(12);
         assert_eq!((t.completed(110), t.unfiled_hi), (8, 102));
+    }
+
+    #[test]
+    fn a_deleted_file_leaves_the_running_transaction_not_the_committing_one() {
+        let mut j = Journal::default();
+        j.running.submitted(1, 0, 10);
+        j.running.submitted(2, 10, 10);
+        j.start_commit(0);
+        j.running.submitted(1, 20, 10);
+        j.running.submitted(2, 30, 5);
+        j.running.submitted(1, 35, 5);
+        j.delete_file(1, &[]);
+        assert_eq!(j.running.of_file(1, 0), (0, 0));
+        assert_eq!((j.running.completed(40), j.running.locked(0)), (5, 5));
+        let c = j.committing.as_ref().expect("committing");
+        assert_eq!((c.of_file(1, 40), c.completed(40)), ((10, 10), 20));
+    }
+
+    #[test]
+    fn reclaim_unfiles_a_files_completed_buffers_in_both_transactions() {
+        let mut j = Journal::default();
+        j.running.submitted(1, 0, 40);
+        j.start_commit(0);
+        j.running.submitted(1, 40, 40);
+        // Half of file 1's 100 cached pages freed; buffers up to 60 are written.
+        j.pages_freed(1, 50, 100, 60);
+        let c = j.committing.as_ref().expect("committing");
+        assert_eq!(c.of_file(1, 60), (20, 20));
+        // Of the running transaction's 40, 20 are written: half of those go, none in flight.
+        assert_eq!(j.running.of_file(1, 60), (30, 10));
+        assert_eq!(j.running.locked(60), 20);
+    }
+
+    #[test]
+    fn a_buffer_dirtied_again_keeps_one_entry() {
+        let mut j = Journal::default();
+        j.running.submitted(3, 0, 64);
+        // 16 of the file's 64 clean pages written again: all of them are on the list.
+        j.redirty(3, 16, 64);
+        j.add_data(16);
+        j.running.submitted(3, 100, 16);
+        assert_eq!(j.running.of_file(3, 200), (64, 64));
+        // Half the file's pages were never on this transaction's list.
+        j.redirty(3, 10, 128);
+        assert_eq!(j.running.of_file(3, 200).0, 59);
     }
 }

@@ -312,7 +312,8 @@ impl Mm {
 
     /// Run the scan for its first `scanned` pages: clean cache pages are freed, the rest
     /// rotate to the young end (shrink_cache's `list_add(entry, &inactive_list)`).
-    pub fn apply_shrink(&mut self, lim: &ScanLimits, scanned: u64) -> Scan {
+    /// `freed(file, n, cached)` hears of each file that lost `n` of its `cached` pages.
+    pub fn apply_shrink(&mut self, lim: &ScanLimits, scanned: u64, freed: &mut dyn FnMut(u32, u64, u64)) -> Scan {
         let lim = ScanLimits {
             max_scan: scanned.min(lim.max_scan),
             ..*lim
@@ -327,18 +328,20 @@ impl Mm {
             let before = sc;
             let go_on = Self::meet(&mut sc, &mut cache_seen, cache, &lim, o, live);
             let met = sc.scanned - before.scanned;
-            let freed = sc.freed - before.freed;
+            let gone = sc.freed - before.freed;
             if met < live {
                 self.lru.push_front((o, live - met));
             }
-            if let (Owner::File(id), true) = (o, freed > 0) {
-                self.uncache(id, freed);
+            if let (Owner::File(id), true) = (o, gone > 0) {
+                let cached = self.files.get(&id).map_or(0, |f| f.cached);
+                self.uncache(id, gone);
+                freed(id, gone, cached);
                 if self.files.get(&id).is_some_and(|f| f.cached == 0 && !f.in_use) {
                     sc.emptied += 1;
                 }
             }
-            if met > freed {
-                rotated.push((o, met - freed));
+            if met > gone {
+                rotated.push((o, met - gone));
             }
             if !go_on {
                 break;
@@ -551,7 +554,7 @@ mod tests {
             }
         );
         // The pages met rotate to the young end: the next scan meets the rest first.
-        m.apply_shrink(&limits(32, 10_000, 512, 0), sc.scanned);
+        m.apply_shrink(&limits(32, 10_000, 512, 0), sc.scanned, &mut |_, _, _| {});
         let sc = m.plan_shrink(&limits(32, 10_000, 2000, 0));
         assert_eq!((sc.mapped, sc.freed, sc.swap), (2000 - 513, 32, false));
     }
@@ -573,7 +576,7 @@ mod tests {
                 ..Scan::default()
             }
         );
-        let sc = m.apply_shrink(&lim, 100);
+        let sc = m.apply_shrink(&lim, 100, &mut |_, _, _| {});
         assert_eq!((sc.freed, m.free - free, m.cache), (40, 40, 60));
         assert_eq!(m.files[&f].cached, 60);
     }
@@ -591,7 +594,7 @@ mod tests {
         let sc = m.plan_shrink(&limits(1000, 10_000, 10_000, 0));
         assert_eq!((sc.scanned, sc.mapped, sc.freed), (110, 60, 50));
         m.drop_mm(3);
-        let sc = m.apply_shrink(&limits(1000, 10_000, 10_000, 0), 10_000);
+        let sc = m.apply_shrink(&limits(1000, 10_000, 10_000, 0), 10_000, &mut |_, _, _| {});
         assert_eq!((sc.scanned, sc.freed, sc.emptied), (50, 50, 0));
         assert_eq!((m.cache, m.anon), (0, 0));
     }
@@ -642,7 +645,7 @@ mod tests {
                 _ => {
                     let lim = limits(32, rng.gen_range(1..2000), rng.gen_range(0..600), 0);
                     let n = m.plan_shrink(&lim).scanned;
-                    m.apply_shrink(&lim, n);
+                    m.apply_shrink(&lim, n, &mut |_, _, _| {});
                 }
             }
             let everything = limits(u64::MAX / 2, u64::MAX / 2, u64::MAX / 2, 0);

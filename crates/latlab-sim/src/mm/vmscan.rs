@@ -281,7 +281,10 @@ impl Path for TryToFreePages {
             Stage::Dcache | Stage::SwapOut if self.limits.is_some() && self.swap_mm.is_none() => {
                 let lim = self.limits.take().expect("checked");
                 let cache = k.mm.cache;
-                let sc = k.mm.apply_shrink(&lim, done);
+                let done_hi = k.buf.done_hi;
+                let jbd = &mut k.jbd;
+                let sc =
+                    k.mm.apply_shrink(&lim, done, &mut |f, n, cached| jbd.pages_freed(f, n, cached, done_hi));
                 k.buf.pages_freed(sc.freed, cache);
                 // Dirty pages met go to writepage (block_write_full_page: submit_bh without a
                 // refile), SWAP_CLUSTER_MAX at most per call.
