@@ -90,9 +90,11 @@ pub fn workload(name: &str) -> Option<Workload> {
                 swapped_mib: 0,
             },
         },
-        // Seed 002 does not name its load ("heavy load", Clark Williams 2002). latlab's choice,
-        // in the spirit of the Cerberus stress suite of the time: a parallel kernel build beside
-        // a dbench run and a memory hog that pushes the box into swap, then a large file copy.
+        // Seed 002 does not name its load. Williams' paper ran Red Hat's stress-kernel
+        // (NFS-COMPILE, TTCP, FIFOS_MMAP, P3_FPU, FS, CRASHME: docs/fidelity.md), not modelled
+        // yet. latlab's stand-in, in the spirit of that Cerberus suite: a parallel kernel build
+        // beside a dbench run and a memory hog that pushes the box into swap, then a large file
+        // copy.
         "heavy-2002" => Workload {
             name: name.into(),
             commands: vec![
