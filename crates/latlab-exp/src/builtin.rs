@@ -44,7 +44,12 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ),
 ];
 
-pub const WORKLOADS: &[&str] = &["seed000-script", "seed000-fresh-boot", "heavy-2002"];
+pub const WORKLOADS: &[&str] = &[
+    "seed000-script",
+    "seed000-fresh-boot",
+    "heavy-2002",
+    "stress-kernel-2002",
+];
 
 /// A desktop that has been up for days: page cache full of old files, and the dentries and
 /// inodes of updatedb's nightly walk (a 2002 developer's box: a distribution plus a few kernel
@@ -120,6 +125,15 @@ pub fn workload(name: &str) -> Option<Workload> {
                 CommandSpec::Sync,
                 CommandSpec::RmRf { group: "big".into() },
             ],
+            gap_ms: 0,
+            preload: lived_in(150_000, 0),
+        },
+        // Seed 002's load as Williams ran it: Red Hat's stress-kernel with NFS-COMPILE, TTCP,
+        // FIFOS_MMAP, P3_FPU, FS and CRASHME side by side (workload/stress.rs), for one run
+        // of NFS-COMPILE, on the same lived-in box as heavy-2002.
+        "stress-kernel-2002" => Workload {
+            name: name.into(),
+            commands: vec![CommandSpec::StressKernel { runs: 1 }],
             gap_ms: 0,
             preload: lived_in(150_000, 0),
         },

@@ -20,6 +20,7 @@ pub mod kernel;
 pub mod machine;
 pub mod measure;
 pub mod mm;
+pub mod net;
 pub mod sched;
 pub mod variant;
 pub mod workload;

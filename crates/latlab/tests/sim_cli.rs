@@ -54,9 +54,11 @@ fn reproduce_json_has_the_documented_rows() {
             .as_f64()
             .unwrap()
     };
-    // The mechanisms order the kernels as the seed does.
-    assert!(by("2.4.17") > by("2.4.17+preempt"));
-    assert!(by("2.4.17+preempt") > by("2.4.17+low-latency"));
+    // Kernel preemption only cuts stretches: the preempt kernel's worst exceeds the vanilla
+    // kernel's by no more than where the same stretch falls against the RTC's period
+    // (1/2048 s) in the two runs. The low-latency points cut what preemption cannot.
+    assert!(by("2.4.17+preempt") <= by("2.4.17") + 1000.0 / 2048.0);
+    assert!(by("2.4.17+preempt") > 10.0 * by("2.4.17+low-latency"));
 }
 
 #[test]

@@ -279,20 +279,44 @@ impl Path for Create {
     }
 }
 
-/// unlink() of a file whose last link goes: truncate_inode_pages, ext3_truncate freeing
-/// every block, dentry_iput.
-pub struct Unlink {
+/// unlink() of a file whose last link goes, or ftruncate() to a smaller size:
+/// truncate_inode_pages over the pages past the new end, ext3_truncate freeing the blocks
+/// past it (under the big kernel lock: `ext3_delete_inode` takes it, and 2.4's
+/// `notify_change` holds it around `->setattr`), and for unlink dentry_iput.
+pub struct Truncate {
     file: u32,
+    /// New size in pages.
+    to: u64,
+    unlink: bool,
     stage: u8,
 }
 
 pub fn sys_unlink(file: u32) -> Box<dyn Path> {
-    Box::new(Unlink { file, stage: 0 })
+    Box::new(Truncate {
+        file,
+        to: 0,
+        unlink: true,
+        stage: 0,
+    })
 }
 
-impl Path for Unlink {
+/// ftruncate() of `file` to `to_pages` (no effect past its end).
+pub fn sys_ftruncate(file: u32, to_pages: u64) -> Box<dyn Path> {
+    Box::new(Truncate {
+        file,
+        to: to_pages,
+        unlink: false,
+        stage: 0,
+    })
+}
+
+impl Path for Truncate {
     fn name(&self) -> &'static str {
-        "sys_unlink"
+        if self.unlink {
+            "sys_unlink"
+        } else {
+            "sys_ftruncate"
+        }
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
         let Some(f) = k.mm.files.get(&self.file) else {
@@ -306,29 +330,30 @@ impl Path for Unlink {
         }
         self.stage += 1;
         match self.stage {
-            1 => Work::plain("ext3_unlink", k.c.unlink),
+            1 if self.unlink => Work::plain("ext3_unlink", k.c.unlink),
+            1 => Work::locked("ext3_setattr", k.c.setattr, "BKL", false),
             2 => LoopStep::plain(
                 "truncate_inode_pages",
-                cached,
+                cached.saturating_sub(self.to),
                 k.c.truncate_page,
                 vec![point("truncate_list_pages", 1)],
             ),
             3 => {
-                // ext3_delete_inode takes the big kernel lock around ext3_truncate: per block
-                // ext3_clear_blocks' hash lookup and ext3_free_blocks' bit, plus an indirect
-                // block read (bread hit) every 1024 blocks. A rescheduling point under the BKL
-                // is a plain schedule(), which releases and re-takes it.
+                // ext3_truncate: per block ext3_clear_blocks' hash lookup and
+                // ext3_free_blocks' bit, plus an indirect block read (bread hit) every 1024
+                // blocks. A rescheduling point under the BKL is a plain schedule(), which
+                // releases and re-takes it.
                 let per = k.c.clear_block + k.c.free_block + k.c.free_indirect / PTRS_PER_BLOCK;
                 LoopStep::locked(
                     "ext3_truncate",
-                    size,
+                    size.saturating_sub(self.to),
                     per,
                     "BKL",
                     vec![point("ext3_free_data", 1), point("bread", PTRS_PER_BLOCK)],
                     false,
                 )
             }
-            4 => {
+            4 if self.unlink => {
                 let dropped = k.buf.cancel_file(self.file);
                 k.jbd.delete_file(self.file, &dropped);
                 let cached = k.mm.files.get(&self.file).map_or(0, |f| f.cached);
@@ -339,6 +364,10 @@ impl Path for Unlink {
                 k.jbd.dirty_inode(self.file);
                 k.jbd.add_meta32(1 + 32 * size / PTRS_PER_BLOCK);
                 LoopStep::plain("dentry_iput", 1, k.c.prune_dentry, vec![point("dentry_iput", 1)])
+            }
+            4 => {
+                k.jbd.dirty_inode(self.file);
+                Step::Done
             }
             _ => {
                 let _ = cx;
@@ -354,10 +383,10 @@ impl Path for Unlink {
             return;
         };
         match self.stage {
-            2 if f.cached > 0 => self.stage = 1,
+            2 if f.cached > self.to => self.stage = 1,
             3 => {
                 f.size -= done.min(f.size);
-                if f.size > 0 {
+                if f.size > self.to {
                     self.stage = 2;
                 }
             }
@@ -430,5 +459,20 @@ mod tests {
         // kjournald begins the commit: a fresh transaction has room.
         k.jbd.start_commit(0);
         assert!(matches!(w.next(&mut k, &cx), Step::Loop(_)));
+    }
+
+    #[test]
+    fn ftruncate_frees_what_lies_past_the_new_end_and_keeps_the_file() {
+        let mut k = kstate();
+        let f = k.mm.create_file(100);
+        assert_eq!(run_to_sleep(&mut k, sys_write(f, 100 * 4096)), None);
+        assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached), (100, 100));
+        assert_eq!(run_to_sleep(&mut k, sys_ftruncate(f, 30)), None);
+        assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached), (30, 30));
+        // Past the end: nothing to do.
+        assert_eq!(run_to_sleep(&mut k, sys_ftruncate(f, 50)), None);
+        assert_eq!(k.mm.files[&f].size, 30);
+        assert_eq!(run_to_sleep(&mut k, sys_unlink(f)), None);
+        assert!(!k.mm.files.contains_key(&f));
     }
 }

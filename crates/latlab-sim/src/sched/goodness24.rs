@@ -97,13 +97,18 @@ impl Scheduler for Goodness24 {
             match best {
                 None => return (0, cost),
                 Some((0, _)) => {
-                    // Epoch over: recharge every task, sleepers too (O(nr_tasks)).
+                    // Epoch over: recharge every task on the task list, sleepers too
+                    // (O(nr_tasks)). The model keeps exited tasks as zombies; their parents
+                    // reap them at once (wait4 -> release_task unlinks them), so they are not
+                    // walked.
+                    let mut live: Nanos = 0;
                     for t in tasks.iter_mut().skip(1) {
                         if t.state != TaskState::Zombie {
                             t.counter = (t.counter >> 1) + self.nice_to_ticks(t.nice);
+                            live += 1;
                         }
                     }
-                    cost += m.goodness_per_task_ns * tasks.len() as Nanos;
+                    cost += m.goodness_per_task_ns * live;
                 }
                 Some((_, p)) => return (p, cost),
             }

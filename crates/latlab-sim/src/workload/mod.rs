@@ -8,6 +8,7 @@
 pub mod kthreads;
 pub mod realfeel;
 pub mod script;
+pub mod stress;
 
 use crate::engine::Rng;
 use crate::kernel::path::Path;

@@ -5,6 +5,7 @@
 //! command's parameters (documented on [`CommandSpec`]); randomness (compile times, file
 //! sizes) from the run's seeded PRNG.
 
+use super::stress::{RunTest, StressTest};
 use super::{Action, ProgCx, Program, TaskSpec};
 use crate::fs::ext3::{sys_create, sys_lookup, sys_read, sys_rewrite, sys_unlink, sys_write};
 use crate::fs::flush::sys_sync;
@@ -24,18 +25,18 @@ pub struct Registry {
 }
 
 impl Registry {
-    fn add(&mut self, group: &str, f: u32) {
+    pub(crate) fn add(&mut self, group: &str, f: u32) {
         self.groups.entry(group.to_string()).or_default().push(f);
     }
-    fn take(&mut self, group: &str) -> Vec<u32> {
+    pub(crate) fn take(&mut self, group: &str) -> Vec<u32> {
         self.groups.remove(group).unwrap_or_default()
     }
-    fn remove(&mut self, group: &str, f: u32) {
+    pub(crate) fn remove(&mut self, group: &str, f: u32) {
         if let Some(v) = self.groups.get_mut(group) {
             v.retain(|&x| x != f);
         }
     }
-    fn get(&self, group: &str) -> &[u32] {
+    pub(crate) fn get(&self, group: &str) -> &[u32] {
         self.groups.get(group).map_or(&[], |v| v.as_slice())
     }
 }
@@ -50,24 +51,24 @@ pub struct Ops {
 }
 
 impl Ops {
-    fn push(&mut self, f: impl FnOnce(&mut ProgCx) -> Option<Action> + 'static) {
+    pub(crate) fn push(&mut self, f: impl FnOnce(&mut ProgCx) -> Option<Action> + 'static) {
         self.q.push_back(Box::new(f));
     }
-    fn compute(&mut self, ns: Nanos) {
+    pub(crate) fn compute(&mut self, ns: Nanos) {
         self.push(move |_| Some(Action::Compute(ns)));
     }
-    fn grow(&mut self, pages: u64) {
+    pub(crate) fn grow(&mut self, pages: u64) {
         self.push(move |cx| Some(Action::Syscall(crate::kernel::catalog::fault_in(cx.mm, pages))));
     }
-    fn lookup(&mut self, f: u32) {
+    pub(crate) fn lookup(&mut self, f: u32) {
         self.push(move |cx| Some(Action::Syscall(sys_lookup(cx.st, f))));
     }
-    fn read(&mut self, f: u32, bytes: u64) {
+    pub(crate) fn read(&mut self, f: u32, bytes: u64) {
         self.push(move |_| Some(Action::Syscall(sys_read(f, 0, bytes))));
     }
     /// creat() of a file of `pages` (its blocks reserved); it joins `group`. The cell holds
     /// the file once the creat() has run, for the calls queued after it.
-    fn create(&mut self, reg: &Reg, group: &'static str, pages: u64) -> Rc<Cell<u32>> {
+    pub(crate) fn create(&mut self, reg: &Reg, group: &'static str, pages: u64) -> Rc<Cell<u32>> {
         let cur = Rc::new(Cell::new(0u32));
         let (c, r) = (cur.clone(), reg.clone());
         self.push(move |cx| {
@@ -79,7 +80,7 @@ impl Ops {
         cur
     }
     /// creat() + write() in `chunk`-byte calls + close(); the file joins `group`.
-    fn create_write(&mut self, reg: &Reg, group: &'static str, bytes: u64, chunk: u64) {
+    pub(crate) fn create_write(&mut self, reg: &Reg, group: &'static str, bytes: u64, chunk: u64) {
         let cur = self.create(reg, group, bytes.div_ceil(4096));
         let mut left = bytes;
         while left > 0 {
@@ -89,16 +90,16 @@ impl Ops {
             self.push(move |_| Some(Action::Syscall(sys_write(c.get(), n))));
         }
     }
-    fn unlink(&mut self, f: u32) {
+    pub(crate) fn unlink(&mut self, f: u32) {
         self.push(move |_| Some(Action::Syscall(sys_unlink(f))));
     }
-    fn net(&mut self, bytes: u64) {
+    pub(crate) fn net(&mut self, bytes: u64) {
         self.push(move |cx| Some(Action::Syscall(net_read(cx.st, cx.m.net_ns(bytes)))));
     }
-    fn spawn(&mut self, spec: impl FnOnce(&mut ProgCx) -> TaskSpec + 'static) {
+    pub(crate) fn spawn(&mut self, spec: impl FnOnce(&mut ProgCx) -> TaskSpec + 'static) {
         self.push(move |cx| Some(Action::Spawn(spec(cx))));
     }
-    fn pop(&mut self, cx: &mut ProgCx) -> Option<Action> {
+    pub(crate) fn pop(&mut self, cx: &mut ProgCx) -> Option<Action> {
         while let Some(op) = self.q.pop_front() {
             if let Some(a) = op(cx) {
                 return Some(a);
@@ -210,6 +211,9 @@ pub enum CommandSpec {
     /// A memory hog: allocate `mb` of anonymous memory and touch all of it `passes` times,
     /// ~1 s of CPU per pass (a memory tester of the Cerberus kind).
     MemHog { mb: u64, passes: u32 },
+    /// Red Hat's stress-kernel with the six tests Clark Williams ran (seed 002), side by side
+    /// until NFS-COMPILE has done `runs` runs ([`super::stress`]).
+    StressKernel { runs: u32 },
 }
 
 impl CommandSpec {
@@ -227,6 +231,7 @@ impl CommandSpec {
             CommandSpec::Idle { ms } => format!("idle {ms} ms"),
             CommandSpec::Parallel(v) => v.iter().map(|c| c.label()).collect::<Vec<_>>().join(" & "),
             CommandSpec::MemHog { mb, .. } => format!("memhog {mb}M"),
+            CommandSpec::StressKernel { runs } => format!("stress-kernel (NFS-COMPILE x{runs})"),
         }
     }
 }
@@ -529,6 +534,20 @@ impl Cmd {
                         let comm = c.label().split_whitespace().next().unwrap_or("sh").to_string();
                         TaskSpec::user(comm, Box::new(Cmd::new(c, r)))
                     });
+                }
+                o.push(|_| Some(Action::WaitChildren));
+                true
+            }
+            CommandSpec::StressKernel { runs } => {
+                if stage > 0 {
+                    return false;
+                }
+                let stop = Rc::new(Cell::new(false));
+                for t in StressTest::ALL {
+                    let stop = stop.clone();
+                    let main = t == StressTest::NfsCompile;
+                    let n = if main { runs } else { t.ctcs_runs() };
+                    o.spawn(move |_| TaskSpec::user(t.driver(), Box::new(RunTest::new(t, stop, n, main))));
                 }
                 o.push(|_| Some(Action::WaitChildren));
                 true
