@@ -228,7 +228,12 @@ impl RunTest {
             let (srcs, objs) = (copies.clone(), objects.clone());
             self.ops.spawn(move |cx| {
                 let all = srcs.borrow();
-                let picks: Vec<NfsFile> = (0..=HEADERS).map(|_| all[cx.rng.gen_range(0..all.len())]).collect();
+                let picks: Vec<(NfsFile, u64)> = (0..=HEADERS)
+                    .map(|_| {
+                        let f = all[cx.rng.gen_range(0..all.len())];
+                        (f, cx.st.mm.files.get(&f.server).map_or(1, |r| r.size))
+                    })
+                    .collect();
                 let ms = cx.rng.gen_range(CC_MS.0..=CC_MS.1);
                 TaskSpec::user("cc1", Box::new(NfsCc::new(picks, ms, objs.clone())))
             });
@@ -300,6 +305,8 @@ impl RunTest {
     /// fs-test-driver.sh's sub-tests in order.
     fn fs(&mut self) {
         let reg = self.reg.clone();
+        // The last run's files are gone (each sub-test removes its own).
+        reg.borrow_mut().take("fs");
         // holey: an extent, a hole, an extent; truncated into the hole, extended, removed.
         let file = self.ops.create(&reg, "fs", 2 * HOLEY_EXTENT_KB / 4);
         for _ in 0..2 * HOLEY_EXTENT_KB / 64 {
@@ -309,7 +316,7 @@ impl RunTest {
         }
         let f = file.clone();
         self.ops
-            .push(move |_| Some(Action::Syscall(sys_ftruncate(f.get(), HOLEY_EXTENT_KB / 4 / 2))));
+            .push(move |_| Some(Action::Syscall(sys_ftruncate(f.get(), HOLEY_EXTENT_KB / 4))));
         self.ops.push(move |_| Some(Action::Syscall(sys_unlink(file.get()))));
         // iogen/doio: random reads and rewrites over a few files.
         let files: Vec<Rc<Cell<u32>>> = (0..DOIO_FILES)
@@ -412,21 +419,16 @@ struct NfsCc {
 }
 
 impl NfsCc {
-    fn new(files: Vec<NfsFile>, ms: u64, objects: Rc<RefCell<Vec<NfsFile>>>) -> Self {
+    /// `files`: the headers and source with their sizes in pages.
+    fn new(files: Vec<(NfsFile, u64)>, ms: u64, objects: Rc<RefCell<Vec<NfsFile>>>) -> Self {
         let (rss, obj_kb) = CC1;
         let mut o = Ops::default();
         o.grow(rss / 4);
-        for f in files {
+        for (f, pages) in files {
             o.push(move |cx| Some(Action::Syscall(nfs::nfs_lookup(cx.st, f))));
-            o.push(move |cx| {
-                let pages = cx.st.mm.files.get(&f.server).map_or(1, |r| r.size);
-                Some(Action::Syscall(nfs::nfs_read(
-                    cx.st,
-                    f,
-                    0,
-                    pages.min(NFS_IO / 4096) * 4096,
-                )))
-            });
+            for off in (0..pages).step_by((NFS_IO / 4096) as usize) {
+                o.push(move |cx| Some(Action::Syscall(nfs::nfs_read(cx.st, f, off, NFS_IO))));
+            }
         }
         o.grow(rss - rss / 4);
         o.compute(ms * 1_000_000);
