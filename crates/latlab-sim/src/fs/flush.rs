@@ -245,7 +245,7 @@ fn repeat(
     })
 }
 
-/// Run paths one after another.
+/// Run paths one after another (holding the big kernel lock while the running one does).
 pub struct Chain {
     name: &'static str,
     parts: std::collections::VecDeque<Box<dyn Path>>,
@@ -277,6 +277,9 @@ impl Path for Chain {
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
+    }
+    fn holds_bkl(&self) -> bool {
+        self.sub.holds_bkl()
     }
 }
 

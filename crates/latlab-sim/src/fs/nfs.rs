@@ -13,7 +13,8 @@
 //! once, `nfs_wb_all` at close waits for the same work).
 
 use crate::fs::ext3::{sys_create, sys_lookup, sys_read, sys_unlink, sys_write};
-use crate::kernel::path::{Ctx, Nested, Path, Step, Work};
+use crate::fs::flush::{chain, effect};
+use crate::kernel::path::{once, under_bkl, Path};
 use crate::kernel::state::KState;
 
 /// A file as the NFS client sees it and as the server stores it.
@@ -25,72 +26,27 @@ pub struct NfsFile {
     pub server: u32,
 }
 
-/// What a reply brings back to the client.
-type OnReply = Box<dyn FnOnce(&mut KState)>;
-
-/// One remote procedure call: the client's side, the server's (under the BKL), the reply.
-pub struct Rpc {
+/// One remote procedure call named `name`: the call and the request's trip (half the
+/// protocol work; a WRITE's data copied into a socket buffer and out of it), nfsd's `server`
+/// work under the BKL, what the reply brings back to the client (`on_reply`), and the
+/// reply's trip (a READ's data with it).
+fn rpc(
+    k: &KState,
     name: &'static str,
-    /// Bytes of data the request (write) or the reply (read) carries.
-    bytes: u64,
-    server: Option<Box<dyn Path>>,
-    sub: Nested,
-    stage: u8,
-    on_reply: Option<OnReply>,
-}
-
-fn rpc(name: &'static str, bytes: u64, server: Box<dyn Path>, on_reply: Option<OnReply>) -> Rpc {
-    Rpc {
+    (sent, returned): (u64, u64),
+    server: Box<dyn Path>,
+    on_reply: impl FnOnce(&mut KState) + 'static,
+) -> Box<dyn Path> {
+    let trip = |bytes: u64| k.c.rpc_call / 2 + 2 * k.c.copy(bytes);
+    chain(
         name,
-        bytes,
-        server: Some(server),
-        sub: Nested::default(),
-        stage: 0,
-        on_reply,
-    }
-}
-
-impl Path for Rpc {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        loop {
-            if let Some(s) = self.sub.next(k, cx) {
-                return s;
-            }
-            self.stage += 1;
-            match self.stage {
-                // The call and the request's trip: half the protocol work, the data copied
-                // into a socket buffer and out of it (a write carries its data this way).
-                1 => {
-                    let data = if self.name == "nfs_proc_write" { self.bytes } else { 0 };
-                    return Work::plain("rpc_call_sync", k.c.rpc_call / 2 + 2 * k.c.copy(data));
-                }
-                2 => {
-                    if let Some(p) = self.server.take() {
-                        self.sub.start(p);
-                    }
-                }
-                // The reply's trip back (a read's data with it), the client's decode.
-                3 => {
-                    if let Some(f) = self.on_reply.take() {
-                        f(k);
-                    }
-                    let data = if self.name == "nfs_proc_read" { self.bytes } else { 0 };
-                    return Work::plain("rpc_call_sync", k.c.rpc_call / 2 + 2 * k.c.copy(data));
-                }
-                _ => return Step::Done,
-            }
-        }
-    }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
-        self.sub.advanced(k, cx, done);
-    }
-    /// nfsd serves the call holding the big kernel lock.
-    fn holds_bkl(&self) -> bool {
-        self.stage == 2
-    }
+        vec![
+            once("rpc_call_sync", trip(sent)),
+            under_bkl(server),
+            effect(on_reply),
+            once("rpc_call_sync", trip(returned)),
+        ],
+    )
 }
 
 /// A new file on the mount: the client's inode (no disk blocks) and the server's.
@@ -114,19 +70,14 @@ fn mirror_size(k: &mut KState, f: NfsFile) {
 pub fn nfs_lookup(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
     k.dcache.touch_existing(f.client);
     let server = sys_lookup(k, f.server);
-    Box::new(rpc(
-        "nfs_proc_getattr",
-        0,
-        server,
-        Some(Box::new(move |k: &mut KState| mirror_size(k, f))),
-    ))
+    rpc(k, "nfs_proc_getattr", (0, 0), server, move |k| mirror_size(k, f))
 }
 
 /// creat(): the client's new dentry and inode, and a CREATE on the server.
 pub fn nfs_create(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
     k.dcache.created(f.client);
     k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
-    Box::new(rpc("nfs_proc_create", 0, sys_create(f.server), None))
+    rpc(k, "nfs_proc_create", (0, 0), sys_create(f.server), |_| {})
 }
 
 /// write() appending `bytes` (at most one wsize): into the client's page cache, then a WRITE
@@ -134,12 +85,9 @@ pub fn nfs_create(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
 pub fn nfs_write(k: &mut KState, f: NfsFile, bytes: u64) -> Box<dyn Path> {
     let pages = bytes.div_ceil(4096);
     k.mm.add_cache(f.client, pages);
-    Box::new(rpc(
-        "nfs_proc_write",
-        bytes,
-        sys_write(f.server, bytes),
-        Some(Box::new(move |k: &mut KState| mirror_size(k, f))),
-    ))
+    rpc(k, "nfs_proc_write", (bytes, 0), sys_write(f.server, bytes), move |k| {
+        mirror_size(k, f)
+    })
 }
 
 /// read() of `bytes` from page `off`: from the client's page cache if it holds them, else a
@@ -150,28 +98,30 @@ pub fn nfs_read(k: &mut KState, f: NfsFile, off: u64, bytes: u64) -> Box<dyn Pat
     if off + pages <= cached {
         return sys_read(f.client, off, bytes);
     }
-    Box::new(rpc(
+    rpc(
+        k,
         "nfs_proc_read",
-        bytes,
+        (0, bytes),
         sys_read(f.server, off, bytes),
-        Some(Box::new(move |k: &mut KState| {
+        move |k| {
             mirror_size(k, f);
             let c = k.mm.files.get(&f.client).map_or(0, |c| c.cached);
             k.mm.add_cache(f.client, (off + pages).saturating_sub(c));
-        })),
-    ))
+        },
+    )
 }
 
 /// unlink(): the client drops its inode and pages, the server unlinks (truncate and all).
 pub fn nfs_unlink(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
     k.mm.delete_file(f.client);
     k.dcache.delete_file(f.client);
-    Box::new(rpc("nfs_proc_remove", 0, sys_unlink(f.server), None))
+    rpc(k, "nfs_proc_remove", (0, 0), sys_unlink(f.server), |_| {})
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::path::{Ctx, Step};
     use crate::kernel::tests::{kstate, run_to_sleep};
 
     #[test]

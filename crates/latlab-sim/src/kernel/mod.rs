@@ -780,21 +780,6 @@ pub(crate) mod tests {
         done: bool,
     }
 
-    /// A path run under `lock_kernel()`.
-    struct UnderBkl(Script);
-
-    impl Path for UnderBkl {
-        fn name(&self) -> &'static str {
-            self.0.name
-        }
-        fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-            self.0.next(k, cx)
-        }
-        fn holds_bkl(&self) -> bool {
-            true
-        }
-    }
-
     impl Program for OneLoop {
         fn next(&mut self, _cx: &mut ProgCx) -> Action {
             if self.done {
@@ -811,7 +796,7 @@ pub(crate) mod tests {
                 steps: [step].into(),
             };
             if self.bkl {
-                return Action::Syscall(Box::new(UnderBkl(script)));
+                return Action::Syscall(path::under_bkl(Box::new(script)));
             }
             Action::Syscall(Box::new(script))
         }

@@ -216,6 +216,10 @@ impl Nested {
         }
         Some(s)
     }
+    /// The running sub-path holds the big kernel lock.
+    pub fn holds_bkl(&self) -> bool {
+        self.sub.as_ref().is_some_and(|s| s.holds_bkl())
+    }
     /// Forward a loop's progress to the sub-path if it produced the loop.
     pub fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) -> bool {
         match self.sub.as_mut() {
@@ -225,6 +229,28 @@ impl Nested {
             }
             None => false,
         }
+    }
+}
+
+/// A path run under `lock_kernel()` throughout (nfsd's work on a request).
+pub struct UnderBkl(Box<dyn Path>);
+
+pub fn under_bkl(p: Box<dyn Path>) -> Box<dyn Path> {
+    Box::new(UnderBkl(p))
+}
+
+impl Path for UnderBkl {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        self.0.next(k, cx)
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        self.0.advanced(k, cx, done);
+    }
+    fn holds_bkl(&self) -> bool {
+        true
     }
 }
 

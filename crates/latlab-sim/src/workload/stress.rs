@@ -182,15 +182,7 @@ impl RunTest {
             }
             StressTest::Fs => self.fs(),
             StressTest::Crashme => {
-                self.ops.spawn(|_| {
-                    TaskSpec::user(
-                        "crashme",
-                        Box::new(Crashme {
-                            left: CRASHME_TRIES,
-                            jumped: false,
-                        }),
-                    )
-                });
+                self.ops.spawn(|_| TaskSpec::user("crashme", crashme()));
                 self.ops.push(|_| Some(Action::WaitChildren));
             }
         }
@@ -359,16 +351,8 @@ impl RunTest {
             self.ops.push(move |_| Some(Action::Syscall(sys_write(f.get(), 1024))));
         }
         let f = file.clone();
-        self.ops.spawn(move |_| {
-            TaskSpec::user(
-                "truncate",
-                Box::new(TruncateLoop {
-                    file: f.get(),
-                    pos: TRUNCATE_BYTES,
-                    fstat: false,
-                }),
-            )
-        });
+        self.ops
+            .spawn(move |_| TaskSpec::user("truncate", truncate_loop(f.get())));
         self.ops.push(|_| Some(Action::WaitChildren));
         self.ops.push(move |_| Some(Action::Syscall(sys_unlink(file.get()))));
         // ftruncate64: files made sparse past 4 GiB (no blocks) and removed.
@@ -451,49 +435,58 @@ impl Program for NfsCc {
     }
 }
 
-/// crashme: random bytes executed until they fault; the signal handler longjmps back.
-struct Crashme {
-    left: u64,
-    /// The last try jumped into its bytes: the fault and its signal are next.
-    jumped: bool,
+/// A program of `rounds` rounds of two actions each (`act(cx, round, second)`), then exit.
+struct Rounds<F> {
+    rounds: u64,
+    round: u64,
+    second: bool,
+    act: F,
 }
 
-impl Program for Crashme {
+fn rounds<F: FnMut(&mut ProgCx, u64, bool) -> Action + 'static>(rounds: u64, act: F) -> Box<dyn Program> {
+    Box::new(Rounds {
+        rounds,
+        round: 0,
+        second: false,
+        act,
+    })
+}
+
+impl<F: FnMut(&mut ProgCx, u64, bool) -> Action> Program for Rounds<F> {
     fn next(&mut self, cx: &mut ProgCx) -> Action {
-        if self.jumped {
-            self.jumped = false;
-            return Action::Syscall(once("do_signal", cx.st.c.signal_fault));
-        }
-        if self.left == 0 {
+        if self.round == self.rounds {
             return Action::Exit;
         }
-        self.left -= 1;
-        self.jumped = true;
-        Action::Compute(CRASHME_FILL_NS)
+        let a = (self.act)(cx, self.round, self.second);
+        self.second = !self.second;
+        if !self.second {
+            self.round += 1;
+        }
+        a
     }
+}
+
+/// crashme: random bytes executed until they fault; the signal handler longjmps back.
+fn crashme() -> Box<dyn Program> {
+    rounds(CRASHME_TRIES, |cx, _, fault| {
+        if fault {
+            Action::Syscall(once("do_signal", cx.st.c.signal_fault))
+        } else {
+            Action::Compute(CRASHME_FILL_NS)
+        }
+    })
 }
 
 /// truncate.c of the FS suite: `for (pos = size; pos >= 0; pos--) { ftruncate(fd, pos);
 /// fstat(fd, &st); }`, a page and its block freed each time pos crosses a page boundary.
-struct TruncateLoop {
-    file: u32,
-    pos: u64,
-    fstat: bool,
-}
-
-impl Program for TruncateLoop {
-    fn next(&mut self, cx: &mut ProgCx) -> Action {
-        if self.fstat {
-            self.fstat = false;
-            if self.pos == 0 {
-                return Action::Exit;
-            }
-            self.pos -= 1;
-            return Action::Syscall(once("sys_fstat", cx.st.c.fstat));
+fn truncate_loop(file: u32) -> Box<dyn Program> {
+    rounds(TRUNCATE_BYTES + 1, move |cx, round, fstat| {
+        if fstat {
+            Action::Syscall(once("sys_fstat", cx.st.c.fstat))
+        } else {
+            Action::Syscall(sys_ftruncate(file, (TRUNCATE_BYTES - round).div_ceil(4096)))
         }
-        self.fstat = true;
-        Action::Syscall(sys_ftruncate(self.file, self.pos.div_ceil(4096)))
-    }
+    })
 }
 
 /// A read of /dev/urandom: extract_entropy, one SHA-1 transform per 10 bytes handed out
