@@ -329,6 +329,13 @@ impl Path for Truncate {
             }
         }
         self.stage += 1;
+        // Nothing cached or allocated past the new end: those walks have nothing to walk.
+        if self.stage == 2 && cached <= self.to {
+            self.stage = 3;
+        }
+        if self.stage == 3 && size <= self.to {
+            self.stage = 4;
+        }
         match self.stage {
             1 if self.unlink => Work::plain("ext3_unlink", k.c.unlink),
             1 => Work::locked("ext3_setattr", k.c.setattr, "BKL", false),
