@@ -48,3 +48,18 @@ fn results_are_consistent() {
     let parts = a.irq_off_ns + a.handler_ns + a.preempt_wait_ns + a.ran_ahead_ns + a.sched_ns + a.wakee_kernel_ns;
     assert_eq!(parts, w.latency_ns, "{a:?}");
 }
+
+/// Seed 002's stress-kernel load (six test loops, NFS over loopback, children spawned and
+/// reaped): the same seed gives the same bytes here too.
+#[test]
+fn stress_kernel_same_seed_same_bytes() {
+    let exp = latlab_exp::builtin_experiment("preempt-vs-lowlatency").unwrap();
+    let mut cfg = exp.runs[1].config.clone();
+    cfg.min_duration_ns = 0;
+    cfg.max_duration_ns = 30_000_000_000;
+    let a = json(&cfg);
+    assert_eq!(a, json(&cfg));
+    let (r, _) = latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap();
+    // The shell, ctcs's six test loops and their children (cc1s, crashme) have run.
+    assert!(r.counters["tasks_created"] > 10, "{:?}", r.counters);
+}
