@@ -232,13 +232,15 @@ impl RunTest {
             });
         }
         self.ops.push(|_| Some(Action::WaitChildren));
-        // ld reads every object, writes vmlinux.
+        // ld reads every object (one rsize a call), writes vmlinux.
         for i in 0..OBJECTS as usize {
-            let objs = objects.clone();
-            self.ops.push(move |cx| {
-                let f = *objs.borrow().get(i)?;
-                Some(Action::Syscall(nfs::nfs_read(cx.st, f, 0, CC1.1 * 1024)))
-            });
+            for off in (0..CC1.1 / 4).step_by((NFS_IO / 4096) as usize) {
+                let objs = objects.clone();
+                self.ops.push(move |cx| {
+                    let f = *objs.borrow().get(i)?;
+                    Some(Action::Syscall(nfs::nfs_read(cx.st, f, off, NFS_IO)))
+                });
+            }
         }
         self.ops.compute(LINK_MS * 1_000_000);
         let (c, cur) = (objects.clone(), Rc::new(Cell::new(None)));
