@@ -63,3 +63,25 @@ fn stress_kernel_same_seed_same_bytes() {
     // The shell, ctcs's six test loops and their children (cc1s, crashme) have run.
     assert!(r.counters["tasks_created"] > 10, "{:?}", r.counters);
 }
+
+/// ctcs's loops stop when the main test (NFS-COMPILE) has done its runs: with none to do,
+/// the other five stop at their next step and the load ends at once.
+#[test]
+fn stress_kernel_loops_stop_with_the_main_test() {
+    let exp = latlab_exp::builtin_experiment("preempt-vs-lowlatency").unwrap();
+    let mut cfg = exp.runs[0].config.clone();
+    cfg.min_duration_ns = 0;
+    cfg.max_duration_ns = 600_000_000_000;
+    cfg.workload.commands = vec![latlab_sim::CommandSpec::StressKernel { runs: 0 }];
+    let (r, _) = latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap();
+    assert!(r.counters["workload_ms"] < 1_000, "{:?}", r.counters);
+    // With one run the load lasts as long as NFS-COMPILE's copy, build and removal.
+    cfg.workload.commands = vec![latlab_sim::CommandSpec::StressKernel { runs: 1 }];
+    cfg.max_duration_ns = 60_000_000_000;
+    let (r, _) = latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap();
+    assert!(
+        !r.counters.contains_key("workload_ms"),
+        "done within a minute: {:?}",
+        r.counters
+    );
+}
