@@ -321,9 +321,8 @@ impl BufferCache {
         None
     }
 
-    /// `freed` of the `cache` cached pages left the page cache (reclaimed, or their file
-    /// truncated): their buffers leave whatever list they sit on (`try_to_free_buffers`,
-    /// `discard_buffer`). Written-out buffers nobody has refiled yet still sit on BUF_DIRTY
+    /// `freed` of the `cache` cached pages were reclaimed: their buffers leave whatever list
+    /// they sit on (`try_to_free_buffers`; truncate's `discard_buffer` is not modelled). Written-out buffers nobody has refiled yet still sit on BUF_DIRTY
     /// (page write-out) or BUF_LOCKED; their pages are taken to be spread evenly over the
     /// cache, so a share of each goes.
     pub fn pages_freed(&mut self, freed: u64, cache: u64) {

@@ -50,14 +50,7 @@ pub struct FileWrite {
 }
 
 pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
-    Box::new(FileWrite {
-        file,
-        at: None,
-        left: bytes.div_ceil(4096),
-        sub: Nested::default(),
-        looping: false,
-        stamped: false,
-    })
+    file_write(file, None, bytes)
 }
 
 /// `pwrite(fd, buf, bytes, off)` over existing pages of `file` (`off_pages` on, as far as
@@ -65,9 +58,13 @@ pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
 /// added), blocks already allocated, a page still dirty dirties no new buffer (the pages
 /// rewritten are taken to be the file's still-dirty ones first).
 pub fn sys_rewrite(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+    file_write(file, Some(off_pages), bytes)
+}
+
+fn file_write(file: u32, at: Option<u64>, bytes: u64) -> Box<dyn Path> {
     Box::new(FileWrite {
         file,
-        at: Some(off_pages),
+        at,
         left: bytes.div_ceil(4096),
         sub: Nested::default(),
         looping: false,
@@ -363,8 +360,6 @@ impl Path for Truncate {
             4 if self.unlink => {
                 let dropped = k.buf.cancel_file(self.file);
                 k.jbd.delete_file(self.file, &dropped);
-                let cached = k.mm.files.get(&self.file).map_or(0, |f| f.cached);
-                k.buf.pages_freed(cached, k.mm.cache);
                 k.mm.delete_file(self.file);
                 k.dcache.delete_file(self.file);
                 // The inode, the directory block (as for creat), the indirect blocks freed.
