@@ -1,12 +1,19 @@
 //! Same configuration and seed: byte-identical results. Another seed: a different run.
 
-fn short(variant_idx: usize, seed: u64) -> latlab_sim::SimConfig {
-    let exp = latlab_exp::builtin_experiment("mini-ll").unwrap();
-    let mut cfg = exp.runs[variant_idx].config.clone();
-    cfg.seed = seed;
+/// Run `idx` of built-in experiment `name`, stopped after `secs` simulated seconds.
+fn config(name: &str, idx: usize, secs: u64) -> latlab_sim::SimConfig {
+    let exp = latlab_exp::builtin_experiment(name).unwrap();
+    let mut cfg = exp.runs[idx].config.clone();
     cfg.min_duration_ns = 0;
-    cfg.max_duration_ns = 15_000_000_000;
+    cfg.max_duration_ns = secs * 1_000_000_000;
     cfg
+}
+
+fn short(variant_idx: usize, seed: u64) -> latlab_sim::SimConfig {
+    latlab_sim::SimConfig {
+        seed,
+        ..config("mini-ll", variant_idx, 15)
+    }
 }
 
 fn json(cfg: &latlab_sim::SimConfig) -> String {
@@ -53,13 +60,9 @@ fn results_are_consistent() {
 /// reaped): the same seed gives the same bytes here too.
 #[test]
 fn stress_kernel_same_seed_same_bytes() {
-    let exp = latlab_exp::builtin_experiment("preempt-vs-lowlatency").unwrap();
-    let mut cfg = exp.runs[1].config.clone();
-    cfg.min_duration_ns = 0;
-    cfg.max_duration_ns = 30_000_000_000;
-    let a = json(&cfg);
-    assert_eq!(a, json(&cfg));
+    let cfg = config("preempt-vs-lowlatency", 1, 30);
     let (r, _) = latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap();
+    assert_eq!(serde_json::to_string(&r).unwrap(), json(&cfg));
     // The shell, ctcs's six test loops and their children (cc1s, crashme) have run.
     assert!(r.counters["tasks_created"] > 10, "{:?}", r.counters);
 }
@@ -68,10 +71,7 @@ fn stress_kernel_same_seed_same_bytes() {
 /// the other five stop at their next step and the load ends at once.
 #[test]
 fn stress_kernel_loops_stop_with_the_main_test() {
-    let exp = latlab_exp::builtin_experiment("preempt-vs-lowlatency").unwrap();
-    let mut cfg = exp.runs[0].config.clone();
-    cfg.min_duration_ns = 0;
-    cfg.max_duration_ns = 600_000_000_000;
+    let mut cfg = config("preempt-vs-lowlatency", 0, 600);
     cfg.workload.commands = vec![latlab_sim::CommandSpec::StressKernel { runs: 0 }];
     let (r, _) = latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap();
     assert!(r.counters["workload_ms"] < 1_000, "{:?}", r.counters);

@@ -205,15 +205,7 @@ impl RunTest {
             let pages = cx.st.mm.files.get(&src).map_or(1, |f| f.size);
             self.ops.lookup(src);
             self.ops.read(src, pages * 4096);
-            let (c, cur) = (copies.clone(), Rc::new(Cell::new(None)));
-            let made = cur.clone();
-            self.ops.push(move |cx| {
-                let f = nfs::new_file(cx.st, pages);
-                c.borrow_mut().push(f);
-                made.set(Some(f));
-                Some(Action::Syscall(nfs::nfs_create(cx.st, f)))
-            });
-            nfs_write_all(&mut self.ops, &cur, pages * 4096);
+            nfs_create_write(&mut self.ops, &copies, pages * 4096);
         }
         let objects: Rc<RefCell<Vec<NfsFile>>> = Rc::default();
         for _ in 0..OBJECTS {
@@ -232,26 +224,13 @@ impl RunTest {
             });
         }
         self.ops.push(|_| Some(Action::WaitChildren));
-        // ld reads every object (one rsize a call), writes vmlinux.
+        // ld reads every object, writes vmlinux.
         for i in 0..OBJECTS as usize {
-            for off in (0..CC1.1 / 4).step_by((NFS_IO / 4096) as usize) {
-                let objs = objects.clone();
-                self.ops.push(move |cx| {
-                    let f = *objs.borrow().get(i)?;
-                    Some(Action::Syscall(nfs::nfs_read(cx.st, f, off, NFS_IO)))
-                });
-            }
+            let objs = objects.clone();
+            nfs_read_all(&mut self.ops, CC1.1 / 4, move || objs.borrow().get(i).copied());
         }
         self.ops.compute(LINK_MS * 1_000_000);
-        let (c, cur) = (objects.clone(), Rc::new(Cell::new(None)));
-        let made = cur.clone();
-        self.ops.push(move |cx| {
-            let f = nfs::new_file(cx.st, 768);
-            c.borrow_mut().push(f);
-            made.set(Some(f));
-            Some(Action::Syscall(nfs::nfs_create(cx.st, f)))
-        });
-        nfs_write_all(&mut self.ops, &cur, 3 << 20);
+        nfs_create_write(&mut self.ops, &objects, 3 << 20);
         // The copy, its objects and vmlinux removed over NFS (`rm -rf`), one unlink each.
         for (list, n) in [(copies, TREE_FILES), (objects, OBJECTS + 1)] {
             for _ in 0..n {
@@ -372,14 +351,32 @@ impl RunTest {
     }
 }
 
-/// Append `bytes` to the NFS file the cell will hold, one wsize a call.
-fn nfs_write_all(ops: &mut Ops, cur: &Rc<Cell<Option<NfsFile>>>, bytes: u64) {
+/// creat() of a new file of `bytes` on the NFS mount, which joins `list`, and its writes, one
+/// wsize a call (the NFS twin of `Ops::create_write`).
+fn nfs_create_write(ops: &mut Ops, list: &Rc<RefCell<Vec<NfsFile>>>, bytes: u64) {
+    let cur = Rc::new(Cell::new(None));
+    let (l, made) = (list.clone(), cur.clone());
+    ops.push(move |cx| {
+        let f = nfs::new_file(cx.st, bytes.div_ceil(4096));
+        l.borrow_mut().push(f);
+        made.set(Some(f));
+        Some(Action::Syscall(nfs::nfs_create(cx.st, f)))
+    });
     let mut left = bytes;
     while left > 0 {
         let n = left.min(NFS_IO);
         left -= n;
         let c = cur.clone();
         ops.push(move |cx| Some(Action::Syscall(nfs::nfs_write(cx.st, c.get()?, n))));
+    }
+}
+
+/// read() of the first `pages` of the NFS file `file()` names when the reads run, one rsize a
+/// call.
+fn nfs_read_all(ops: &mut Ops, pages: u64, file: impl Fn() -> Option<NfsFile> + Clone + 'static) {
+    for off in (0..pages).step_by((NFS_IO / 4096) as usize) {
+        let f = file.clone();
+        ops.push(move |cx| Some(Action::Syscall(nfs::nfs_read(cx.st, f()?, off, NFS_IO))));
     }
 }
 
@@ -417,21 +414,11 @@ impl NfsCc {
         o.grow(rss / 4);
         for (f, pages) in files {
             o.push(move |cx| Some(Action::Syscall(nfs::nfs_lookup(cx.st, f))));
-            for off in (0..pages).step_by((NFS_IO / 4096) as usize) {
-                o.push(move |cx| Some(Action::Syscall(nfs::nfs_read(cx.st, f, off, NFS_IO))));
-            }
+            nfs_read_all(&mut o, pages, move || Some(f));
         }
         o.grow(rss - rss / 4);
         o.compute(ms * 1_000_000);
-        let cur = Rc::new(Cell::new(None));
-        let made = cur.clone();
-        o.push(move |cx| {
-            let f = nfs::new_file(cx.st, obj_kb / 4);
-            objects.borrow_mut().push(f);
-            made.set(Some(f));
-            Some(Action::Syscall(nfs::nfs_create(cx.st, f)))
-        });
-        nfs_write_all(&mut o, &cur, obj_kb * 1024);
+        nfs_create_write(&mut o, &objects, obj_kb * 1024);
         NfsCc { ops: o }
     }
 }
