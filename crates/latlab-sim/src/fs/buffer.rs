@@ -35,6 +35,8 @@ pub struct DirtyRun {
 struct Span {
     lo: u64,
     hi: u64,
+    /// The file whose buffers these are (a batch never spans two files).
+    file: u32,
     /// When its buffers were dirtied (their `b_flushtime` is 30 s later).
     dirtied_at: Nanos,
 }
@@ -132,6 +134,41 @@ fn trim_below(q: &mut VecDeque<Span>, total: &mut u64, seq: u64) {
     }
 }
 
+/// Completed buffers of `file` in `q`.
+fn completed_of(q: &VecDeque<Span>, file: u32, done_hi: u64) -> u64 {
+    q.iter()
+        .take_while(|s| s.lo < done_hi)
+        .filter(|s| s.file == file)
+        .map(|s| s.hi.min(done_hi) - s.lo)
+        .sum()
+}
+
+/// Take up to `n` completed buffers of `file` off `q`, its oldest first.
+fn drop_completed_of(q: &mut VecDeque<Span>, total: &mut u64, file: u32, mut n: u64, done_hi: u64) {
+    let mut i = 0;
+    while n > 0 && i < q.len() && q[i].lo < done_hi {
+        let s = q[i];
+        if s.file != file {
+            i += 1;
+            continue;
+        }
+        let take = (s.hi.min(done_hi) - s.lo).min(n);
+        n -= take;
+        *total -= take;
+        if s.lo + take == s.hi {
+            q.remove(i);
+        } else {
+            q[i].lo += take;
+            i += 1;
+        }
+    }
+}
+
+/// `part` of `all`, as the share `n` of `of` (n capped at of; nothing of nothing).
+fn share(all: u64, n: u64, of: u64) -> u64 {
+    (all as u128 * n.min(of) as u128 / of.max(1) as u128) as u64
+}
+
 impl BufferCache {
     /// A write dirtied `n` new buffers of `file` in transaction `txn`.
     pub fn dirty(&mut self, file: u32, txn: u64, n: u64, block: u64, now: Nanos) {
@@ -155,22 +192,56 @@ impl BufferCache {
         });
     }
 
-    /// The file is gone: its dirty buffers are discarded. Returns (txn, count) dropped.
-    pub fn cancel_file(&mut self, file: u32) -> Vec<(u64, u64)> {
+    /// Truncation dropped the last `n` of `file`'s `cached` pages (`truncate_inode_pages` ->
+    /// `block_flushpage` -> `discard_buffer` and `try_to_free_buffers` for each page's
+    /// buffers; `n >= cached`: all of them). Its dirty buffers, its newest pages, are cleaned
+    /// and leave BUF_DIRTY first; its written-out buffers nobody has refiled yet leave
+    /// BUF_LOCKED or BUF_DIRTY, the rest of the dropped pages taken to be spread evenly over
+    /// its clean ones. Returns the dirty ones dropped, per transaction.
+    pub fn pages_truncated(&mut self, file: u32, n: u64, cached: u64) -> Vec<(u64, u64)> {
+        let pending = self.pending_of(file);
+        let mut left = if n >= cached { pending } else { n.min(pending) };
         let mut dropped: Vec<(u64, u64)> = Vec::new();
-        self.dirty.retain(|r| {
-            if r.file == file {
-                match dropped.iter_mut().find(|(t, _)| *t == r.txn) {
-                    Some(d) => d.1 += r.count,
-                    None => dropped.push((r.txn, r.count)),
-                }
-                false
-            } else {
-                true
+        for i in (0..self.dirty.len()).rev() {
+            if left == 0 {
+                break;
             }
-        });
-        self.nr_dirty -= dropped.iter().map(|d| d.1).sum::<u64>();
-        self.pending.remove(&file);
+            let r = &mut self.dirty[i];
+            if r.file != file {
+                continue;
+            }
+            let take = r.count.min(left);
+            r.count -= take;
+            left -= take;
+            match dropped.iter_mut().find(|(t, _)| *t == r.txn) {
+                Some(d) => d.1 += take,
+                None => dropped.push((r.txn, take)),
+            }
+            if r.count == 0 {
+                self.dirty.remove(i);
+            }
+        }
+        let gone: u64 = dropped.iter().map(|d| d.1).sum();
+        self.nr_dirty -= gone;
+        match self.pending.get_mut(&file) {
+            Some(p) if *p > gone => *p -= gone,
+            _ => {
+                self.pending.remove(&file);
+            }
+        }
+        let (clean_n, clean) = if n >= cached {
+            (1, 1)
+        } else {
+            (n - gone.min(n), cached - pending.min(cached))
+        };
+        let done_hi = self.done_hi;
+        for (q, total) in [
+            (&mut self.on_locked, &mut self.nr_on_locked),
+            (&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked),
+        ] {
+            let k = share(completed_of(q, file, done_hi), clean_n, clean);
+            drop_completed_of(q, total, file, k, done_hi);
+        }
         dropped
     }
 
@@ -230,6 +301,7 @@ impl BufferCache {
         let span = Span {
             lo: b.lo,
             hi: b.hi,
+            file: b.file,
             dirtied_at: b.dirtied_at,
         };
         match via {
@@ -322,17 +394,16 @@ impl BufferCache {
     }
 
     /// `freed` of the `cache` cached pages were reclaimed: their buffers leave whatever list
-    /// they sit on (`try_to_free_buffers`; truncate's `discard_buffer` is not modelled). Written-out buffers nobody has refiled yet still sit on BUF_DIRTY
-    /// (page write-out) or BUF_LOCKED; their pages are taken to be spread evenly over the
+    /// they sit on (`try_to_free_buffers`). Written-out buffers nobody has refiled yet still
+    /// sit on BUF_DIRTY (page write-out) or BUF_LOCKED; their pages are taken to be spread evenly over the
     /// cache, so a share of each goes.
     pub fn pages_freed(&mut self, freed: u64, cache: u64) {
         if cache == 0 || freed == 0 {
             return;
         }
-        let share = |n: u64| (n as u128 * freed.min(cache) as u128 / cache as u128) as u64;
-        let n = share(count_completed(&self.on_dirty_locked, self.done_hi));
+        let n = share(count_completed(&self.on_dirty_locked, self.done_hi), freed, cache);
         pop_front_n(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, n);
-        let n = share(count_completed(&self.on_locked, self.done_hi));
+        let n = share(count_completed(&self.on_locked, self.done_hi), freed, cache);
         pop_front_n(&mut self.on_locked, &mut self.nr_on_locked, n);
     }
 }
@@ -361,10 +432,31 @@ mod tests {
         b.refile_below(60);
         assert_eq!(b.dirty_list_written(), (0, 36));
         assert_eq!((b.pending_of(1), b.pending_of(2)), (4, 50));
-        assert_eq!(b.cancel_file(2), vec![(1, 50)]);
+        assert_eq!(b.pages_truncated(2, 50, 50), vec![(1, 50)]);
         assert_eq!(b.nr_dirty, 4);
         // A file with nothing left dirty: nothing to drop.
-        assert_eq!((b.pending_of(2), b.cancel_file(2)), (0, vec![]));
+        assert_eq!((b.pending_of(2), b.pages_truncated(2, 50, 50)), (0, vec![]));
+    }
+
+    #[test]
+    fn truncation_cleans_the_dropped_pages_dirty_buffers_and_unlists_their_written_ones() {
+        let mut b = BufferCache::default();
+        b.dirty(1, 1, 100, 0, 0);
+        b.dirty(2, 1, 100, 500, 0);
+        let x = b.take(100, None).unwrap();
+        b.submitted(&x, Via::Refiled);
+        let y = b.take(60, None).unwrap();
+        b.submitted(&y, Via::Refiled);
+        b.io_done(160, 160);
+        b.dirty(1, 2, 20, 100, 0);
+        // File 1: 120 cached pages, its newest 20 dirty. Dropping its last 70: the 20 dirty
+        // ones, and 50 of its 100 clean pages, so half its 100 written buffers.
+        assert_eq!(b.pages_truncated(1, 70, 120), vec![(2, 20)]);
+        assert_eq!((b.pending_of(1), b.nr_dirty), (0, 40));
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (110, 110));
+        // File 2's buffers are untouched; deleting it takes its 60 written and 40 dirty ones.
+        assert_eq!(b.pages_truncated(2, u64::MAX, 0), vec![(1, 40)]);
+        assert_eq!((b.nr_dirty, b.nr_locked_list()), (0, 50));
     }
 
     #[test]

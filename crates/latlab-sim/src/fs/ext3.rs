@@ -358,8 +358,9 @@ impl Path for Truncate {
                 )
             }
             4 if self.unlink => {
-                let dropped = k.buf.cancel_file(self.file);
-                k.jbd.delete_file(self.file, &dropped);
+                // What truncation left (nothing, unless reclaim raced it).
+                let dropped = k.buf.pages_truncated(self.file, u64::MAX, 0);
+                k.jbd.pages_truncated(self.file, u64::MAX, 0, &dropped);
                 k.mm.delete_file(self.file);
                 k.dcache.delete_file(self.file);
                 // The inode, the directory block (as for creat), the indirect blocks freed.
@@ -379,6 +380,10 @@ impl Path for Truncate {
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
         if self.stage == 2 {
+            // Each page's buffers go with it (block_flushpage / journal_flushpage).
+            let cached = k.mm.files.get(&self.file).map_or(0, |f| f.cached);
+            let dropped = k.buf.pages_truncated(self.file, done, cached);
+            k.jbd.pages_truncated(self.file, done, cached, &dropped);
             k.mm.drop_cache(self.file, done);
         }
         let Some(f) = k.mm.files.get_mut(&self.file) else {
@@ -471,6 +476,8 @@ mod tests {
         assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached), (100, 100));
         assert_eq!(run_to_sleep(&mut k, sys_ftruncate(f, 30)), None);
         assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached), (30, 30));
+        // The dropped pages' dirty buffers went with them, from the lists and the journal.
+        assert_eq!((k.buf.pending_of(f), k.buf.nr_dirty, k.jbd.running.dirty), (30, 30, 30));
         // Past the end: nothing to do.
         assert_eq!(run_to_sleep(&mut k, sys_ftruncate(f, 50)), None);
         assert_eq!(k.mm.files[&f].size, 30);

@@ -131,14 +131,6 @@ impl Txn {
             n -= self.cut(lo, n.min(hi.min(below) - lo));
         }
     }
-    /// The file's buffers leave the datalist (`journal_unmap_buffer` on truncate).
-    pub fn drop_file(&mut self, file: u32) {
-        for lo in self.by_file.remove(&file).unwrap_or_default() {
-            if let Some((hi, _)) = self.spans.remove(&lo) {
-                self.on_list -= hi - lo;
-            }
-        }
-    }
 }
 
 #[derive(Debug, Default)]
@@ -207,17 +199,22 @@ impl Journal {
         full
     }
 
-    /// A file is deleted (truncated to nothing). Its dirty buffers left their transactions
-    /// with the dirty list (`dropped`: per transaction); `journal_unmap_buffer` takes the rest
-    /// of its buffers off the running transaction's datalist, whatever their state. Those on
-    /// the committing transaction's stay until its commit unfiles them.
-    pub fn delete_file(&mut self, file: u32, dropped: &[(u64, u64)]) {
+    /// Truncation dropped `n` of `file`'s `cached` pages (`n >= cached`: all). Their dirty
+    /// buffers left their transactions with the dirty list (`dropped`: per transaction);
+    /// `journal_unmap_buffer` takes the rest of their buffers off the running transaction's
+    /// datalist, whatever their state (the dropped pages taken to be spread evenly over the
+    /// file's). Those on the committing transaction's stay until its commit unfiles them
+    /// ("If it is committing, we simply cannot touch it").
+    pub fn pages_truncated(&mut self, file: u32, n: u64, cached: u64, dropped: &[(u64, u64)]) {
         for &(tid, n) in dropped {
             if let Some(t) = self.txn_mut(tid) {
                 t.dirty -= n.min(t.dirty);
             }
         }
-        self.running.drop_file(file);
+        let (on, _) = self.running.of_file(file, 0);
+        let (n, cached) = if n >= cached { (1, 1) } else { (n, cached) };
+        let gone = (on as u128 * n as u128 / cached as u128) as u64;
+        self.running.take_file(file, gone, u64::MAX);
     }
 
     /// Reclaim freed `n` of `file`'s `cached` pages: `journal_try_to_free_buffers` unfiles
@@ -348,7 +345,7 @@ mod tests {
         j.running.submitted(1, 20, 10);
         j.running.submitted(2, 30, 5);
         j.running.submitted(1, 35, 5);
-        j.delete_file(1, &[]);
+        j.pages_truncated(1, 1, 1, &[]);
         assert_eq!(j.running.of_file(1, 0), (0, 0));
         assert_eq!((j.running.completed(40), j.running.locked(0)), (5, 5));
         let c = j.committing.as_ref().expect("committing");
