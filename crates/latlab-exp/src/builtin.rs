@@ -60,6 +60,7 @@ pub const WORKLOADS: &[&str] = &[
 fn lived_in(unused_dentries: u64, idle_anon_mib: u64) -> Preload {
     Preload {
         cache_full: true,
+        reclaimed_before: true,
         old_file_kb: 64,
         unused_dentries,
         referenced: true,
@@ -88,6 +89,7 @@ pub fn workload(name: &str) -> Option<Workload> {
             gap_ms: 0,
             preload: Preload {
                 cache_full: false,
+                reclaimed_before: false,
                 old_file_kb: 64,
                 unused_dentries: 20_000,
                 referenced: false,
@@ -95,9 +97,8 @@ pub fn workload(name: &str) -> Option<Workload> {
                 swapped_mib: 0,
             },
         },
-        // Seed 002 does not name its load. Williams' paper ran Red Hat's stress-kernel
-        // (NFS-COMPILE, TTCP, FIFOS_MMAP, P3_FPU, FS, CRASHME: docs/fidelity.md), not modelled
-        // yet. latlab's stand-in, in the spirit of that Cerberus suite: a parallel kernel build
+        // latlab's first stand-in for seed 002's load (before stress-kernel-2002 below), in
+        // the spirit of the Cerberus suite: a parallel kernel build
         // beside a dbench run and a memory hog that pushes the box into swap, then a large file
         // copy.
         "heavy-2002" => Workload {

@@ -79,6 +79,7 @@ struct FileRepr {
 #[serde(deny_unknown_fields)]
 pub struct PreloadRepr {
     pub cache_full: Option<bool>,
+    pub reclaimed_before: Option<bool>,
     pub old_file_kb: Option<u64>,
     pub unused_dentries: Option<u64>,
     pub referenced: Option<bool>,
@@ -91,6 +92,7 @@ impl PreloadRepr {
     pub fn apply(&self, p: &Preload) -> Preload {
         Preload {
             cache_full: self.cache_full.unwrap_or(p.cache_full),
+            reclaimed_before: self.reclaimed_before.unwrap_or(p.reclaimed_before),
             old_file_kb: self.old_file_kb.unwrap_or(p.old_file_kb),
             unused_dentries: self.unused_dentries.unwrap_or(p.unused_dentries),
             referenced: self.referenced.unwrap_or(p.referenced),
@@ -351,6 +353,7 @@ pub const VARY_KEYS: &[&str] = &[
     "preload.swapped_mib",
     "preload.old_file_kb",
     "preload.cache_full",
+    "preload.reclaimed_before",
     "preload.referenced",
 ];
 
@@ -423,6 +426,7 @@ impl Setting {
             "preload.swapped_mib" => p.swapped_mib = Some(int()?),
             "preload.old_file_kb" => p.old_file_kb = Some(int()?),
             "preload.cache_full" => p.cache_full = Some(flag()?),
+            "preload.reclaimed_before" => p.reclaimed_before = Some(flag()?),
             "preload.referenced" => p.referenced = Some(flag()?),
             _ => {
                 return Err(ExpError::Unknown {

@@ -1,28 +1,31 @@
-//! The lived-in desktop against a freshly booted one (seed 000's script, stock 2.4.18): on
-//! the lived-in box the first reclaim meets the desktop's anonymous pages at the inactive
-//! list's tail, swaps and prunes the dcache; the fresh box has no memory pressure at all.
+//! The lived-in desktop against a freshly booted one (seed 000's script, stock 2.4.18): the
+//! lived-in box's first reclaim meets the desktop's anonymous pages at the inactive list's
+//! tail, swaps and prunes the dcache, and by default that happens in the box's history,
+//! before the run; the fresh box has no memory pressure at all.
 
 fn first_seconds(experiment: &str, secs: u64) -> latlab_core::RunResult {
-    first_seconds_at(experiment, secs, None)
+    first_seconds_at(experiment, secs, None, true)
 }
 
-fn first_seconds_at(experiment: &str, secs: u64, rtc_hz: Option<u32>) -> latlab_core::RunResult {
+fn first_seconds_at(experiment: &str, secs: u64, rtc_hz: Option<u32>, history: bool) -> latlab_core::RunResult {
     let exp = latlab_exp::builtin_experiment(experiment).unwrap();
     let mut cfg = exp.runs[0].config.clone();
     if let Some(hz) = rtc_hz {
         cfg.rtc_hz = hz;
     }
+    cfg.workload.preload.reclaimed_before = history;
     cfg.min_duration_ns = 0;
     cfg.max_duration_ns = secs * 1_000_000_000;
     latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap().0
 }
 
 #[test]
-fn the_lived_in_desktop_swaps_and_prunes_the_dcache() {
-    // Also when realfeel's faster interrupts cut shrink_cache at its rescheduling point more
-    // often: the call goes on with what is left of its budgets, so it still meets max_mapped.
+fn the_lived_in_desktops_first_reclaim_swaps_and_prunes_the_dcache() {
+    // The cache filled in place: the box's first reclaim falls in the run. Also when
+    // realfeel's faster interrupts cut shrink_cache at its rescheduling point more often:
+    // the call goes on with what is left of its budgets, so it still meets max_mapped.
     for hz in [2048, 8192] {
-        let r = first_seconds_at("mini-ll", 5, Some(hz));
+        let r = first_seconds_at("mini-ll", 5, Some(hz), false);
         assert!(r.counters["reclaim_calls"] > 0);
         assert!(r.counters["pages_swapped_out"] > 0, "{hz} Hz: {:?}", r.counters);
         // prune_dcache's walk over the referenced dentries holds the CPU for tens of ms.
@@ -36,6 +39,33 @@ fn the_lived_in_desktop_swaps_and_prunes_the_dcache() {
             r.counters
         );
     }
+}
+
+#[test]
+fn a_box_that_has_reclaimed_before_starts_the_run_past_its_first_reclaim() {
+    let r = first_seconds("mini-ll", 5);
+    // The history read RAM's worth of old files: the first reclaim call went down to
+    // priority 1, pruning the dcache, and the desktop's pages met swap_out.
+    assert!(r.counters["history_ms"] > 10_000, "{:?}", r.counters);
+    assert!(r.counters["history_reclaim_calls"] > 100, "{:?}", r.counters);
+    assert!(
+        r.counters["history_reclaim_calls_to_priority_1"] > 0,
+        "{:?}",
+        r.counters
+    );
+    assert!(r.counters["history_pages_swapped_out"] > 0, "{:?}", r.counters);
+    assert_eq!(r.meta.settings["preload.reclaimed_before"], "true");
+    // The run is reported from its own start (the history took longer than the run), and
+    // its first seconds meet no
+    // referenced dentries to walk.
+    assert!(r.meta.duration_ns < 6_000_000_000, "{}", r.meta.duration_ns);
+    assert!(
+        r.counters.get("worst_us:prune_dcache").copied().unwrap_or(0) < 10_000,
+        "{:?}",
+        r.counters
+    );
+    let s = r.stream("realfeel").expect("realfeel");
+    assert!(s.worst.iter().all(|w| w.at_ns <= r.meta.duration_ns));
 }
 
 #[test]
@@ -60,6 +90,8 @@ fn a_fragmented_swap_map_makes_scan_swap_map_walk_it() {
     let scan_us = |swapped_mib: u64| {
         let mut cfg = ll.config.clone();
         cfg.workload.preload.swapped_mib = swapped_mib;
+        // The first reclaim in the run, not in the box's history.
+        cfg.workload.preload.reclaimed_before = false;
         cfg.min_duration_ns = 0;
         cfg.max_duration_ns = 5_000_000_000;
         let r = latlab_sim::simulate(&cfg, &mut |_, _| {}).unwrap().0;

@@ -51,9 +51,16 @@ pub struct Workload {
 /// The state the machine is in when the run starts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Preload {
-    /// Page cache full of clean pages of old files (a machine that has been up for a while),
-    /// leaving free memory at pages_high.
+    /// Page cache full of clean pages of old files (a machine that has been up for a while).
     pub cache_full: bool,
+    /// With `cache_full`: the cache filled the way it fills on a running box, by reading
+    /// (`cat`) old files through the page cache, as much as the machine has RAM, so that the
+    /// VM has reclaimed before the run begins (kswapd's first calls, with the dcache pruning
+    /// and swap-out they bring, lie behind it) and the run starts from what the model's own
+    /// VM made of the rest of this preload. Without: the cache is filled in place, free
+    /// memory left at pages_high, and the first reclaim call of the box's life falls in the
+    /// run.
+    pub reclaimed_before: bool,
     /// Mean size of those old files, KiB.
     pub old_file_kb: u64,
     /// Unused dentries (with their inodes) left by earlier activity, e.g. updatedb's nightly
@@ -227,6 +234,36 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
             Kthread::Kjournald => p.kjournald = pid,
         }
     }
+    // The box's life before the run ([`Preload::cache_full`]): `cat` of old files until as
+    // much as RAM has been read, so the page cache is full and the VM has reclaimed before
+    // (kswapd's first calls, with the pruning and swap-out they bring, lie behind it). The
+    // box then idles to the next whole second, and the run starts.
+    let p = &cfg.workload.preload;
+    if p.cache_full && p.reclaimed_before {
+        let cat = CommandSpec::CatOld {
+            mb: cfg.machine.ram_mib,
+            file_kb: cfg.workload.preload.old_file_kb,
+        };
+        k.spawn(TaskSpec::user("sh", Box::new(Shell::new(vec![cat], 0))), None);
+        // Reading RAM's worth takes a minute or so on any disk; an hour bounds a machine
+        // profile too slow to finish it (the run then starts where the history stopped).
+        while k.st.workload_done.is_none() && k.now < HISTORY_LIMIT_NS {
+            let until = k.now + 1_000_000_000;
+            k.run_until(until, |_| {});
+        }
+        k.st.workload_done = None;
+        if std::env::var_os("LATLAB_DEBUG_SCRIPT").is_some() {
+            let (m, d) = (&k.st.mm, &k.st.dcache);
+            eprintln!(
+                "{:>8.1}s  after the history: free {} cache {} anon {} swapped {} pages, {} reclaim calls ({} to priority 1); dentries unused {} ({} referenced), inodes unused {}",
+                k.now as f64 / 1e9, m.free, m.cache, m.anon, m.swapouts, m.reclaims, m.reclaims_to_priority_1,
+                d.dentries_unused, d.referenced, d.inodes_unused
+            );
+        }
+    }
+    let epoch = k.now;
+    let before = counters(&k);
+    k.tracker.epoch = epoch;
     k.spawn(
         TaskSpec {
             policy: Policy::Fifo,
@@ -247,14 +284,37 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         None,
     );
 
-    let target = cfg.min_duration_ns.min(cfg.max_duration_ns);
-    while k.now < cfg.max_duration_ns && !(k.st.workload_done.is_some() && k.now >= target) {
-        let until = (k.now + 1_000_000_000).min(cfg.max_duration_ns);
+    let end = epoch.saturating_add(cfg.max_duration_ns);
+    let target = epoch.saturating_add(cfg.min_duration_ns.min(cfg.max_duration_ns));
+    while k.now < end && !(k.st.workload_done.is_some() && k.now >= target) {
+        let until = (k.now + 1_000_000_000).min(end);
         let goal = target.max(k.now);
         k.run_until(until, |_| {});
-        progress(k.now, goal);
+        progress(k.now - epoch, goal - epoch);
     }
-    Ok(finish(cfg, k))
+    Ok(finish(cfg, k, epoch, &before))
+}
+
+/// Longest the box's history before the run may take.
+const HISTORY_LIMIT_NS: Nanos = 3_600_000_000_000;
+
+/// The kernel's event counts so far (a run reports what happened after its start).
+fn counters(k: &Kernel) -> [(&'static str, u64); 13] {
+    [
+        ("context_switches", k.stats.context_switches),
+        ("interrupts", k.stats.irqs),
+        ("syscalls", k.stats.syscalls),
+        ("schedule_calls", k.stats.schedule_calls),
+        ("tasks_created", k.stats.tasks_created),
+        ("disk_requests", k.st.disk.served),
+        ("disk_blocks", k.st.disk.blocks_moved),
+        ("buffers_written", k.st.buf.written),
+        ("journal_commits", k.st.jbd.commits),
+        ("pages_swapped_out", k.st.mm.swapouts),
+        ("idle_ms", k.stats.idle_ns / 1_000_000),
+        ("reclaim_calls", k.st.mm.reclaims),
+        ("reclaim_calls_to_priority_1", k.st.mm.reclaims_to_priority_1),
+    ]
 }
 
 fn preload(st: &mut KState, p: &Preload) {
@@ -276,8 +336,7 @@ fn preload(st: &mut KState, p: &Preload) {
     if !p.referenced {
         st.dcache.referenced = 0;
     }
-    let referenced = st.dcache.referenced;
-    if p.cache_full {
+    if p.cache_full && !p.reclaimed_before {
         let pages = (p.old_file_kb / 4).max(1);
         while st.mm.free > st.mm.pages_high + pages {
             let f = st.mm.existing_file(pages);
@@ -285,10 +344,9 @@ fn preload(st: &mut KState, p: &Preload) {
             if let Some(r) = st.mm.files.get_mut(&f) {
                 r.in_use = false;
             }
-            st.dcache.touch_new();
+            // The old files' dentries were used once, long ago.
+            st.dcache.looked_up_once();
         }
-        // The old files' dentries were used once, long ago.
-        st.dcache.referenced = referenced;
     }
 }
 
@@ -322,7 +380,7 @@ fn swapped_history(st: &mut KState, pages: u64) {
 /// Address-space id of the short-lived processes of the swap history (never a live one).
 const TRANSIENT_MM: u32 = u32::MAX - 4;
 
-fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
+fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str, u64)]) -> (RunResult, EngineStats) {
     let mut settings = BTreeMap::new();
     settings.insert("rtc_hz".into(), cfg.rtc_hz.to_string());
     settings.insert("preempt".into(), format!("{:?}", cfg.variant.preempt));
@@ -335,6 +393,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
     let p = &cfg.workload.preload;
     for (key, v) in [
         ("cache_full", p.cache_full.to_string()),
+        ("reclaimed_before", p.reclaimed_before.to_string()),
         ("old_file_kb", p.old_file_kb.to_string()),
         ("unused_dentries", p.unused_dentries.to_string()),
         ("referenced", p.referenced.to_string()),
@@ -349,34 +408,31 @@ fn finish(cfg: &SimConfig, mut k: Kernel) -> (RunResult, EngineStats) {
         kernel: cfg.variant.name.clone(),
         workload: cfg.workload.name.clone(),
         seed: cfg.seed,
-        duration_ns: k.now,
+        duration_ns: k.now - epoch,
         version: env!("CARGO_PKG_VERSION").to_string(),
         settings,
     };
     let mut r = RunResult::new(meta);
     let c = &mut r.counters;
-    c.insert("context_switches".into(), k.stats.context_switches);
-    c.insert("interrupts".into(), k.stats.irqs);
-    c.insert("syscalls".into(), k.stats.syscalls);
-    c.insert("schedule_calls".into(), k.stats.schedule_calls);
-    c.insert("tasks_created".into(), k.stats.tasks_created);
-    c.insert("disk_requests".into(), k.st.disk.served);
-    c.insert("disk_blocks".into(), k.st.disk.blocks_moved);
-    c.insert("buffers_written".into(), k.st.buf.written);
-    c.insert("journal_commits".into(), k.st.jbd.commits);
-    c.insert("pages_swapped_out".into(), k.st.mm.swapouts);
-    c.insert("idle_ms".into(), k.stats.idle_ns / 1_000_000);
+    for ((key, now), &(_, then)) in counters(&k).into_iter().zip(before) {
+        c.insert(key.into(), now - then);
+        if epoch > 0 {
+            // What the box's history before the run did ([`Preload::reclaimed_before`]).
+            c.insert(format!("history_{key}"), then);
+        }
+    }
+    if epoch > 0 {
+        c.insert("history_ms".into(), epoch / 1_000_000);
+    }
     c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
-    c.insert("reclaim_calls".into(), k.st.mm.reclaims);
-    c.insert("reclaim_calls_to_priority_1".into(), k.st.mm.reclaims_to_priority_1);
     if let Some(t) = k.st.workload_done {
         // How long the script itself ran (the run may idle on to the seed's length).
-        c.insert("workload_ms".into(), t / 1_000_000);
+        c.insert("workload_ms".into(), (t - epoch) / 1_000_000);
     }
-    let secs = k.now as f64 / 1e9;
+    let secs = (k.now - epoch) as f64 / 1e9;
     r.throughput.insert(
         "disk_MBps".into(),
-        k.st.disk.blocks_moved as f64 * 4096.0 / 1e6 / secs.max(1e-9),
+        c["disk_blocks"] as f64 * 4096.0 / 1e6 / secs.max(1e-9),
     );
     for (path, (n, worst)) in &k.tracker.causes {
         r.counters.insert(format!("samples>=1ms:{path}"), *n);

@@ -80,6 +80,13 @@ impl Dcache {
         self.referenced += 1;
     }
 
+    /// A file outside the workload's was looked up for the first time and released: its new
+    /// dentry (`d_alloc`) goes on `dentry_unused` without DCACHE_REFERENCED, which only a
+    /// later lookup's `d_lookup` hit sets.
+    pub fn looked_up_once(&mut self) {
+        self.dentries_unused += 1;
+    }
+
     /// creat() of a new file by the workload: its dentry goes unused+referenced on dput.
     pub fn created(&mut self, file: u32) {
         self.touch_new();

@@ -122,6 +122,8 @@ pub struct Tracker {
     /// Samples of at least CAUSE_THRESHOLD_NS by the function that held the CPU longest
     /// while the reader waited: (count, worst).
     pub causes: BTreeMap<&'static str, (u64, Nanos)>,
+    /// When the run began: sample times are reported from here.
+    pub epoch: Nanos,
 }
 
 impl Default for Tracker {
@@ -133,6 +135,7 @@ impl Default for Tracker {
             worst_entries: Vec::new(),
             worst_task: None,
             causes: BTreeMap::new(),
+            epoch: 0,
         }
     }
 }
@@ -258,8 +261,8 @@ impl Tracker {
                     format!("{func} <- {}", c.path)
                 },
                 lock: lock.map(str::to_string),
-                since_ns: c.since,
-                until_ns: ended_at,
+                since_ns: c.since.saturating_sub(self.epoch),
+                until_ns: ended_at - self.epoch,
                 ended_by: why.describe(),
             }
         });
@@ -331,7 +334,7 @@ impl Tracker {
         }
         self.stream.offer_worst(
             Sample {
-                at_ns: irq_at,
+                at_ns: irq_at - self.epoch,
                 latency_ns: latency,
                 tag: BTreeMap::new(),
                 attribution,

@@ -214,6 +214,9 @@ pub enum CommandSpec {
     /// Red Hat's stress-kernel with the six tests Clark Williams ran (seed 002), side by side
     /// until NFS-COMPILE has done `runs` runs ([`super::stress`]).
     StressKernel { runs: u32 },
+    /// `cat` of old files already on disk, `file_kb` each, `mb` in all: each looked up once,
+    /// read whole through the page cache and closed (its inode unused, its pages cached).
+    CatOld { mb: u64, file_kb: u64 },
 }
 
 impl CommandSpec {
@@ -232,6 +235,7 @@ impl CommandSpec {
             CommandSpec::Parallel(v) => v.iter().map(|c| c.label()).collect::<Vec<_>>().join(" & "),
             CommandSpec::MemHog { mb, .. } => format!("memhog {mb}M"),
             CommandSpec::StressKernel { runs } => format!("stress-kernel (NFS-COMPILE x{runs})"),
+            CommandSpec::CatOld { mb, file_kb } => format!("cat {mb} MB of old {file_kb} KB files"),
         }
     }
 }
@@ -443,6 +447,23 @@ impl Cmd {
                 o.compute(kb * 1024 * 1000 / gunzip_mb_s);
                 let g: &'static str = Box::leak(group.into_boxed_str());
                 o.create_write(&reg, g, kb * 1024, 10 * 1024);
+                true
+            }
+            CommandSpec::CatOld { mb, file_kb } => {
+                let file_kb = file_kb.max(4);
+                if u64::from(stage) >= mb * 1024 / file_kb {
+                    return false;
+                }
+                let pages = file_kb / 4;
+                let f = cx.st.mm.existing_file(pages);
+                cx.st.dcache.looked_up_once();
+                o.read(f, pages * 4096);
+                o.push(move |cx| {
+                    if let Some(r) = cx.st.mm.files.get_mut(&f) {
+                        r.in_use = false;
+                    }
+                    None
+                });
                 true
             }
             CommandSpec::Dd { mb, bs_kb, group } => {
