@@ -104,6 +104,11 @@ impl Path for FileWrite {
                     _ => {}
                 }
             }
+            // A rewrite stops at the end of the file.
+            let size = k.mm.files.get(&self.file).map_or(0, |f| f.size);
+            if let Some(at) = self.at {
+                self.left = self.left.min(size.saturating_sub(at));
+            }
             if self.left == 0 {
                 return Step::Done;
             }
@@ -155,9 +160,6 @@ impl Path for FileWrite {
             k.jbd.redirty(self.file, new, size.saturating_sub(pending));
             let txn = k.jbd.add_data(new);
             k.buf.dirty(self.file, txn, new, block, cx.now);
-            if done == 0 {
-                self.left = 0;
-            }
             return;
         }
         let block = f.block + f.size;
@@ -466,6 +468,26 @@ mod tests {
         // kjournald begins the commit: a fresh transaction has room.
         k.jbd.start_commit(0);
         assert!(matches!(w.next(&mut k, &cx), Step::Loop(_)));
+    }
+
+    #[test]
+    fn a_rewrite_cut_before_its_first_page_goes_on() {
+        let mut k = kstate();
+        let f = k.mm.create_file(10);
+        assert_eq!(run_to_sleep(&mut k, sys_write(f, 10 * 4096)), None);
+        let pending = k.buf.pending_of(f);
+        k.buf.pages_truncated(f, u64::MAX, 0);
+        let cx = Ctx { now: 0, pid: 1 };
+        let mut w = sys_rewrite(f, 2, 3 * 4096);
+        assert!(matches!(w.next(&mut k, &cx), Step::Loop(_)));
+        // Preempted (or cut at a rescheduling point) before the first page was done.
+        w.advanced(&mut k, &cx, 0);
+        assert!(matches!(w.next(&mut k, &cx), Step::Loop(_)), "the rewrite was dropped");
+        assert_eq!(run_to_sleep(&mut k, w), None);
+        assert_eq!((pending, k.buf.pending_of(f)), (10, 3));
+        // A rewrite past the end of the file has nothing to do.
+        assert_eq!(run_to_sleep(&mut k, sys_rewrite(f, 10, 4096)), None);
+        assert_eq!(k.buf.pending_of(f), 3);
     }
 
     #[test]
