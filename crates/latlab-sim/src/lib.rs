@@ -299,7 +299,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
 const HISTORY_LIMIT_NS: Nanos = 3_600_000_000_000;
 
 /// The kernel's event counts so far (a run reports what happened after its start).
-fn counters(k: &Kernel) -> [(&'static str, u64); 13] {
+fn counters(k: &Kernel) -> [(&'static str, u64); 14] {
     [
         ("context_switches", k.stats.context_switches),
         ("interrupts", k.stats.irqs),
@@ -308,6 +308,7 @@ fn counters(k: &Kernel) -> [(&'static str, u64); 13] {
         ("tasks_created", k.stats.tasks_created),
         ("disk_requests", k.st.disk.served),
         ("disk_blocks", k.st.disk.blocks_moved),
+        ("disk_blocks_read", k.st.disk.blocks_read),
         ("buffers_written", k.st.buf.written),
         ("journal_commits", k.st.jbd.commits),
         ("pages_swapped_out", k.st.mm.swapouts),
@@ -340,7 +341,7 @@ fn preload(st: &mut KState, p: &Preload) {
         let pages = (p.old_file_kb / 4).max(1);
         while st.mm.free > st.mm.pages_high + pages {
             let f = st.mm.existing_file(pages);
-            st.mm.add_cache(f, pages);
+            st.mm.add_pages(f, 0, pages);
             if let Some(r) = st.mm.files.get_mut(&f) {
                 r.in_use = false;
             }

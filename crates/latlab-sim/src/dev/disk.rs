@@ -57,6 +57,8 @@ pub struct Disk {
     /// Requests served, blocks moved.
     pub served: u64,
     pub blocks_moved: u64,
+    /// Of those, read.
+    pub blocks_read: u64,
 }
 
 impl Disk {
@@ -71,6 +73,7 @@ impl Disk {
             xfer_ns_per_block: 4096.0 * 1000.0 / m.disk.seq_mb_s,
             served: 0,
             blocks_moved: 0,
+            blocks_read: 0,
         }
     }
 
@@ -148,6 +151,9 @@ impl Disk {
         self.head = r.block + r.blocks;
         self.served += 1;
         self.blocks_moved += r.blocks;
+        if r.dir == Dir::Read {
+            self.blocks_read += r.blocks;
+        }
         self.start(now, out);
         Some(r)
     }

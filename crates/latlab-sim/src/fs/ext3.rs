@@ -146,13 +146,16 @@ impl Path for FileWrite {
         self.left -= done.min(self.left);
         if let Some(at) = self.at.as_mut() {
             // Inside the file: the pages not cached come back, the rest are written over.
+            // generic_file_write only sets PG_referenced on those, but they are dirty now,
+            // and the model's page scan takes the newest cache pages for the dirty ones
+            // (`ScanLimits::dirty`): they move to the young end.
             let done = done.min(f.size.saturating_sub(*at));
             let block = f.block + *at;
+            let from = *at;
             *at += done;
-            let fresh = done.min(f.size - f.cached.min(f.size));
             let size = f.size;
-            k.mm.add_cache(self.file, fresh);
-            k.mm.touch(self.file);
+            k.mm.touch_pages(self.file, from, done);
+            k.mm.add_pages(self.file, from, done);
             let pending = k.buf.pending_of(self.file);
             let new = done - done.min(pending);
             // Buffers already dirty: `mark_buffer_dirty` skips balance_dirty().
@@ -163,8 +166,9 @@ impl Path for FileWrite {
             return;
         }
         let block = f.block + f.size;
+        let from = f.size;
         f.size += done;
-        k.mm.add_cache(self.file, done);
+        k.mm.add_pages(self.file, from, done);
         let txn = k.jbd.add_data(done);
         k.buf.dirty(self.file, txn, done, block, cx.now);
         // Block allocation: a new indirect block every 1024 data blocks (the block bitmap,
@@ -208,9 +212,9 @@ impl Path for FileRead {
             if self.left == 0 || self.off >= size {
                 return Step::Done;
             }
-            let cached = f.cached.min(size);
-            if self.off < cached {
-                let n = self.left.min(cached - self.off);
+            let cached = k.mm.cached_run(self.file, self.off).min(size - self.off);
+            if cached > 0 {
+                let n = self.left.min(cached);
                 return LoopStep::plain(
                     "do_generic_file_read",
                     n,
@@ -218,30 +222,30 @@ impl Path for FileRead {
                     vec![point("do_generic_file_read", 1)],
                 );
             }
-            // Page-cache miss: readpage + readahead, sleep on the I/O.
-            let n = READAHEAD.min(size - cached);
+            // Page-cache miss: readpage + readahead of the pages missing from here on,
+            // sleep on the I/O.
+            let n = k.mm.uncached_run(self.file, self.off, READAHEAD.min(size - self.off));
             if need_pages(k, &mut self.sub, n) {
                 continue;
             }
-            let block = fblock + cached;
-            k.mm.add_cache(self.file, n);
-            self.sub.start(Box::new(disk_io(Dir::Read, block, n)));
+            let n = k.mm.add_pages(self.file, self.off, n);
+            self.sub.start(Box::new(disk_io(Dir::Read, fblock + self.off, n)));
         }
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }
+        // mark_page_accessed() of each page read.
+        k.mm.touch_pages(self.file, self.off, done);
         self.off += done;
         self.left -= done.min(self.left);
-        k.mm.touch(self.file);
     }
 }
 
 /// open()/stat(): path lookup through the dcache.
 pub fn sys_lookup(k: &mut KState, file: u32) -> Box<dyn Path> {
     k.dcache.touch_existing(file);
-    k.mm.touch(file);
     crate::kernel::path::once("path_lookup", k.c.lookup)
 }
 
@@ -321,7 +325,8 @@ impl Path for Truncate {
         let Some(f) = k.mm.files.get(&self.file) else {
             return Step::Done;
         };
-        let (cached, size) = (f.cached, f.size);
+        let size = f.size;
+        let past = k.mm.cached_from(self.file, self.to);
         if self.stage == 0 {
             if let Some(s) = journal_start(k) {
                 return s;
@@ -329,7 +334,7 @@ impl Path for Truncate {
         }
         self.stage += 1;
         // Nothing cached or allocated past the new end: those walks have nothing to walk.
-        if self.stage == 2 && cached <= self.to {
+        if self.stage == 2 && past == 0 {
             self.stage = 3;
         }
         if self.stage == 3 && size <= self.to {
@@ -340,7 +345,7 @@ impl Path for Truncate {
             1 => Work::locked("ext3_setattr", k.c.setattr, "BKL", false),
             2 => LoopStep::plain(
                 "truncate_inode_pages",
-                cached.saturating_sub(self.to),
+                past,
                 k.c.truncate_page,
                 vec![point("truncate_list_pages", 1)],
             ),
@@ -386,13 +391,13 @@ impl Path for Truncate {
             let cached = k.mm.files.get(&self.file).map_or(0, |f| f.cached);
             let dropped = k.buf.pages_truncated(self.file, done, cached);
             k.jbd.pages_truncated(self.file, done, cached, &dropped);
-            k.mm.drop_cache(self.file, done);
+            k.mm.drop_pages_from(self.file, self.to, done);
         }
         let Some(f) = k.mm.files.get_mut(&self.file) else {
             return;
         };
         match self.stage {
-            2 if f.cached > self.to => self.stage = 1,
+            2 if f.pages.count_from(self.to) > 0 => self.stage = 1,
             3 => {
                 f.size -= done.min(f.size);
                 if f.size > self.to {
@@ -488,6 +493,19 @@ mod tests {
         // A rewrite past the end of the file has nothing to do.
         assert_eq!(run_to_sleep(&mut k, sys_rewrite(f, 10, 4096)), None);
         assert_eq!(k.buf.pending_of(f), 3);
+    }
+
+    #[test]
+    fn reads_hit_the_pages_the_cache_holds_wherever_they_are() {
+        let mut k = kstate();
+        let f = k.mm.create_file(20);
+        assert_eq!(run_to_sleep(&mut k, sys_write(f, 20 * 4096)), None);
+        // The first half of the file left the cache; the pages just written are still there.
+        assert_eq!(k.mm.drop_pages_from(f, 0, 10), 10);
+        assert_eq!(run_to_sleep(&mut k, sys_read(f, 12, 4 * 4096)), None);
+        // A page that left is read back from disk, with the rest of the gap as readahead.
+        assert!(matches!(run_to_sleep(&mut k, sys_read(f, 3, 4096)), Some(Chan::Io(_))));
+        assert_eq!((k.mm.cached_run(f, 0), k.mm.cached_run(f, 3)), (0, 17));
     }
 
     #[test]

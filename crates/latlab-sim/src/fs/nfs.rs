@@ -84,7 +84,8 @@ pub fn nfs_create(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
 /// the server appends to its file.
 pub fn nfs_write(k: &mut KState, f: NfsFile, bytes: u64) -> Box<dyn Path> {
     let pages = bytes.div_ceil(4096);
-    k.mm.add_cache(f.client, pages);
+    let end = k.mm.files.get(&f.client).map_or(0, |c| c.size);
+    k.mm.add_pages(f.client, end, pages);
     rpc(k, "nfs_proc_write", (bytes, 0), sys_write(f.server, bytes), move |k| {
         mirror_size(k, f)
     })
@@ -94,8 +95,7 @@ pub fn nfs_write(k: &mut KState, f: NfsFile, bytes: u64) -> Box<dyn Path> {
 /// READ the server answers from its own cache or its disk; the reply fills the client's cache.
 pub fn nfs_read(k: &mut KState, f: NfsFile, off: u64, bytes: u64) -> Box<dyn Path> {
     let pages = bytes.div_ceil(4096);
-    let cached = k.mm.files.get(&f.client).map_or(0, |c| c.cached);
-    if off + pages <= cached {
+    if k.mm.cached_run(f.client, off) >= pages {
         return sys_read(f.client, off, bytes);
     }
     rpc(
@@ -105,8 +105,7 @@ pub fn nfs_read(k: &mut KState, f: NfsFile, off: u64, bytes: u64) -> Box<dyn Pat
         sys_read(f.server, off, bytes),
         move |k| {
             mirror_size(k, f);
-            let c = k.mm.files.get(&f.client).map_or(0, |c| c.cached);
-            k.mm.add_cache(f.client, (off + pages).saturating_sub(c));
+            k.mm.add_pages(f.client, off, pages);
         },
     )
 }
@@ -157,7 +156,7 @@ mod tests {
         let mut k = kstate();
         let f = new_file(&mut k, 0);
         k.mm.files.get_mut(&f.server).expect("server").size = 4;
-        k.mm.add_cache(f.server, 4);
+        k.mm.add_pages(f.server, 0, 4);
         // First read: a READ call fills the client's cache.
         assert_eq!(nfs_read(&mut k, f, 0, 8192).name(), "nfs_proc_read");
         let r = nfs_read(&mut k, f, 0, 8192);

@@ -2,24 +2,27 @@
 //! (mm/page_alloc.c, mm/filemap.c, mm/vmscan.c, mm/swapfile.c of 2.4.17/2.4.18).
 //!
 //! Only as much VM as the seeds' loops need: how many pages are free (whether an allocation
-//! must reclaim, whether kswapd runs), which files still have cached pages (what
-//! `prune_icache` skips, what `truncate_inode_pages` walks), each address space's resident
-//! and recently referenced pages (what `swap_out_mm` scans, what `exit_mmap` zaps), the
-//! swap map (what `scan_swap_map` searches, through the `latlab-swap` allocators), and the
-//! LRU list in age order (what `shrink_cache` meets, oldest first).
+//! must reclaim, whether kswapd runs), which pages of each file are cached ([`pagecache`]:
+//! what a read finds, what `prune_icache` skips, what `truncate_inode_pages` walks), each
+//! address space's resident and recently referenced pages (what `swap_out_mm` scans, what
+//! `exit_mmap` zaps), the swap map (what `scan_swap_map` searches, through the `latlab-swap`
+//! allocators), and the LRU list in age order (what `shrink_cache` meets, oldest first).
 //!
 //! The LRU follows 2.4.18: `lru_cache_add` (mm/swap.c) puts every new page-cache page *and*
 //! every new anonymous page (`do_anonymous_page` in mm/memory.c calls `lru_cache_add` then
 //! `mark_page_accessed`) at the head of the inactive list; nothing marks an anonymous page
 //! accessed again while its process merely uses it, so an idle desktop's pages sit at the
 //! tail, oldest, where `shrink_cache` meets them first. The active list is not kept apart:
-//! a page the model references again (a file read again) moves to the young end, which is
-//! where activation followed by `refill_inactive` would leave it.
+//! pages read again (`mark_page_accessed`) move to the young end, which is where activation
+//! followed by `refill_inactive` would leave them, and so do pages rewritten (dirty again:
+//! the scan takes the newest cache pages for the dirty ones).
 
+pub mod pagecache;
 pub mod vmscan;
 
 use crate::machine::MachineProfile;
 use latlab_swap::{AllocRequest, SwapAllocator};
+use pagecache::PageSet;
 use std::collections::{BTreeMap, VecDeque};
 
 /// A file's page-cache and on-disk state.
@@ -27,12 +30,25 @@ use std::collections::{BTreeMap, VecDeque};
 pub struct FileRec {
     /// Size in pages.
     pub size: u64,
-    /// Pages in the page cache.
+    /// Pages in the page cache (`pages.count()`).
     pub cached: u64,
+    /// Which pages those are.
+    pub pages: PageSet,
     /// First disk block (files are laid out contiguously in creation order).
     pub block: u64,
     /// Open or in use (inode not on the unused list).
     pub in_use: bool,
+}
+
+/// A run of the LRU list: pages of one owner.
+#[derive(Clone, Copy, Debug)]
+enum Run {
+    /// The pages of file `id` in `lo..hi` that carry `stamp` ([`pagecache`]): one stamp
+    /// belongs to one run.
+    File { id: u32, lo: u64, hi: u64, stamp: u64 },
+    /// `n` anonymous pages of address space `mm`; pages it loses are taken off lazily
+    /// (`Mm::stale`).
+    Anon { mm: u32, n: u64 },
 }
 
 /// Whose pages a run of the LRU list holds.
@@ -98,11 +114,16 @@ pub struct Mm {
     pub pages_high: u64,
     pub files: BTreeMap<u32, FileRec>,
     /// The LRU in age order, oldest (the inactive list's tail) first: runs of pages of one
-    /// owner. Pages an owner loses (truncate, exit, swap-out) are taken off lazily: `stale`
-    /// counts them, and they are dropped from that owner's oldest runs when a walk meets them.
-    lru: VecDeque<(Owner, u64)>,
-    stale: BTreeMap<Owner, u64>,
+    /// owner. A file's run counts the pages that still carry its stamp; anonymous pages an
+    /// address space loses (exit, swap-out) are taken off lazily: `stale` counts them by
+    /// address space, and they are dropped from its oldest runs when a walk meets them.
+    lru: VecDeque<Run>,
+    stale: BTreeMap<u32, u64>,
     stale_total: u64,
+    /// Last stamp handed to a file run.
+    stamp: u64,
+    /// Runs on the list after the last compaction (the next comes when they have doubled).
+    compacted_runs: usize,
     next_file: u32,
     next_block: u64,
     pub mms: BTreeMap<u32, MmRec>,
@@ -145,6 +166,8 @@ impl Mm {
             lru: VecDeque::new(),
             stale: BTreeMap::new(),
             stale_total: 0,
+            stamp: 0,
+            compacted_runs: 0,
             next_file: 1,
             next_block: FIRST_DATA_BLOCK,
             mms: BTreeMap::new(),
@@ -167,6 +190,7 @@ impl Mm {
             FileRec {
                 size: 0,
                 cached: 0,
+                pages: PageSet::default(),
                 block: self.next_block,
                 in_use: true,
             },
@@ -182,63 +206,136 @@ impl Mm {
         id
     }
 
-    /// The file's cached pages were referenced again: they move to the young end.
-    pub fn touch(&mut self, file: u32) {
-        let Some(n) = self.files.get(&file).map(|f| f.cached) else {
+    /// Pages `lo..lo+n` of `file` that are cached were referenced again
+    /// (`mark_page_accessed`): they move to the young end, where activation followed by
+    /// `refill_inactive` would leave them.
+    pub fn touch_pages(&mut self, file: u32, lo: u64, n: u64) {
+        let hi = lo.saturating_add(n);
+        if self
+            .files
+            .get(&file)
+            .is_none_or(|f| f.pages.count_from(lo) == f.pages.count_from(hi))
+        {
             return;
-        };
-        if n > 0 {
-            self.forget(Owner::File(file), n);
-            self.push(Owner::File(file), n);
+        }
+        let stamp = self.young_run(file, lo, hi);
+        if let Some(f) = self.files.get_mut(&file) {
+            f.pages.restamp(lo, hi, None, stamp, u64::MAX);
         }
     }
 
-    /// New pages of `owner` at the young end (`lru_cache_add`).
-    fn push(&mut self, owner: Owner, n: u64) {
+    /// The stamp for pages of `file` in `lo..hi` going to the young end: the last run's,
+    /// widened to cover them, when it is the same file's; else a new run's.
+    fn young_run(&mut self, file: u32, lo: u64, hi: u64) -> u64 {
+        if let Some(Run::File {
+            id,
+            lo: l,
+            hi: h,
+            stamp,
+        }) = self.lru.back_mut()
+        {
+            if *id == file {
+                *l = (*l).min(lo);
+                *h = (*h).max(hi);
+                return *stamp;
+            }
+        }
+        self.stamp += 1;
+        self.lru.push_back(Run::File {
+            id: file,
+            lo,
+            hi,
+            stamp: self.stamp,
+        });
+        self.maybe_compact();
+        self.stamp
+    }
+
+    /// `n` new anonymous pages of `mm` at the young end.
+    fn push_anon(&mut self, mm: u32, n: u64) {
         match self.lru.back_mut() {
-            Some((o, m)) if *o == owner => *m += n,
-            _ => self.lru.push_back((owner, n)),
+            Some(Run::Anon { mm: m, n: k }) if *m == mm => *k += n,
+            _ => {
+                self.lru.push_back(Run::Anon { mm, n });
+                self.maybe_compact();
+            }
         }
     }
 
-    /// `n` pages of `owner` left the LRU (freed elsewhere): dropped lazily from its oldest runs.
-    fn forget(&mut self, owner: Owner, n: u64) {
+    /// `n` anonymous pages of `mm` left the LRU (freed elsewhere): dropped lazily from its
+    /// oldest runs.
+    fn forget_anon(&mut self, mm: u32, n: u64) {
         if n == 0 {
             return;
         }
-        *self.stale.entry(owner).or_default() += n;
+        *self.stale.entry(mm).or_default() += n;
         self.stale_total += n;
         if self.stale_total > 2 * (self.cache + self.anon) + 1024 {
             self.compact();
         }
     }
 
-    /// Drop every stale page from the list and merge neighbouring runs of one owner.
+    fn maybe_compact(&mut self) {
+        if self.lru.len() > 2 * self.compacted_runs + 1024 {
+            self.compact();
+        }
+    }
+
+    /// Pages of a run still on the list.
+    fn live(&self, r: &Run) -> u64 {
+        match *r {
+            Run::File { id, lo, hi, stamp } => self.files.get(&id).map_or(0, |f| f.pages.live(lo, hi, stamp)),
+            Run::Anon { n, .. } => n,
+        }
+    }
+
+    /// Drop every run with nothing left and every stale anonymous page, narrow each file
+    /// run to the pages it still holds, and merge neighbouring runs of one address space.
     fn compact(&mut self) {
-        let mut out: VecDeque<(Owner, u64)> = VecDeque::with_capacity(self.lru.len() / 2);
-        for (o, n) in std::mem::take(&mut self.lru) {
-            let live = self.take_stale(o, n);
-            if live == 0 {
-                continue;
-            }
-            match out.back_mut() {
-                Some((p, m)) if *p == o => *m += live,
-                _ => out.push_back((o, live)),
+        let mut out: VecDeque<Run> = VecDeque::with_capacity(self.lru.len() / 2);
+        for r in std::mem::take(&mut self.lru) {
+            match r {
+                Run::File { id, lo, hi, stamp } => {
+                    let live = self
+                        .files
+                        .get(&id)
+                        .map_or(Vec::new(), |f| f.pages.live_ranges(lo, hi, stamp));
+                    if let (Some(first), Some(last)) = (live.first(), live.last()) {
+                        out.push_back(Run::File {
+                            id,
+                            lo: first.0,
+                            hi: last.1,
+                            stamp,
+                        });
+                    }
+                }
+                Run::Anon { mm, n } => {
+                    let live = self.take_stale(mm, n);
+                    if live == 0 {
+                        continue;
+                    }
+                    match out.back_mut() {
+                        Some(Run::Anon { mm: m, n: k }) if *m == mm => *k += live,
+                        _ => out.push_back(Run::Anon { mm, n: live }),
+                    }
+                }
             }
         }
         self.lru = out;
+        self.compacted_runs = self.lru.len();
         debug_assert_eq!(self.stale_total, 0);
         self.stale.clear();
     }
 
-    /// Of a run of `n` pages of `o`, how many are still there (consuming its stale count).
-    fn take_stale(&mut self, o: Owner, n: u64) -> u64 {
-        let Some(s) = self.stale.get_mut(&o) else { return n };
+    /// Of a run of `n` anonymous pages of `mm`, how many are still there (consuming its
+    /// stale count).
+    fn take_stale(&mut self, mm: u32, n: u64) -> u64 {
+        let Some(s) = self.stale.get_mut(&mm) else { return n };
         let gone = (*s).min(n);
         *s -= gone;
         self.stale_total -= gone;
         if *s == 0 {
-            self.stale.remove(&o);
+            self.stale.remove(&mm);
         }
         n - gone
     }
@@ -250,21 +347,27 @@ impl Mm {
 
     /// What a `shrink_cache` scan under `lim` would meet, without changing anything.
     pub fn plan_shrink(&self, lim: &ScanLimits) -> Scan {
-        // Stale pages this walk has already dropped, by owner (only owners it meets).
-        let mut used: BTreeMap<Owner, u64> = BTreeMap::new();
+        // Stale anonymous pages this walk has already dropped, by address space.
+        let mut used: BTreeMap<u32, u64> = BTreeMap::new();
         let mut cache_seen = 0;
         let mut sc = Scan::default();
-        for &(o, n) in &self.lru {
-            let gone = match self.stale.get(&o) {
-                None => 0,
-                Some(&s) => {
-                    let u = used.entry(o).or_default();
-                    let g = (s - *u).min(n);
-                    *u += g;
-                    g
+        for r in &self.lru {
+            let (o, live) = match *r {
+                Run::File { id, .. } => (Owner::File(id), self.live(r)),
+                Run::Anon { mm, n } => {
+                    let gone = match self.stale.get(&mm) {
+                        None => 0,
+                        Some(&s) => {
+                            let u = used.entry(mm).or_default();
+                            let g = (s - *u).min(n);
+                            *u += g;
+                            g
+                        }
+                    };
+                    (Owner::Anon(mm), n - gone)
                 }
             };
-            if !Self::meet(&mut sc, &mut cache_seen, self.cache, lim, o, n - gone) {
+            if !Self::meet(&mut sc, &mut cache_seen, self.cache, lim, o, live) {
                 break;
             }
         }
@@ -320,35 +423,56 @@ impl Mm {
         };
         let mut cache_seen = 0;
         let mut sc = Scan::default();
-        let mut rotated: Vec<(Owner, u64)> = Vec::new();
+        // Pages the scan met and left on the list: they rotate to the young end.
+        let mut rotated: Vec<(Run, u64)> = Vec::new();
         let cache = self.cache;
         while sc.scanned < lim.max_scan {
-            let Some((o, n)) = self.lru.pop_front() else { break };
-            let live = self.take_stale(o, n);
+            let Some(r) = self.lru.pop_front() else { break };
+            let (o, live) = match r {
+                Run::File { id, .. } => (Owner::File(id), self.live(&r)),
+                Run::Anon { mm, n } => (Owner::Anon(mm), self.take_stale(mm, n)),
+            };
             let before = sc;
             let go_on = Self::meet(&mut sc, &mut cache_seen, cache, &lim, o, live);
             let met = sc.scanned - before.scanned;
             let gone = sc.freed - before.freed;
-            if met < live {
-                self.lru.push_front((o, live - met));
-            }
-            if let (Owner::File(id), true) = (o, gone > 0) {
-                let cached = self.files.get(&id).map_or(0, |f| f.cached);
-                self.uncache(id, gone);
-                freed(id, gone, cached);
-                if self.files.get(&id).is_some_and(|f| f.cached == 0 && !f.in_use) {
-                    sc.emptied += 1;
+            match r {
+                Run::File { id, lo, hi, stamp } => {
+                    if gone > 0 {
+                        let cached = self.files.get(&id).map_or(0, |f| f.cached);
+                        self.uncache(id, |p| p.take_live(lo, hi, stamp, gone));
+                        freed(id, gone, cached);
+                        if self.files.get(&id).is_some_and(|f| f.cached == 0 && !f.in_use) {
+                            sc.emptied += 1;
+                        }
+                    }
+                    if met < live {
+                        self.lru.push_front(r);
+                    }
+                }
+                Run::Anon { mm, .. } => {
+                    if met < live {
+                        self.lru.push_front(Run::Anon { mm, n: live - met });
+                    }
                 }
             }
             if met > gone {
-                rotated.push((o, met - gone));
+                rotated.push((r, met - gone));
             }
             if !go_on {
                 break;
             }
         }
-        for (o, n) in rotated {
-            self.push(o, n);
+        for (r, n) in rotated {
+            match r {
+                Run::File { id, lo, hi, stamp } => {
+                    let new = self.young_run(id, lo, hi);
+                    if let Some(f) = self.files.get_mut(&id) {
+                        f.pages.restamp(lo, hi, Some(stamp), new, n);
+                    }
+                }
+                Run::Anon { mm, .. } => self.push_anon(mm, n),
+            }
         }
         sc
     }
@@ -363,31 +487,54 @@ impl Mm {
         self.free < self.pages_low
     }
 
-    pub fn add_cache(&mut self, file: u32, n: u64) {
-        let take = n.min(self.free);
-        self.free -= take;
-        self.cache += take;
-        if let Some(f) = self.files.get_mut(&file) {
-            f.cached += take;
+    /// Pages `lo..lo+n` of `file` that are not cached come into the page cache, as many
+    /// as free memory holds, lowest first, at the young end (`add_to_page_cache` ->
+    /// `lru_cache_add`). Returns how many did.
+    pub fn add_pages(&mut self, file: u32, lo: u64, n: u64) -> u64 {
+        let max = n.min(self.free);
+        if max == 0 || !self.files.contains_key(&file) {
+            return 0;
         }
-        self.push(Owner::File(file), take);
+        let hi = lo.saturating_add(n);
+        let stamp = self.young_run(file, lo, hi);
+        let Some(f) = self.files.get_mut(&file) else { return 0 };
+        let added = f.pages.add_missing(lo, hi, stamp, max);
+        f.cached = f.pages.count();
+        self.free -= added;
+        self.cache += added;
+        added
     }
 
-    /// `n` cached pages of `file` leave the page cache and are free; returns how many did.
-    /// The caller takes them off the LRU list.
-    fn uncache(&mut self, file: u32, n: u64) -> u64 {
+    /// Apply `change` to `file`'s pages; what it took out of the cache is free. Returns the
+    /// pages that went.
+    fn uncache(&mut self, file: u32, change: impl FnOnce(&mut PageSet) -> u64) -> u64 {
         let Some(f) = self.files.get_mut(&file) else { return 0 };
-        let d = n.min(f.cached);
-        f.cached -= d;
+        let d = change(&mut f.pages);
+        f.cached = f.pages.count();
         self.cache -= d.min(self.cache);
         self.free += d;
         d
     }
 
-    /// `n` cached pages of `file` were truncated away (the walk is paid by the path).
-    pub fn drop_cache(&mut self, file: u32, n: u64) {
-        let d = self.uncache(file, n);
-        self.forget(Owner::File(file), d);
+    /// The first `n` cached pages of `file` at page `from` and above were truncated away
+    /// (the walk is paid by the path). Returns how many went.
+    pub fn drop_pages_from(&mut self, file: u32, from: u64, n: u64) -> u64 {
+        self.uncache(file, |p| p.remove_from(from, n))
+    }
+
+    /// Cached pages of `file` at page `from` and above.
+    pub fn cached_from(&self, file: u32, from: u64) -> u64 {
+        self.files.get(&file).map_or(0, |f| f.pages.count_from(from))
+    }
+
+    /// How many pages of `file` from `from` on are cached without a gap.
+    pub fn cached_run(&self, file: u32, from: u64) -> u64 {
+        self.files.get(&file).map_or(0, |f| f.pages.run_from(from))
+    }
+
+    /// How many pages of `file` from `from` on are not cached, up to `limit`.
+    pub fn uncached_run(&self, file: u32, from: u64, limit: u64) -> u64 {
+        self.files.get(&file).map_or(0, |f| f.pages.gap_from(from, limit))
     }
 
     /// Share of `cached_inodes` inodes that still have page-cache pages, in 1/1024: files
@@ -402,7 +549,7 @@ impl Mm {
 
     /// Remove a file: its cached pages are freed (the truncate walk has been paid by the path).
     pub fn delete_file(&mut self, file: u32) {
-        self.drop_cache(file, u64::MAX);
+        self.drop_pages_from(file, 0, u64::MAX);
         self.files.remove(&file);
     }
 
@@ -432,7 +579,7 @@ impl Mm {
         let r = self.mms.entry(mm).or_default();
         r.rss += take;
         r.young += take;
-        self.push(Owner::Anon(mm), take);
+        self.push_anon(mm, take);
         take
     }
 
@@ -480,7 +627,7 @@ impl Mm {
         self.anon -= d.min(self.anon);
         self.free += d;
         let left = r.rss;
-        self.forget(Owner::Anon(mm), d);
+        self.forget_anon(mm, d);
         left
     }
 
@@ -542,7 +689,7 @@ mod tests {
         let mut m = mm();
         m.grow(7, 2000);
         let f = m.create_file(5000);
-        m.add_cache(f, 5000);
+        m.add_pages(f, 0, 5000);
         let sc = m.plan_shrink(&limits(32, 10_000, 512, 0));
         assert_eq!(
             sc,
@@ -563,7 +710,7 @@ mod tests {
     fn clean_cache_at_the_tail_is_freed_and_dirty_cache_is_the_newest() {
         let mut m = mm();
         let f = m.create_file(100);
-        m.add_cache(f, 100);
+        m.add_pages(f, 0, 100);
         let free = m.free;
         // 60 of the 100 pages are dirty: the newest ones.
         let lim = limits(50, 1000, 512, 60);
@@ -585,10 +732,10 @@ mod tests {
     fn pages_that_left_are_never_met_again() {
         let mut m = mm();
         let f = m.create_file(300);
-        m.add_cache(f, 300);
+        m.add_pages(f, 0, 300);
         m.grow(3, 100);
         let g = m.create_file(50);
-        m.add_cache(g, 50);
+        m.add_pages(g, 0, 50);
         m.delete_file(f);
         m.unmap(3, 40);
         let sc = m.plan_shrink(&limits(1000, 10_000, 10_000, 0));
@@ -622,13 +769,23 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let mut m = mm();
+        let free0 = m.free;
         let mut files = Vec::new();
         for _ in 0..5000 {
-            match rng.gen_range(0..7) {
+            match rng.gen_range(0..8) {
                 0 => {
                     let f = m.create_file(64);
-                    m.add_cache(f, rng.gen_range(1..64));
+                    m.add_pages(f, 0, rng.gen_range(1..64));
                     files.push(f);
+                }
+                6 if !files.is_empty() => {
+                    let f = files[rng.gen_range(0..files.len())];
+                    let from = rng.gen_range(0..64);
+                    if rng.gen_bool(0.5) {
+                        m.add_pages(f, from, rng.gen_range(1..64));
+                    } else {
+                        m.drop_pages_from(f, from, rng.gen_range(1..64));
+                    }
                 }
                 1 => {
                     m.grow(rng.gen_range(1..5), rng.gen_range(1..200));
@@ -640,7 +797,11 @@ mod tests {
                 3 => {
                     m.unmap(rng.gen_range(1..5), rng.gen_range(1..100));
                 }
-                4 if !files.is_empty() => m.touch(files[rng.gen_range(0..files.len())]),
+                4 if !files.is_empty() => m.touch_pages(
+                    files[rng.gen_range(0..files.len())],
+                    rng.gen_range(0..64),
+                    rng.gen_range(1..64),
+                ),
                 5 => m.drop_mm(rng.gen_range(1..5)),
                 _ => {
                     let lim = limits(32, rng.gen_range(1..2000), rng.gen_range(0..600), 0);
@@ -653,6 +814,8 @@ mod tests {
             assert_eq!((sc.freed, sc.mapped), (m.cache, m.anon));
             let cached: u64 = m.files.values().map(|f| f.cached).sum();
             assert_eq!(cached, m.cache);
+            assert!(m.files.values().all(|f| f.cached == f.pages.count()));
+            assert_eq!(m.free + m.cache + m.anon + m.slab_bytes / 4096, free0);
         }
     }
 }

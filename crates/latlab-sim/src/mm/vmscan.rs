@@ -435,7 +435,7 @@ mod tests {
         let mut k = kstate();
         let n = k.mm.free - k.mm.pages_min;
         let f = k.mm.create_file(n);
-        k.mm.add_cache(f, n);
+        k.mm.add_pages(f, 0, n);
         if dirty {
             k.buf.dirty(f, 1, n, 0, 0);
         }

@@ -1,0 +1,307 @@
+//! Which pages of a file the page cache holds (2.4's page hash, `find_get_page(mapping,
+//! index)` of mm/filemap.c), as ranges of page indexes.
+//!
+//! Each cached page also carries the stamp of the LRU run it sits in ([`super::Mm`]'s list):
+//! a run covers a range of one file's indexes and counts only the pages there that carry
+//! its stamp. A page that is freed, truncated or moved to another run (referenced again,
+//! rotated by the scan) loses or changes its stamp, so the runs it left stop counting it
+//! without being touched.
+
+use std::collections::BTreeMap;
+
+/// A file's cached pages: `lo -> (hi, stamp)`, disjoint, neighbours with one stamp merged.
+#[derive(Clone, Debug, Default)]
+pub struct PageSet {
+    ranges: BTreeMap<u64, (u64, u64)>,
+    len: u64,
+}
+
+impl PageSet {
+    /// Pages held.
+    pub fn count(&self) -> u64 {
+        self.len
+    }
+
+    /// The ranges overlapping `lo..hi`, clipped to it: (lo, hi, stamp), in order.
+    fn overlaps(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        let head = if lo < hi {
+            self.ranges
+                .range(..lo)
+                .next_back()
+                .filter(|(_, &(b, _))| b > lo)
+                .map(|(_, &(b, s))| (lo, b.min(hi), s))
+        } else {
+            None
+        };
+        let rest = if lo < hi { Some(self.ranges.range(lo..hi)) } else { None };
+        head.into_iter()
+            .chain(rest.into_iter().flatten().map(move |(&a, &(b, s))| (a, b.min(hi), s)))
+    }
+
+    /// [`Self::overlaps`], collected (for changing the set while going through them).
+    fn overlapping(&self, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
+        self.overlaps(lo, hi).collect()
+    }
+
+    /// Take `lo..hi` out of the set; returns the pages that were there.
+    pub fn remove(&mut self, lo: u64, hi: u64) -> u64 {
+        if lo >= hi {
+            return 0;
+        }
+        let mut gone = 0;
+        // A range straddling `lo`: keep its head.
+        if let Some((&a, &(b, s))) = self.ranges.range(..lo).next_back() {
+            if b > lo {
+                self.ranges.insert(a, (lo, s));
+                if b > hi {
+                    self.ranges.insert(hi, (b, s));
+                    gone += hi - lo;
+                } else {
+                    gone += b - lo;
+                }
+            }
+        }
+        let inside: Vec<(u64, (u64, u64))> = self.ranges.range(lo..hi).map(|(&a, &v)| (a, v)).collect();
+        for (a, (b, s)) in inside {
+            self.ranges.remove(&a);
+            if b > hi {
+                self.ranges.insert(hi, (b, s));
+                gone += hi - a;
+            } else {
+                gone += b - a;
+            }
+        }
+        self.len -= gone;
+        gone
+    }
+
+    /// Add the pages of `lo..hi` not held yet, at most `max`, lowest first, with `stamp`;
+    /// returns how many were added.
+    pub fn add_missing(&mut self, lo: u64, hi: u64, stamp: u64, max: u64) -> u64 {
+        let mut added = 0;
+        let mut at = lo;
+        let held = self.overlapping(lo, hi);
+        let mut gaps = Vec::new();
+        for (a, b, _) in held {
+            if a > at {
+                gaps.push((at, a));
+            }
+            at = b;
+        }
+        if at < hi {
+            gaps.push((at, hi));
+        }
+        for (a, b) in gaps {
+            let n = (b - a).min(max - added);
+            if n == 0 {
+                break;
+            }
+            self.put_new(a, a + n, stamp);
+            added += n;
+        }
+        added
+    }
+
+    /// `lo..hi`, none of it held, held now with `stamp`.
+    fn put_new(&mut self, lo: u64, hi: u64, stamp: u64) {
+        self.len += hi - lo;
+        let (mut lo, mut hi) = (lo, hi);
+        if let Some((&a, &(b, s))) = self.ranges.range(..lo).next_back() {
+            if b == lo && s == stamp {
+                self.ranges.remove(&a);
+                lo = a;
+            }
+        }
+        if let Some(&(b, s)) = self.ranges.get(&hi) {
+            if s == stamp {
+                self.ranges.remove(&hi);
+                hi = b;
+            }
+        }
+        self.ranges.insert(lo, (hi, stamp));
+    }
+
+    /// Give the held pages of `lo..hi` that carry `old` (all held ones if `old` is None) the
+    /// stamp `new`, at most `max` of them, lowest first; returns the span they lie in
+    /// (empty if none).
+    pub fn restamp(&mut self, lo: u64, hi: u64, old: Option<u64>, new: u64, max: u64) -> (u64, u64, u64) {
+        let mut n = 0;
+        let mut span = (u64::MAX, 0);
+        for (a, b, s) in self.overlapping(lo, hi) {
+            if old.is_some_and(|o| o != s) {
+                continue;
+            }
+            let take = (b - a).min(max - n);
+            if take == 0 {
+                break;
+            }
+            self.remove(a, a + take);
+            self.put_new(a, a + take, new);
+            span = (span.0.min(a), span.1.max(a + take));
+            n += take;
+        }
+        (span.0.min(span.1), span.1, n)
+    }
+
+    /// Pages of `lo..hi` carrying `stamp`.
+    pub fn live(&self, lo: u64, hi: u64, stamp: u64) -> u64 {
+        self.overlaps(lo, hi)
+            .filter(|&(_, _, s)| s == stamp)
+            .map(|(a, b, _)| b - a)
+            .sum()
+    }
+
+    /// The ranges of `lo..hi` carrying `stamp`.
+    pub fn live_ranges(&self, lo: u64, hi: u64, stamp: u64) -> Vec<(u64, u64)> {
+        self.overlaps(lo, hi)
+            .filter(|&(_, _, s)| s == stamp)
+            .map(|(a, b, _)| (a, b))
+            .collect()
+    }
+
+    /// Remove the first `n` pages of `lo..hi` carrying `stamp`; returns how many went.
+    pub fn take_live(&mut self, lo: u64, hi: u64, stamp: u64, n: u64) -> u64 {
+        let mut gone = 0;
+        for (a, b) in self.live_ranges(lo, hi, stamp) {
+            let take = (b - a).min(n - gone);
+            if take == 0 {
+                break;
+            }
+            gone += self.remove(a, a + take);
+        }
+        gone
+    }
+
+    /// How many pages from `from` on are held without a gap (0 if `from` is not held).
+    pub fn run_from(&self, from: u64) -> u64 {
+        let mut at = from;
+        loop {
+            let next = match self.ranges.range(..=at).next_back() {
+                Some((_, &(b, _))) if b > at => b,
+                _ => return at - from,
+            };
+            at = next;
+        }
+    }
+
+    /// How many pages from `from` on are not held, up to `limit`.
+    pub fn gap_from(&self, from: u64, limit: u64) -> u64 {
+        if self.run_from(from) > 0 {
+            return 0;
+        }
+        match self.ranges.range(from..).next() {
+            Some((&a, _)) => (a - from).min(limit),
+            None => limit,
+        }
+    }
+
+    /// Pages held at `from` and above.
+    pub fn count_from(&self, from: u64) -> u64 {
+        self.overlaps(from, u64::MAX).map(|(a, b, _)| b - a).sum()
+    }
+
+    /// The first `n` held pages at `from` and above, removed; returns how many went.
+    pub fn remove_from(&mut self, from: u64, n: u64) -> u64 {
+        let mut gone = 0;
+        for (a, b, _) in self.overlapping(from, u64::MAX) {
+            let take = (b - a).min(n - gone);
+            if take == 0 {
+                break;
+            }
+            gone += self.remove(a, a + take);
+        }
+        gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pages held, one by one, with their stamps.
+    fn pages(p: &PageSet) -> Vec<(u64, u64)> {
+        p.ranges
+            .iter()
+            .flat_map(|(&a, &(b, s))| (a..b).map(move |i| (i, s)))
+            .collect()
+    }
+
+    #[test]
+    fn a_set_agrees_with_a_page_by_page_model() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let mut p = PageSet::default();
+        let mut m: BTreeMap<u64, u64> = BTreeMap::new();
+        for step in 0..4000u64 {
+            let lo = rng.gen_range(0..60);
+            let hi = lo + rng.gen_range(0..20);
+            let stamp = rng.gen_range(0..4);
+            let max = rng.gen_range(0..25);
+            match rng.gen_range(0..6) {
+                0 => {
+                    let added = p.add_missing(lo, hi, stamp, max);
+                    let mut want = 0;
+                    for i in lo..hi {
+                        if want < max && !m.contains_key(&i) {
+                            m.insert(i, stamp);
+                            want += 1;
+                        }
+                    }
+                    assert_eq!(added, want, "step {step}");
+                }
+                1 => {
+                    let gone = p.remove(lo, hi);
+                    let want = (lo..hi).filter(|i| m.remove(i).is_some()).count() as u64;
+                    assert_eq!(gone, want, "step {step}");
+                }
+                2 => {
+                    let old = stamp;
+                    let (_, _, n) = p.restamp(lo, hi, Some(old), 9 + step, max);
+                    let mut want = 0;
+                    for i in lo..hi {
+                        if want < max && m.get(&i) == Some(&old) {
+                            m.insert(i, 9 + step);
+                            want += 1;
+                        }
+                    }
+                    assert_eq!(n, want, "step {step}");
+                }
+                3 => {
+                    let gone = p.take_live(lo, hi, stamp, max);
+                    let mut want = 0;
+                    for i in lo..hi {
+                        if want < max && m.get(&i) == Some(&stamp) {
+                            m.remove(&i);
+                            want += 1;
+                        }
+                    }
+                    assert_eq!(gone, want, "step {step}");
+                }
+                4 => {
+                    let gone = p.remove_from(lo, max);
+                    let take: Vec<u64> = m.range(lo..).map(|(&i, _)| i).take(max as usize).collect();
+                    for i in &take {
+                        m.remove(i);
+                    }
+                    assert_eq!(gone, take.len() as u64, "step {step}");
+                }
+                _ => {
+                    let run = (lo..).take_while(|i| m.contains_key(i)).count() as u64;
+                    assert_eq!(p.run_from(lo), run);
+                    let gap = (lo..lo + 30).take_while(|i| !m.contains_key(i)).count() as u64;
+                    let gap = if run > 0 { 0 } else { gap.min(30) };
+                    assert_eq!(p.gap_from(lo, 30), gap);
+                    assert_eq!(p.count_from(lo), m.range(lo..).count() as u64);
+                    let live = (lo..hi).filter(|i| m.get(i) == Some(&stamp)).count() as u64;
+                    assert_eq!(p.live(lo, hi, stamp), live);
+                }
+            }
+            assert_eq!(
+                pages(&p),
+                m.iter().map(|(&i, &s)| (i, s)).collect::<Vec<_>>(),
+                "step {step}"
+            );
+            assert_eq!(p.count(), m.len() as u64, "step {step}");
+        }
+    }
+}
