@@ -250,6 +250,10 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
 pub fn render_run_lengths(runs: &[RunView]) -> String {
     let mut out = String::new();
     let w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    // The box's history before the run (`preload.reclaimed_before`), where there was one.
+    let history = |v: &RunView| v.result.counters.get("history_ms").copied();
+    let with_history = runs.iter().any(|v| history(v).is_some());
+    let mut reclaims = Vec::new();
     for v in runs {
         let Some(samples) = v.published.samples else { continue };
         let hz: f64 = v
@@ -267,20 +271,39 @@ pub fn render_run_lengths(runs: &[RunView]) -> String {
                 out,
                 "\nRun length, model vs seed (s; the seed's: its sample count at the RTC rate)"
             );
-            let _ = writeln!(out, "{:<w$}{:>12}{:>12}{:>12}", "Kernel", "script", "run", "seed run");
+            let _ = write!(out, "{:<w$}", "Kernel");
+            if with_history {
+                let _ = write!(out, "{:>12}", "history");
+            }
+            let _ = writeln!(out, "{:>12}{:>12}{:>12}", "script", "run", "seed run");
         }
         let script = v
             .result
             .counters
             .get("workload_ms")
             .map_or(String::from("unfinished"), |&t| format!("{:.0}", t as f64 / 1000.0));
+        let _ = write!(out, "{:<w$}", v.label);
+        if with_history {
+            let h = history(v).map_or(String::from("-"), |ms| format!("{:.0}", ms as f64 / 1000.0));
+            let _ = write!(out, "{h:>12}");
+            if let Some(&n) = v.result.counters.get("history_reclaim_calls") {
+                reclaims.push(n.to_string());
+            }
+        }
         let _ = writeln!(
             out,
-            "{:<w$}{:>12}{:>12.0}{:>12.0}",
-            v.label,
+            "{:>12}{:>12.0}{:>12.0}",
             script,
             v.result.meta.duration_ns as f64 / 1e9,
             samples / hz
+        );
+    }
+    if !reclaims.is_empty() {
+        let _ = writeln!(
+            out,
+            "history: the box filling its page cache before the run, not measured \
+             (preload.reclaimed_before); its reclaim calls: {}",
+            reclaims.join(" / ")
         );
     }
     out
@@ -419,7 +442,22 @@ mod tests {
             line.split_whitespace().collect::<Vec<_>>(),
             ["Stock", "340", "586", "586"]
         );
+        assert!(!t.contains("history"), "{t}");
         assert_eq!(render_run_lengths(&[view(None)]), "");
+        // A box with a history before the run: its length and reclaim calls.
+        let mut h = r.clone();
+        h.counters.insert("history_ms".into(), 37_000);
+        h.counters.insert("history_reclaim_calls".into(), 1338);
+        let t = render_run_lengths(&[RunView {
+            result: &h,
+            ..view(Some(1_200_861.0))
+        }]);
+        let line = t.lines().find(|l| l.starts_with("Stock")).unwrap();
+        assert_eq!(
+            line.split_whitespace().collect::<Vec<_>>(),
+            ["Stock", "37", "340", "586", "586"]
+        );
+        assert!(t.contains("its reclaim calls: 1338"), "{t}");
     }
 
     #[test]
