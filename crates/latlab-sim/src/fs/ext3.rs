@@ -146,16 +146,13 @@ impl Path for FileWrite {
         self.left -= done.min(self.left);
         if let Some(at) = self.at.as_mut() {
             // Inside the file: the pages not cached come back, the rest are written over.
-            // generic_file_write only sets PG_referenced on those, but they are dirty now,
-            // and the model's page scan takes the newest cache pages for the dirty ones
-            // (`ScanLimits::dirty`): they move to the young end.
             let done = done.min(f.size.saturating_sub(*at));
             let block = f.block + *at;
             let from = *at;
             *at += done;
             let size = f.size;
-            k.mm.touch_pages(self.file, from, done);
             k.mm.add_pages(self.file, from, done);
+            k.mm.written(self.file, from, done);
             let pending = k.buf.pending_of(self.file);
             let new = done - done.min(pending);
             // Buffers already dirty: `mark_buffer_dirty` skips balance_dirty().
@@ -169,6 +166,7 @@ impl Path for FileWrite {
         let from = f.size;
         f.size += done;
         k.mm.add_pages(self.file, from, done);
+        k.mm.written(self.file, from, done);
         let txn = k.jbd.add_data(done);
         k.buf.dirty(self.file, txn, done, block, cx.now);
         // Block allocation: a new indirect block every 1024 data blocks (the block bitmap,
@@ -237,7 +235,7 @@ impl Path for FileRead {
             return;
         }
         // mark_page_accessed() of each page read.
-        k.mm.touch_pages(self.file, self.off, done);
+        k.mm.mark_accessed(self.file, self.off, done);
         self.off += done;
         self.left -= done.min(self.left);
     }

@@ -6,24 +6,32 @@
 //! what a read finds, what `prune_icache` skips, what `truncate_inode_pages` walks), each
 //! address space's resident and recently referenced pages (what `swap_out_mm` scans, what
 //! `exit_mmap` zaps), the swap map (what `scan_swap_map` searches, through the `latlab-swap`
-//! allocators), and the LRU list in age order (what `shrink_cache` meets, oldest first).
+//! allocators), and the two LRU lists in age order ([`lru`]: what `shrink_cache` and
+//! `refill_inactive` meet, oldest first).
 //!
-//! The LRU follows 2.4.18: `lru_cache_add` (mm/swap.c) puts every new page-cache page *and*
-//! every new anonymous page (`do_anonymous_page` in mm/memory.c calls `lru_cache_add` then
-//! `mark_page_accessed`) at the head of the inactive list; nothing marks an anonymous page
-//! accessed again while its process merely uses it, so an idle desktop's pages sit at the
-//! tail, oldest, where `shrink_cache` meets them first. The active list is not kept apart:
-//! pages read again (`mark_page_accessed`) move to the young end, which is where activation
-//! followed by `refill_inactive` would leave them, and so do pages rewritten (dirty again:
-//! the scan takes the newest cache pages for the dirty ones).
+//! The lists follow 2.4.18 (mm/swap.c, mm/filemap.c, mm/vmscan.c): `lru_cache_add` puts
+//! every new page-cache page *and* every new anonymous page (`do_anonymous_page` calls
+//! `lru_cache_add` then `mark_page_accessed`) at the head of the inactive list; nothing marks
+//! an anonymous page accessed again while its process merely uses it, so an idle desktop's
+//! pages sit at the tail, oldest, where `shrink_cache` meets them first. `mark_page_accessed`
+//! moves a page that already has PG_referenced to the active list (`activate_page`) and sets
+//! the bit on any other: a file page read after it was read or written
+//! (`do_generic_file_read`; `generic_file_write` only sets the bit), an anonymous page whose
+//! pte `swap_out` finds young. `refill_inactive` walks the active list from its tail: a
+//! referenced page has the bit cleared and goes back to the active head, any other to the
+//! inactive head with the bit set. `shrink_cache` ignores the bit. One model shortcut: a
+//! rewritten inactive page moves to the inactive list's young end, because the scan takes
+//! the newest inactive cache pages for the dirty ones (`ScanLimits::dirty`).
 
+pub mod lru;
 pub mod pagecache;
 pub mod vmscan;
 
 use crate::machine::MachineProfile;
 use latlab_swap::{AllocRequest, SwapAllocator};
+use lru::{List, Run};
 use pagecache::PageSet;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// A file's page-cache and on-disk state.
 #[derive(Clone, Debug, Default)]
@@ -38,17 +46,6 @@ pub struct FileRec {
     pub block: u64,
     /// Open or in use (inode not on the unused list).
     pub in_use: bool,
-}
-
-/// A run of the LRU list: pages of one owner.
-#[derive(Clone, Copy, Debug)]
-enum Run {
-    /// The pages of file `id` in `lo..hi` that carry `stamp` ([`pagecache`]): one stamp
-    /// belongs to one run.
-    File { id: u32, lo: u64, hi: u64, stamp: u64 },
-    /// `n` anonymous pages of address space `mm`; pages it loses are taken off lazily
-    /// (`Mm::stale`).
-    Anon { mm: u32, n: u64 },
 }
 
 /// Whose pages a run of the LRU list holds.
@@ -113,17 +110,16 @@ pub struct Mm {
     pub pages_low: u64,
     pub pages_high: u64,
     pub files: BTreeMap<u32, FileRec>,
-    /// The LRU in age order, oldest (the inactive list's tail) first: runs of pages of one
-    /// owner. A file's run counts the pages that still carry its stamp; anonymous pages an
-    /// address space loses (exit, swap-out) are taken off lazily: `stale` counts them by
-    /// address space, and they are dropped from its oldest runs when a walk meets them.
-    lru: VecDeque<Run>,
-    stale: BTreeMap<u32, u64>,
-    stale_total: u64,
-    /// Last stamp handed to a file run.
+    /// The inactive list (what `shrink_cache` scans) and the active list, each in age order.
+    inactive: List,
+    active: List,
+    /// Last stamp handed to a file run (inactive runs even, active runs odd).
     stamp: u64,
-    /// Runs on the list after the last compaction (the next comes when they have doubled).
-    compacted_runs: usize,
+    /// Page-cache pages on the active list (the files' `pages.count_active()`).
+    active_cache: u64,
+    /// Anonymous pages on the active list, by address space, and in all.
+    anon_active: BTreeMap<u32, u64>,
+    active_anon: u64,
     next_file: u32,
     next_block: u64,
     pub mms: BTreeMap<u32, MmRec>,
@@ -163,11 +159,12 @@ impl Mm {
             pages_low: 2 * min,
             pages_high: 3 * min,
             files: BTreeMap::new(),
-            lru: VecDeque::new(),
-            stale: BTreeMap::new(),
-            stale_total: 0,
+            inactive: List::default(),
+            active: List::default(),
             stamp: 0,
-            compacted_runs: 0,
+            active_cache: 0,
+            anon_active: BTreeMap::new(),
+            active_anon: 0,
             next_file: 1,
             next_block: FIRST_DATA_BLOCK,
             mms: BTreeMap::new(),
@@ -206,168 +203,246 @@ impl Mm {
         id
     }
 
-    /// Pages `lo..lo+n` of `file` that are cached were referenced again
-    /// (`mark_page_accessed`): they move to the young end, where activation followed by
-    /// `refill_inactive` would leave them.
-    pub fn touch_pages(&mut self, file: u32, lo: u64, n: u64) {
+    /// The stamp for pages of `file` in `lo..hi` going to the young end of the active or
+    /// inactive list.
+    fn young_run(&mut self, file: u32, lo: u64, hi: u64, active: bool) -> u64 {
+        let mut stamp = self.stamp;
+        let fresh = || {
+            stamp += 1;
+            if pagecache::is_active(stamp) != active {
+                stamp += 1;
+            }
+            stamp
+        };
+        let list = if active { &mut self.active } else { &mut self.inactive };
+        let s = list.young_file(file, lo, hi, fresh, &self.files);
+        self.stamp = self.stamp.max(s);
+        s
+    }
+
+    /// Change `file`'s pages with `change`, keeping the active-cache count.
+    fn with_pages<T>(&mut self, file: u32, change: impl FnOnce(&mut PageSet) -> T) -> Option<T> {
+        let f = self.files.get_mut(&file)?;
+        let before = f.pages.count_active();
+        let out = change(&mut f.pages);
+        self.active_cache = self.active_cache + f.pages.count_active() - before;
+        Some(out)
+    }
+
+    /// `mark_page_accessed` of the cached pages of `file` in `lo..lo+n` (a read): an inactive
+    /// page with PG_referenced goes to the active list (`activate_page`, the bit cleared);
+    /// any other gets PG_referenced.
+    pub fn mark_accessed(&mut self, file: u32, lo: u64, n: u64) {
         let hi = lo.saturating_add(n);
-        if self
-            .files
-            .get(&file)
-            .is_none_or(|f| f.pages.count_from(lo) == f.pages.count_from(hi))
-        {
+        let Some(f) = self.files.get(&file) else { return };
+        let ranges = f.pages.tagged(lo, hi);
+        let mut to_active = Vec::new();
+        for (a, b, t) in ranges {
+            if t.referenced && !pagecache::is_active(t.stamp) {
+                to_active.push((a, b, t.stamp));
+            } else if !t.referenced {
+                self.with_pages(file, |p| p.set_referenced(a, b, true));
+            }
+        }
+        if let (Some(first), Some(last)) = (to_active.first(), to_active.last()) {
+            let stamp = self.young_run(file, first.0, last.1, true);
+            self.with_pages(file, |p| {
+                for &(a, b, old) in &to_active {
+                    p.restamp(a, b, Some(old), stamp, u64::MAX, Some(false));
+                }
+            });
+        }
+    }
+
+    /// A write went over the cached pages of `file` in `lo..lo+n`: PG_referenced
+    /// (generic_file_write's `SetPageReferenced`; it does not activate). They are dirty now,
+    /// and the model's page scan takes the newest inactive cache pages for the dirty ones
+    /// (`ScanLimits::dirty`): those on the inactive list move to its young end.
+    pub fn written(&mut self, file: u32, lo: u64, n: u64) {
+        let hi = lo.saturating_add(n);
+        let Some(f) = self.files.get(&file) else { return };
+        let inactive: Vec<(u64, u64, u64)> = f
+            .pages
+            .tagged(lo, hi)
+            .into_iter()
+            .filter(|(_, _, t)| !pagecache::is_active(t.stamp))
+            .map(|(a, b, t)| (a, b, t.stamp))
+            .collect();
+        self.with_pages(file, |p| p.set_referenced(lo, hi, true));
+        if let (Some(first), Some(last)) = (inactive.first(), inactive.last()) {
+            let stamp = self.young_run(file, first.0, last.1, false);
+            self.with_pages(file, |p| {
+                for &(a, b, old) in &inactive {
+                    p.restamp(a, b, Some(old), stamp, u64::MAX, None);
+                }
+            });
+        }
+    }
+
+    /// Anonymous pages of `mm` on the active list.
+    fn active_of(&self, mm: u32) -> u64 {
+        self.anon_active.get(&mm).copied().unwrap_or(0)
+    }
+
+    fn count_anon_active(&mut self, mm: u32, add: u64, sub: u64) {
+        let e = self.anon_active.entry(mm).or_default();
+        *e = *e + add - sub;
+        self.active_anon = self.active_anon + add - sub;
+        if *e == 0 {
+            self.anon_active.remove(&mm);
+        }
+    }
+
+    /// `n` pages of `mm` whose ptes `swap_out` found young: `mark_page_accessed` activates
+    /// them (`do_anonymous_page` left them referenced).
+    pub fn activate_anon(&mut self, mm: u32, n: u64) {
+        let rss = self.mms.get(&mm).map_or(0, |r| r.rss);
+        let m = n.min(rss.saturating_sub(self.active_of(mm)));
+        if m == 0 {
             return;
         }
-        let stamp = self.young_run(file, lo, hi);
-        if let Some(f) = self.files.get_mut(&file) {
-            f.pages.restamp(lo, hi, None, stamp, u64::MAX);
-        }
+        let live = self.inactive_pages();
+        self.inactive.forget_anon(mm, m, live, &self.files);
+        self.count_anon_active(mm, m, 0);
+        self.active.push_anon(mm, m, &self.files);
     }
 
-    /// The stamp for pages of `file` in `lo..hi` going to the young end: the last run's,
-    /// widened to cover them, when it is the same file's; else a new run's.
-    fn young_run(&mut self, file: u32, lo: u64, hi: u64) -> u64 {
-        if let Some(Run::File {
-            id,
-            lo: l,
-            hi: h,
-            stamp,
-        }) = self.lru.back_mut()
-        {
-            if *id == file {
-                *l = (*l).min(lo);
-                *h = (*h).max(hi);
-                return *stamp;
-            }
-        }
-        self.stamp += 1;
-        self.lru.push_back(Run::File {
-            id: file,
-            lo,
-            hi,
-            stamp: self.stamp,
-        });
-        self.maybe_compact();
-        self.stamp
-    }
-
-    /// `n` new anonymous pages of `mm` at the young end.
-    fn push_anon(&mut self, mm: u32, n: u64) {
-        match self.lru.back_mut() {
-            Some(Run::Anon { mm: m, n: k }) if *m == mm => *k += n,
-            _ => {
-                self.lru.push_back(Run::Anon { mm, n });
-                self.maybe_compact();
-            }
-        }
-    }
-
-    /// `n` anonymous pages of `mm` left the LRU (freed elsewhere): dropped lazily from its
-    /// oldest runs.
+    /// `n` anonymous pages of `mm` left the LRU (freed elsewhere; `rss` already lowered):
+    /// taken off the inactive list first, the rest off the active list, lazily.
     fn forget_anon(&mut self, mm: u32, n: u64) {
         if n == 0 {
             return;
         }
-        *self.stale.entry(mm).or_default() += n;
-        self.stale_total += n;
-        if self.stale_total > 2 * (self.cache + self.anon) + 1024 {
-            self.compact();
-        }
+        let act = self.active_of(mm);
+        let rss = self.mms.get(&mm).map_or(0, |r| r.rss);
+        let off_inactive = n.min((rss + n).saturating_sub(act));
+        let off_active = (n - off_inactive).min(act);
+        self.count_anon_active(mm, 0, off_active);
+        let (live_i, live_a) = (self.inactive_pages(), self.nr_active());
+        self.inactive.forget_anon(mm, off_inactive, live_i, &self.files);
+        self.active.forget_anon(mm, off_active, live_a, &self.files);
     }
 
-    fn maybe_compact(&mut self) {
-        if self.lru.len() > 2 * self.compacted_runs + 1024 {
-            self.compact();
-        }
-    }
-
-    /// Pages of a run still on the list.
-    fn live(&self, r: &Run) -> u64 {
-        match *r {
-            Run::File { id, lo, hi, stamp } => self.files.get(&id).map_or(0, |f| f.pages.live(lo, hi, stamp)),
-            Run::Anon { n, .. } => n,
-        }
-    }
-
-    /// Drop every run with nothing left and every stale anonymous page, narrow each file
-    /// run to the pages it still holds, and merge neighbouring runs of one address space.
-    fn compact(&mut self) {
-        let mut out: VecDeque<Run> = VecDeque::with_capacity(self.lru.len() / 2);
-        for r in std::mem::take(&mut self.lru) {
-            match r {
-                Run::File { id, lo, hi, stamp } => {
-                    let live = self
-                        .files
-                        .get(&id)
-                        .map_or(Vec::new(), |f| f.pages.live_ranges(lo, hi, stamp));
-                    if let (Some(first), Some(last)) = (live.first(), live.last()) {
-                        out.push_back(Run::File {
-                            id,
-                            lo: first.0,
-                            hi: last.1,
-                            stamp,
-                        });
-                    }
-                }
-                Run::Anon { mm, n } => {
-                    let live = self.take_stale(mm, n);
-                    if live == 0 {
-                        continue;
-                    }
-                    match out.back_mut() {
-                        Some(Run::Anon { mm: m, n: k }) if *m == mm => *k += live,
-                        _ => out.push_back(Run::Anon { mm, n: live }),
-                    }
-                }
-            }
-        }
-        self.lru = out;
-        self.compacted_runs = self.lru.len();
-        debug_assert_eq!(self.stale_total, 0);
-        self.stale.clear();
-    }
-
-    /// Of a run of `n` anonymous pages of `mm`, how many are still there (consuming its
-    /// stale count).
-    fn take_stale(&mut self, mm: u32, n: u64) -> u64 {
-        let Some(s) = self.stale.get_mut(&mm) else { return n };
-        let gone = (*s).min(n);
-        *s -= gone;
-        self.stale_total -= gone;
-        if *s == 0 {
-            self.stale.remove(&mm);
-        }
-        n - gone
-    }
-
-    /// Pages on the LRU list (cache and anonymous).
+    /// Pages on the LRU lists (cache and anonymous).
     pub fn lru_pages(&self) -> u64 {
         self.cache + self.anon
     }
 
+    /// Pages on the active list.
+    pub fn nr_active(&self) -> u64 {
+        self.active_cache + self.active_anon
+    }
+
+    /// Pages on the inactive list (what `shrink_cache`'s `max_scan` divides).
+    pub fn inactive_pages(&self) -> u64 {
+        self.lru_pages().saturating_sub(self.nr_active())
+    }
+
+    /// What `refill_inactive(n)` would walk: the active list's pages it looks at, oldest
+    /// first, until it has moved `n` (a referenced page is only rotated, its bit cleared),
+    /// or it has looked at every page on the list once.
+    pub fn plan_refill(&self, n: u64) -> u64 {
+        let limit = self.nr_active();
+        let (mut visited, mut moved) = (0, 0);
+        for (r, live) in self.active.live_runs(&self.files) {
+            if moved == n || visited == limit {
+                break;
+            }
+            match r {
+                Run::File { id, lo, hi, stamp } => {
+                    let Some(f) = self.files.get(&id) else { continue };
+                    for (a, b, referenced) in f.pages.live_ranges(lo, hi, stamp) {
+                        let len = (b - a).min(limit - visited);
+                        let take = if referenced { len } else { len.min(n - moved) };
+                        visited += take;
+                        if !referenced {
+                            moved += take;
+                        }
+                        if moved == n || visited == limit {
+                            break;
+                        }
+                    }
+                }
+                Run::Anon { .. } => {
+                    let take = live.min(n - moved).min(limit - visited);
+                    visited += take;
+                    moved += take;
+                }
+            }
+        }
+        visited
+    }
+
+    /// `refill_inactive`: walk the active list's first `visit` pages, oldest first: a page
+    /// with PG_referenced has it cleared and goes to the active list's young end, any other
+    /// goes to the inactive list's young end with PG_referenced set, until `n` have moved.
+    /// Returns how many moved.
+    pub fn refill_inactive(&mut self, n: u64, visit: u64) -> u64 {
+        let (mut visited, mut moved) = (0, 0);
+        while moved < n && visited < visit {
+            let Some(r) = self.active.pop_oldest() else { break };
+            match r {
+                Run::File { id, lo, hi, stamp } => {
+                    let Some(f) = self.files.get(&id) else { continue };
+                    let ranges = f.pages.live_ranges(lo, hi, stamp);
+                    let mut left = false;
+                    for (a, b, referenced) in ranges {
+                        if moved == n || visited == visit {
+                            left = true;
+                            break;
+                        }
+                        let len = (b - a).min(visit - visited);
+                        let take = if referenced { len } else { len.min(n - moved) };
+                        let to_inactive = !referenced;
+                        let new = self.young_run(id, a, a + take, !to_inactive);
+                        self.with_pages(id, |p| {
+                            p.restamp(a, a + take, Some(stamp), new, take, Some(to_inactive))
+                        });
+                        visited += take;
+                        if to_inactive {
+                            moved += take;
+                        }
+                        if take < b - a {
+                            left = true;
+                            break;
+                        }
+                    }
+                    if left {
+                        self.active.push_oldest(r);
+                    }
+                }
+                Run::Anon { mm, n: k } => {
+                    let live = self.active.take_stale(mm, k);
+                    let take = live.min(n - moved).min(visit - visited);
+                    if take < live {
+                        self.active.push_oldest(Run::Anon { mm, n: live - take });
+                    }
+                    self.count_anon_active(mm, 0, take);
+                    self.inactive.push_anon(mm, take, &self.files);
+                    visited += take;
+                    moved += take;
+                }
+            }
+        }
+        moved
+    }
+
+    /// Page-cache pages on the inactive list.
+    fn inactive_cache(&self) -> u64 {
+        self.cache.saturating_sub(self.active_cache)
+    }
+
     /// What a `shrink_cache` scan under `lim` would meet, without changing anything.
     pub fn plan_shrink(&self, lim: &ScanLimits) -> Scan {
-        // Stale anonymous pages this walk has already dropped, by address space.
-        let mut used: BTreeMap<u32, u64> = BTreeMap::new();
         let mut cache_seen = 0;
         let mut sc = Scan::default();
-        for r in &self.lru {
-            let (o, live) = match *r {
-                Run::File { id, .. } => (Owner::File(id), self.live(r)),
-                Run::Anon { mm, n } => {
-                    let gone = match self.stale.get(&mm) {
-                        None => 0,
-                        Some(&s) => {
-                            let u = used.entry(mm).or_default();
-                            let g = (s - *u).min(n);
-                            *u += g;
-                            g
-                        }
-                    };
-                    (Owner::Anon(mm), n - gone)
-                }
+        let cache = self.inactive_cache();
+        for (r, live) in self.inactive.live_runs(&self.files) {
+            let o = match r {
+                Run::File { id, .. } => Owner::File(id),
+                Run::Anon { mm, .. } => Owner::Anon(mm),
             };
-            if !Self::meet(&mut sc, &mut cache_seen, self.cache, lim, o, live) {
+            if !Self::meet(&mut sc, &mut cache_seen, cache, lim, o, live) {
                 break;
             }
         }
@@ -425,12 +500,12 @@ impl Mm {
         let mut sc = Scan::default();
         // Pages the scan met and left on the list: they rotate to the young end.
         let mut rotated: Vec<(Run, u64)> = Vec::new();
-        let cache = self.cache;
+        let cache = self.inactive_cache();
         while sc.scanned < lim.max_scan {
-            let Some(r) = self.lru.pop_front() else { break };
+            let Some(r) = self.inactive.pop_oldest() else { break };
             let (o, live) = match r {
-                Run::File { id, .. } => (Owner::File(id), self.live(&r)),
-                Run::Anon { mm, n } => (Owner::Anon(mm), self.take_stale(mm, n)),
+                Run::File { id, .. } => (Owner::File(id), List::file_live(&r, &self.files)),
+                Run::Anon { mm, n } => (Owner::Anon(mm), self.inactive.take_stale(mm, n)),
             };
             let before = sc;
             let go_on = Self::meet(&mut sc, &mut cache_seen, cache, &lim, o, live);
@@ -447,12 +522,12 @@ impl Mm {
                         }
                     }
                     if met < live {
-                        self.lru.push_front(r);
+                        self.inactive.push_oldest(r);
                     }
                 }
                 Run::Anon { mm, .. } => {
                     if met < live {
-                        self.lru.push_front(Run::Anon { mm, n: live - met });
+                        self.inactive.push_oldest(Run::Anon { mm, n: live - met });
                     }
                 }
             }
@@ -466,12 +541,10 @@ impl Mm {
         for (r, n) in rotated {
             match r {
                 Run::File { id, lo, hi, stamp } => {
-                    let new = self.young_run(id, lo, hi);
-                    if let Some(f) = self.files.get_mut(&id) {
-                        f.pages.restamp(lo, hi, Some(stamp), new, n);
-                    }
+                    let new = self.young_run(id, lo, hi, false);
+                    self.with_pages(id, |p| p.restamp(lo, hi, Some(stamp), new, n, None));
                 }
-                Run::Anon { mm, .. } => self.push_anon(mm, n),
+                Run::Anon { mm, .. } => self.inactive.push_anon(mm, n, &self.files),
             }
         }
         sc
@@ -496,7 +569,7 @@ impl Mm {
             return 0;
         }
         let hi = lo.saturating_add(n);
-        let stamp = self.young_run(file, lo, hi);
+        let stamp = self.young_run(file, lo, hi, false);
         let Some(f) = self.files.get_mut(&file) else { return 0 };
         let added = f.pages.add_missing(lo, hi, stamp, max);
         f.cached = f.pages.count();
@@ -508,8 +581,10 @@ impl Mm {
     /// Apply `change` to `file`'s pages; what it took out of the cache is free. Returns the
     /// pages that went.
     fn uncache(&mut self, file: u32, change: impl FnOnce(&mut PageSet) -> u64) -> u64 {
+        let Some(d) = self.with_pages(file, change) else {
+            return 0;
+        };
         let Some(f) = self.files.get_mut(&file) else { return 0 };
-        let d = change(&mut f.pages);
         f.cached = f.pages.count();
         self.cache -= d.min(self.cache);
         self.free += d;
@@ -579,7 +654,7 @@ impl Mm {
         let r = self.mms.entry(mm).or_default();
         r.rss += take;
         r.young += take;
-        self.push_anon(mm, take);
+        self.inactive.push_anon(mm, take, &self.files);
         take
     }
 
@@ -765,14 +840,51 @@ mod tests {
     }
 
     #[test]
-    fn the_list_always_holds_exactly_the_live_pages() {
+    fn a_page_read_again_goes_active_and_refill_brings_back_the_unreferenced() {
+        let mut m = mm();
+        let f = m.create_file(100);
+        m.add_pages(f, 0, 100);
+        m.grow(3, 50);
+        // The first read only sets PG_referenced; the second activates what it read.
+        m.mark_accessed(f, 0, 100);
+        assert_eq!(m.nr_active(), 0);
+        m.mark_accessed(f, 0, 60);
+        assert_eq!((m.nr_active(), m.inactive_pages()), (60, 90));
+        // shrink_cache meets only the inactive list: 40 cache pages, then the anonymous ones.
+        let sc = m.plan_shrink(&limits(1000, 10_000, 10_000, 0));
+        assert_eq!((sc.freed, sc.mapped), (40, 50));
+        // refill_inactive moves the oldest active pages (0..25) back, PG_referenced set.
+        assert_eq!(m.plan_refill(25), 25);
+        assert_eq!(m.refill_inactive(25, 25), 25);
+        assert_eq!((m.nr_active(), m.inactive_pages()), (35, 115));
+        // Pages 30..40, still active, are read again: referenced. The next refill of 10
+        // moves 25..30, rotates 30..40 (clearing the bit) and moves 40..45.
+        m.mark_accessed(f, 30, 10);
+        assert_eq!(m.plan_refill(10), 20);
+        assert_eq!(m.refill_inactive(10, 20), 10);
+        assert_eq!(m.nr_active(), 25);
+        let back: Vec<(u64, u64, bool)> = m.files[&f]
+            .pages
+            .tagged(25, 45)
+            .into_iter()
+            .map(|(a, b, t)| (a, b, pagecache::is_active(t.stamp)))
+            .collect();
+        assert_eq!(back, vec![(25, 30, false), (30, 40, true), (40, 45, false)]);
+        // swap_out finding young ptes activates anonymous pages.
+        m.activate_anon(3, 20);
+        assert_eq!(m.nr_active(), 45);
+        assert_eq!(m.plan_shrink(&limits(1000, 10_000, 10_000, 0)).mapped, 30);
+    }
+
+    #[test]
+    fn the_lists_always_hold_exactly_the_live_pages() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let mut m = mm();
         let free0 = m.free;
         let mut files = Vec::new();
-        for _ in 0..5000 {
-            match rng.gen_range(0..8) {
+        for step in 0..6000 {
+            match rng.gen_range(0..11) {
                 0 => {
                     let f = m.create_file(64);
                     m.add_pages(f, 0, rng.gen_range(1..64));
@@ -797,11 +909,22 @@ mod tests {
                 3 => {
                     m.unmap(rng.gen_range(1..5), rng.gen_range(1..100));
                 }
-                4 if !files.is_empty() => m.touch_pages(
+                4 if !files.is_empty() => m.mark_accessed(
                     files[rng.gen_range(0..files.len())],
                     rng.gen_range(0..64),
                     rng.gen_range(1..64),
                 ),
+                7 if !files.is_empty() => m.written(
+                    files[rng.gen_range(0..files.len())],
+                    rng.gen_range(0..64),
+                    rng.gen_range(1..64),
+                ),
+                8 => m.activate_anon(rng.gen_range(1..5), rng.gen_range(1..100)),
+                9 => {
+                    let n = rng.gen_range(1..300);
+                    let visit = m.plan_refill(n);
+                    assert!(m.refill_inactive(n, visit) <= n);
+                }
                 5 => m.drop_mm(rng.gen_range(1..5)),
                 _ => {
                     let lim = limits(32, rng.gen_range(1..2000), rng.gen_range(0..600), 0);
@@ -809,9 +932,18 @@ mod tests {
                     m.apply_shrink(&lim, n, &mut |_, _, _| {});
                 }
             }
+            // The inactive list holds every page not counted active, the active list the rest.
             let everything = limits(u64::MAX / 2, u64::MAX / 2, u64::MAX / 2, 0);
             let sc = m.plan_shrink(&everything);
-            assert_eq!((sc.freed, sc.mapped), (m.cache, m.anon));
+            assert_eq!(
+                (sc.freed, sc.mapped),
+                (m.cache - m.active_cache, m.anon - m.active_anon),
+                "step {step}"
+            );
+            let on_active: u64 = m.active.live_runs(&m.files).map(|(_, n)| n).sum();
+            assert_eq!(on_active, m.nr_active(), "step {step}");
+            let active_cache: u64 = m.files.values().map(|f| f.pages.count_active()).sum();
+            assert_eq!(active_cache, m.active_cache, "step {step}");
             let cached: u64 = m.files.values().map(|f| f.cached).sum();
             assert_eq!(cached, m.cache);
             assert!(m.files.values().all(|f| f.cached == f.pages.count()));

@@ -1,19 +1,34 @@
 //! Which pages of a file the page cache holds (2.4's page hash, `find_get_page(mapping,
-//! index)` of mm/filemap.c), as ranges of page indexes.
+//! index)` of mm/filemap.c), as ranges of page indexes, with each page's PG_referenced.
 //!
-//! Each cached page also carries the stamp of the LRU run it sits in ([`super::Mm`]'s list):
-//! a run covers a range of one file's indexes and counts only the pages there that carry
-//! its stamp. A page that is freed, truncated or moved to another run (referenced again,
-//! rotated by the scan) loses or changes its stamp, so the runs it left stop counting it
-//! without being touched.
+//! Each cached page also carries the stamp of the LRU run it sits in ([`super::Mm`]'s
+//! lists): a run covers a range of one file's indexes and counts only the pages there that
+//! carry its stamp. A page that is freed, truncated or moved to another run (activated,
+//! rotated by a scan) loses or changes its stamp, so the runs it left stop counting it
+//! without being touched. Stamps of active-list runs are odd, of inactive-list runs even
+//! ([`is_active`]).
 
 use std::collections::BTreeMap;
 
-/// A file's cached pages: `lo -> (hi, stamp)`, disjoint, neighbours with one stamp merged.
+/// A stamp of a run on the active list?
+pub fn is_active(stamp: u64) -> bool {
+    stamp & 1 == 1
+}
+
+/// What a cached page carries: its run's stamp and PG_referenced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tag {
+    pub stamp: u64,
+    pub referenced: bool,
+}
+
+/// A file's cached pages: `lo -> (hi, tag)`, disjoint, neighbours with one tag merged.
 #[derive(Clone, Debug, Default)]
 pub struct PageSet {
-    ranges: BTreeMap<u64, (u64, u64)>,
+    ranges: BTreeMap<u64, (u64, Tag)>,
     len: u64,
+    /// Of those, on the active list.
+    active: u64,
 }
 
 impl PageSet {
@@ -22,25 +37,37 @@ impl PageSet {
         self.len
     }
 
-    /// The ranges overlapping `lo..hi`, clipped to it: (lo, hi, stamp), in order.
-    fn overlaps(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+    /// Pages held on the active list.
+    pub fn count_active(&self) -> u64 {
+        self.active
+    }
+
+    /// The ranges overlapping `lo..hi`, clipped to it: (lo, hi, tag), in order.
+    fn overlaps(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, Tag)> + '_ {
         let head = if lo < hi {
             self.ranges
                 .range(..lo)
                 .next_back()
                 .filter(|(_, &(b, _))| b > lo)
-                .map(|(_, &(b, s))| (lo, b.min(hi), s))
+                .map(|(_, &(b, t))| (lo, b.min(hi), t))
         } else {
             None
         };
         let rest = if lo < hi { Some(self.ranges.range(lo..hi)) } else { None };
         head.into_iter()
-            .chain(rest.into_iter().flatten().map(move |(&a, &(b, s))| (a, b.min(hi), s)))
+            .chain(rest.into_iter().flatten().map(move |(&a, &(b, t))| (a, b.min(hi), t)))
     }
 
-    /// [`Self::overlaps`], collected (for changing the set while going through them).
-    fn overlapping(&self, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
+    /// The held ranges of `lo..hi`, clipped to it, with their tags, in order.
+    pub fn tagged(&self, lo: u64, hi: u64) -> Vec<(u64, u64, Tag)> {
         self.overlaps(lo, hi).collect()
+    }
+
+    fn count_out(&mut self, n: u64, t: Tag) {
+        self.len -= n;
+        if is_active(t.stamp) {
+            self.active -= n;
+        }
     }
 
     /// Take `lo..hi` out of the set; returns the pages that were there.
@@ -50,39 +77,41 @@ impl PageSet {
         }
         let mut gone = 0;
         // A range straddling `lo`: keep its head.
-        if let Some((&a, &(b, s))) = self.ranges.range(..lo).next_back() {
+        if let Some((&a, &(b, t))) = self.ranges.range(..lo).next_back() {
             if b > lo {
-                self.ranges.insert(a, (lo, s));
-                if b > hi {
-                    self.ranges.insert(hi, (b, s));
-                    gone += hi - lo;
+                self.ranges.insert(a, (lo, t));
+                let n = if b > hi {
+                    self.ranges.insert(hi, (b, t));
+                    hi - lo
                 } else {
-                    gone += b - lo;
-                }
+                    b - lo
+                };
+                self.count_out(n, t);
+                gone += n;
             }
         }
-        let inside: Vec<(u64, (u64, u64))> = self.ranges.range(lo..hi).map(|(&a, &v)| (a, v)).collect();
-        for (a, (b, s)) in inside {
+        let inside: Vec<(u64, (u64, Tag))> = self.ranges.range(lo..hi).map(|(&a, &v)| (a, v)).collect();
+        for (a, (b, t)) in inside {
             self.ranges.remove(&a);
-            if b > hi {
-                self.ranges.insert(hi, (b, s));
-                gone += hi - a;
+            let n = if b > hi {
+                self.ranges.insert(hi, (b, t));
+                hi - a
             } else {
-                gone += b - a;
-            }
+                b - a
+            };
+            self.count_out(n, t);
+            gone += n;
         }
-        self.len -= gone;
         gone
     }
 
-    /// Add the pages of `lo..hi` not held yet, at most `max`, lowest first, with `stamp`;
-    /// returns how many were added.
+    /// Add the pages of `lo..hi` not held yet, at most `max`, lowest first, with `stamp`
+    /// and PG_referenced clear; returns how many were added.
     pub fn add_missing(&mut self, lo: u64, hi: u64, stamp: u64, max: u64) -> u64 {
         let mut added = 0;
         let mut at = lo;
-        let held = self.overlapping(lo, hi);
         let mut gaps = Vec::new();
-        for (a, b, _) in held {
+        for (a, b, _) in self.overlaps(lo, hi) {
             if a > at {
                 gaps.push((at, a));
             }
@@ -96,39 +125,48 @@ impl PageSet {
             if n == 0 {
                 break;
             }
-            self.put_new(a, a + n, stamp);
+            self.put_new(
+                a,
+                a + n,
+                Tag {
+                    stamp,
+                    referenced: false,
+                },
+            );
             added += n;
         }
         added
     }
 
-    /// `lo..hi`, none of it held, held now with `stamp`.
-    fn put_new(&mut self, lo: u64, hi: u64, stamp: u64) {
+    /// `lo..hi`, none of it held, held now with `tag`.
+    fn put_new(&mut self, lo: u64, hi: u64, tag: Tag) {
         self.len += hi - lo;
+        if is_active(tag.stamp) {
+            self.active += hi - lo;
+        }
         let (mut lo, mut hi) = (lo, hi);
-        if let Some((&a, &(b, s))) = self.ranges.range(..lo).next_back() {
-            if b == lo && s == stamp {
+        if let Some((&a, &(b, t))) = self.ranges.range(..lo).next_back() {
+            if b == lo && t == tag {
                 self.ranges.remove(&a);
                 lo = a;
             }
         }
-        if let Some(&(b, s)) = self.ranges.get(&hi) {
-            if s == stamp {
+        if let Some(&(b, t)) = self.ranges.get(&hi) {
+            if t == tag {
                 self.ranges.remove(&hi);
                 hi = b;
             }
         }
-        self.ranges.insert(lo, (hi, stamp));
+        self.ranges.insert(lo, (hi, tag));
     }
 
     /// Give the held pages of `lo..hi` that carry `old` (all held ones if `old` is None) the
-    /// stamp `new`, at most `max` of them, lowest first; returns the span they lie in
-    /// (empty if none).
-    pub fn restamp(&mut self, lo: u64, hi: u64, old: Option<u64>, new: u64, max: u64) -> (u64, u64, u64) {
+    /// stamp `new` (and PG_referenced `referenced`, if given), at most `max` of them, lowest
+    /// first; returns how many.
+    pub fn restamp(&mut self, lo: u64, hi: u64, old: Option<u64>, new: u64, max: u64, referenced: Option<bool>) -> u64 {
         let mut n = 0;
-        let mut span = (u64::MAX, 0);
-        for (a, b, s) in self.overlapping(lo, hi) {
-            if old.is_some_and(|o| o != s) {
+        for (a, b, t) in self.tagged(lo, hi) {
+            if old.is_some_and(|o| o != t.stamp) {
                 continue;
             }
             let take = (b - a).min(max - n);
@@ -136,33 +174,46 @@ impl PageSet {
                 break;
             }
             self.remove(a, a + take);
-            self.put_new(a, a + take, new);
-            span = (span.0.min(a), span.1.max(a + take));
+            let tag = Tag {
+                stamp: new,
+                referenced: referenced.unwrap_or(t.referenced),
+            };
+            self.put_new(a, a + take, tag);
             n += take;
         }
-        (span.0.min(span.1), span.1, n)
+        n
+    }
+
+    /// Set or clear PG_referenced on the held pages of `lo..hi`.
+    pub fn set_referenced(&mut self, lo: u64, hi: u64, on: bool) {
+        for (a, b, t) in self.tagged(lo, hi) {
+            if t.referenced != on {
+                self.remove(a, b);
+                self.put_new(a, b, Tag { referenced: on, ..t });
+            }
+        }
     }
 
     /// Pages of `lo..hi` carrying `stamp`.
     pub fn live(&self, lo: u64, hi: u64, stamp: u64) -> u64 {
         self.overlaps(lo, hi)
-            .filter(|&(_, _, s)| s == stamp)
+            .filter(|&(_, _, t)| t.stamp == stamp)
             .map(|(a, b, _)| b - a)
             .sum()
     }
 
-    /// The ranges of `lo..hi` carrying `stamp`.
-    pub fn live_ranges(&self, lo: u64, hi: u64, stamp: u64) -> Vec<(u64, u64)> {
+    /// The ranges of `lo..hi` carrying `stamp`, with their PG_referenced.
+    pub fn live_ranges(&self, lo: u64, hi: u64, stamp: u64) -> Vec<(u64, u64, bool)> {
         self.overlaps(lo, hi)
-            .filter(|&(_, _, s)| s == stamp)
-            .map(|(a, b, _)| (a, b))
+            .filter(|&(_, _, t)| t.stamp == stamp)
+            .map(|(a, b, t)| (a, b, t.referenced))
             .collect()
     }
 
     /// Remove the first `n` pages of `lo..hi` carrying `stamp`; returns how many went.
     pub fn take_live(&mut self, lo: u64, hi: u64, stamp: u64, n: u64) -> u64 {
         let mut gone = 0;
-        for (a, b) in self.live_ranges(lo, hi, stamp) {
+        for (a, b, _) in self.live_ranges(lo, hi, stamp) {
             let take = (b - a).min(n - gone);
             if take == 0 {
                 break;
@@ -203,7 +254,7 @@ impl PageSet {
     /// The first `n` held pages at `from` and above, removed; returns how many went.
     pub fn remove_from(&mut self, from: u64, n: u64) -> u64 {
         let mut gone = 0;
-        for (a, b, _) in self.overlapping(from, u64::MAX) {
+        for (a, b, _) in self.tagged(from, u64::MAX) {
             let take = (b - a).min(n - gone);
             if take == 0 {
                 break;
@@ -218,11 +269,11 @@ impl PageSet {
 mod tests {
     use super::*;
 
-    /// The pages held, one by one, with their stamps.
-    fn pages(p: &PageSet) -> Vec<(u64, u64)> {
+    /// The pages held, one by one, with their stamps and PG_referenced.
+    fn pages(p: &PageSet) -> Vec<(u64, u64, bool)> {
         p.ranges
             .iter()
-            .flat_map(|(&a, &(b, s))| (a..b).map(move |i| (i, s)))
+            .flat_map(|(&a, &(b, t))| (a..b).map(move |i| (i, t.stamp, t.referenced)))
             .collect()
     }
 
@@ -231,19 +282,19 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         let mut p = PageSet::default();
-        let mut m: BTreeMap<u64, u64> = BTreeMap::new();
-        for step in 0..4000u64 {
+        let mut m: BTreeMap<u64, (u64, bool)> = BTreeMap::new();
+        for step in 0..6000u64 {
             let lo = rng.gen_range(0..60);
             let hi = lo + rng.gen_range(0..20);
             let stamp = rng.gen_range(0..4);
             let max = rng.gen_range(0..25);
-            match rng.gen_range(0..6) {
+            match rng.gen_range(0..7) {
                 0 => {
                     let added = p.add_missing(lo, hi, stamp, max);
                     let mut want = 0;
                     for i in lo..hi {
                         if want < max && !m.contains_key(&i) {
-                            m.insert(i, stamp);
+                            m.insert(i, (stamp, false));
                             want += 1;
                         }
                     }
@@ -256,11 +307,13 @@ mod tests {
                 }
                 2 => {
                     let old = stamp;
-                    let (_, _, n) = p.restamp(lo, hi, Some(old), 9 + step, max);
+                    let r = [None, Some(true), Some(false)][rng.gen_range(0..3)];
+                    let n = p.restamp(lo, hi, Some(old), 9 + step, max, r);
                     let mut want = 0;
                     for i in lo..hi {
-                        if want < max && m.get(&i) == Some(&old) {
-                            m.insert(i, 9 + step);
+                        if want < max && m.get(&i).is_some_and(|e| e.0 == old) {
+                            let e = m.get_mut(&i).expect("held");
+                            *e = (9 + step, r.unwrap_or(e.1));
                             want += 1;
                         }
                     }
@@ -270,7 +323,7 @@ mod tests {
                     let gone = p.take_live(lo, hi, stamp, max);
                     let mut want = 0;
                     for i in lo..hi {
-                        if want < max && m.get(&i) == Some(&stamp) {
+                        if want < max && m.get(&i).is_some_and(|e| e.0 == stamp) {
                             m.remove(&i);
                             want += 1;
                         }
@@ -285,6 +338,13 @@ mod tests {
                     }
                     assert_eq!(gone, take.len() as u64, "step {step}");
                 }
+                5 => {
+                    let on = rng.gen_bool(0.5);
+                    p.set_referenced(lo, hi, on);
+                    for (_, e) in m.range_mut(lo..hi) {
+                        e.1 = on;
+                    }
+                }
                 _ => {
                     let run = (lo..).take_while(|i| m.contains_key(i)).count() as u64;
                     assert_eq!(p.run_from(lo), run);
@@ -292,16 +352,18 @@ mod tests {
                     let gap = if run > 0 { 0 } else { gap.min(30) };
                     assert_eq!(p.gap_from(lo, 30), gap);
                     assert_eq!(p.count_from(lo), m.range(lo..).count() as u64);
-                    let live = (lo..hi).filter(|i| m.get(i) == Some(&stamp)).count() as u64;
+                    let live = (lo..hi).filter(|i| m.get(i).is_some_and(|e| e.0 == stamp)).count() as u64;
                     assert_eq!(p.live(lo, hi, stamp), live);
                 }
             }
             assert_eq!(
                 pages(&p),
-                m.iter().map(|(&i, &s)| (i, s)).collect::<Vec<_>>(),
+                m.iter().map(|(&i, &(s, r))| (i, s, r)).collect::<Vec<_>>(),
                 "step {step}"
             );
             assert_eq!(p.count(), m.len() as u64, "step {step}");
+            let active = m.values().filter(|e| is_active(e.0)).count() as u64;
+            assert_eq!(p.count_active(), active, "step {step}");
         }
     }
 }

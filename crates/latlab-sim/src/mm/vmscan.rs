@@ -1,6 +1,6 @@
 //! Page reclaim of 2.4.17 (mm/vmscan.c; research notes §2): `try_to_free_pages` runs
 //! `shrink_caches` at priority 6 down to 1 until SWAP_CLUSTER_MAX pages are freed:
-//! `refill_inactive` (no point anywhere), `shrink_cache` (stock lock-break per page; too many
+//! `refill_inactive` (the active list's oldest pages to the inactive list; no point anywhere), `shrink_cache` (stock lock-break per page; too many
 //! mapped pages -> `swap_out`), `shrink_dcache_memory` -> `prune_dcache`,
 //! `shrink_icache_memory` -> `prune_icache` (what these two free does not count toward the
 //! goal: shrink_caches ignores their return). kswapd repeats rounds until free pages reach
@@ -59,6 +59,8 @@ pub struct TryToFreePages {
     dcache_left: Option<u64>,
     /// The shrink_cache scan met a PG_launder page still under write (this buffer).
     launder_wait: Option<u64>,
+    /// The refill_inactive walk just handed out, to move this many pages.
+    refill: Option<u64>,
 }
 
 pub fn try_to_free_pages() -> Box<dyn Path> {
@@ -74,6 +76,7 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
         planned: 0,
         dcache_left: None,
         launder_wait: None,
+        refill: None,
     })
 }
 
@@ -92,11 +95,14 @@ impl TryToFreePages {
                     if self.priority == DEF_PRIORITY {
                         k.mm.reclaims += 1;
                     }
-                    // ratio = nr_pages * nr_active / ((nr_inactive + 1) * 2), active ~ inactive.
-                    let ratio = SWAP_CLUSTER_MAX / 2;
+                    // shrink_caches: "try to keep the active list 2/3 of the size of the
+                    // cache": ratio = nr_pages * nr_active / ((nr_inactive + 1) * 2).
+                    let nr_pages = SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1);
+                    let ratio = nr_pages * k.mm.nr_active() / ((k.mm.inactive_pages() + 1) * 2);
+                    self.refill = Some(ratio);
                     return LoopStep::locked(
                         "refill_inactive",
-                        ratio,
+                        k.mm.plan_refill(ratio),
                         k.c.refill_page,
                         "pagemap_lru_lock",
                         vec![],
@@ -113,7 +119,7 @@ impl TryToFreePages {
                     // After a lock-break the same call goes on (the kernel's `continue`): what
                     // is left of its scan, mapped-page and freeing budgets.
                     let lim = self.resume.take().unwrap_or_else(|| {
-                        let inactive = k.mm.lru_pages().max(1);
+                        let inactive = k.mm.inactive_pages().max(1);
                         let max_scan = inactive / self.priority;
                         ScanLimits {
                             want: SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1),
@@ -275,6 +281,10 @@ impl Path for TryToFreePages {
         if self.sub.advanced(k, cx, done) {
             return;
         }
+        if let Some(n) = self.refill.take() {
+            k.mm.refill_inactive(n, done);
+            return;
+        }
         let cut = done < self.planned;
         match self.stage {
             // The shrink_cache loop just ran (stage already moved on).
@@ -412,9 +422,11 @@ impl Path for SwapOutMm {
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
         if self.stage == 1 {
             if let Some(r) = k.mm.mms.get_mut(&self.mm) {
-                // Young pages met lose their bit.
-                let cleared = done * r.young / r.rss.max(1);
-                r.young -= cleared.min(r.young);
+                // Young pages met lose their bit, and try_to_swap_out's mark_page_accessed
+                // activates them (do_anonymous_page left them referenced).
+                let cleared = (done * r.young / r.rss.max(1)).min(r.young);
+                r.young -= cleared;
+                k.mm.activate_anon(self.mm, cleared);
             }
             if done < self.scan {
                 // Lock-break (low-latency): the scan resumes from mm->swap_address later.

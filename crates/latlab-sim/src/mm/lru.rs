@@ -1,0 +1,188 @@
+//! One of 2.4.18's page LRU lists (`active_list`, `inactive_list` of mm/swap.c and
+//! mm/vmscan.c) in age order, oldest (the list's tail in kernel terms) first: runs of one
+//! owner's pages.
+//!
+//! A file's run counts the pages of its range that still carry its stamp
+//! ([`super::pagecache`]); anonymous pages an address space loses from this list (exit,
+//! swap-out, activation) are taken off lazily: `stale` counts them by address space, and they
+//! are dropped from its oldest runs when a walk meets them.
+
+use super::FileRec;
+use std::collections::{BTreeMap, VecDeque};
+
+/// A run of an LRU list: pages of one owner.
+#[derive(Clone, Copy, Debug)]
+pub enum Run {
+    /// The pages of file `id` in `lo..hi` that carry `stamp`: one stamp belongs to one run.
+    File { id: u32, lo: u64, hi: u64, stamp: u64 },
+    /// `n` anonymous pages of address space `mm`, less what `stale` says it lost.
+    Anon { mm: u32, n: u64 },
+}
+
+#[derive(Default)]
+pub struct List {
+    runs: VecDeque<Run>,
+    stale: BTreeMap<u32, u64>,
+    stale_total: u64,
+    /// Runs after the last compaction (the next comes when they have doubled).
+    compacted_runs: usize,
+}
+
+impl List {
+    pub fn runs(&self) -> impl Iterator<Item = &Run> {
+        self.runs.iter()
+    }
+
+    pub fn pop_oldest(&mut self) -> Option<Run> {
+        self.runs.pop_front()
+    }
+
+    /// Put back what is left of a run just taken off the old end.
+    pub fn push_oldest(&mut self, r: Run) {
+        self.runs.push_front(r);
+    }
+
+    /// The stamp for pages of `file` in `lo..hi` going to the young end: the youngest run's,
+    /// widened to cover them, when it is the same file's; else `fresh()`'s, in a new run.
+    pub fn young_file(
+        &mut self,
+        file: u32,
+        lo: u64,
+        hi: u64,
+        fresh: impl FnOnce() -> u64,
+        files: &BTreeMap<u32, FileRec>,
+    ) -> u64 {
+        if let Some(Run::File {
+            id,
+            lo: l,
+            hi: h,
+            stamp,
+        }) = self.runs.back_mut()
+        {
+            if *id == file {
+                *l = (*l).min(lo);
+                *h = (*h).max(hi);
+                return *stamp;
+            }
+        }
+        let stamp = fresh();
+        self.runs.push_back(Run::File {
+            id: file,
+            lo,
+            hi,
+            stamp,
+        });
+        self.maybe_compact(files);
+        stamp
+    }
+
+    /// `n` anonymous pages of `mm` at the young end.
+    pub fn push_anon(&mut self, mm: u32, n: u64, files: &BTreeMap<u32, FileRec>) {
+        if n == 0 {
+            return;
+        }
+        match self.runs.back_mut() {
+            Some(Run::Anon { mm: m, n: k }) if *m == mm => *k += n,
+            _ => {
+                self.runs.push_back(Run::Anon { mm, n });
+                self.maybe_compact(files);
+            }
+        }
+    }
+
+    /// `n` anonymous pages of `mm` left this list; `live` pages remain on it in all.
+    pub fn forget_anon(&mut self, mm: u32, n: u64, live: u64, files: &BTreeMap<u32, FileRec>) {
+        if n == 0 {
+            return;
+        }
+        *self.stale.entry(mm).or_default() += n;
+        self.stale_total += n;
+        if self.stale_total > 2 * live + 1024 {
+            self.compact(files);
+        }
+    }
+
+    fn maybe_compact(&mut self, files: &BTreeMap<u32, FileRec>) {
+        if self.runs.len() > 2 * self.compacted_runs + 1024 {
+            self.compact(files);
+        }
+    }
+
+    /// Pages of a file run still on the list.
+    pub fn file_live(r: &Run, files: &BTreeMap<u32, FileRec>) -> u64 {
+        match *r {
+            Run::File { id, lo, hi, stamp } => files.get(&id).map_or(0, |f| f.pages.live(lo, hi, stamp)),
+            Run::Anon { n, .. } => n,
+        }
+    }
+
+    /// The runs oldest first with the pages each still holds, without changing anything.
+    pub fn live_runs<'a>(&'a self, files: &'a BTreeMap<u32, FileRec>) -> impl Iterator<Item = (Run, u64)> + 'a {
+        let mut used: BTreeMap<u32, u64> = BTreeMap::new();
+        self.runs.iter().map(move |r| match *r {
+            Run::File { .. } => (*r, Self::file_live(r, files)),
+            Run::Anon { mm, n } => {
+                let gone = match self.stale.get(&mm) {
+                    None => 0,
+                    Some(&s) => {
+                        let u = used.entry(mm).or_default();
+                        let g = (s - *u).min(n);
+                        *u += g;
+                        g
+                    }
+                };
+                (*r, n - gone)
+            }
+        })
+    }
+
+    /// Drop every run with nothing left and every stale anonymous page, narrow each file
+    /// run to the pages it still holds, and merge neighbouring runs of one address space.
+    fn compact(&mut self, files: &BTreeMap<u32, FileRec>) {
+        let mut out: VecDeque<Run> = VecDeque::with_capacity(self.runs.len() / 2);
+        for r in std::mem::take(&mut self.runs) {
+            match r {
+                Run::File { id, lo, hi, stamp } => {
+                    let live = files
+                        .get(&id)
+                        .map_or(Vec::new(), |f| f.pages.live_ranges(lo, hi, stamp));
+                    if let (Some(first), Some(last)) = (live.first(), live.last()) {
+                        out.push_back(Run::File {
+                            id,
+                            lo: first.0,
+                            hi: last.1,
+                            stamp,
+                        });
+                    }
+                }
+                Run::Anon { mm, n } => {
+                    let live = self.take_stale(mm, n);
+                    if live == 0 {
+                        continue;
+                    }
+                    match out.back_mut() {
+                        Some(Run::Anon { mm: m, n: k }) if *m == mm => *k += live,
+                        _ => out.push_back(Run::Anon { mm, n: live }),
+                    }
+                }
+            }
+        }
+        self.runs = out;
+        self.compacted_runs = self.runs.len();
+        debug_assert_eq!(self.stale_total, 0);
+        self.stale.clear();
+    }
+
+    /// Of a run of `n` anonymous pages of `mm`, how many are still there (consuming its
+    /// stale count).
+    pub fn take_stale(&mut self, mm: u32, n: u64) -> u64 {
+        let Some(s) = self.stale.get_mut(&mm) else { return n };
+        let gone = (*s).min(n);
+        *s -= gone;
+        self.stale_total -= gone;
+        if *s == 0 {
+            self.stale.remove(&mm);
+        }
+        n - gone
+    }
+}
