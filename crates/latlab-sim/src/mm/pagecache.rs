@@ -75,30 +75,21 @@ impl PageSet {
         if lo >= hi {
             return 0;
         }
-        let mut gone = 0;
-        // A range straddling `lo`: keep its head.
+        // A range straddling `lo` is split there, so every range to cut starts inside.
         if let Some((&a, &(b, t))) = self.ranges.range(..lo).next_back() {
             if b > lo {
                 self.ranges.insert(a, (lo, t));
-                let n = if b > hi {
-                    self.ranges.insert(hi, (b, t));
-                    hi - lo
-                } else {
-                    b - lo
-                };
-                self.count_out(n, t);
-                gone += n;
+                self.ranges.insert(lo, (b, t));
             }
         }
         let inside: Vec<(u64, (u64, Tag))> = self.ranges.range(lo..hi).map(|(&a, &v)| (a, v)).collect();
+        let mut gone = 0;
         for (a, (b, t)) in inside {
             self.ranges.remove(&a);
-            let n = if b > hi {
+            if b > hi {
                 self.ranges.insert(hi, (b, t));
-                hi - a
-            } else {
-                b - a
-            };
+            }
+            let n = b.min(hi) - a;
             self.count_out(n, t);
             gone += n;
         }
