@@ -151,8 +151,7 @@ impl Path for FileWrite {
             let from = *at;
             *at += done;
             let size = f.size;
-            k.mm.add_pages(self.file, from, done);
-            k.mm.written(self.file, from, done);
+            k.mm.write_pages(self.file, from, done);
             let pending = k.buf.pending_of(self.file);
             let new = done - done.min(pending);
             // Buffers already dirty: `mark_buffer_dirty` skips balance_dirty().
@@ -165,8 +164,7 @@ impl Path for FileWrite {
         let block = f.block + f.size;
         let from = f.size;
         f.size += done;
-        k.mm.add_pages(self.file, from, done);
-        k.mm.written(self.file, from, done);
+        k.mm.write_pages(self.file, from, done);
         let txn = k.jbd.add_data(done);
         k.buf.dirty(self.file, txn, done, block, cx.now);
         // Block allocation: a new indirect block every 1024 data blocks (the block bitmap,

@@ -33,6 +33,11 @@ impl List {
         self.runs.iter()
     }
 
+    /// The run at the young end.
+    pub fn youngest(&self) -> Option<Run> {
+        self.runs.back().copied()
+    }
+
     pub fn pop_oldest(&mut self) -> Option<Run> {
         self.runs.pop_front()
     }

@@ -235,6 +235,10 @@ impl Mm {
     pub fn mark_accessed(&mut self, file: u32, lo: u64, n: u64) {
         let hi = lo.saturating_add(n);
         let Some(f) = self.files.get(&file) else { return };
+        // Pages already active and referenced stay as they are.
+        if f.pages.all(lo, hi, |t| t.referenced && pagecache::is_active(t.stamp)) {
+            return;
+        }
         let ranges = f.pages.tagged(lo, hi);
         let mut to_active = Vec::new();
         for (a, b, t) in ranges {
@@ -254,13 +258,25 @@ impl Mm {
         }
     }
 
-    /// A write went over the cached pages of `file` in `lo..lo+n`: PG_referenced
-    /// (generic_file_write's `SetPageReferenced`; it does not activate). They are dirty now,
+    /// `generic_file_write` over pages `lo..lo+n` of `file`: the pages not cached come in
+    /// (as many as free memory holds; returns how many), and every page written gets
+    /// PG_referenced (`SetPageReferenced`; a write does not activate). They are dirty now,
     /// and the model's page scan takes the newest inactive cache pages for the dirty ones
     /// (`ScanLimits::dirty`): those on the inactive list move to its young end.
-    pub fn written(&mut self, file: u32, lo: u64, n: u64) {
+    pub fn write_pages(&mut self, file: u32, lo: u64, n: u64) -> u64 {
+        let added = self.add_tagged(file, lo, n, true);
         let hi = lo.saturating_add(n);
-        let Some(f) = self.files.get(&file) else { return };
+        let young = match self.inactive.youngest() {
+            Some(Run::File { id, stamp, .. }) if id == file => Some(stamp),
+            _ => None,
+        };
+        let Some(f) = self.files.get(&file) else { return added };
+        // Most writes find their pages just added or written: nothing more to do.
+        if f.pages.all(lo, hi, |t| {
+            t.referenced && (pagecache::is_active(t.stamp) || Some(t.stamp) == young)
+        }) {
+            return added;
+        }
         let inactive: Vec<(u64, u64, u64)> = f
             .pages
             .tagged(lo, hi)
@@ -277,6 +293,7 @@ impl Mm {
                 }
             });
         }
+        added
     }
 
     /// Anonymous pages of `mm` on the active list.
@@ -564,6 +581,11 @@ impl Mm {
     /// as free memory holds, lowest first, at the young end (`add_to_page_cache` ->
     /// `lru_cache_add`). Returns how many did.
     pub fn add_pages(&mut self, file: u32, lo: u64, n: u64) -> u64 {
+        self.add_tagged(file, lo, n, false)
+    }
+
+    /// [`Self::add_pages`] with the new pages' PG_referenced `referenced`.
+    fn add_tagged(&mut self, file: u32, lo: u64, n: u64, referenced: bool) -> u64 {
         let max = n.min(self.free);
         if max == 0 || !self.files.contains_key(&file) {
             return 0;
@@ -571,7 +593,7 @@ impl Mm {
         let hi = lo.saturating_add(n);
         let stamp = self.young_run(file, lo, hi, false);
         let Some(f) = self.files.get_mut(&file) else { return 0 };
-        let added = f.pages.add_missing(lo, hi, stamp, max);
+        let added = f.pages.add_missing(lo, hi, stamp, max, referenced);
         f.cached = f.pages.count();
         self.free -= added;
         self.cache += added;
@@ -914,11 +936,13 @@ mod tests {
                     rng.gen_range(0..64),
                     rng.gen_range(1..64),
                 ),
-                7 if !files.is_empty() => m.written(
-                    files[rng.gen_range(0..files.len())],
-                    rng.gen_range(0..64),
-                    rng.gen_range(1..64),
-                ),
+                7 if !files.is_empty() => {
+                    m.write_pages(
+                        files[rng.gen_range(0..files.len())],
+                        rng.gen_range(0..64),
+                        rng.gen_range(1..64),
+                    );
+                }
                 8 => m.activate_anon(rng.gen_range(1..5), rng.gen_range(1..100)),
                 9 => {
                     let n = rng.gen_range(1..300);

@@ -97,8 +97,8 @@ impl PageSet {
     }
 
     /// Add the pages of `lo..hi` not held yet, at most `max`, lowest first, with `stamp`
-    /// and PG_referenced clear; returns how many were added.
-    pub fn add_missing(&mut self, lo: u64, hi: u64, stamp: u64, max: u64) -> u64 {
+    /// and PG_referenced `referenced`; returns how many were added.
+    pub fn add_missing(&mut self, lo: u64, hi: u64, stamp: u64, max: u64, referenced: bool) -> u64 {
         let mut added = 0;
         let mut at = lo;
         let mut gaps = Vec::new();
@@ -116,14 +116,7 @@ impl PageSet {
             if n == 0 {
                 break;
             }
-            self.put_new(
-                a,
-                a + n,
-                Tag {
-                    stamp,
-                    referenced: false,
-                },
-            );
+            self.put_new(a, a + n, Tag { stamp, referenced });
             added += n;
         }
         added
@@ -173,6 +166,11 @@ impl PageSet {
             n += take;
         }
         n
+    }
+
+    /// Is every held page of `lo..hi` such that `ok(tag)`?
+    pub fn all(&self, lo: u64, hi: u64, ok: impl Fn(Tag) -> bool) -> bool {
+        self.overlaps(lo, hi).all(|(_, _, t)| ok(t))
     }
 
     /// Set or clear PG_referenced on the held pages of `lo..hi`.
@@ -281,11 +279,12 @@ mod tests {
             let max = rng.gen_range(0..25);
             match rng.gen_range(0..7) {
                 0 => {
-                    let added = p.add_missing(lo, hi, stamp, max);
+                    let r = rng.gen_bool(0.5);
+                    let added = p.add_missing(lo, hi, stamp, max, r);
                     let mut want = 0;
                     for i in lo..hi {
                         if want < max && !m.contains_key(&i) {
-                            m.insert(i, (stamp, false));
+                            m.insert(i, (stamp, r));
                             want += 1;
                         }
                     }
