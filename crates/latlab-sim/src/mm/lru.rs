@@ -7,7 +7,7 @@
 //! swap-out, activation) are taken off lazily: `stale` counts them by address space, and they
 //! are dropped from its oldest runs when a walk meets them.
 
-use super::FileRec;
+use super::Files;
 use std::collections::{BTreeMap, VecDeque};
 
 /// A run of an LRU list: pages of one owner.
@@ -49,14 +49,7 @@ impl List {
 
     /// The stamp for pages of `file` in `lo..hi` going to the young end: the youngest run's,
     /// widened to cover them, when it is the same file's; else `fresh()`'s, in a new run.
-    pub fn young_file(
-        &mut self,
-        file: u32,
-        lo: u64,
-        hi: u64,
-        fresh: impl FnOnce() -> u64,
-        files: &BTreeMap<u32, FileRec>,
-    ) -> u64 {
+    pub fn young_file(&mut self, file: u32, lo: u64, hi: u64, fresh: impl FnOnce() -> u64, files: &Files) -> u64 {
         if let Some(Run::File {
             id,
             lo: l,
@@ -82,7 +75,7 @@ impl List {
     }
 
     /// `n` anonymous pages of `mm` at the young end.
-    pub fn push_anon(&mut self, mm: u32, n: u64, files: &BTreeMap<u32, FileRec>) {
+    pub fn push_anon(&mut self, mm: u32, n: u64, files: &Files) {
         if n == 0 {
             return;
         }
@@ -96,7 +89,7 @@ impl List {
     }
 
     /// `n` anonymous pages of `mm` left this list; `live` pages remain on it in all.
-    pub fn forget_anon(&mut self, mm: u32, n: u64, live: u64, files: &BTreeMap<u32, FileRec>) {
+    pub fn forget_anon(&mut self, mm: u32, n: u64, live: u64, files: &Files) {
         if n == 0 {
             return;
         }
@@ -107,14 +100,14 @@ impl List {
         }
     }
 
-    fn maybe_compact(&mut self, files: &BTreeMap<u32, FileRec>) {
+    fn maybe_compact(&mut self, files: &Files) {
         if self.runs.len() > 2 * self.compacted_runs + 1024 {
             self.compact(files);
         }
     }
 
     /// Pages of a file run still on the list.
-    pub fn file_live(r: &Run, files: &BTreeMap<u32, FileRec>) -> u64 {
+    pub fn file_live(r: &Run, files: &Files) -> u64 {
         match *r {
             Run::File { id, lo, hi, stamp } => files.get(&id).map_or(0, |f| f.pages.live(lo, hi, stamp)),
             Run::Anon { n, .. } => n,
@@ -122,7 +115,7 @@ impl List {
     }
 
     /// The runs oldest first with the pages each still holds, without changing anything.
-    pub fn live_runs<'a>(&'a self, files: &'a BTreeMap<u32, FileRec>) -> impl Iterator<Item = (Run, u64)> + 'a {
+    pub fn live_runs<'a>(&'a self, files: &'a Files) -> impl Iterator<Item = (Run, u64)> + 'a {
         let mut used: BTreeMap<u32, u64> = BTreeMap::new();
         self.runs.iter().map(move |r| match *r {
             Run::File { .. } => (*r, Self::file_live(r, files)),
@@ -143,7 +136,7 @@ impl List {
 
     /// Drop every run with nothing left and every stale anonymous page, narrow each file
     /// run to the pages it still holds, and merge neighbouring runs of one address space.
-    fn compact(&mut self, files: &BTreeMap<u32, FileRec>) {
+    fn compact(&mut self, files: &Files) {
         let mut out: VecDeque<Run> = VecDeque::with_capacity(self.runs.len() / 2);
         for r in std::mem::take(&mut self.runs) {
             match r {

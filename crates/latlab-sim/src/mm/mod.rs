@@ -48,6 +48,46 @@ pub struct FileRec {
     pub in_use: bool,
 }
 
+/// The files by id (ids are handed out in order from 1, so a vector indexed by id; a
+/// deleted file leaves its slot empty).
+#[derive(Default)]
+pub struct Files {
+    recs: Vec<Option<FileRec>>,
+}
+
+impl Files {
+    pub fn get(&self, id: &u32) -> Option<&FileRec> {
+        self.recs.get(*id as usize).and_then(Option::as_ref)
+    }
+    pub fn get_mut(&mut self, id: &u32) -> Option<&mut FileRec> {
+        self.recs.get_mut(*id as usize).and_then(Option::as_mut)
+    }
+    pub fn contains_key(&self, id: &u32) -> bool {
+        self.get(id).is_some()
+    }
+    fn insert(&mut self, id: u32, f: FileRec) {
+        let i = id as usize;
+        if self.recs.len() <= i {
+            self.recs.resize_with(i + 1, || None);
+        }
+        self.recs[i] = Some(f);
+    }
+    fn remove(&mut self, id: &u32) -> Option<FileRec> {
+        self.recs.get_mut(*id as usize).and_then(Option::take)
+    }
+    /// The live files, by id.
+    pub fn values(&self) -> impl Iterator<Item = &FileRec> {
+        self.recs.iter().flatten()
+    }
+}
+
+impl std::ops::Index<&u32> for Files {
+    type Output = FileRec;
+    fn index(&self, id: &u32) -> &FileRec {
+        self.get(id).expect("no such file")
+    }
+}
+
 /// Whose pages a run of the LRU list holds.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Owner {
@@ -109,7 +149,9 @@ pub struct Mm {
     pub pages_min: u64,
     pub pages_low: u64,
     pub pages_high: u64,
-    pub files: BTreeMap<u32, FileRec>,
+    pub files: Files,
+    /// Files with pages in the page cache.
+    files_with_pages: u64,
     /// The inactive list (what `shrink_cache` scans) and the active list, each in age order.
     inactive: List,
     active: List,
@@ -158,7 +200,8 @@ impl Mm {
             pages_min: min,
             pages_low: 2 * min,
             pages_high: 3 * min,
-            files: BTreeMap::new(),
+            files: Files::default(),
+            files_with_pages: 0,
             inactive: List::default(),
             active: List::default(),
             stamp: 0,
@@ -594,6 +637,9 @@ impl Mm {
         let stamp = self.young_run(file, lo, hi, false);
         let Some(f) = self.files.get_mut(&file) else { return 0 };
         let added = f.pages.add_missing(lo, hi, stamp, max, referenced);
+        if f.cached == 0 && added > 0 {
+            self.files_with_pages += 1;
+        }
         f.cached = f.pages.count();
         self.free -= added;
         self.cache += added;
@@ -607,6 +653,9 @@ impl Mm {
             return 0;
         };
         let Some(f) = self.files.get_mut(&file) else { return 0 };
+        if f.cached > 0 && f.pages.count() == 0 {
+            self.files_with_pages -= 1;
+        }
         f.cached = f.pages.count();
         self.cache -= d.min(self.cache);
         self.free += d;
@@ -640,7 +689,7 @@ impl Mm {
         if cached_inodes == 0 {
             return 0;
         }
-        let with = self.files.values().filter(|f| f.cached > 0).count() as u64;
+        let with = self.files_with_pages;
         (with * 1024 / cached_inodes).min(1024)
     }
 
@@ -971,6 +1020,8 @@ mod tests {
             let cached: u64 = m.files.values().map(|f| f.cached).sum();
             assert_eq!(cached, m.cache);
             assert!(m.files.values().all(|f| f.cached == f.pages.count()));
+            let with = m.files.values().filter(|f| f.cached > 0).count() as u64;
+            assert_eq!(with, m.files_with_pages, "step {step}");
             assert_eq!(m.free + m.cache + m.anon + m.slab_bytes / 4096, free0);
         }
     }
