@@ -234,32 +234,8 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
             Kthread::Kjournald => p.kjournald = pid,
         }
     }
-    // The box's life before the run ([`Preload::cache_full`]): `cat` of old files until as
-    // much as RAM has been read, so the page cache is full and the VM has reclaimed before
-    // (kswapd's first calls, with the pruning and swap-out they bring, lie behind it). The
-    // box then idles to the next whole second, and the run starts.
-    let p = &cfg.workload.preload;
-    if p.cache_full && p.reclaimed_before {
-        let cat = CommandSpec::CatOld {
-            mb: cfg.machine.ram_mib,
-            file_kb: cfg.workload.preload.old_file_kb,
-        };
-        k.spawn(TaskSpec::user("sh", Box::new(Shell::new(vec![cat], 0))), None);
-        // Reading RAM's worth takes a minute or so on any disk; an hour bounds a machine
-        // profile too slow to finish it (the run then starts where the history stopped).
-        while k.st.workload_done.is_none() && k.now < HISTORY_LIMIT_NS {
-            let until = k.now + 1_000_000_000;
-            k.run_until(until, |_| {});
-        }
-        k.st.workload_done = None;
-        if std::env::var_os("LATLAB_DEBUG_SCRIPT").is_some() {
-            let (m, d) = (&k.st.mm, &k.st.dcache);
-            eprintln!(
-                "{:>8.1}s  after the history: free {} cache {} anon {} swapped {} pages, {} reclaim calls ({} to priority 1); dentries unused {} ({} referenced), inodes unused {}",
-                k.now as f64 / 1e9, m.free, m.cache, m.anon, m.swapouts, m.reclaims, m.reclaims_to_priority_1,
-                d.dentries_unused, d.referenced, d.inodes_unused
-            );
-        }
+    if cfg.workload.preload.cache_full && cfg.workload.preload.reclaimed_before {
+        run_history(&mut k, cfg);
     }
     let epoch = k.now;
     let before = counters(&k);
@@ -293,6 +269,33 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         progress(k.now - epoch, goal - epoch);
     }
     Ok(finish(cfg, k, epoch, &before))
+}
+
+/// The box's life before the run ([`Preload::reclaimed_before`]): `cat` of old files until
+/// as much as RAM has been read, so the page cache is full and the VM has reclaimed before
+/// (kswapd's first calls, with the pruning and swap-out they bring, lie behind it). The box
+/// then idles to the next whole second, where the run starts.
+fn run_history(k: &mut Kernel, cfg: &SimConfig) {
+    let cat = CommandSpec::CatOld {
+        mb: cfg.machine.ram_mib,
+        file_kb: cfg.workload.preload.old_file_kb,
+    };
+    k.spawn(TaskSpec::user("sh", Box::new(Shell::new(vec![cat], 0))), None);
+    // Reading RAM's worth takes a minute or so on any disk; an hour bounds a machine profile
+    // too slow to finish it (the run then starts where the history stopped).
+    while k.st.workload_done.is_none() && k.now < HISTORY_LIMIT_NS {
+        let until = k.now + 1_000_000_000;
+        k.run_until(until, |_| {});
+    }
+    k.st.workload_done = None;
+    if std::env::var_os("LATLAB_DEBUG_SCRIPT").is_some() {
+        let (m, d) = (&k.st.mm, &k.st.dcache);
+        eprintln!(
+            "{:>8.1}s  after the history: free {} cache {} anon {} swapped {} pages, {} reclaim calls ({} to priority 1); dentries unused {} ({} referenced), inodes unused {}",
+            k.now as f64 / 1e9, m.free, m.cache, m.anon, m.swapouts, m.reclaims, m.reclaims_to_priority_1,
+            d.dentries_unused, d.referenced, d.inodes_unused
+        );
+    }
 }
 
 /// Longest the box's history before the run may take.

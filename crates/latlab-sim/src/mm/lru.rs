@@ -29,10 +29,6 @@ pub struct List {
 }
 
 impl List {
-    pub fn runs(&self) -> impl Iterator<Item = &Run> {
-        self.runs.iter()
-    }
-
     /// The run at the young end.
     pub fn youngest(&self) -> Option<Run> {
         self.runs.back().copied()
