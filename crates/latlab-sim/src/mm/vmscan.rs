@@ -363,6 +363,12 @@ impl Path for TryToFreePages {
             Stage::NextPriority => {
                 k.dcache.apply_prune_icache(done);
                 k.mm.free_slab(done * INODE_BYTES);
+                if cut {
+                    // Preempted, or cut at dispose_list's point: the inodes prune_icache took
+                    // off the list are still to be freed; the loop goes on after schedule().
+                    self.plan.1 -= done.min(self.plan.1);
+                    self.stage = Stage::Dispose;
+                }
             }
             _ => {}
         }
@@ -440,6 +446,7 @@ impl Path for SwapOutMm {
 mod tests {
     use super::*;
 
+    use crate::kernel::path::{Ctx, Step};
     use crate::kernel::tests::{kstate, run_to_sleep};
 
     /// Memory filled with one file's cache, all of it dirty or all of it clean.
@@ -464,6 +471,43 @@ mod tests {
             panic!("no wait on the launder page: {sleep:?}")
         };
         assert_eq!(k.disk.req_of_seq(0), Some(id));
+    }
+
+    /// Run a reclaim call over memory full of idle anonymous pages and 10,000 freeable
+    /// unused inodes, cutting its first `dispose_list` loop half-way if `cut` (preemption or
+    /// a point); returns the inodes left unused and the dispose_list items run.
+    fn icache_reclaim(cut: bool) -> (u64, u64) {
+        let mut k = kstate();
+        let n = k.mm.free - k.mm.pages_min;
+        k.mm.grow(7, n);
+        k.dcache.inodes_unused = 10_000;
+        let mut p = try_to_free_pages();
+        let cx = Ctx { now: 0, pid: 1 };
+        let (mut disposed, mut cut_left) = (0, cut);
+        for _ in 0..10_000 {
+            match p.next(&mut k, &cx) {
+                Step::Loop(l) if l.func == "dispose_list" => {
+                    let done = if std::mem::take(&mut cut_left) {
+                        l.items / 2
+                    } else {
+                        l.items
+                    };
+                    disposed += done;
+                    p.advanced(&mut k, &cx, done);
+                }
+                Step::Loop(l) => p.advanced(&mut k, &cx, l.items),
+                Step::Work(_) | Step::Block(_) => {}
+                Step::Done => return (k.dcache.inodes_unused, disposed),
+            }
+        }
+        panic!("reclaim did not finish")
+    }
+
+    #[test]
+    fn a_cut_dispose_list_goes_on_until_every_pruned_inode_is_freed() {
+        let whole = icache_reclaim(false);
+        assert!(whole.1 > 0, "no inode was pruned: {whole:?}");
+        assert_eq!(icache_reclaim(true), whole);
     }
 
     #[test]
