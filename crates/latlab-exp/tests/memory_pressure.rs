@@ -100,7 +100,10 @@ fn a_fragmented_swap_map_makes_scan_swap_map_walk_it() {
     };
     assert_eq!(scan_us(0), 0, "an empty map is searched in microseconds");
     let (a, b) = (scan_us(150), scan_us(300));
-    // 150 MiB out, as much freed around it: 76,800 slots; twice that for 300 MiB.
+    // 150 MiB out, as much freed around it: 76,800 slots (1.5 ms); twice that for 300 MiB.
+    // The longest search of the first seconds may start a little way into the region, so
+    // the walks are at most the region and roughly double with it.
     assert!((1_000..2_000).contains(&a), "{a}");
-    assert!((1_800..2_200).contains(&(b * 1000 / a)), "{a} {b}");
+    assert!((2_000..3_300).contains(&b), "{b}");
+    assert!((1_800..2_500).contains(&(b * 1000 / a)), "{a} {b}");
 }
