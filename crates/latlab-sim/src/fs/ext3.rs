@@ -7,6 +7,7 @@ use crate::fs::flush::{chain, disk_io, wait_for_buffers, write_some_buffers};
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
 use crate::mm::vmscan::try_to_free_pages;
+use crate::mm::FileRec;
 
 /// Pages per readahead request (2.4 `vm_max_readahead` 31 pages, rounded to 32).
 const READAHEAD: u64 = 32;
@@ -384,7 +385,7 @@ impl Path for Truncate {
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
         if self.stage == 2 {
             // Each page's buffers go with it (block_flushpage / journal_flushpage).
-            let cached = k.mm.files.get(&self.file).map_or(0, |f| f.cached);
+            let cached = k.mm.files.get(&self.file).map_or(0, FileRec::cached);
             let dropped = k.buf.pages_truncated(self.file, done, cached);
             k.jbd.pages_truncated(self.file, done, cached, &dropped);
             k.mm.drop_pages_from(self.file, self.to, done);
@@ -509,9 +510,9 @@ mod tests {
         let mut k = kstate();
         let f = k.mm.create_file(100);
         assert_eq!(run_to_sleep(&mut k, sys_write(f, 100 * 4096)), None);
-        assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached), (100, 100));
+        assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached()), (100, 100));
         assert_eq!(run_to_sleep(&mut k, sys_ftruncate(f, 30)), None);
-        assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached), (30, 30));
+        assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached()), (30, 30));
         // The dropped pages' dirty buffers went with them, from the lists and the journal.
         assert_eq!((k.buf.pending_of(f), k.buf.nr_dirty, k.jbd.running.dirty), (30, 30, 30));
         // Past the end: nothing to do.

@@ -147,7 +147,7 @@ mod tests {
             (Some(&false), true)
         );
         assert!(!bkl[bkl.len() - 2]);
-        assert_eq!((k.mm.files[&f.client].cached, k.mm.files[&f.server].cached), (2, 2));
+        assert_eq!((k.mm.files[&f.client].cached(), k.mm.files[&f.server].cached()), (2, 2));
         assert_eq!((k.mm.files[&f.client].size, k.mm.files[&f.server].size), (2, 2));
     }
 
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(nfs_read(&mut k, f, 0, 8192).name(), "nfs_proc_read");
         let r = nfs_read(&mut k, f, 0, 8192);
         assert_eq!(run_to_sleep(&mut k, r), None);
-        assert_eq!(k.mm.files[&f.client].cached, 2);
+        assert_eq!(k.mm.files[&f.client].cached(), 2);
         assert_eq!(nfs_read(&mut k, f, 0, 8192).name(), "sys_read");
         assert_eq!(nfs_read(&mut k, f, 2, 8192).name(), "nfs_proc_read");
     }

@@ -38,14 +38,19 @@ use std::collections::BTreeMap;
 pub struct FileRec {
     /// Size in pages.
     pub size: u64,
-    /// Pages in the page cache (`pages.count()`).
-    pub cached: u64,
-    /// Which pages those are.
+    /// Which of its pages are in the page cache.
     pub pages: PageSet,
     /// First disk block (files are laid out contiguously in creation order).
     pub block: u64,
     /// Open or in use (inode not on the unused list).
     pub in_use: bool,
+}
+
+impl FileRec {
+    /// Pages in the page cache.
+    pub fn cached(&self) -> u64 {
+        self.pages.count()
+    }
 }
 
 /// The files by id (ids are handed out in order from 1, so a vector indexed by id; a
@@ -229,7 +234,6 @@ impl Mm {
             id,
             FileRec {
                 size: 0,
-                cached: 0,
                 pages: PageSet::default(),
                 block: self.next_block,
                 in_use: true,
@@ -263,12 +267,22 @@ impl Mm {
         s
     }
 
-    /// Change `file`'s pages with `change`, keeping the active-cache count.
+    /// Change `file`'s pages with `change`, keeping the counts over all files in step: pages
+    /// cached (taken from or given back to the free ones), files with cached pages, cached
+    /// pages on the active list. None if there is no such file.
     fn with_pages<T>(&mut self, file: u32, change: impl FnOnce(&mut PageSet) -> T) -> Option<T> {
         let f = self.files.get_mut(&file)?;
-        let before = f.pages.count_active();
+        let (count, active) = (f.pages.count(), f.pages.count_active());
         let out = change(&mut f.pages);
-        self.active_cache = self.active_cache + f.pages.count_active() - before;
+        let (count2, active2) = (f.pages.count(), f.pages.count_active());
+        self.active_cache = self.active_cache + active2 - active;
+        self.cache = self.cache + count2 - count;
+        self.free = self.free + count - count2;
+        match (count, count2) {
+            (0, 1..) => self.files_with_pages += 1,
+            (1.., 0) => self.files_with_pages -= 1,
+            _ => {}
+        }
         Some(out)
     }
 
@@ -574,10 +588,10 @@ impl Mm {
             match r {
                 Run::File { id, lo, hi, stamp } => {
                     if gone > 0 {
-                        let cached = self.files.get(&id).map_or(0, |f| f.cached);
-                        self.uncache(id, |p| p.take_live(lo, hi, stamp, gone));
+                        let cached = self.files.get(&id).map_or(0, FileRec::cached);
+                        self.with_pages(id, |p| p.take_live(lo, hi, stamp, gone));
                         freed(id, gone, cached);
-                        if self.files.get(&id).is_some_and(|f| f.cached == 0 && !f.in_use) {
+                        if self.files.get(&id).is_some_and(|f| f.cached() == 0 && !f.in_use) {
                             sc.emptied += 1;
                         }
                     }
@@ -635,37 +649,14 @@ impl Mm {
         }
         let hi = lo.saturating_add(n);
         let stamp = self.young_run(file, lo, hi, false);
-        let Some(f) = self.files.get_mut(&file) else { return 0 };
-        let added = f.pages.add_missing(lo, hi, stamp, max, referenced);
-        if f.cached == 0 && added > 0 {
-            self.files_with_pages += 1;
-        }
-        f.cached = f.pages.count();
-        self.free -= added;
-        self.cache += added;
-        added
-    }
-
-    /// Apply `change` to `file`'s pages; what it took out of the cache is free. Returns the
-    /// pages that went.
-    fn uncache(&mut self, file: u32, change: impl FnOnce(&mut PageSet) -> u64) -> u64 {
-        let Some(d) = self.with_pages(file, change) else {
-            return 0;
-        };
-        let Some(f) = self.files.get_mut(&file) else { return 0 };
-        if f.cached > 0 && f.pages.count() == 0 {
-            self.files_with_pages -= 1;
-        }
-        f.cached = f.pages.count();
-        self.cache -= d.min(self.cache);
-        self.free += d;
-        d
+        self.with_pages(file, |p| p.add_missing(lo, hi, stamp, max, referenced))
+            .unwrap_or(0)
     }
 
     /// The first `n` cached pages of `file` at page `from` and above were truncated away
     /// (the walk is paid by the path). Returns how many went.
     pub fn drop_pages_from(&mut self, file: u32, from: u64, n: u64) -> u64 {
-        self.uncache(file, |p| p.remove_from(from, n))
+        self.with_pages(file, |p| p.remove_from(from, n)).unwrap_or(0)
     }
 
     /// Cached pages of `file` at page `from` and above.
@@ -871,7 +862,7 @@ mod tests {
         );
         let sc = m.apply_shrink(&lim, 100, &mut |_, _, _| {});
         assert_eq!((sc.freed, m.free - free, m.cache), (40, 40, 60));
-        assert_eq!(m.files[&f].cached, 60);
+        assert_eq!(m.files[&f].cached(), 60);
     }
 
     #[test]
@@ -1017,10 +1008,9 @@ mod tests {
             assert_eq!(on_active, m.nr_active(), "step {step}");
             let active_cache: u64 = m.files.values().map(|f| f.pages.count_active()).sum();
             assert_eq!(active_cache, m.active_cache, "step {step}");
-            let cached: u64 = m.files.values().map(|f| f.cached).sum();
+            let cached: u64 = m.files.values().map(FileRec::cached).sum();
             assert_eq!(cached, m.cache);
-            assert!(m.files.values().all(|f| f.cached == f.pages.count()));
-            let with = m.files.values().filter(|f| f.cached > 0).count() as u64;
+            let with = m.files.values().filter(|f| f.cached() > 0).count() as u64;
             assert_eq!(with, m.files_with_pages, "step {step}");
             assert_eq!(m.free + m.cache + m.anon + m.slab_bytes / 4096, free0);
         }
