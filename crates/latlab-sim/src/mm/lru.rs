@@ -44,8 +44,8 @@ impl List {
     }
 
     /// The stamp for pages of `file` in `lo..hi` going to the young end: the youngest run's,
-    /// widened to cover them, when it is the same file's; else `fresh()`'s, in a new run.
-    pub fn young_file(&mut self, file: u32, lo: u64, hi: u64, fresh: impl FnOnce() -> u64, files: &Files) -> u64 {
+    /// widened to cover them, when it is the same file's; else `fresh`, in a new run.
+    pub fn young_file(&mut self, file: u32, lo: u64, hi: u64, fresh: u64, files: &Files) -> u64 {
         if let Some(Run::File {
             id,
             lo: l,
@@ -59,15 +59,14 @@ impl List {
                 return *stamp;
             }
         }
-        let stamp = fresh();
         self.runs.push_back(Run::File {
             id: file,
             lo,
             hi,
-            stamp,
+            stamp: fresh,
         });
         self.maybe_compact(files);
-        stamp
+        fresh
     }
 
     /// `n` anonymous pages of `mm` at the young end.

@@ -93,15 +93,6 @@ impl std::ops::Index<&u32> for Files {
     }
 }
 
-/// Whose pages a run of the LRU list holds.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub enum Owner {
-    /// Page-cache pages of a file.
-    File(u32),
-    /// Anonymous pages of an address space (mapped: `shrink_cache` cannot free them).
-    Anon(u32),
-}
-
 /// What one `shrink_cache` scan meets, oldest page first.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct Scan {
@@ -191,6 +182,18 @@ const KERNEL_PAGES: u64 = 4096;
 /// First data block: after the superblock, group descriptors and the journal.
 const FIRST_DATA_BLOCK: u64 = 16_384;
 
+/// One step of `refill_inactive` over `len` pages of one PG_referenced state, with `to_move`
+/// pages still to move and `to_visit` still to look at: how many it looks at (a referenced
+/// page is rotated, not moved).
+fn refill_take(referenced: bool, len: u64, to_move: u64, to_visit: u64) -> u64 {
+    let len = len.min(to_visit);
+    if referenced {
+        len
+    } else {
+        len.min(to_move)
+    }
+}
+
 impl Mm {
     pub fn new(m: &MachineProfile, swap: Box<dyn SwapAllocator>) -> Self {
         let total = m.ram_pages();
@@ -253,18 +256,30 @@ impl Mm {
     /// The stamp for pages of `file` in `lo..hi` going to the young end of the active or
     /// inactive list.
     fn young_run(&mut self, file: u32, lo: u64, hi: u64, active: bool) -> u64 {
-        let mut stamp = self.stamp;
-        let fresh = || {
-            stamp += 1;
-            if pagecache::is_active(stamp) != active {
-                stamp += 1;
-            }
-            stamp
-        };
+        // The stamp a new run would get: the next one of the list's parity.
+        let mut fresh = self.stamp + 1;
+        if pagecache::is_active(fresh) != active {
+            fresh += 1;
+        }
         let list = if active { &mut self.active } else { &mut self.inactive };
         let s = list.young_file(file, lo, hi, fresh, &self.files);
         self.stamp = self.stamp.max(s);
         s
+    }
+
+    /// Move the pages of `file` in `ranges` (each `(lo, hi, stamp)`: the held pages there
+    /// carrying that stamp, at most `max` of them) to the young end of the active or inactive
+    /// list, with PG_referenced `referenced` if given.
+    fn move_young(&mut self, file: u32, ranges: &[(u64, u64, u64)], active: bool, max: u64, referenced: Option<bool>) {
+        let (Some(first), Some(last)) = (ranges.first(), ranges.last()) else {
+            return;
+        };
+        let stamp = self.young_run(file, first.0, last.1, active);
+        self.with_pages(file, |p| {
+            for &(a, b, old) in ranges {
+                p.restamp(a, b, Some(old), stamp, max, referenced);
+            }
+        });
     }
 
     /// Change `file`'s pages with `change`, keeping the counts over all files in step: pages
@@ -305,14 +320,7 @@ impl Mm {
                 self.with_pages(file, |p| p.set_referenced(a, b, true));
             }
         }
-        if let (Some(first), Some(last)) = (to_active.first(), to_active.last()) {
-            let stamp = self.young_run(file, first.0, last.1, true);
-            self.with_pages(file, |p| {
-                for &(a, b, old) in &to_active {
-                    p.restamp(a, b, Some(old), stamp, u64::MAX, Some(false));
-                }
-            });
-        }
+        self.move_young(file, &to_active, true, u64::MAX, Some(false));
     }
 
     /// `generic_file_write` over pages `lo..lo+n` of `file`: the pages not cached come in
@@ -342,14 +350,7 @@ impl Mm {
             .map(|(a, b, t)| (a, b, t.stamp))
             .collect();
         self.with_pages(file, |p| p.set_referenced(lo, hi, true));
-        if let (Some(first), Some(last)) = (inactive.first(), inactive.last()) {
-            let stamp = self.young_run(file, first.0, last.1, false);
-            self.with_pages(file, |p| {
-                for &(a, b, old) in &inactive {
-                    p.restamp(a, b, Some(old), stamp, u64::MAX, None);
-                }
-            });
-        }
+        self.move_young(file, &inactive, false, u64::MAX, None);
         added
     }
 
@@ -426,8 +427,7 @@ impl Mm {
                 Run::File { id, lo, hi, stamp } => {
                     let Some(f) = self.files.get(&id) else { continue };
                     for (a, b, referenced) in f.pages.live_ranges(lo, hi, stamp) {
-                        let len = (b - a).min(limit - visited);
-                        let take = if referenced { len } else { len.min(n - moved) };
+                        let take = refill_take(referenced, b - a, n - moved, limit - visited);
                         visited += take;
                         if !referenced {
                             moved += take;
@@ -438,7 +438,7 @@ impl Mm {
                     }
                 }
                 Run::Anon { .. } => {
-                    let take = live.min(n - moved).min(limit - visited);
+                    let take = refill_take(false, live, n - moved, limit - visited);
                     visited += take;
                     moved += take;
                 }
@@ -465,15 +465,12 @@ impl Mm {
                             left = true;
                             break;
                         }
-                        let len = (b - a).min(visit - visited);
-                        let take = if referenced { len } else { len.min(n - moved) };
-                        let to_inactive = !referenced;
-                        let new = self.young_run(id, a, a + take, !to_inactive);
-                        self.with_pages(id, |p| {
-                            p.restamp(a, a + take, Some(stamp), new, take, Some(to_inactive))
-                        });
+                        let take = refill_take(referenced, b - a, n - moved, visit - visited);
+                        // Rotated on the active list with the bit cleared, or moved to the
+                        // inactive list with it set.
+                        self.move_young(id, &[(a, a + take, stamp)], referenced, take, Some(!referenced));
                         visited += take;
-                        if to_inactive {
+                        if !referenced {
                             moved += take;
                         }
                         if take < b - a {
@@ -487,7 +484,7 @@ impl Mm {
                 }
                 Run::Anon { mm, n: k } => {
                     let live = self.active.take_stale(mm, k);
-                    let take = live.min(n - moved).min(visit - visited);
+                    let take = refill_take(false, live, n - moved, visit - visited);
                     if take < live {
                         self.active.push_oldest(Run::Anon { mm, n: live - take });
                     }
@@ -512,23 +509,19 @@ impl Mm {
         let mut sc = Scan::default();
         let cache = self.inactive_cache();
         for (r, live) in self.inactive.live_runs(&self.files) {
-            let o = match r {
-                Run::File { id, .. } => Owner::File(id),
-                Run::Anon { mm, .. } => Owner::Anon(mm),
-            };
-            if !Self::meet(&mut sc, &mut cache_seen, cache, lim, o, live) {
+            if !Self::meet(&mut sc, &mut cache_seen, cache, lim, &r, live) {
                 break;
             }
         }
         sc
     }
 
-    /// Classify `n` live pages of `o` met by the scan; false once the scan stops.
-    fn meet(sc: &mut Scan, cache_seen: &mut u64, cache: u64, lim: &ScanLimits, o: Owner, n: u64) -> bool {
+    /// Classify `n` live pages of run `r` met by the scan; false once the scan stops.
+    fn meet(sc: &mut Scan, cache_seen: &mut u64, cache: u64, lim: &ScanLimits, r: &Run, n: u64) -> bool {
         let room = lim.max_scan - sc.scanned;
         let n = n.min(room);
-        match o {
-            Owner::Anon(_) => {
+        match r {
+            Run::Anon { .. } => {
                 let budget = lim.max_mapped + 1 - sc.mapped;
                 if n >= budget {
                     sc.scanned += budget;
@@ -539,7 +532,7 @@ impl Mm {
                 sc.scanned += n;
                 sc.mapped += n;
             }
-            Owner::File(_) => {
+            Run::File { .. } => {
                 // The newest `dirty` cache pages are the dirty ones.
                 let clean_left = cache.saturating_sub(lim.dirty).saturating_sub(*cache_seen);
                 let clean = n.min(clean_left);
@@ -577,12 +570,12 @@ impl Mm {
         let cache = self.inactive_cache();
         while sc.scanned < lim.max_scan {
             let Some(r) = self.inactive.pop_oldest() else { break };
-            let (o, live) = match r {
-                Run::File { id, .. } => (Owner::File(id), List::file_live(&r, &self.files)),
-                Run::Anon { mm, n } => (Owner::Anon(mm), self.inactive.take_stale(mm, n)),
+            let live = match r {
+                Run::File { .. } => List::file_live(&r, &self.files),
+                Run::Anon { mm, n } => self.inactive.take_stale(mm, n),
             };
             let before = sc;
-            let go_on = Self::meet(&mut sc, &mut cache_seen, cache, &lim, o, live);
+            let go_on = Self::meet(&mut sc, &mut cache_seen, cache, &lim, &r, live);
             let met = sc.scanned - before.scanned;
             let gone = sc.freed - before.freed;
             match r {
@@ -614,10 +607,7 @@ impl Mm {
         }
         for (r, n) in rotated {
             match r {
-                Run::File { id, lo, hi, stamp } => {
-                    let new = self.young_run(id, lo, hi, false);
-                    self.with_pages(id, |p| p.restamp(lo, hi, Some(stamp), new, n, None));
-                }
+                Run::File { id, lo, hi, stamp } => self.move_young(id, &[(lo, hi, stamp)], false, n, None),
                 Run::Anon { mm, .. } => self.inactive.push_anon(mm, n, &self.files),
             }
         }
