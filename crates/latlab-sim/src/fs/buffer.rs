@@ -16,6 +16,7 @@
 //!   clears BH_Dirty without a refile), each a FIFO of sequence ranges, until someone refiles
 //!   them.
 
+use super::share;
 use latlab_core::Nanos;
 use std::collections::VecDeque;
 
@@ -164,11 +165,6 @@ fn drop_completed_of(q: &mut VecDeque<Span>, total: &mut u64, file: u32, mut n: 
     }
 }
 
-/// `part` of `all`, as the share `n` of `of` (n capped at of; nothing of nothing).
-fn share(all: u64, n: u64, of: u64) -> u64 {
-    (all as u128 * n.min(of) as u128 / of.max(1) as u128) as u64
-}
-
 impl BufferCache {
     /// A write dirtied `n` new buffers of `file` in transaction `txn`.
     pub fn dirty(&mut self, file: u32, txn: u64, n: u64, block: u64, now: Nanos) {
@@ -223,12 +219,7 @@ impl BufferCache {
         }
         let gone: u64 = dropped.iter().map(|d| d.1).sum();
         self.nr_dirty -= gone;
-        match self.pending.get_mut(&file) {
-            Some(p) if *p > gone => *p -= gone,
-            _ => {
-                self.pending.remove(&file);
-            }
-        }
+        self.unpend(file, gone);
         let (clean_n, clean) = if n >= cached {
             (1, 1)
         } else {
@@ -243,6 +234,16 @@ impl BufferCache {
             drop_completed_of(q, total, file, k, done_hi);
         }
         dropped
+    }
+
+    /// `n` of `file`'s dirty buffers were submitted or discarded.
+    fn unpend(&mut self, file: u32, n: u64) {
+        if let Some(p) = self.pending.get_mut(&file) {
+            *p -= n.min(*p);
+            if *p == 0 {
+                self.pending.remove(&file);
+            }
+        }
     }
 
     /// Dirty buffers of `file` not yet submitted.
@@ -277,12 +278,7 @@ impl BufferCache {
         if run.count == 0 {
             self.dirty.remove(idx);
         }
-        if let Some(p) = self.pending.get_mut(&file) {
-            *p -= n.min(*p);
-            if *p == 0 {
-                self.pending.remove(&file);
-            }
-        }
+        self.unpend(file, n);
         self.nr_dirty -= n;
         let lo = self.next_seq;
         self.next_seq += n;

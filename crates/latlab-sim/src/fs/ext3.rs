@@ -318,7 +318,7 @@ impl Path for Truncate {
             "sys_ftruncate"
         }
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
         let Some(f) = k.mm.files.get(&self.file) else {
             return Step::Done;
         };
@@ -376,10 +376,7 @@ impl Path for Truncate {
                 k.jbd.dirty_inode(self.file);
                 Step::Done
             }
-            _ => {
-                let _ = cx;
-                Step::Done
-            }
+            _ => Step::Done,
         }
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {

@@ -9,6 +9,7 @@
 //! The datalist holds, in order, completed then locked then dirty buffers (see
 //! [`crate::fs::buffer`]), so the walk's stretches are counts, not item-by-item work.
 
+use super::share;
 use latlab_core::Nanos;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -212,9 +213,7 @@ impl Journal {
             }
         }
         let (on, _) = self.running.of_file(file, 0);
-        let (n, cached) = if n >= cached { (1, 1) } else { (n, cached) };
-        let gone = (on as u128 * n as u128 / cached as u128) as u64;
-        self.running.take_file(file, gone, u64::MAX);
+        self.running.take_file(file, share(on, n, cached), u64::MAX);
     }
 
     /// Reclaim freed `n` of `file`'s `cached` pages: `journal_try_to_free_buffers` unfiles
@@ -223,8 +222,7 @@ impl Journal {
     pub fn pages_freed(&mut self, file: u32, n: u64, cached: u64, done_hi: u64) {
         for t in std::iter::once(&mut self.running).chain(self.committing.as_mut()) {
             let (_, done) = t.of_file(file, done_hi);
-            let gone = (done as u128 * n.min(cached) as u128 / cached.max(1) as u128) as u64;
-            t.take_file(file, gone, done_hi);
+            t.take_file(file, share(done, n, cached), done_hi);
         }
     }
 
@@ -235,8 +233,7 @@ impl Journal {
     /// evenly over the file's clean pages.
     pub fn redirty(&mut self, file: u32, n: u64, clean: u64) {
         let (on, _) = self.running.of_file(file, 0);
-        let again = (on as u128 * n as u128 / clean.max(1) as u128).min(n.min(on) as u128) as u64;
-        self.running.take_file(file, again, u64::MAX);
+        self.running.take_file(file, share(on, n, clean).min(n), u64::MAX);
     }
 
     /// Should kjournald start a commit now?

@@ -8,3 +8,13 @@ pub mod ext3;
 pub mod flush;
 pub mod jbd;
 pub mod nfs;
+
+/// The part of `all` that `n` of `of` make, things spread evenly over `of` (all of it once
+/// `n` reaches `of`): e.g. the written-out buffers among `n` pages freed of a file's `of`.
+pub(crate) fn share(all: u64, n: u64, of: u64) -> u64 {
+    if n >= of {
+        all
+    } else {
+        (all as u128 * n as u128 / of as u128) as u64
+    }
+}

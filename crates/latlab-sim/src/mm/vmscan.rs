@@ -1,7 +1,8 @@
 //! Page reclaim of 2.4.17 (mm/vmscan.c; research notes §2): `try_to_free_pages` runs
 //! `shrink_caches` at priority 6 down to 1 until SWAP_CLUSTER_MAX pages are freed:
-//! `refill_inactive` (the active list's oldest pages to the inactive list; no point anywhere), `shrink_cache` (stock lock-break per page; too many
-//! mapped pages -> `swap_out`), `shrink_dcache_memory` -> `prune_dcache`,
+//! `refill_inactive` (the active list's oldest pages to the inactive list; no point
+//! anywhere), `shrink_cache` (stock lock-break per page; too many mapped pages ->
+//! `swap_out`), `shrink_dcache_memory` -> `prune_dcache`,
 //! `shrink_icache_memory` -> `prune_icache` (what these two free does not count toward the
 //! goal: shrink_caches ignores their return). kswapd repeats rounds until free pages reach
 //! pages_high.
@@ -81,6 +82,11 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
 }
 
 impl TryToFreePages {
+    /// shrink_caches' `nr_pages`: what the call has still to free.
+    fn nr_pages(&self) -> u64 {
+        SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1)
+    }
+
     fn next_step(&mut self, k: &mut KState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
@@ -97,8 +103,7 @@ impl TryToFreePages {
                     }
                     // shrink_caches: "try to keep the active list 2/3 of the size of the
                     // cache": ratio = nr_pages * nr_active / ((nr_inactive + 1) * 2).
-                    let nr_pages = SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1);
-                    let ratio = nr_pages * k.mm.nr_active() / ((k.mm.inactive_pages() + 1) * 2);
+                    let ratio = self.nr_pages() * k.mm.nr_active() / ((k.mm.inactive_pages() + 1) * 2);
                     self.refill = Some(ratio);
                     return LoopStep::locked(
                         "refill_inactive",
@@ -122,7 +127,7 @@ impl TryToFreePages {
                         let inactive = k.mm.inactive_pages().max(1);
                         let max_scan = inactive / self.priority;
                         ScanLimits {
-                            want: SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1),
+                            want: self.nr_pages(),
                             max_scan,
                             max_mapped: (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10),
                             dirty: k.buf.dirty_for_balance(),
