@@ -582,7 +582,7 @@ impl Mm {
                 Run::File { id, lo, hi, stamp } => {
                     if gone > 0 {
                         let cached = self.files.get(&id).map_or(0, FileRec::cached);
-                        self.with_pages(id, |p| p.take_live(lo, hi, stamp, gone));
+                        self.with_pages(id, |p| p.remove_first(lo, hi, Some(stamp), gone));
                         freed(id, gone, cached);
                         if self.files.get(&id).is_some_and(|f| f.cached() == 0 && !f.in_use) {
                             sc.emptied += 1;
@@ -646,7 +646,8 @@ impl Mm {
     /// The first `n` cached pages of `file` at page `from` and above were truncated away
     /// (the walk is paid by the path). Returns how many went.
     pub fn drop_pages_from(&mut self, file: u32, from: u64, n: u64) -> u64 {
-        self.with_pages(file, |p| p.remove_from(from, n)).unwrap_or(0)
+        self.with_pages(file, |p| p.remove_first(from, u64::MAX, None, n))
+            .unwrap_or(0)
     }
 
     /// Cached pages of `file` at page `from` and above.

@@ -199,10 +199,14 @@ impl PageSet {
             .collect()
     }
 
-    /// Remove the first `n` pages of `lo..hi` carrying `stamp`; returns how many went.
-    pub fn take_live(&mut self, lo: u64, hi: u64, stamp: u64, n: u64) -> u64 {
+    /// Remove the first `n` held pages of `lo..hi` (only those carrying `stamp`, if given);
+    /// returns how many went.
+    pub fn remove_first(&mut self, lo: u64, hi: u64, stamp: Option<u64>, n: u64) -> u64 {
         let mut gone = 0;
-        for (a, b, _) in self.live_ranges(lo, hi, stamp) {
+        for (a, b, t) in self.tagged(lo, hi) {
+            if stamp.is_some_and(|s| s != t.stamp) {
+                continue;
+            }
             let take = (b - a).min(n - gone);
             if take == 0 {
                 break;
@@ -238,19 +242,6 @@ impl PageSet {
     /// Pages held at `from` and above.
     pub fn count_from(&self, from: u64) -> u64 {
         self.overlaps(from, u64::MAX).map(|(a, b, _)| b - a).sum()
-    }
-
-    /// The first `n` held pages at `from` and above, removed; returns how many went.
-    pub fn remove_from(&mut self, from: u64, n: u64) -> u64 {
-        let mut gone = 0;
-        for (a, b, _) in self.tagged(from, u64::MAX) {
-            let take = (b - a).min(n - gone);
-            if take == 0 {
-                break;
-            }
-            gone += self.remove(a, a + take);
-        }
-        gone
     }
 }
 
@@ -310,7 +301,7 @@ mod tests {
                     assert_eq!(n, want, "step {step}");
                 }
                 3 => {
-                    let gone = p.take_live(lo, hi, stamp, max);
+                    let gone = p.remove_first(lo, hi, Some(stamp), max);
                     let mut want = 0;
                     for i in lo..hi {
                         if want < max && m.get(&i).is_some_and(|e| e.0 == stamp) {
@@ -321,7 +312,7 @@ mod tests {
                     assert_eq!(gone, want, "step {step}");
                 }
                 4 => {
-                    let gone = p.remove_from(lo, max);
+                    let gone = p.remove_first(lo, u64::MAX, None, max);
                     let take: Vec<u64> = m.range(lo..).map(|(&i, _)| i).take(max as usize).collect();
                     for i in &take {
                         m.remove(i);
