@@ -149,23 +149,35 @@ impl PageSet {
     /// first; returns how many.
     pub fn restamp(&mut self, lo: u64, hi: u64, old: Option<u64>, new: u64, max: u64, referenced: Option<bool>) -> u64 {
         let mut n = 0;
-        for (a, b, t) in self.tagged(lo, hi) {
-            if old.is_some_and(|o| o != t.stamp) {
-                continue;
-            }
-            let take = (b - a).min(max - n);
-            if take == 0 {
-                break;
-            }
-            self.remove(a, a + take);
+        for (a, b, t) in self.first(lo, hi, old, max) {
+            self.remove(a, b);
             let tag = Tag {
                 stamp: new,
                 referenced: referenced.unwrap_or(t.referenced),
             };
-            self.put_new(a, a + take, tag);
-            n += take;
+            self.put_new(a, b, tag);
+            n += b - a;
         }
         n
+    }
+
+    /// The held ranges of `lo..hi` (only those carrying `stamp`, if given), in order, cut to
+    /// their first `n` pages.
+    fn first(&self, lo: u64, hi: u64, stamp: Option<u64>, n: u64) -> Vec<(u64, u64, Tag)> {
+        let mut left = n;
+        let mut out = Vec::new();
+        for (a, b, t) in self.overlaps(lo, hi) {
+            if stamp.is_some_and(|s| s != t.stamp) {
+                continue;
+            }
+            let take = (b - a).min(left);
+            if take == 0 {
+                break;
+            }
+            out.push((a, a + take, t));
+            left -= take;
+        }
+        out
     }
 
     /// Is every held page of `lo..hi` such that `ok(tag)`?
@@ -202,18 +214,10 @@ impl PageSet {
     /// Remove the first `n` held pages of `lo..hi` (only those carrying `stamp`, if given);
     /// returns how many went.
     pub fn remove_first(&mut self, lo: u64, hi: u64, stamp: Option<u64>, n: u64) -> u64 {
-        let mut gone = 0;
-        for (a, b, t) in self.tagged(lo, hi) {
-            if stamp.is_some_and(|s| s != t.stamp) {
-                continue;
-            }
-            let take = (b - a).min(n - gone);
-            if take == 0 {
-                break;
-            }
-            gone += self.remove(a, a + take);
-        }
-        gone
+        self.first(lo, hi, stamp, n)
+            .into_iter()
+            .map(|(a, b, _)| self.remove(a, b))
+            .sum()
     }
 
     /// How many pages from `from` on are held without a gap (0 if `from` is not held).
