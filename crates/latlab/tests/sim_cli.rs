@@ -49,16 +49,17 @@ fn reproduce_json_has_the_documented_rows() {
         assert!(r["published_range"].is_null());
         assert!(r["variant"].is_string());
     }
-    let by = |v: &str| {
-        max.iter().find(|r| r["variant"] == v).unwrap()["model"]
+    let fig = |v: &str, f: &str| {
+        rows.iter().find(|r| r["variant"] == v && r["figure"] == f).unwrap()["model"]
             .as_f64()
             .unwrap()
     };
-    // Kernel preemption only cuts stretches: the preempt kernel's worst exceeds the vanilla
-    // kernel's by no more than where the same stretch falls against the RTC's period
-    // (1/2048 s) in the two runs. The low-latency points cut what preemption cannot.
-    assert!(by("2.4.17+preempt") <= by("2.4.17") + 1000.0 / 2048.0);
-    assert!(by("2.4.17+preempt") > 10.0 * by("2.4.17+low-latency"));
+    // Kernel preemption cuts the stretches no lock holds, which are most of the vanilla
+    // kernel's long ones: its 99th percentile falls. (Its worst case need not: the two runs'
+    // timings differ, and with them how much a lock-held walk has to do.) The low-latency
+    // points cut what preemption cannot.
+    assert!(fig("2.4.17+preempt", "p99_latency") < 0.2 * fig("2.4.17", "p99_latency"));
+    assert!(fig("2.4.17+preempt", "max_latency") > 10.0 * fig("2.4.17+low-latency", "max_latency"));
 }
 
 #[test]

@@ -45,8 +45,11 @@ struct Span {
 /// Who submitted a batch (and so which list the buffers now sit on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
-    /// `write_some_buffers`, `ll_rw_block` (kjournald): refiled to BUF_LOCKED.
+    /// `write_some_buffers`, `ll_rw_block`: refiled to BUF_LOCKED.
     Refiled,
+    /// kjournald's `ll_rw_block` of its commit's data buffers: refiled to BUF_LOCKED, and on
+    /// its datalist behind the commit's walk.
+    Journal,
     /// `__block_write_full_page` (page writeout from shrink_cache): left on BUF_DIRTY while
     /// locked.
     Unrefiled,
@@ -120,17 +123,30 @@ fn pop_front_n(q: &mut VecDeque<Span>, total: &mut u64, mut n: u64) {
     }
 }
 
-fn trim_below(q: &mut VecDeque<Span>, total: &mut u64, seq: u64) {
-    while let Some(s) = q.front_mut() {
-        if s.hi <= seq {
-            *total -= s.hi - s.lo;
-            q.pop_front();
-        } else {
-            if s.lo < seq {
-                *total -= seq - s.lo;
-                s.lo = seq;
+/// Take the buffers `lo..hi` off `q` (in sequence order), wherever they sit.
+fn remove_range(q: &mut VecDeque<Span>, total: &mut u64, lo: u64, hi: u64) {
+    let mut i = q.partition_point(|s| s.hi <= lo);
+    while i < q.len() && q[i].lo < hi {
+        let s = q[i];
+        let (a, b) = (s.lo.max(lo), s.hi.min(hi));
+        *total -= b - a;
+        match (s.lo < a, b < s.hi) {
+            (false, false) => {
+                q.remove(i);
             }
-            break;
+            (true, false) => {
+                q[i].hi = a;
+                i += 1;
+            }
+            (false, true) => {
+                q[i].lo = b;
+                i += 1;
+            }
+            (true, true) => {
+                q[i].hi = a;
+                q.insert(i + 1, Span { lo: b, ..s });
+                i += 2;
+            }
         }
     }
 }
@@ -301,7 +317,7 @@ impl BufferCache {
             dirtied_at: b.dirtied_at,
         };
         match via {
-            Via::Refiled => {
+            Via::Refiled | Via::Journal => {
                 self.on_locked.push_back(span);
                 self.nr_on_locked += b.hi - b.lo;
             }
@@ -355,10 +371,13 @@ impl BufferCache {
         pop_front_n(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, n);
     }
 
-    /// Everything below `seq` was refiled to BUF_CLEAN (journal unfile of a transaction).
-    pub fn refile_below(&mut self, seq: u64) {
-        trim_below(&mut self.on_locked, &mut self.nr_on_locked, seq);
-        trim_below(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, seq);
+    /// The buffers of these sequence ranges were refiled to BUF_CLEAN (the journal commit
+    /// unfiling them).
+    pub fn refile_ranges(&mut self, ranges: &[(u64, u64)]) {
+        for &(lo, hi) in ranges {
+            remove_range(&mut self.on_locked, &mut self.nr_on_locked, lo, hi);
+            remove_range(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, lo, hi);
+        }
     }
 
     /// Buffers `balance_dirty_state()` counts as dirty: BUF_DIRTY + BUF_LOCKED (2.4.17).
@@ -425,8 +444,13 @@ mod tests {
         assert_eq!(b.dirty_list_written(), (8, 56));
         b.refile_locked(32);
         assert_eq!(b.nr_locked_list(), 0);
-        b.refile_below(60);
+        b.refile_ranges(&[(32, 60)]);
         assert_eq!(b.dirty_list_written(), (0, 36));
+        // A range in the middle of a span splits it.
+        b.refile_ranges(&[(70, 80)]);
+        assert_eq!(b.dirty_list_written(), (0, 26));
+        b.io_done(96, 56);
+        assert_eq!(b.dirty_list_written(), (26, 0));
         assert_eq!((b.pending_of(1), b.pending_of(2)), (4, 50));
         assert_eq!(b.pages_truncated(2, 50, 50), vec![(1, 50)]);
         assert_eq!(b.nr_dirty, 4);

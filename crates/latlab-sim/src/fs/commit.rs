@@ -2,10 +2,13 @@
 //! (`write_out_data`) and the metadata/commit-block phases, as kjournald runs it.
 //!
 //! Phase 2 holds `journal_datalist_lock` while it walks the committing transaction's data
-//! list from the head: completed buffers are unfiled (mini-ll's lock-break sits here), locked
-//! ones skipped, then up to 64 dirty ones are gathered, the lock dropped and the batch
-//! submitted (stock's `if (current->need_resched) schedule()` follows). With nothing dirty
-//! left it waits on the last buffer written and walks again.
+//! list from `t_sync_datalist`: completed buffers are unfiled (mini-ll's lock-break sits
+//! here), locked ones skipped, up to 64 dirty ones gathered, the lock dropped and the batch
+//! submitted (stock's `if (current->need_resched) schedule()` follows); the next walk starts
+//! at the batch's last buffer. So a walk meets the other writers' buffers ahead of it, and
+//! the commit's own only when it gathers the last dirty ones and goes all the way round (read
+//! in 2.4.18's fs/jbd/commit.c). With nothing dirty left it waits on the last buffer written
+//! and walks again.
 //!
 //! kjournald holds the big kernel lock throughout (it takes it at start-up): under kernel
 //! preemption the commit is preemptible only where it sleeps or calls schedule().
@@ -13,14 +16,14 @@
 use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
 use crate::fs::flush::{disk_io, SubmitBatch};
-use crate::fs::jbd::WBUF;
+use crate::fs::jbd::{Region, WBUF};
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Walk {
-    Unfile,
-    Skip,
+    Unfile(Region),
+    Skip(Region),
     None,
 }
 
@@ -28,8 +31,8 @@ pub struct Commit {
     started: bool,
     sub: Nested,
     walk: Walk,
-    /// The locked part of the list was walked in this pass.
-    skipped: bool,
+    /// This walk has passed its region (unfiled the completed buffers, skipped the locked).
+    passed: bool,
     meta_done: bool,
 }
 
@@ -38,7 +41,7 @@ pub fn journal_commit_transaction() -> Box<dyn Path> {
         started: false,
         sub: Nested::default(),
         walk: Walk::None,
-        skipped: false,
+        passed: false,
         meta_done: false,
     })
 }
@@ -70,39 +73,48 @@ impl Path for Commit {
         let Some(t) = k.jbd.committing.as_ref() else {
             return Step::Done;
         };
-        let (tid, completed, locked, dirty) = (t.tid, t.completed(done_hi), t.locked(done_hi), t.dirty);
+        let (tid, dirty) = (t.tid, t.dirty);
+        // A walk that gathers the last dirty buffers (fewer than wbuf holds) goes all the way
+        // round the list; so does every walk once none are left.
+        let region = if dirty > WBUF { Region::Ahead } else { Region::All };
         self.walk = Walk::None;
-        if completed > 0 {
-            self.walk = Walk::Unfile;
-            let hold = locked > 0 || dirty > 0;
-            return LoopStep::locked(
-                "journal_commit_transaction",
-                completed,
-                k.c.unfile,
-                "journal_datalist_lock",
-                vec![point("journal_commit:write_out_data", 1)],
-                hold,
-            );
+        if !self.passed {
+            let (completed, locked) = (t.completed(region, done_hi), t.locked(region, done_hi));
+            let hold = dirty > 0 || locked > 0;
+            if completed > 0 {
+                self.walk = Walk::Unfile(region);
+                return LoopStep::locked(
+                    "journal_commit_transaction",
+                    completed,
+                    k.c.unfile,
+                    "journal_datalist_lock",
+                    vec![point("journal_commit:write_out_data", 1)],
+                    hold,
+                );
+            }
+            self.passed = true;
+            if locked > 0 {
+                self.walk = Walk::Skip(region);
+                return LoopStep::locked(
+                    "journal_commit_transaction",
+                    locked,
+                    k.c.skip_locked,
+                    "journal_datalist_lock",
+                    vec![],
+                    dirty > 0,
+                );
+            }
         }
-        if locked > 0 && !self.skipped {
-            self.skipped = true;
-            self.walk = Walk::Skip;
-            return LoopStep::locked(
-                "journal_commit_transaction",
-                locked,
-                k.c.skip_locked,
-                "journal_datalist_lock",
-                vec![],
-                dirty > 0,
-            );
-        }
+        self.passed = false;
         if dirty > 0 {
-            self.skipped = false;
             if let Some(b) = k.buf.take(WBUF, Some(tid)) {
                 let n = b.hi - b.lo;
+                // The next walk starts afresh from `t_sync_datalist`, unless this one goes on
+                // gathering: the model's batches stop at a file boundary, wbuf does not.
+                self.passed = region == Region::All && dirty > n;
                 self.sub.start(Box::new(SubmitBatch::new(
                     b,
-                    Via::Refiled,
+                    Via::Journal,
                     Some("journal_commit_transaction"),
                 )));
                 return Work::locked(
@@ -113,10 +125,9 @@ impl Path for Commit {
                 );
             }
         }
-        if locked > 0 {
+        if t.locked(Region::All, done_hi) > 0 {
             // wait_on_buffer(last written), then `goto write_out_data`.
-            self.skipped = false;
-            let last = k.jbd.committing.as_ref().map_or(0, |t| t.sub_hi.saturating_sub(1));
+            let last = t.sub_hi.saturating_sub(1);
             if let Some(id) = k.disk.req_of_seq(last) {
                 return Step::Block(Chan::Io(id));
             }
@@ -156,12 +167,17 @@ impl Path for Commit {
         if self.sub.advanced(k, cx, done) {
             return;
         }
-        if self.walk == Walk::Unfile {
-            if let Some(t) = k.jbd.committing.as_mut() {
-                t.unfile(done);
-                let hi = t.unfiled_hi;
-                k.buf.refile_below(hi);
+        let done_hi = k.buf.done_hi;
+        let Some(t) = k.jbd.committing.as_mut() else {
+            return;
+        };
+        match self.walk {
+            Walk::Unfile(r) => {
+                let ranges = t.unfile(r, done, done_hi);
+                k.buf.refile_ranges(&ranges);
             }
+            Walk::Skip(Region::Ahead) => t.pass_locked(done_hi),
+            Walk::Skip(Region::All) | Walk::None => {}
         }
     }
 }

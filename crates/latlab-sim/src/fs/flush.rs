@@ -16,9 +16,9 @@ pub const AGE_BUFFER_NS: Nanos = 30_000_000_000;
 pub const KUPDATE_INTERVAL_NS: Nanos = 5_000_000_000;
 
 /// Record a submitted batch with the journal (its data buffers leave the dirty state).
-pub fn account_submission(k: &mut KState, b: &Batch) {
+fn account_submission(k: &mut KState, b: &Batch, via: Via) {
     if let Some(t) = k.jbd.txn_mut(b.txn) {
-        t.submitted(b.file, b.lo, b.hi - b.lo);
+        t.submitted(b.file, b.lo, b.hi - b.lo, via == Via::Journal);
     }
 }
 
@@ -55,7 +55,7 @@ impl Path for SubmitBatch {
             return Step::Block(chan);
         }
         if let Some(b) = self.batch.take() {
-            account_submission(k, &b);
+            account_submission(k, &b, self.via);
             k.buf.submitted(&b, self.via);
             k.disk_submit(
                 Dir::Write,

@@ -5,9 +5,13 @@
 //! when someone forces a commit (`sync`). Commit phase 2 (`write_out_data`) walks the
 //! datalist under `journal_datalist_lock`: buffers whose I/O has completed are unfiled one by
 //! one, locked ones are skipped, dirty ones are gathered 64 at a time (`wbuf[64]`) and
-//! submitted with the lock dropped; then it waits on the last buffer it wrote and walks again.
-//! The datalist holds, in order, completed then locked then dirty buffers (see
-//! [`crate::fs::buffer`]), so the walk's stretches are counts, not item-by-item work.
+//! submitted with the lock dropped. Each walk starts where the last batch ended ("Major
+//! speedup: start here on the next scan"), so the commit's own written buffers are met again
+//! only by the walk that gathers the last dirty ones and goes all the way round the list:
+//! that walk unfiles everything written by then, in one stretch under the lock. Then it waits
+//! on the last buffer it wrote and walks again. The walk's stretches are counts, not
+//! item-by-item work: the list is kept as sequence ranges ahead of and behind the walk's
+//! starting point (see [`crate::fs::buffer`] for the numbering).
 
 use super::share;
 use latlab_core::Nanos;
@@ -18,69 +22,42 @@ pub const COMMIT_INTERVAL_NS: Nanos = 5_000_000_000;
 /// `struct buffer_head *wbuf[64]` in journal_commit_transaction.
 pub const WBUF: u64 = 64;
 
+/// Submitted data buffers still on a datalist, as sequence ranges by first number, each of
+/// one file: other writers' buffers (another transaction's, metadata, page write-out) take
+/// the sequence numbers in between. The disk completes in order, so the locked ones are the
+/// spans at and above `done_hi`.
 #[derive(Clone, Debug, Default)]
-pub struct Txn {
-    pub tid: u64,
-    pub started: Nanos,
-    /// Data buffers of this transaction not yet submitted.
-    pub dirty: u64,
-    /// Its submitted data buffers still on the datalist, as sequence ranges by first number,
-    /// each of one file: other writers' buffers (another transaction's, metadata, page
-    /// write-out) take the sequence numbers in between.
-    spans: BTreeMap<u64, (u64, u32)>,
+struct Spans {
+    map: BTreeMap<u64, (u64, u32)>,
     /// First numbers of each file's spans.
     by_file: BTreeMap<u32, BTreeSet<u64>>,
-    /// Buffers in `spans`.
-    on_list: u64,
-    /// It has submitted buffers.
-    pub submitted_any: bool,
-    /// Sequence number after its last submitted buffer.
-    pub sub_hi: u64,
-    /// Sequence number after its last unfiled buffer.
-    pub unfiled_hi: u64,
-    /// Metadata blocks to write to the journal at commit.
-    pub meta: u64,
-    meta32: u64,
-    /// Files whose inode (its share of an inode-table block) this transaction already holds.
-    inodes: BTreeSet<u32>,
+    /// Buffers in `map`.
+    n: u64,
 }
 
-impl Txn {
-    /// Submitted, still locked buffers on the datalist (the disk completes in order, so
-    /// these are the spans at and above `done_hi`: a few requests' worth).
-    pub fn locked(&self, done_hi: u64) -> u64 {
+impl Spans {
+    fn locked(&self, done_hi: u64) -> u64 {
         let straddling = self
-            .spans
+            .map
             .range(..done_hi)
             .next_back()
             .map_or(0, |(_, &(hi, _))| hi.saturating_sub(done_hi));
-        straddling + self.spans.range(done_hi..).map(|(&lo, &(hi, _))| hi - lo).sum::<u64>()
+        straddling + self.map.range(done_hi..).map(|(&lo, &(hi, _))| hi - lo).sum::<u64>()
     }
-    /// Completed, not yet unfiled buffers on the datalist.
-    pub fn completed(&self, done_hi: u64) -> u64 {
-        self.on_list - self.locked(done_hi)
-    }
-    /// Record a submission of `n` buffers of `file` at `lo..lo+n`.
-    pub fn submitted(&mut self, file: u32, lo: u64, n: u64) {
-        if n == 0 {
-            return;
-        }
-        match self.spans.range_mut(..lo).next_back() {
+    fn add(&mut self, file: u32, lo: u64, n: u64) {
+        match self.map.range_mut(..lo).next_back() {
             Some((_, (hi, f))) if *hi == lo && *f == file => *hi += n,
             _ => self.insert(lo, lo + n, file),
         }
-        self.on_list += n;
-        self.submitted_any = true;
-        self.sub_hi = self.sub_hi.max(lo + n);
-        self.dirty -= n.min(self.dirty);
+        self.n += n;
     }
     fn insert(&mut self, lo: u64, hi: u64, file: u32) {
-        self.spans.insert(lo, (hi, file));
+        self.map.insert(lo, (hi, file));
         self.by_file.entry(file).or_default().insert(lo);
     }
     /// Take up to `n` buffers off the span starting at `lo`, from its front; returns how many.
     fn cut(&mut self, lo: u64, n: u64) -> u64 {
-        let Some((hi, file)) = self.spans.remove(&lo) else {
+        let Some((hi, file)) = self.map.remove(&lo) else {
             return 0;
         };
         if let Some(set) = self.by_file.get_mut(&file) {
@@ -93,34 +70,52 @@ impl Txn {
         if lo + take < hi {
             self.insert(lo + take, hi, file);
         }
-        self.on_list -= take;
+        self.n -= take;
         take
     }
-    /// Unfile the next `n` completed buffers (the commit's walk, from the list's head).
-    pub fn unfile(&mut self, mut n: u64) {
+    /// Take the first `n` buffers (completed ones, as the caller counts them), adding their
+    /// ranges to `out`.
+    fn take_first(&mut self, mut n: u64, out: &mut Vec<(u64, u64)>) -> u64 {
+        let mut took = 0;
         while n > 0 {
-            let Some((&lo, _)) = self.spans.first_key_value() else {
+            let Some((&lo, _)) = self.map.first_key_value() else {
                 break;
             };
             let take = self.cut(lo, n);
-            self.unfiled_hi = lo + take;
+            out.push((lo, lo + take));
             n -= take;
+            took += take;
+        }
+        took
+    }
+    /// Move every span at or above `done_hi` (the locked ones) into `to`.
+    fn move_locked(&mut self, done_hi: u64, to: &mut Spans) {
+        if let Some((&lo, &(hi, file))) = self.map.range(..done_hi).next_back() {
+            if hi > done_hi {
+                self.cut(lo, hi - lo);
+                self.add(file, lo, done_hi - lo);
+                to.add(file, done_hi, hi - done_hi);
+            }
+        }
+        let locked: Vec<(u64, (u64, u32))> = self.map.range(done_hi..).map(|(&l, &v)| (l, v)).collect();
+        for (lo, (hi, file)) in locked {
+            self.cut(lo, hi - lo);
+            to.add(file, lo, hi - lo);
         }
     }
-    /// Buffers of `file` on the datalist, and of those the completed ones.
-    pub fn of_file(&self, file: u32, done_hi: u64) -> (u64, u64) {
+    fn of_file(&self, file: u32, done_hi: u64) -> (u64, u64) {
         let mut all = 0;
         let mut done = 0;
         for lo in self.by_file.get(&file).into_iter().flatten() {
-            let hi = self.spans[lo].0;
+            let hi = self.map[lo].0;
             all += hi - lo;
             done += hi.min(done_hi).saturating_sub(*lo);
         }
         (all, done)
     }
-    /// `n` of `file`'s buffers leave the datalist, its oldest first (those below `below`
-    /// only: completed ones for reclaim, any for a re-dirty).
-    pub fn take_file(&mut self, file: u32, mut n: u64, below: u64) {
+    /// `n` of `file`'s buffers leave, its oldest first (those below `below` only); returns
+    /// how many are left to take.
+    fn take_file(&mut self, file: u32, mut n: u64, below: u64) -> u64 {
         while n > 0 {
             let Some(&lo) = self.by_file.get(&file).and_then(|s| s.first()) else {
                 break;
@@ -128,9 +123,99 @@ impl Txn {
             if lo >= below {
                 break;
             }
-            let hi = self.spans[&lo].0;
+            let hi = self.map[&lo].0;
             n -= self.cut(lo, n.min(hi.min(below) - lo));
         }
+        n
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Txn {
+    pub tid: u64,
+    pub started: Nanos,
+    /// Data buffers of this transaction not yet submitted.
+    pub dirty: u64,
+    /// Submitted buffers the commit's walk has not passed yet: other writers' (bdflush,
+    /// kupdated, `balance_dirty`), which write the oldest dirty buffers first, so they lie on
+    /// the list between the walk's starting point and the dirty buffers it has yet to gather.
+    ahead: Spans,
+    /// Submitted buffers behind the walk's starting point: the commit's own batches ("Major
+    /// speedup: start here on the next scan" moves `t_sync_datalist` past each batch) and
+    /// those it passed while they were locked. A walk meets them only when it goes all the
+    /// way round the list.
+    behind: Spans,
+    /// It has submitted buffers.
+    pub submitted_any: bool,
+    /// Sequence number after its last submitted buffer.
+    pub sub_hi: u64,
+    /// Metadata blocks to write to the journal at commit.
+    pub meta: u64,
+    meta32: u64,
+    /// Files whose inode (its share of an inode-table block) this transaction already holds.
+    inodes: BTreeSet<u32>,
+}
+
+/// Which part of the datalist a commit walk passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Region {
+    /// From `t_sync_datalist` to the dirty buffers still to gather: the buffers other writers
+    /// submitted.
+    Ahead,
+    /// All the way round: the walk that gathers the last dirty buffers, and every walk after.
+    All,
+}
+
+impl Txn {
+    fn sets(&self, r: Region) -> impl Iterator<Item = &Spans> {
+        std::iter::once(&self.ahead).chain((r == Region::All).then_some(&self.behind))
+    }
+    /// Submitted, still locked buffers on the datalist in `r` (the disk completes in order,
+    /// so these are the spans at and above `done_hi`: a few requests' worth).
+    pub fn locked(&self, r: Region, done_hi: u64) -> u64 {
+        self.sets(r).map(|s| s.locked(done_hi)).sum()
+    }
+    /// Completed, not yet unfiled buffers on the datalist in `r`.
+    pub fn completed(&self, r: Region, done_hi: u64) -> u64 {
+        self.sets(r).map(|s| s.n - s.locked(done_hi)).sum()
+    }
+    /// Record a submission of `n` buffers of `file` at `lo..lo+n`, by the commit itself
+    /// (`own`) or another writer.
+    pub fn submitted(&mut self, file: u32, lo: u64, n: u64, own: bool) {
+        if n == 0 {
+            return;
+        }
+        if own { &mut self.behind } else { &mut self.ahead }.add(file, lo, n);
+        self.submitted_any = true;
+        self.sub_hi = self.sub_hi.max(lo + n);
+        self.dirty -= n.min(self.dirty);
+    }
+    /// Unfile the next `n` completed buffers a walk of `r` meets (those ahead first); returns
+    /// their sequence ranges, for `refile_buffer`.
+    pub fn unfile(&mut self, r: Region, n: u64, done_hi: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let ahead = self.ahead.n - self.ahead.locked(done_hi);
+        let left = n - self.ahead.take_first(n.min(ahead), &mut out);
+        if r == Region::All && left > 0 {
+            let behind = self.behind.n - self.behind.locked(done_hi);
+            self.behind.take_first(left.min(behind), &mut out);
+        }
+        out
+    }
+    /// The walk passed the locked buffers ahead of it: they are behind it now.
+    pub fn pass_locked(&mut self, done_hi: u64) {
+        self.ahead.move_locked(done_hi, &mut self.behind);
+    }
+    /// Buffers of `file` on the datalist, and of those the completed ones.
+    pub fn of_file(&self, file: u32, done_hi: u64) -> (u64, u64) {
+        let (a, b) = (self.ahead.of_file(file, done_hi), self.behind.of_file(file, done_hi));
+        (a.0 + b.0, a.1 + b.1)
+    }
+    /// `n` of `file`'s buffers leave the datalist, its oldest first (those below `below`
+    /// only: completed ones for reclaim, any for a re-dirty).
+    pub fn take_file(&mut self, file: u32, n: u64, below: u64) {
+        let n = self.behind.take_file(file, n, below);
+        self.ahead.take_file(file, n, below);
     }
 }
 
@@ -284,16 +369,15 @@ mod tests {
             dirty: 100,
             ..Txn::default()
         };
-        t.submitted(1, 10, 64);
-        t.submitted(2, 74, 20);
+        t.submitted(1, 10, 64, false);
+        t.submitted(2, 74, 20, false);
         assert_eq!(t.dirty, 16);
-        assert_eq!(t.completed(50), 40);
-        assert_eq!(t.locked(50), 44);
-        t.unfile(30);
-        assert_eq!(t.completed(50), 10);
-        assert_eq!(t.locked(94), 0);
-        assert_eq!(t.completed(94), 54);
-        assert_eq!(t.unfiled_hi, 40);
+        assert_eq!(t.completed(Region::All, 50), 40);
+        assert_eq!(t.locked(Region::All, 50), 44);
+        assert_eq!(t.unfile(Region::All, 30, 50), vec![(10, 40)]);
+        assert_eq!(t.completed(Region::All, 50), 10);
+        assert_eq!(t.locked(Region::All, 94), 0);
+        assert_eq!(t.completed(Region::All, 94), 54);
     }
 
     #[test]
@@ -325,53 +409,78 @@ mod tests {
     #[test]
     fn other_writers_buffers_between_its_own_are_not_its_own() {
         let mut t = Txn::default();
-        t.submitted(1, 0, 10);
+        t.submitted(1, 0, 10, false);
         // bdflush and page write-out took 90 sequence numbers in between.
-        t.submitted(1, 100, 10);
-        assert_eq!((t.completed(105), t.locked(105)), (15, 5));
-        t.unfile(12);
-        assert_eq!((t.completed(110), t.unfiled_hi), (8, 102));
+        t.submitted(1, 100, 10, false);
+        assert_eq!((t.completed(Region::All, 105), t.locked(Region::All, 105)), (15, 5));
+        assert_eq!(t.unfile(Region::All, 12, 110), vec![(0, 10), (100, 102)]);
+        assert_eq!(t.completed(Region::All, 110), 8);
+    }
+
+    #[test]
+    fn the_commits_own_batches_are_met_only_by_a_walk_all_the_way_round() {
+        let mut t = Txn {
+            dirty: 1000,
+            ..Txn::default()
+        };
+        // bdflush wrote 32, then the commit 64 of its own, then bdflush 32 more.
+        t.submitted(1, 0, 32, false);
+        t.submitted(1, 32, 64, true);
+        t.submitted(1, 96, 32, false);
+        // All written but the last 16.
+        assert_eq!(t.completed(Region::Ahead, 112), 48);
+        assert_eq!(t.completed(Region::All, 112), 112);
+        // A walk gathering more dirty buffers unfiles only those ahead of it...
+        assert_eq!(t.unfile(Region::Ahead, 100, 112), vec![(0, 32), (96, 112)]);
+        // ...and passes the locked ones, which are then behind it.
+        assert_eq!(t.locked(Region::Ahead, 112), 16);
+        t.pass_locked(112);
+        assert_eq!((t.locked(Region::Ahead, 112), t.locked(Region::All, 112)), (0, 16));
+        // The walk all the way round unfiles its own batch, then the passed ones.
+        assert_eq!(t.unfile(Region::All, 80, 128), vec![(32, 96), (112, 128)]);
+        assert_eq!(t.of_file(1, 128), (0, 0));
     }
 
     #[test]
     fn a_deleted_file_leaves_the_running_transaction_not_the_committing_one() {
         let mut j = Journal::default();
-        j.running.submitted(1, 0, 10);
-        j.running.submitted(2, 10, 10);
+        j.running.submitted(1, 0, 10, false);
+        j.running.submitted(2, 10, 10, false);
         j.start_commit(0);
-        j.running.submitted(1, 20, 10);
-        j.running.submitted(2, 30, 5);
-        j.running.submitted(1, 35, 5);
+        j.running.submitted(1, 20, 10, false);
+        j.running.submitted(2, 30, 5, false);
+        j.running.submitted(1, 35, 5, false);
         j.pages_truncated(1, 1, 1, &[]);
         assert_eq!(j.running.of_file(1, 0), (0, 0));
-        assert_eq!((j.running.completed(40), j.running.locked(0)), (5, 5));
+        let r = &j.running;
+        assert_eq!((r.completed(Region::All, 40), r.locked(Region::All, 0)), (5, 5));
         let c = j.committing.as_ref().expect("committing");
-        assert_eq!((c.of_file(1, 40), c.completed(40)), ((10, 10), 20));
+        assert_eq!((c.of_file(1, 40), c.completed(Region::All, 40)), ((10, 10), 20));
     }
 
     #[test]
     fn reclaim_unfiles_a_files_completed_buffers_in_both_transactions() {
         let mut j = Journal::default();
-        j.running.submitted(1, 0, 40);
+        j.running.submitted(1, 0, 40, false);
         j.start_commit(0);
-        j.running.submitted(1, 40, 40);
+        j.running.submitted(1, 40, 40, false);
         // Half of file 1's 100 cached pages freed; buffers up to 60 are written.
         j.pages_freed(1, 50, 100, 60);
         let c = j.committing.as_ref().expect("committing");
         assert_eq!(c.of_file(1, 60), (20, 20));
         // Of the running transaction's 40, 20 are written: half of those go, none in flight.
         assert_eq!(j.running.of_file(1, 60), (30, 10));
-        assert_eq!(j.running.locked(60), 20);
+        assert_eq!(j.running.locked(Region::All, 60), 20);
     }
 
     #[test]
     fn a_buffer_dirtied_again_keeps_one_entry() {
         let mut j = Journal::default();
-        j.running.submitted(3, 0, 64);
+        j.running.submitted(3, 0, 64, false);
         // 16 of the file's 64 clean pages written again: all of them are on the list.
         j.redirty(3, 16, 64);
         j.add_data(16);
-        j.running.submitted(3, 100, 16);
+        j.running.submitted(3, 100, 16, false);
         assert_eq!(j.running.of_file(3, 200), (64, 64));
         // Half the file's pages were never on this transaction's list.
         j.redirty(3, 10, 128);
