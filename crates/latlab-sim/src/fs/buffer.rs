@@ -209,11 +209,14 @@ impl BufferCache {
     /// buffers; `n >= cached`: all of them). Its dirty buffers, its newest pages, are cleaned
     /// and leave BUF_DIRTY first; its written-out buffers nobody has refiled yet leave
     /// BUF_LOCKED or BUF_DIRTY, the rest of the dropped pages taken to be spread evenly over
-    /// its clean ones. Returns the dirty ones dropped, per transaction.
-    pub fn pages_truncated(&mut self, file: u32, n: u64, cached: u64) -> Vec<(u64, u64)> {
+    /// its clean ones. Dirty buffers of transaction `pinned` (the committing one) stay dirty:
+    /// `journal_unmap_buffer` "simply cannot touch" them, and the commit writes them out
+    /// (fs/jbd/transaction.c, 2.4.18). Returns the dirty ones dropped, per transaction.
+    pub fn pages_truncated(&mut self, file: u32, n: u64, cached: u64, pinned: Option<u64>) -> Vec<(u64, u64)> {
         let pending = self.pending_of(file);
         let mut left = if n >= cached { pending } else { n.min(pending) };
         let mut dropped: Vec<(u64, u64)> = Vec::new();
+        let mut kept = 0;
         for i in (0..self.dirty.len()).rev() {
             if left == 0 {
                 break;
@@ -223,8 +226,12 @@ impl BufferCache {
                 continue;
             }
             let take = r.count.min(left);
-            r.count -= take;
             left -= take;
+            if Some(r.txn) == pinned {
+                kept += take;
+                continue;
+            }
+            r.count -= take;
             match dropped.iter_mut().find(|(t, _)| *t == r.txn) {
                 Some(d) => d.1 += take,
                 None => dropped.push((r.txn, take)),
@@ -239,7 +246,7 @@ impl BufferCache {
         let (clean_n, clean) = if n >= cached {
             (1, 1)
         } else {
-            (n - gone.min(n), cached - pending.min(cached))
+            (n - (gone + kept).min(n), cached - pending.min(cached))
         };
         let done_hi = self.done_hi;
         for (q, total) in [
@@ -452,10 +459,10 @@ mod tests {
         b.io_done(96, 56);
         assert_eq!(b.dirty_list_written(), (26, 0));
         assert_eq!((b.pending_of(1), b.pending_of(2)), (4, 50));
-        assert_eq!(b.pages_truncated(2, 50, 50), vec![(1, 50)]);
+        assert_eq!(b.pages_truncated(2, 50, 50, None), vec![(1, 50)]);
         assert_eq!(b.nr_dirty, 4);
         // A file with nothing left dirty: nothing to drop.
-        assert_eq!((b.pending_of(2), b.pages_truncated(2, 50, 50)), (0, vec![]));
+        assert_eq!((b.pending_of(2), b.pages_truncated(2, 50, 50, None)), (0, vec![]));
     }
 
     #[test]
@@ -471,12 +478,24 @@ mod tests {
         b.dirty(1, 2, 20, 100, 0);
         // File 1: 120 cached pages, its newest 20 dirty. Dropping its last 70: the 20 dirty
         // ones, and 50 of its 100 clean pages, so half its 100 written buffers.
-        assert_eq!(b.pages_truncated(1, 70, 120), vec![(2, 20)]);
+        assert_eq!(b.pages_truncated(1, 70, 120, None), vec![(2, 20)]);
         assert_eq!((b.pending_of(1), b.nr_dirty), (0, 40));
         assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (110, 110));
         // File 2's buffers are untouched; deleting it takes its 60 written and 40 dirty ones.
-        assert_eq!(b.pages_truncated(2, u64::MAX, 0), vec![(1, 40)]);
+        assert_eq!(b.pages_truncated(2, u64::MAX, 0, None), vec![(1, 40)]);
         assert_eq!((b.nr_dirty, b.nr_locked_list()), (0, 50));
+    }
+
+    #[test]
+    fn truncation_leaves_the_committing_transactions_dirty_buffers_dirty() {
+        let mut b = BufferCache::default();
+        b.dirty(1, 7, 30, 0, 0);
+        b.dirty(1, 8, 10, 30, 0);
+        // Transaction 7 commits: its 30 stay dirty for the commit to write; 8's 10 go.
+        assert_eq!(b.pages_truncated(1, u64::MAX, 0, Some(7)), vec![(8, 10)]);
+        assert_eq!((b.pending_of(1), b.nr_dirty), (30, 30));
+        let x = b.take(64, Some(7)).expect("the commit still finds them");
+        assert_eq!((x.lo, x.hi, x.txn), (0, 30, 7));
     }
 
     #[test]

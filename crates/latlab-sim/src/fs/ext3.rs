@@ -363,7 +363,8 @@ impl Path for Truncate {
             }
             4 if self.unlink => {
                 // What truncation left (nothing, unless reclaim raced it).
-                let dropped = k.buf.pages_truncated(self.file, u64::MAX, 0);
+                let pinned = k.jbd.committing_tid();
+                let dropped = k.buf.pages_truncated(self.file, u64::MAX, 0, pinned);
                 k.jbd.pages_truncated(self.file, u64::MAX, 0, &dropped);
                 k.mm.delete_file(self.file);
                 k.dcache.delete_file(self.file);
@@ -383,7 +384,8 @@ impl Path for Truncate {
         if self.stage == 2 {
             // Each page's buffers go with it (block_flushpage / journal_flushpage).
             let cached = k.mm.files.get(&self.file).map_or(0, FileRec::cached);
-            let dropped = k.buf.pages_truncated(self.file, done, cached);
+            let pinned = k.jbd.committing_tid();
+            let dropped = k.buf.pages_truncated(self.file, done, cached, pinned);
             k.jbd.pages_truncated(self.file, done, cached, &dropped);
             k.mm.drop_pages_from(self.file, self.to, done);
         }
@@ -475,7 +477,7 @@ mod tests {
         let f = k.mm.create_file(10);
         assert_eq!(run_to_sleep(&mut k, sys_write(f, 10 * 4096)), None);
         let pending = k.buf.pending_of(f);
-        k.buf.pages_truncated(f, u64::MAX, 0);
+        k.buf.pages_truncated(f, u64::MAX, 0, None);
         let cx = Ctx { now: 0, pid: 1 };
         let mut w = sys_rewrite(f, 2, 3 * 4096);
         assert!(matches!(w.next(&mut k, &cx), Step::Loop(_)));

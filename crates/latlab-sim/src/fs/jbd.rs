@@ -321,6 +321,11 @@ impl Journal {
         self.running.take_file(file, share(on, n, clean).min(n), u64::MAX);
     }
 
+    /// The committing transaction's id, if a commit runs.
+    pub fn committing_tid(&self) -> Option<u64> {
+        self.committing.as_ref().map(|t| t.tid)
+    }
+
     /// Should kjournald start a commit now?
     pub fn commit_due(&self, now: Nanos) -> bool {
         self.committing.is_none()
