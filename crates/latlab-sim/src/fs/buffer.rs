@@ -10,11 +10,12 @@
 //!   buffers can be dropped (`journal_unmap_buffer` / `discard_buffer`);
 //! - submitted buffers as sequence numbers handed out at submission, with every number below
 //!   `done_hi` complete;
-//! - the buffers still sitting on BUF_LOCKED (submitted through `write_some_buffers` or
-//!   `ll_rw_block`, whose `__mark_buffer_clean` refiles them there) and those still on
-//!   BUF_DIRTY although locked (page writeout from `shrink_cache`: `__block_write_full_page`
-//!   clears BH_Dirty without a refile), each a FIFO of sequence ranges, until someone refiles
-//!   them.
+//! - the buffers still sitting on BUF_LOCKED, a FIFO of sequence ranges, until someone
+//!   refiles them. Every writer of these workloads' buffers refiles them there as it submits
+//!   them (`__mark_buffer_clean`: `write_some_buffers`, `ll_rw_block`, and page reclaim's
+//!   `sync_page_buffers`), so BUF_DIRTY holds dirty buffers only. (Only
+//!   `__block_write_full_page`, the writepage of a PG_dirty page, leaves locked buffers on
+//!   BUF_DIRTY; write() never sets PG_dirty in 2.4, and the workloads map no files.)
 
 use super::share;
 use latlab_core::Nanos;
@@ -38,21 +39,16 @@ struct Span {
     hi: u64,
     /// The file whose buffers these are (a batch never spans two files).
     file: u32,
-    /// When its buffers were dirtied (their `b_flushtime` is 30 s later).
-    dirtied_at: Nanos,
 }
 
-/// Who submitted a batch (and so which list the buffers now sit on).
+/// Who submitted a batch (all refile it to BUF_LOCKED).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
-    /// `write_some_buffers`, `ll_rw_block`: refiled to BUF_LOCKED.
-    Refiled,
-    /// kjournald's `ll_rw_block` of its commit's data buffers: refiled to BUF_LOCKED, and on
-    /// its datalist behind the commit's walk.
+    /// `write_some_buffers`, page reclaim's `sync_page_buffers`.
+    Writer,
+    /// kjournald's `ll_rw_block` of its commit's data buffers: on its datalist behind the
+    /// commit's walk.
     Journal,
-    /// `__block_write_full_page` (page writeout from shrink_cache): left on BUF_DIRTY while
-    /// locked.
-    Unrefiled,
 }
 
 #[derive(Default)]
@@ -63,12 +59,10 @@ pub struct BufferCache {
     pub done_hi: u64,
     on_locked: VecDeque<Span>,
     nr_on_locked: u64,
-    on_dirty_locked: VecDeque<Span>,
-    nr_on_dirty_locked: u64,
     /// Buffers written out in all.
     pub written: u64,
-    /// Sequence ranges `shrink_cache` sent to writepage (their pages carry PG_launder until
-    /// the write completes, and from before the request is queued), oldest first.
+    /// Sequence ranges page reclaim wrote (`sync_page_buffers` sets BH_launder on them, and
+    /// a reclaimer meeting one still locked waits for it), oldest first.
     launder: VecDeque<(u64, u64)>,
     /// Dirty, not yet submitted buffers by file (a rewrite of a page still dirty dirties no
     /// new buffer).
@@ -249,13 +243,8 @@ impl BufferCache {
             (n - (gone + kept).min(n), cached - pending.min(cached))
         };
         let done_hi = self.done_hi;
-        for (q, total) in [
-            (&mut self.on_locked, &mut self.nr_on_locked),
-            (&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked),
-        ] {
-            let k = share(completed_of(q, file, done_hi), clean_n, clean);
-            drop_completed_of(q, total, file, k, done_hi);
-        }
+        let k = share(completed_of(&self.on_locked, file, done_hi), clean_n, clean);
+        drop_completed_of(&mut self.on_locked, &mut self.nr_on_locked, file, k, done_hi);
         dropped
     }
 
@@ -274,13 +263,10 @@ impl BufferCache {
         self.pending.get(&file).copied().unwrap_or(0)
     }
 
-    /// When the buffer at the head of BUF_DIRTY was dirtied: a kjournald-submitted one still
-    /// sitting there, else the oldest dirty one (kupdated compares its `b_flushtime`).
+    /// When the buffer at the head of BUF_DIRTY was dirtied (kupdated compares its
+    /// `b_flushtime`).
     pub fn oldest_dirty(&self) -> Option<Nanos> {
-        self.on_dirty_locked
-            .front()
-            .map(|s| s.dirtied_at)
-            .or_else(|| self.dirty.front().map(|r| r.dirtied_at))
+        self.dirty.front().map(|r| r.dirtied_at)
     }
 
     /// Take up to `max` of the oldest dirty buffers (only of transaction `only_txn` if given)
@@ -315,24 +301,15 @@ impl BufferCache {
         })
     }
 
-    /// A batch went to the disk via `via`.
-    pub fn submitted(&mut self, b: &Batch, via: Via) {
+    /// A batch went to the disk, refiled to BUF_LOCKED.
+    pub fn submitted(&mut self, b: &Batch) {
         let span = Span {
             lo: b.lo,
             hi: b.hi,
             file: b.file,
-            dirtied_at: b.dirtied_at,
         };
-        match via {
-            Via::Refiled | Via::Journal => {
-                self.on_locked.push_back(span);
-                self.nr_on_locked += b.hi - b.lo;
-            }
-            Via::Unrefiled => {
-                self.on_dirty_locked.push_back(span);
-                self.nr_on_dirty_locked += b.hi - b.lo;
-            }
-        }
+        self.on_locked.push_back(span);
+        self.nr_on_locked += b.hi - b.lo;
     }
 
     /// Disk completion of buffers `lo..hi` (completions arrive in order).
@@ -361,35 +338,17 @@ impl BufferCache {
         pop_front_n(&mut self.on_locked, &mut self.nr_on_locked, n);
     }
 
-    /// BUF_DIRTY's head: buffers page write-out submitted (`shrink_cache`'s `writepage`),
-    /// (completed, still locked).
-    pub fn dirty_list_written(&self) -> (u64, u64) {
-        let c = count_completed(&self.on_dirty_locked, self.done_hi);
-        (c, self.nr_on_dirty_locked - c)
-    }
-
-    /// The first buffer page write-out submitted that is still under write, if any.
-    pub fn dirty_list_first_inflight(&self) -> Option<u64> {
-        first_inflight(&self.on_dirty_locked, self.done_hi)
-    }
-
-    /// Refile `n` completed page write-out buffers off BUF_DIRTY.
-    pub fn refile_dirty_written(&mut self, n: u64) {
-        pop_front_n(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, n);
-    }
-
     /// The buffers of these sequence ranges were refiled to BUF_CLEAN (the journal commit
     /// unfiling them).
     pub fn refile_ranges(&mut self, ranges: &[(u64, u64)]) {
         for &(lo, hi) in ranges {
             remove_range(&mut self.on_locked, &mut self.nr_on_locked, lo, hi);
-            remove_range(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, lo, hi);
         }
     }
 
     /// Buffers `balance_dirty_state()` counts as dirty: BUF_DIRTY + BUF_LOCKED (2.4.17).
     pub fn dirty_for_balance(&self) -> u64 {
-        self.nr_dirty + self.nr_on_locked + self.nr_on_dirty_locked
+        self.nr_dirty + self.nr_on_locked
     }
 
     /// Sequence number the next submitted buffer gets.
@@ -417,14 +376,12 @@ impl BufferCache {
 
     /// `freed` of the `cache` cached pages were reclaimed: their buffers leave whatever list
     /// they sit on (`try_to_free_buffers`). Written-out buffers nobody has refiled yet still
-    /// sit on BUF_DIRTY (page write-out) or BUF_LOCKED; their pages are taken to be spread evenly over the
-    /// cache, so a share of each goes.
+    /// sit on BUF_LOCKED; their pages are taken to be spread evenly over the cache, so a
+    /// share of them goes.
     pub fn pages_freed(&mut self, freed: u64, cache: u64) {
         if cache == 0 || freed == 0 {
             return;
         }
-        let n = share(count_completed(&self.on_dirty_locked, self.done_hi), freed, cache);
-        pop_front_n(&mut self.on_dirty_locked, &mut self.nr_on_dirty_locked, n);
         let n = share(count_completed(&self.on_locked, self.done_hi), freed, cache);
         pop_front_n(&mut self.on_locked, &mut self.nr_on_locked, n);
     }
@@ -441,23 +398,23 @@ mod tests {
         b.dirty(2, 1, 50, 5000, 0);
         let x = b.take(32, None).unwrap();
         assert_eq!((x.lo, x.hi, x.block), (0, 32, 1000));
-        b.submitted(&x, Via::Refiled);
+        b.submitted(&x);
         let y = b.take(64, None).unwrap();
         assert_eq!((y.lo, y.hi), (32, 96));
-        b.submitted(&y, Via::Unrefiled);
+        b.submitted(&y);
         assert_eq!(b.nr_dirty, 54);
         b.io_done(40, 40);
-        assert_eq!(b.locked_list_completed(), 32);
-        assert_eq!(b.dirty_list_written(), (8, 56));
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (40, 96));
+        assert_eq!(b.locked_list_first_inflight(), Some(40));
         b.refile_locked(32);
-        assert_eq!(b.nr_locked_list(), 0);
+        assert_eq!(b.nr_locked_list(), 64);
         b.refile_ranges(&[(32, 60)]);
-        assert_eq!(b.dirty_list_written(), (0, 36));
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (0, 36));
         // A range in the middle of a span splits it.
         b.refile_ranges(&[(70, 80)]);
-        assert_eq!(b.dirty_list_written(), (0, 26));
+        assert_eq!(b.nr_locked_list(), 26);
         b.io_done(96, 56);
-        assert_eq!(b.dirty_list_written(), (26, 0));
+        assert_eq!((b.locked_list_completed(), b.locked_list_first_inflight()), (26, None));
         assert_eq!((b.pending_of(1), b.pending_of(2)), (4, 50));
         assert_eq!(b.pages_truncated(2, 50, 50, None), vec![(1, 50)]);
         assert_eq!(b.nr_dirty, 4);
@@ -471,9 +428,9 @@ mod tests {
         b.dirty(1, 1, 100, 0, 0);
         b.dirty(2, 1, 100, 500, 0);
         let x = b.take(100, None).unwrap();
-        b.submitted(&x, Via::Refiled);
+        b.submitted(&x);
         let y = b.take(60, None).unwrap();
-        b.submitted(&y, Via::Refiled);
+        b.submitted(&y);
         b.io_done(160, 160);
         b.dirty(1, 2, 20, 100, 0);
         // File 1: 120 cached pages, its newest 20 dirty. Dropping its last 70: the 20 dirty
@@ -503,19 +460,17 @@ mod tests {
         let mut b = BufferCache::default();
         b.dirty(1, 1, 400, 0, 0);
         let x = b.take(200, None).unwrap();
-        b.submitted(&x, Via::Unrefiled);
+        b.submitted(&x);
         let y = b.take(200, None).unwrap();
-        b.submitted(&y, Via::Refiled);
+        b.submitted(&y);
         // Completions come in order: the first 300 are written, the last 100 still under write.
         b.io_done(300, 300);
-        assert_eq!(b.dirty_list_written(), (200, 0));
-        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (100, 200));
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (300, 400));
         // A quarter of the cache freed: a quarter of the written buffers go, none in flight.
         b.pages_freed(250, 1000);
-        assert_eq!(b.dirty_list_written(), (150, 0));
-        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (75, 175));
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (225, 325));
         b.pages_freed(0, 1000);
         b.pages_freed(10, 0);
-        assert_eq!(b.dirty_list_written(), (150, 0));
+        assert_eq!(b.nr_locked_list(), 325);
     }
 }

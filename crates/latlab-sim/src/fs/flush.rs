@@ -56,7 +56,7 @@ impl Path for SubmitBatch {
         }
         if let Some(b) = self.batch.take() {
             account_submission(k, &b, self.via);
-            k.buf.submitted(&b, self.via);
+            k.buf.submitted(&b);
             k.disk_submit(
                 Dir::Write,
                 b.block,
@@ -77,21 +77,19 @@ impl Path for SubmitBatch {
     }
 }
 
-/// `write_some_buffers(NODEV)`: under lru_list_lock walk BUF_DIRTY from the head — refile
-/// kjournald's completed buffers, skip its locked ones — take up to NRSYNC dirty buffers,
-/// drop the lock and submit them. Returns (via `wrote`) whether it found any.
+/// `write_some_buffers(NODEV)`: under lru_list_lock take up to NRSYNC dirty buffers from the
+/// head of BUF_DIRTY (which holds dirty buffers only: see [`crate::fs::buffer`]), drop the
+/// lock and submit them. Returns (via `wrote`) how many it found.
 pub struct WriteSomeBuffers {
-    stage: u8,
     sub: Nested,
-    refiling: bool,
+    started: bool,
     pub wrote: u64,
 }
 
 pub fn write_some_buffers() -> WriteSomeBuffers {
     WriteSomeBuffers {
-        stage: 0,
         sub: Nested::default(),
-        refiling: false,
+        started: false,
         wrote: 0,
     }
 }
@@ -104,48 +102,20 @@ impl Path for WriteSomeBuffers {
         if let Some(s) = self.sub.next(k, cx) {
             return s;
         }
-        loop {
-            self.stage += 1;
-            let (done, locked) = k.buf.dirty_list_written();
-            match self.stage {
-                1 if done > 0 => {
-                    self.refiling = true;
-                    return LoopStep::locked("write_some_buffers", done, k.c.refile, "lru_list_lock", vec![], true);
-                }
-                2 if locked > 0 => {
-                    self.refiling = false;
-                    return LoopStep::locked(
-                        "write_some_buffers",
-                        locked,
-                        k.c.skip_locked,
-                        "lru_list_lock",
-                        vec![],
-                        true,
-                    );
-                }
-                3 => {
-                    self.refiling = false;
-                    let Some(b) = k.buf.take(NRSYNC, None) else {
-                        return Work::locked("write_some_buffers", 0, "lru_list_lock", false);
-                    };
-                    let n = b.hi - b.lo;
-                    self.wrote = n;
-                    self.sub
-                        .start(Box::new(SubmitBatch::new(b, Via::Refiled, Some("write_some_buffers"))));
-                    return Work::locked("write_some_buffers", n * k.c.collect, "lru_list_lock", false);
-                }
-                1 | 2 => {}
-                _ => return Step::Done,
-            }
+        if std::mem::replace(&mut self.started, true) {
+            return Step::Done;
         }
+        let Some(b) = k.buf.take(NRSYNC, None) else {
+            return Work::locked("write_some_buffers", 0, "lru_list_lock", false);
+        };
+        let n = b.hi - b.lo;
+        self.wrote = n;
+        self.sub
+            .start(Box::new(SubmitBatch::new(b, Via::Writer, Some("write_some_buffers"))));
+        Work::locked("write_some_buffers", n * k.c.collect, "lru_list_lock", false)
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
-        if self.sub.advanced(k, cx, done) {
-            return;
-        }
-        if self.refiling {
-            k.buf.refile_dirty_written(done);
-        }
+        self.sub.advanced(k, cx, done);
     }
 }
 
@@ -312,36 +282,34 @@ pub fn write_unlocked_buffers() -> Box<dyn Path> {
 }
 
 /// `wait_for_locked_buffers(NODEV, BUF_DIRTY, 0)`: walk BUF_DIRTY from the head past the
-/// unlocked buffers (not refiled: they are walked again after every sleep), sleep on the first
-/// locked one, restart, until none is locked.
-struct WaitDirtyLocked {
-    walked: bool,
+/// unlocked buffers (not refiled), looking for a locked one to sleep on. BUF_DIRTY holds no
+/// locked buffers here (see [`crate::fs::buffer`]), so it is one walk over the dirty ones
+/// (mini-ll's lock-break applies: a global sync; `nr` goes on counting down after it).
+struct WalkDirtyList {
+    left: Option<u64>,
 }
 
-impl Path for WaitDirtyLocked {
+impl Path for WalkDirtyList {
     fn name(&self) -> &'static str {
         "wait_for_buffers"
     }
     fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
-        let (done, locked) = k.buf.dirty_list_written();
-        if locked == 0 {
+        let left = *self.left.get_or_insert(k.buf.nr_dirty);
+        if left == 0 {
             return Step::Done;
         }
-        if !self.walked {
-            self.walked = true;
-            return LoopStep::locked(
-                "wait_for_buffers",
-                done,
-                k.c.skip_locked,
-                "lru_list_lock",
-                vec![point("wait_for_buffers", 1)],
-                false,
-            );
-        }
-        self.walked = false;
-        match k.buf.dirty_list_first_inflight().and_then(|s| k.disk.req_of_seq(s)) {
-            Some(id) => Step::Block(Chan::Io(id)),
-            None => Step::Done,
+        LoopStep::locked(
+            "wait_for_buffers",
+            left,
+            k.c.skip_locked,
+            "lru_list_lock",
+            vec![point("wait_for_buffers", 1)],
+            false,
+        )
+    }
+    fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, done: u64) {
+        if let Some(l) = self.left.as_mut() {
+            *l -= done.min(*l);
         }
     }
 }
@@ -393,7 +361,7 @@ pub fn sys_sync(kjournald: u32) -> Box<dyn Path> {
                 k.wake_kthread(kjournald);
             }),
             write_unlocked_buffers(),
-            Box::new(WaitDirtyLocked { walked: false }),
+            Box::new(WalkDirtyList { left: None }),
             write_unlocked_buffers(),
             repeat(
                 "wait_for_locked_buffers",

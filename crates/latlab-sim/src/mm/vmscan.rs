@@ -7,12 +7,15 @@
 //! goal: shrink_caches ignores their return). kswapd repeats rounds until free pages reach
 //! pages_high.
 //!
-//! A page shrink_cache sent to writepage carries PG_launder until its write completes; a
-//! scan that meets such a page still locked waits for it (`wait_on_page`, 2.4.16-2.4.18:
-//! `if (PageLaunder(page) && (gfp_mask & __GFP_FS))`; every reclaimer here, kswapd and the
-//! page-cache and fault allocations, has __GFP_FS). The model's scan meets the launder pages
-//! when it gets past the clean cache into the dirty and locked pages, where they are the
-//! oldest; it then sleeps on the oldest one still under write.
+//! A page whose buffers are dirty (write() dirties buffers, never PG_dirty, in 2.4) goes from
+//! shrink_cache to `try_to_release_page`: ext3's `journal_try_to_free_buffers` lets
+//! `try_to_free_buffers` run when the VM may do I/O ("The VM wants us to do writeout"), and
+//! its `sync_page_buffers` writes the dirty buffers with `__mark_buffer_clean` (a refile to
+//! BUF_LOCKED) and BH_launder (2.4.18 fs/buffer.c, fs/jbd/transaction.c). A reclaimer that
+//! meets a BH_launder buffer still locked waits for it (`wait_on_buffer`; every reclaimer
+//! here, kswapd and the page-cache and fault allocations, may wait). The model's scan meets
+//! the launder buffers when it gets past the clean cache into the dirty and locked pages,
+//! where they are the oldest; it then sleeps on the oldest one still under write.
 
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step};
 use crate::kernel::state::KState;
@@ -58,7 +61,7 @@ pub struct TryToFreePages {
     planned: u64,
     /// prune_dcache's count still to go after a lock-break.
     dcache_left: Option<u64>,
-    /// The shrink_cache scan met a PG_launder page still under write (this buffer).
+    /// The shrink_cache scan met a BH_launder buffer still under write (this one).
     launder_wait: Option<u64>,
     /// The refill_inactive walk just handed out, to move this many pages.
     refill: Option<u64>,
@@ -301,8 +304,8 @@ impl Path for TryToFreePages {
                 let sc =
                     k.mm.apply_shrink(&lim, done, &mut |f, n, cached| jbd.pages_freed(f, n, cached, done_hi));
                 k.buf.pages_freed(sc.freed, cache);
-                // Dirty pages met go to writepage (block_write_full_page: submit_bh without a
-                // refile), SWAP_CLUSTER_MAX at most per call.
+                // Dirty pages met have their buffers written (sync_page_buffers: refiled to
+                // BUF_LOCKED), SWAP_CLUSTER_MAX at most per call.
                 let dirty_met = sc.dirty.min(SWAP_CLUSTER_MAX);
                 if sc.dirty > 0 {
                     // Past the clean pages: the oldest locked ones are earlier launder pages.
@@ -313,7 +316,7 @@ impl Path for TryToFreePages {
                         k.buf.laundering(b.lo, b.hi);
                         self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(
                             b,
-                            crate::fs::buffer::Via::Unrefiled,
+                            crate::fs::buffer::Via::Writer,
                             None,
                         )));
                     }
@@ -467,15 +470,18 @@ mod tests {
     }
 
     #[test]
-    fn reclaim_sleeps_on_a_page_it_sent_to_writepage_earlier() {
+    fn reclaim_sleeps_on_a_buffer_it_wrote_earlier() {
         let mut k = filled(true);
-        // Priority 6 meets only dirty pages, sends the oldest to writepage and goes on; at
+        // Priority 6 meets only dirty pages, writes the oldest buffers and goes on; at
         // priority 5 the scan meets them still locked and waits for the first.
         let sleep = run_to_sleep(&mut k, try_to_free_pages());
         let Some(Chan::Io(id)) = sleep else {
-            panic!("no wait on the launder page: {sleep:?}")
+            panic!("no wait on the launder buffer: {sleep:?}")
         };
         assert_eq!(k.disk.req_of_seq(0), Some(id));
+        // sync_page_buffers refiled them to BUF_LOCKED, where wait_for_buffers walks.
+        assert_eq!(k.buf.locked_list_first_inflight(), Some(0));
+        assert!(k.buf.nr_locked_list() >= SWAP_CLUSTER_MAX);
     }
 
     /// Run a reclaim call over memory full of idle anonymous pages and 10,000 freeable
