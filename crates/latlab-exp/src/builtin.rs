@@ -64,6 +64,7 @@ fn lived_in(unused_dentries: u64, idle_anon_mib: u64) -> Preload {
         old_file_kb: 64,
         unused_dentries,
         referenced: true,
+        updatedb_after: false,
         idle_anon_mib,
         swapped_mib: 0,
     }
@@ -93,6 +94,7 @@ pub fn workload(name: &str) -> Option<Workload> {
                 old_file_kb: 64,
                 unused_dentries: 20_000,
                 referenced: false,
+                updatedb_after: false,
                 idle_anon_mib: 150,
                 swapped_mib: 0,
             },

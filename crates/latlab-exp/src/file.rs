@@ -83,6 +83,7 @@ pub struct PreloadRepr {
     pub old_file_kb: Option<u64>,
     pub unused_dentries: Option<u64>,
     pub referenced: Option<bool>,
+    pub updatedb_after: Option<bool>,
     pub idle_anon_mib: Option<u64>,
     pub swapped_mib: Option<u64>,
 }
@@ -96,6 +97,7 @@ impl PreloadRepr {
             old_file_kb: self.old_file_kb.unwrap_or(p.old_file_kb),
             unused_dentries: self.unused_dentries.unwrap_or(p.unused_dentries),
             referenced: self.referenced.unwrap_or(p.referenced),
+            updatedb_after: self.updatedb_after.unwrap_or(p.updatedb_after),
             idle_anon_mib: self.idle_anon_mib.unwrap_or(p.idle_anon_mib),
             swapped_mib: self.swapped_mib.unwrap_or(p.swapped_mib),
         }
@@ -355,6 +357,7 @@ pub const VARY_KEYS: &[&str] = &[
     "preload.cache_full",
     "preload.reclaimed_before",
     "preload.referenced",
+    "preload.updatedb_after",
 ];
 
 /// `exp` with `key` set to `value` in every run (the same value for every variant), checked
@@ -428,6 +431,7 @@ impl Setting {
             "preload.cache_full" => p.cache_full = Some(flag()?),
             "preload.reclaimed_before" => p.reclaimed_before = Some(flag()?),
             "preload.referenced" => p.referenced = Some(flag()?),
+            "preload.updatedb_after" => p.updatedb_after = Some(flag()?),
             _ => {
                 return Err(ExpError::Unknown {
                     origin: origin.into(),
@@ -548,6 +552,10 @@ published_max_ms = 84.0
             e.starts_with("x.toml:10:") && e.contains("`unused_dentries`") && e.contains("768 MiB"),
             "{e}"
         );
+        let e = parse("x.toml", &with("updatedb_after = true\nreclaimed_before = false"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`updatedb_after`") && e.contains("reclaimed_before"), "{e}");
         let e = parse("x.toml", &with("old_file_kb = 0")).unwrap_err().to_string();
         assert!(e.contains("`old_file_kb`") && e.contains("4 KiB"), "{e}");
         let e = parse("x.toml", &with("swapped_mib = 1000")).unwrap_err().to_string();

@@ -69,6 +69,12 @@ pub struct Preload {
     /// Those dentries carry DCACHE_REFERENCED: they were looked up again since they were
     /// created (updatedb's walk hits the dentries the previous night's walk left).
     pub referenced: bool,
+    /// With `reclaimed_before`: the nightly updatedb ran after the page cache was last
+    /// filled, so the `unused_dentries` are made by its walk in the box's history (an lstat()
+    /// of each name, after the `cat`; a second night's walk if `referenced`) through the
+    /// model's own VM, instead of being placed before the history, whose reclaim prunes most
+    /// of them.
+    pub updatedb_after: bool,
     /// Idle processes' anonymous memory, MiB (a desktop's X server and applications): mapped
     /// pages on the LRU that reclaim meets and swap_out can take.
     pub idle_anon_mib: u64,
@@ -85,6 +91,13 @@ impl Preload {
     /// Can `machine` hold this state and still run a workload? Returns the offending field
     /// and why.
     pub fn validate(&self, machine: &MachineProfile) -> Result<(), (&'static str, String)> {
+        if self.updatedb_after && !(self.cache_full && self.reclaimed_before) {
+            return Err((
+                "updatedb_after",
+                "needs cache_full and reclaimed_before: the walk runs in the box's history, after the cache fill"
+                    .into(),
+            ));
+        }
         if !(4..=1 << 20).contains(&self.old_file_kb) {
             return Err((
                 "old_file_kb",
@@ -276,11 +289,18 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
 /// (kswapd's first calls, with the pruning and swap-out they bring, lie behind it). The box
 /// then idles to the next whole second, where the run starts.
 fn run_history(k: &mut Kernel, cfg: &SimConfig) {
-    let cat = CommandSpec::CatOld {
+    let p = &cfg.workload.preload;
+    let mut cmds = vec![CommandSpec::CatOld {
         mb: cfg.machine.ram_mib,
-        file_kb: cfg.workload.preload.old_file_kb,
-    };
-    k.spawn(TaskSpec::user("sh", Box::new(Shell::new(vec![cat], 0))), None);
+        file_kb: p.old_file_kb,
+    }];
+    if p.updatedb_after {
+        cmds.push(CommandSpec::Updatedb {
+            files: p.unused_dentries,
+            nights: if p.referenced { 2 } else { 1 },
+        });
+    }
+    k.spawn(TaskSpec::user("sh", Box::new(Shell::new(cmds, 0))), None);
     // Reading RAM's worth takes a minute or so on any disk; an hour bounds a machine profile
     // too slow to finish it (the run then starts where the history stopped).
     while k.st.workload_done.is_none() && k.now < HISTORY_LIMIT_NS {
@@ -332,13 +352,15 @@ fn preload(st: &mut KState, p: &Preload) {
         }
     }
     swapped_history(st, p.swapped_mib * 256);
-    for _ in 0..p.unused_dentries {
-        st.dcache.touch_new();
-    }
-    st.mm
-        .take_slab(p.unused_dentries * (mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES));
-    if !p.referenced {
-        st.dcache.referenced = 0;
+    if !p.updatedb_after {
+        for _ in 0..p.unused_dentries {
+            st.dcache.touch_new();
+        }
+        st.mm
+            .take_slab(p.unused_dentries * (mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES));
+        if !p.referenced {
+            st.dcache.referenced = 0;
+        }
     }
     if p.cache_full && !p.reclaimed_before {
         let pages = (p.old_file_kb / 4).max(1);
@@ -398,6 +420,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
     for (key, v) in [
         ("cache_full", p.cache_full.to_string()),
         ("reclaimed_before", p.reclaimed_before.to_string()),
+        ("updatedb_after", p.updatedb_after.to_string()),
         ("old_file_kb", p.old_file_kb.to_string()),
         ("unused_dentries", p.unused_dentries.to_string()),
         ("referenced", p.referenced.to_string()),

@@ -110,7 +110,15 @@ impl Dcache {
         if self.take_pruned(file) {
             self.made.dentry.insert(file);
             self.touch_new();
-        } else if self.referenced < self.dentries_unused {
+        } else {
+            self.hit_unused();
+        }
+    }
+
+    /// A lookup's `d_lookup` hit a cached, unused dentry: it gets DCACHE_REFERENCED (one
+    /// without it, while any is left).
+    pub fn hit_unused(&mut self) {
+        if self.referenced < self.dentries_unused {
             self.referenced += 1;
         }
     }

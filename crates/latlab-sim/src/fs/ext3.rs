@@ -246,6 +246,42 @@ pub fn sys_lookup(k: &mut KState, file: u32) -> Box<dyn Path> {
     crate::kernel::path::once("path_lookup", k.c.lookup)
 }
 
+/// ext3 block group size with 4 KiB blocks (`EXT3_BLOCKS_PER_GROUP` = 8 * block size).
+const BLOCKS_PER_GROUP: u64 = 32_768;
+/// Inodes per group (mke2fs's default of one inode per 8 KiB, so 16,384 a group).
+const INODES_PER_GROUP: u64 = 16_384;
+/// 128-byte ext3 inodes in a 4 KiB inode-table block.
+const INODES_PER_TABLE_BLOCK: u64 = 32;
+
+/// lstat() of the `nth` name of a walk over the whole filesystem, outside the workload's
+/// files (updatedb's nightly walk). The first night the name is not cached: `real_lookup`
+/// calls `ext3_lookup` under the BKL, which makes the dentry (`d_alloc`, no
+/// DCACHE_REFERENCED) and reads the inode (`iget`): dentry and inode join the slab, and every
+/// 32nd name a 4 KiB inode-table block is read, in its block group's table (names are walked
+/// in inode order, a group's inodes together). A later night finds the dentry cached and
+/// `d_lookup` sets DCACHE_REFERENCED.
+pub fn sys_lstat_tree(k: &mut KState, first_night: bool, nth: u64) -> Box<dyn Path> {
+    let cost = k.c.lookup + k.c.fstat;
+    if !first_night {
+        k.dcache.hit_unused();
+        return crate::kernel::path::once("sys_lstat", cost);
+    }
+    k.dcache.looked_up_once();
+    k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
+    let mut parts = vec![crate::kernel::path::under_bkl(crate::kernel::path::once(
+        "ext3_lookup",
+        cost,
+    ))];
+    if nth.is_multiple_of(INODES_PER_TABLE_BLOCK) {
+        let group = nth / INODES_PER_GROUP;
+        let table_block = (nth % INODES_PER_GROUP) / INODES_PER_TABLE_BLOCK;
+        // The table follows the group's superblock copy, descriptors and two bitmaps.
+        let block = group * BLOCKS_PER_GROUP + 4 + table_block;
+        parts.push(Box::new(disk_io(Dir::Read, block, 1)));
+    }
+    chain("sys_lstat", parts)
+}
+
 /// creat(): a new inode and directory entry (the caller made the file record `file`).
 pub fn sys_create(file: u32) -> Box<dyn Path> {
     Box::new(Create { file: Some(file) })

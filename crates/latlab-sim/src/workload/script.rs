@@ -7,7 +7,7 @@
 
 use super::stress::{RunTest, StressTest};
 use super::{Action, ProgCx, Program, TaskSpec};
-use crate::fs::ext3::{sys_create, sys_lookup, sys_read, sys_rewrite, sys_unlink, sys_write};
+use crate::fs::ext3::{sys_create, sys_lookup, sys_lstat_tree, sys_read, sys_rewrite, sys_unlink, sys_write};
 use crate::fs::flush::sys_sync;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Path, Step};
 use crate::kernel::state::{KReq, KState};
@@ -217,6 +217,9 @@ pub enum CommandSpec {
     /// `cat` of old files already on disk, `file_kb` each, `mb` in all: each looked up once,
     /// read whole through the page cache and closed (its inode unused, its pages cached).
     CatOld { mb: u64, file_kb: u64 },
+    /// updatedb's walk of the whole filesystem (slocate's cron.daily job of the era), `nights`
+    /// nights running: an lstat() of each of `files` names ([`sys_lstat_tree`]).
+    Updatedb { files: u64, nights: u32 },
 }
 
 impl CommandSpec {
@@ -236,6 +239,7 @@ impl CommandSpec {
             CommandSpec::MemHog { mb, .. } => format!("memhog {mb}M"),
             CommandSpec::StressKernel { runs } => format!("stress-kernel (NFS-COMPILE x{runs})"),
             CommandSpec::CatOld { mb, file_kb } => format!("cat {mb} MB of old {file_kb} KB files"),
+            CommandSpec::Updatedb { files, nights } => format!("updatedb ({files} names, {nights} nights)"),
         }
     }
 }
@@ -470,6 +474,22 @@ impl Cmd {
                     }
                     None
                 });
+                true
+            }
+            CommandSpec::Updatedb { files, nights } => {
+                // A chunk of names per stage keeps the queue short.
+                const CHUNK: u64 = 1024;
+                let chunks = files.div_ceil(CHUNK);
+                let (night, chunk) = (u64::from(stage) / chunks.max(1), u64::from(stage) % chunks.max(1));
+                if night >= u64::from(nights) || files == 0 {
+                    return false;
+                }
+                if chunk == 0 {
+                    o.grow(100);
+                }
+                for nth in chunk * CHUNK..((chunk + 1) * CHUNK).min(files) {
+                    o.push(move |cx| Some(Action::Syscall(sys_lstat_tree(cx.st, night == 0, nth))));
+                }
                 true
             }
             CommandSpec::Dd { mb, bs_kb, group } => {
