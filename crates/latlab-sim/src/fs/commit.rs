@@ -17,8 +17,9 @@ use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
 use crate::fs::flush::{disk_io, SubmitBatch};
 use crate::fs::jbd::{Region, WBUF};
-use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, PointUse, Step, Work};
 use crate::kernel::state::KState;
+use latlab_core::Nanos;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Walk {
@@ -44,6 +45,19 @@ pub fn journal_commit_transaction() -> Box<dyn Path> {
         passed: false,
         meta_done: false,
     })
+}
+
+/// A stretch of a `write_out_data` walk: `items` buffers at `per` each, under
+/// `journal_datalist_lock` (kept after it if `hold`).
+fn datalist_walk(items: u64, per: Nanos, points: Vec<PointUse>, hold: bool) -> Step {
+    LoopStep::locked(
+        "journal_commit_transaction",
+        items,
+        per,
+        "journal_datalist_lock",
+        points,
+        hold,
+    )
 }
 
 /// Transaction id the checkpointed metadata buffers carry (they belong to no running one).
@@ -83,26 +97,13 @@ impl Path for Commit {
             let hold = dirty > 0 || locked > 0;
             if completed > 0 {
                 self.walk = Walk::Unfile(region);
-                return LoopStep::locked(
-                    "journal_commit_transaction",
-                    completed,
-                    k.c.unfile,
-                    "journal_datalist_lock",
-                    vec![point("journal_commit:write_out_data", 1)],
-                    hold,
-                );
+                let pts = vec![point("journal_commit:write_out_data", 1)];
+                return datalist_walk(completed, k.c.unfile, pts, hold);
             }
             self.passed = true;
             if locked > 0 {
                 self.walk = Walk::Skip(region);
-                return LoopStep::locked(
-                    "journal_commit_transaction",
-                    locked,
-                    k.c.skip_locked,
-                    "journal_datalist_lock",
-                    vec![],
-                    dirty > 0,
-                );
+                return datalist_walk(locked, k.c.skip_locked, vec![], dirty > 0);
             }
         }
         self.passed = false;
