@@ -202,11 +202,12 @@ impl BufferCache {
     /// `block_flushpage` -> `discard_buffer` and `try_to_free_buffers` for each page's
     /// buffers; `n >= cached`: all of them). Its dirty buffers, its newest pages, are cleaned
     /// and leave BUF_DIRTY first; its written-out buffers nobody has refiled yet leave
-    /// BUF_LOCKED or BUF_DIRTY, the rest of the dropped pages taken to be spread evenly over
-    /// its clean ones. Dirty buffers of transaction `pinned` (the committing one) stay dirty:
+    /// BUF_LOCKED, the rest of the dropped pages taken to be spread evenly over its clean
+    /// ones. Dirty buffers of transaction `pinned` (the committing one) stay dirty:
     /// `journal_unmap_buffer` "simply cannot touch" them, and the commit writes them out
-    /// (fs/jbd/transaction.c, 2.4.18). Returns the dirty ones dropped, per transaction.
-    pub fn pages_truncated(&mut self, file: u32, n: u64, cached: u64, pinned: Option<u64>) -> Vec<(u64, u64)> {
+    /// (fs/jbd/transaction.c, 2.4.18). Returns the dirty ones dropped, per transaction, and
+    /// how many were kept for `pinned`.
+    pub fn pages_truncated(&mut self, file: u32, n: u64, cached: u64, pinned: Option<u64>) -> (Vec<(u64, u64)>, u64) {
         let pending = self.pending_of(file);
         let mut left = if n >= cached { pending } else { n.min(pending) };
         let mut dropped: Vec<(u64, u64)> = Vec::new();
@@ -245,7 +246,7 @@ impl BufferCache {
         let done_hi = self.done_hi;
         let k = share(completed_of(&self.on_locked, file, done_hi), clean_n, clean);
         drop_completed_of(&mut self.on_locked, &mut self.nr_on_locked, file, k, done_hi);
-        dropped
+        (dropped, kept)
     }
 
     /// `n` of `file`'s dirty buffers were submitted or discarded.
@@ -416,10 +417,10 @@ mod tests {
         b.io_done(96, 56);
         assert_eq!((b.locked_list_completed(), b.locked_list_first_inflight()), (26, None));
         assert_eq!((b.pending_of(1), b.pending_of(2)), (4, 50));
-        assert_eq!(b.pages_truncated(2, 50, 50, None), vec![(1, 50)]);
+        assert_eq!(b.pages_truncated(2, 50, 50, None), (vec![(1, 50)], 0));
         assert_eq!(b.nr_dirty, 4);
         // A file with nothing left dirty: nothing to drop.
-        assert_eq!((b.pending_of(2), b.pages_truncated(2, 50, 50, None)), (0, vec![]));
+        assert_eq!((b.pending_of(2), b.pages_truncated(2, 50, 50, None)), (0, (vec![], 0)));
     }
 
     #[test]
@@ -435,11 +436,11 @@ mod tests {
         b.dirty(1, 2, 20, 100, 0);
         // File 1: 120 cached pages, its newest 20 dirty. Dropping its last 70: the 20 dirty
         // ones, and 50 of its 100 clean pages, so half its 100 written buffers.
-        assert_eq!(b.pages_truncated(1, 70, 120, None), vec![(2, 20)]);
+        assert_eq!(b.pages_truncated(1, 70, 120, None), (vec![(2, 20)], 0));
         assert_eq!((b.pending_of(1), b.nr_dirty), (0, 40));
         assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (110, 110));
         // File 2's buffers are untouched; deleting it takes its 60 written and 40 dirty ones.
-        assert_eq!(b.pages_truncated(2, u64::MAX, 0, None), vec![(1, 40)]);
+        assert_eq!(b.pages_truncated(2, u64::MAX, 0, None), (vec![(1, 40)], 0));
         assert_eq!((b.nr_dirty, b.nr_locked_list()), (0, 50));
     }
 
@@ -449,7 +450,7 @@ mod tests {
         b.dirty(1, 7, 30, 0, 0);
         b.dirty(1, 8, 10, 30, 0);
         // Transaction 7 commits: its 30 stay dirty for the commit to write; 8's 10 go.
-        assert_eq!(b.pages_truncated(1, u64::MAX, 0, Some(7)), vec![(8, 10)]);
+        assert_eq!(b.pages_truncated(1, u64::MAX, 0, Some(7)), (vec![(8, 10)], 30));
         assert_eq!((b.pending_of(1), b.nr_dirty), (30, 30));
         let x = b.take(64, Some(7)).expect("the commit still finds them");
         assert_eq!((x.lo, x.hi, x.txn), (0, 30, 7));

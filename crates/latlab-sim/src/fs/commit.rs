@@ -162,6 +162,7 @@ impl Path for Commit {
             cx.now,
         );
         k.jbd.finish_commit();
+        k.mm.unpin_all();
         Step::Done
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {

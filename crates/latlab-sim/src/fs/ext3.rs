@@ -399,10 +399,14 @@ impl Path for Truncate {
             }
             4 if self.unlink => {
                 // What truncation left (nothing, unless reclaim raced it).
-                let pinned = k.jbd.committing_tid();
-                let dropped = k.buf.pages_truncated(self.file, u64::MAX, 0, pinned);
+                let committing = k.jbd.committing_tid();
+                let cached = k.mm.cached_from(self.file, 0);
+                let (dropped, kept) = k.buf.pages_truncated(self.file, u64::MAX, 0, committing);
                 k.jbd.pages_truncated(self.file, u64::MAX, 0, &dropped);
                 k.mm.delete_file(self.file);
+                // The truncate walk pinned the pages it dropped; only those still cached
+                // here are pinned now.
+                k.mm.pin(kept.min(cached));
                 k.dcache.delete_file(self.file);
                 // The inode, the directory block (as for creat), the indirect blocks freed.
                 k.jbd.dirty_inode(self.file);
@@ -420,10 +424,11 @@ impl Path for Truncate {
         if self.stage == 2 {
             // Each page's buffers go with it (block_flushpage / journal_flushpage).
             let cached = k.mm.files.get(&self.file).map_or(0, FileRec::cached);
-            let pinned = k.jbd.committing_tid();
-            let dropped = k.buf.pages_truncated(self.file, done, cached, pinned);
+            let committing = k.jbd.committing_tid();
+            let (dropped, kept) = k.buf.pages_truncated(self.file, done, cached, committing);
             k.jbd.pages_truncated(self.file, done, cached, &dropped);
             k.mm.drop_pages_from(self.file, self.to, done);
+            k.mm.pin(kept);
         }
         let Some(f) = k.mm.files.get_mut(&self.file) else {
             return;
@@ -505,6 +510,23 @@ mod tests {
         // kjournald begins the commit: a fresh transaction has room.
         k.jbd.start_commit(0);
         assert!(matches!(w.next(&mut k, &cx), Step::Loop(_)));
+    }
+
+    #[test]
+    fn deleting_a_file_the_commit_still_writes_pins_its_pages_until_the_commit_ends() {
+        let mut k = kstate();
+        let f = k.mm.create_file(10);
+        assert_eq!(run_to_sleep(&mut k, sys_write(f, 10 * 4096)), None);
+        let free = k.mm.free;
+        // kjournald begins committing the transaction that holds the file's dirty buffers.
+        k.jbd.start_commit(0);
+        assert_eq!(run_to_sleep(&mut k, sys_unlink(f)), None);
+        // The pages left the cache, but the commit still holds their buffers: not free.
+        assert_eq!((k.mm.cached_from(f, 0), k.mm.pinned), (0, 10));
+        assert_eq!(k.buf.pending_of(f), 10, "the commit still has them to write");
+        assert!(k.mm.free <= free);
+        k.mm.unpin_all();
+        assert_eq!((k.mm.pinned, k.mm.free), (0, free + 10));
     }
 
     #[test]

@@ -174,6 +174,10 @@ pub struct Mm {
     pub reclaims_to_priority_1: u64,
     /// Bytes of dentry and inode slab in use.
     pub slab_bytes: u64,
+    /// Pages a truncate took out of the page cache whose dirty buffers the committing
+    /// transaction still holds ("We are still using the page, but only because a
+    /// transaction is pinning the page", `journal_flushpage`): off the cache, not free.
+    pub pinned: u64,
 }
 
 /// Pages the kernel itself holds (image, mem_map, slab caches): 16 MiB, an estimate for a
@@ -226,6 +230,7 @@ impl Mm {
             reclaims: 0,
             reclaims_to_priority_1: 0,
             slab_bytes: 0,
+            pinned: 0,
         }
     }
 
@@ -679,6 +684,20 @@ impl Mm {
     pub fn delete_file(&mut self, file: u32) {
         self.drop_pages_from(file, 0, u64::MAX);
         self.files.remove(&file);
+    }
+
+    /// `n` pages just freed by a truncate stay held by the committing transaction's buffers.
+    pub fn pin(&mut self, n: u64) {
+        let n = n.min(self.free);
+        self.free -= n;
+        self.pinned += n;
+    }
+
+    /// The commit that pinned them is done: reclaim takes the pages (no mapping, buffers
+    /// clean, referenced bit cleared by `journal_flushpage`) before anything else it meets;
+    /// the model frees them at once.
+    pub fn unpin_all(&mut self) {
+        self.free += std::mem::take(&mut self.pinned);
     }
 
     /// Slab memory (dentries, inodes) taken from free pages.
