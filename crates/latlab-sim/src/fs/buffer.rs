@@ -117,11 +117,15 @@ fn pop_front_n(q: &mut VecDeque<Span>, total: &mut u64, mut n: u64) {
     }
 }
 
-/// Take the buffers `lo..hi` off `q` (in sequence order), wherever they sit.
+/// Take the buffers `lo..hi` off `q` (in sequence order, spans disjoint), wherever they sit.
 fn remove_range(q: &mut VecDeque<Span>, total: &mut u64, lo: u64, hi: u64) {
     let mut i = q.partition_point(|s| s.hi <= lo);
     while i < q.len() && q[i].lo < hi {
         let s = q[i];
+        if s.hi <= lo {
+            i += 1;
+            continue;
+        }
         let (a, b) = (s.lo.max(lo), s.hi.min(hi));
         *total -= b - a;
         match (s.lo < a, b < s.hi) {
@@ -302,14 +306,17 @@ impl BufferCache {
         })
     }
 
-    /// A batch went to the disk, refiled to BUF_LOCKED.
+    /// A batch went to the disk, refiled to BUF_LOCKED. The list is kept in sequence order
+    /// (a batch numbered earlier may reach the disk later, its writer having waited for a
+    /// request slot).
     pub fn submitted(&mut self, b: &Batch) {
         let span = Span {
             lo: b.lo,
             hi: b.hi,
             file: b.file,
         };
-        self.on_locked.push_back(span);
+        let at = self.on_locked.partition_point(|s| s.lo < span.lo);
+        self.on_locked.insert(at, span);
         self.nr_on_locked += b.hi - b.lo;
     }
 
@@ -421,6 +428,27 @@ mod tests {
         assert_eq!(b.nr_dirty, 4);
         // A file with nothing left dirty: nothing to drop.
         assert_eq!((b.pending_of(2), b.pages_truncated(2, 50, 50, None)), (0, (vec![], 0)));
+    }
+
+    #[test]
+    fn a_batch_submitted_late_keeps_the_locked_list_in_order() {
+        let mut b = BufferCache::default();
+        b.dirty(1, 1, 96, 0, 0);
+        let (x, y, z) = (
+            b.take(32, None).unwrap(),
+            b.take(32, None).unwrap(),
+            b.take(32, None).unwrap(),
+        );
+        // The first batch's writer waited for a request slot: it reaches the disk last.
+        b.submitted(&y);
+        b.submitted(&z);
+        b.submitted(&x);
+        b.io_done(96, 96);
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (96, 96));
+        b.refile_ranges(&[(16, 48), (80, 90)]);
+        assert_eq!((b.locked_list_completed(), b.nr_locked_list()), (54, 54));
+        b.refile_locked(54);
+        assert_eq!(b.nr_locked_list(), 0);
     }
 
     #[test]
