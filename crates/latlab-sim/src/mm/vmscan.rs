@@ -159,12 +159,11 @@ impl TryToFreePages {
                 Stage::SwapOutScan => {
                     self.stage = Stage::Dcache;
                     // The next address space on the mm list.
-                    let mm =
-                        k.mm.mms
-                            .range(k.mm.swap_cursor + 1..)
-                            .next()
-                            .or_else(|| k.mm.mms.iter().next())
-                            .map(|(id, r)| (*id, r.rss, r.young));
+                    let mms = &k.mm.mms;
+                    let mm = (k.mm.swap_cursor.checked_add(1))
+                        .and_then(|from| mms.range(from..).next())
+                        .or_else(|| mms.iter().next())
+                        .map(|(id, r)| (*id, r.rss, r.young));
                     let Some((id, rss, young)) = mm else { continue };
                     k.mm.swap_cursor = id;
                     let old = rss - young.min(rss);
