@@ -693,11 +693,18 @@ impl Mm {
         self.pinned += n;
     }
 
-    /// The commit that pinned them is done: reclaim takes the pages (no mapping, buffers
-    /// clean, referenced bit cleared by `journal_flushpage`) before anything else it meets;
-    /// the model frees them at once.
+    /// The commit that pinned them is done: the pages, without a mapping, their buffers
+    /// clean and their referenced bit cleared (`journal_flushpage`), are clean pages on the
+    /// inactive list that reclaim frees when its scan reaches them. The model gives them a
+    /// record of their own at the list's young end (it has no inode: kept "in use", so no
+    /// unused inode is counted when reclaim empties it).
     pub fn unpin_all(&mut self) {
-        self.free += std::mem::take(&mut self.pinned);
+        let n = std::mem::take(&mut self.pinned);
+        self.free += n;
+        if n > 0 {
+            let f = self.existing_file(n);
+            self.add_pages(f, 0, n);
+        }
     }
 
     /// Slab memory (dentries, inodes) taken from free pages.
