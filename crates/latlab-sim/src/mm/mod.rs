@@ -963,7 +963,15 @@ mod tests {
         let free0 = m.free;
         let mut files = Vec::new();
         for step in 0..6000 {
-            match rng.gen_range(0..11) {
+            match rng.gen_range(0..12) {
+                11 => {
+                    // A truncate's pages held by a commit, and the commit's end.
+                    if rng.gen_bool(0.5) {
+                        m.pin(rng.gen_range(0..50));
+                    } else {
+                        m.unpin_all();
+                    }
+                }
                 0 => {
                     let f = m.create_file(64);
                     m.add_pages(f, 0, rng.gen_range(1..64));
@@ -1029,7 +1037,7 @@ mod tests {
             assert_eq!(cached, m.cache);
             let with = m.files.values().filter(|f| f.cached() > 0).count() as u64;
             assert_eq!(with, m.files_with_pages, "step {step}");
-            assert_eq!(m.free + m.cache + m.anon + m.slab_bytes / 4096, free0);
+            assert_eq!(m.free + m.cache + m.anon + m.slab_bytes / 4096 + m.pinned, free0);
         }
     }
 }
