@@ -12,6 +12,9 @@
 //!
 //! kjournald holds the big kernel lock throughout (it takes it at start-up): under kernel
 //! preemption the commit is preemptible only where it sleeps or calls schedule().
+//!
+//! When the commit is done, the pages a truncate could not free because this transaction
+//! held their buffers (`journal_flushpage`) rejoin the LRU as clean pages (`Mm::unpin_all`).
 
 use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
