@@ -387,9 +387,9 @@ pub fn bdflush_pass() -> Box<dyn Path> {
     )
 }
 
-/// kupdated's pass (`sync_old_buffers`): `sync_unlocked_inodes` under the BKL, then write
-/// batches while the oldest dirty buffer is older than age_buffer, then (2.4.17)
-/// `wait_for_some_buffers`.
+/// kupdated's pass (`sync_old_buffers`, 2.4.17-2.4.19 fs/buffer.c): `sync_unlocked_inodes`
+/// under the BKL, then write batches while the oldest dirty buffer is older than
+/// age_buffer. (It does not wait for buffers; bdflush does.)
 pub fn kupdate_pass(now: Nanos) -> Box<dyn Path> {
     chain(
         "kupdate",
@@ -400,7 +400,6 @@ pub fn kupdate_pass(now: Nanos) -> Box<dyn Path> {
                 || Box::new(write_some_buffers()),
                 move |k| k.buf.oldest_dirty().is_some_and(|t| t + AGE_BUFFER_NS <= now),
             ),
-            Box::new(wait_for_buffers()),
         ],
     )
 }
