@@ -369,9 +369,9 @@ impl BufferCache {
         self.launder.push_back((lo, hi));
     }
 
-    /// The oldest buffer of a PG_launder page still under write, if any (completed ranges
-    /// are dropped on the way). Unlike [`Self::dirty_list_first_inflight`] this counts a
-    /// batch whose request is not queued yet (its writer waiting for a request slot).
+    /// The oldest BH_launder buffer still under write, if any (completed ranges are dropped
+    /// on the way). Unlike [`Self::locked_list_first_inflight`] this counts a batch whose
+    /// request is not queued yet (its writer waiting for a request slot).
     pub fn launder_inflight(&mut self) -> Option<u64> {
         while let Some(&(lo, hi)) = self.launder.front() {
             if hi > self.done_hi {
