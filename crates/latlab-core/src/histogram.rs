@@ -104,7 +104,7 @@ impl LatencyHistogram {
             self.sum as f64 / self.count as f64
         }
     }
-    /// Value at quantile `q` in [0,1], clamped into the exact [min, max].
+    /// Value at quantile `q` in `[0, 1]`, clamped into the exact `[min, max]`.
     pub fn quantile(&self, q: f64) -> Nanos {
         if self.count == 0 {
             return 0;

@@ -2,7 +2,7 @@
 //! returns the same [`latlab_core::result::RunResult`] the model produces.
 //!
 //! Modules by concept: [`timer`] (clock_nanosleep loop per CPU, as cyclictest), [`posix_timer`]
-//! (timer_create with signal or thread notification), [`write`] (per-record write(2) latency),
+//! (timer_create with signal or thread notification), [`write`](mod@write) (per-record write(2) latency),
 //! [`load`] (built-in load generators), [`caps`] (what privileges the run got), [`dma_latency`]
 //! (the `/dev/cpu_dma_latency` guard), [`signals`] (SIGINT/SIGTERM stop the run cleanly),
 //! [`output`] (terminal summary and JSON), [`parse`] (option values), [`explain`] (coarse spike

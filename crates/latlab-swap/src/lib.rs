@@ -19,7 +19,7 @@
 //! the real code would read, and the longest stretch of that work done under a lock
 //! without a preemption point, which is what a latency model needs. [`stream`] makes
 //! seeded, reproducible request streams (swap-out bursts under memory pressure, swap-in
-//! frees with locality, random frees, fills) and [`bench`] runs the measurement sweep
+//! frees with locality, random frees, fills) and [`bench`](mod@bench) runs the measurement sweep
 //! that `latlab swap-bench` prints.
 //!
 //! Model conventions shared by all allocators: one swap device of `slots` page-sized

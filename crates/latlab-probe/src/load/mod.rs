@@ -5,8 +5,8 @@
 //! The `latlab` binary re-executes itself as a load child (see [`child_main_if_requested`]);
 //! [`Loads`] starts, watches and stops those children from the probing process. Each generator
 //! lives in its own file and exposes a `run(dir, stop, counters, ..)` loop that the child calls.
-//! Modules: [`parent`] (spawning, stopping, reporting), [`child`] (the child's entry point),
-//! [`counters`] (the child's counters file), [`zram`] (a temporary zram swap device), and one
+//! Modules: `parent` (spawning, stopping, reporting), `child` (the child's entry point),
+//! `counters` (the child's counters file), `zram` (a temporary zram swap device), and one
 //! file per load.
 
 mod child;
