@@ -210,7 +210,8 @@ impl BufferCache {
     /// ones. Dirty buffers of transaction `pinned` (the committing one) stay dirty:
     /// `journal_unmap_buffer` "simply cannot touch" them, and the commit writes them out
     /// (fs/jbd/transaction.c, 2.4.18). Returns the dirty ones dropped, per transaction, and
-    /// how many were kept for `pinned`.
+    /// how many of the dropped pages were kept for `pinned` (never more than `n` or
+    /// `cached`: with `pinned`, `cached` must be the file's cached pages).
     pub fn pages_truncated(&mut self, file: u32, n: u64, cached: u64, pinned: Option<u64>) -> (Vec<(u64, u64)>, u64) {
         let pending = self.pending_of(file);
         let mut left = if n >= cached { pending } else { n.min(pending) };
@@ -239,6 +240,9 @@ impl BufferCache {
                 self.dirty.remove(i);
             }
         }
+        // A pinned run stays on the dirty list, so a later chunk of the same truncate meets
+        // it again: no more pages are pinned than this call drops.
+        let kept = kept.min(n.min(cached));
         let gone: u64 = dropped.iter().map(|d| d.1).sum();
         self.nr_dirty -= gone;
         self.unpend(file, gone);
@@ -477,8 +481,9 @@ mod tests {
         let mut b = BufferCache::default();
         b.dirty(1, 7, 30, 0, 0);
         b.dirty(1, 8, 10, 30, 0);
-        // Transaction 7 commits: its 30 stay dirty for the commit to write; 8's 10 go.
-        assert_eq!(b.pages_truncated(1, u64::MAX, 0, Some(7)), (vec![(8, 10)], 30));
+        // Transaction 7 commits: deleting the file (its 40 cached pages), its 30 stay dirty
+        // for the commit to write and their pages pinned; 8's 10 go.
+        assert_eq!(b.pages_truncated(1, u64::MAX, 40, Some(7)), (vec![(8, 10)], 30));
         assert_eq!((b.pending_of(1), b.nr_dirty), (30, 30));
         let x = b.take(64, Some(7)).expect("the commit still finds them");
         assert_eq!((x.lo, x.hi, x.txn), (0, 30, 7));

@@ -401,12 +401,10 @@ impl Path for Truncate {
                 // What truncation left (nothing, unless reclaim raced it).
                 let committing = k.jbd.committing_tid();
                 let cached = k.mm.cached_from(self.file, 0);
-                let (dropped, kept) = k.buf.pages_truncated(self.file, u64::MAX, 0, committing);
-                k.jbd.pages_truncated(self.file, u64::MAX, 0, &dropped);
+                let (dropped, kept) = k.buf.pages_truncated(self.file, u64::MAX, cached, committing);
+                k.jbd.pages_truncated(self.file, u64::MAX, cached, &dropped);
                 k.mm.delete_file(self.file);
-                // The truncate walk pinned the pages it dropped; only those still cached
-                // here are pinned now.
-                k.mm.pin(kept.min(cached));
+                k.mm.pin(kept);
                 k.dcache.delete_file(self.file);
                 // The inode, the directory block (as for creat), the indirect blocks freed.
                 k.jbd.dirty_inode(self.file);
@@ -529,6 +527,30 @@ mod tests {
         let (free, cache) = (k.mm.free, k.mm.cache);
         k.mm.unpin_all();
         assert_eq!((k.mm.pinned, k.mm.free, k.mm.cache), (0, free, cache + 10));
+    }
+
+    #[test]
+    fn a_truncate_cut_into_chunks_pins_each_page_once() {
+        let mut k = kstate();
+        let f = k.mm.create_file(10);
+        assert_eq!(run_to_sleep(&mut k, sys_write(f, 10 * 4096)), None);
+        k.jbd.start_commit(0);
+        let cx = Ctx { now: 0, pid: 1 };
+        let mut p = sys_unlink(f);
+        let mut first = true;
+        for _ in 0..100 {
+            match p.next(&mut k, &cx) {
+                // truncate_list_pages' rescheduling point cuts the walk after 4 pages.
+                Step::Loop(l) if l.func == "truncate_inode_pages" && std::mem::take(&mut first) => {
+                    p.advanced(&mut k, &cx, 4.min(l.items))
+                }
+                Step::Loop(l) => p.advanced(&mut k, &cx, l.items),
+                Step::Work(_) | Step::Block(_) => {}
+                Step::Done => break,
+            }
+        }
+        assert!(!first, "the walk was not cut");
+        assert_eq!((k.mm.cached_from(f, 0), k.mm.pinned), (0, 10));
     }
 
     #[test]
