@@ -4,7 +4,7 @@
 
 use crate::dev::disk::Dir;
 use crate::fs::flush::{chain, disk_io, wait_for_buffers, write_some_buffers};
-use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
+use crate::kernel::path::{once, point, under_bkl, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
 use crate::mm::vmscan::try_to_free_pages;
 use crate::mm::FileRec;
@@ -264,14 +264,11 @@ pub fn sys_lstat_tree(k: &mut KState, first_night: bool, nth: u64) -> Box<dyn Pa
     let cost = k.c.lookup + k.c.fstat;
     if !first_night {
         k.dcache.hit_unused();
-        return crate::kernel::path::once("sys_lstat", cost);
+        return once("sys_lstat", cost);
     }
     k.dcache.looked_up_once();
     k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
-    let mut parts = vec![crate::kernel::path::under_bkl(crate::kernel::path::once(
-        "ext3_lookup",
-        cost,
-    ))];
+    let mut parts = vec![under_bkl(once("ext3_lookup", cost))];
     if nth.is_multiple_of(INODES_PER_TABLE_BLOCK) {
         let group = nth / INODES_PER_GROUP;
         let table_block = (nth % INODES_PER_GROUP) / INODES_PER_TABLE_BLOCK;
@@ -325,6 +322,16 @@ pub struct Truncate {
     to: u64,
     unlink: bool,
     stage: u8,
+}
+
+/// The buffers of `n` of `file`'s `cached` pages a truncate drops leave the buffer lists and
+/// their transactions (`block_flushpage` -> `journal_flushpage`); returns how many of those
+/// pages the committing transaction pins (its buffers stay dirty, for the commit to write).
+fn drop_buffers(k: &mut KState, file: u32, n: u64, cached: u64) -> u64 {
+    let committing = k.jbd.committing_tid();
+    let (dropped, kept) = k.buf.pages_truncated(file, n, cached, committing);
+    k.jbd.pages_truncated(file, n, cached, &dropped);
+    kept
 }
 
 pub fn sys_unlink(file: u32) -> Box<dyn Path> {
@@ -399,10 +406,8 @@ impl Path for Truncate {
             }
             4 if self.unlink => {
                 // What truncation left (nothing, unless reclaim raced it).
-                let committing = k.jbd.committing_tid();
                 let cached = k.mm.cached_from(self.file, 0);
-                let (dropped, kept) = k.buf.pages_truncated(self.file, u64::MAX, cached, committing);
-                k.jbd.pages_truncated(self.file, u64::MAX, cached, &dropped);
+                let kept = drop_buffers(k, self.file, u64::MAX, cached);
                 k.mm.delete_file(self.file);
                 k.mm.pin(kept);
                 k.dcache.delete_file(self.file);
@@ -422,9 +427,7 @@ impl Path for Truncate {
         if self.stage == 2 {
             // Each page's buffers go with it (block_flushpage / journal_flushpage).
             let cached = k.mm.files.get(&self.file).map_or(0, FileRec::cached);
-            let committing = k.jbd.committing_tid();
-            let (dropped, kept) = k.buf.pages_truncated(self.file, done, cached, committing);
-            k.jbd.pages_truncated(self.file, done, cached, &dropped);
+            let kept = drop_buffers(k, self.file, done, cached);
             k.mm.drop_pages_from(self.file, self.to, done);
             k.mm.pin(kept);
         }

@@ -44,6 +44,9 @@ impl Spans {
             .map_or(0, |(_, &(hi, _))| hi.saturating_sub(done_hi));
         straddling + self.map.range(done_hi..).map(|(&lo, &(hi, _))| hi - lo).sum::<u64>()
     }
+    fn completed(&self, done_hi: u64) -> u64 {
+        self.n - self.locked(done_hi)
+    }
     fn add(&mut self, file: u32, lo: u64, n: u64) {
         match self.map.range_mut(..lo).next_back() {
             Some((_, (hi, f))) if *hi == lo && *f == file => *hi += n,
@@ -177,7 +180,7 @@ impl Txn {
     }
     /// Completed, not yet unfiled buffers on the datalist in `r`.
     pub fn completed(&self, r: Region, done_hi: u64) -> u64 {
-        self.sets(r).map(|s| s.n - s.locked(done_hi)).sum()
+        self.sets(r).map(|s| s.completed(done_hi)).sum()
     }
     /// Record a submission of `n` buffers of `file` at `lo..lo+n`, by the commit itself
     /// (`own`) or another writer.
@@ -194,11 +197,10 @@ impl Txn {
     /// their sequence ranges, for `refile_buffer`.
     pub fn unfile(&mut self, r: Region, n: u64, done_hi: u64) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
-        let ahead = self.ahead.n - self.ahead.locked(done_hi);
-        let left = n - self.ahead.take_first(n.min(ahead), &mut out);
+        let left = n - self.ahead.take_first(n.min(self.ahead.completed(done_hi)), &mut out);
         if r == Region::All && left > 0 {
-            let behind = self.behind.n - self.behind.locked(done_hi);
-            self.behind.take_first(left.min(behind), &mut out);
+            self.behind
+                .take_first(left.min(self.behind.completed(done_hi)), &mut out);
         }
         out
     }
@@ -211,8 +213,9 @@ impl Txn {
         let (a, b) = (self.ahead.of_file(file, done_hi), self.behind.of_file(file, done_hi));
         (a.0 + b.0, a.1 + b.1)
     }
-    /// `n` of `file`'s buffers leave the datalist, its oldest first (those below `below`
-    /// only: completed ones for reclaim, any for a re-dirty).
+    /// `n` of `file`'s buffers leave the datalist (those below `below` only: completed ones
+    /// for reclaim, any for a re-dirty): those behind the commit's walk first, then those
+    /// ahead of it, each set's oldest first.
     pub fn take_file(&mut self, file: u32, n: u64, below: u64) {
         let n = self.behind.take_file(file, n, below);
         self.ahead.take_file(file, n, below);

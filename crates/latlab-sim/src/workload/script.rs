@@ -479,9 +479,12 @@ impl Cmd {
             CommandSpec::Updatedb { files, nights } => {
                 // A chunk of names per stage keeps the queue short.
                 const CHUNK: u64 = 1024;
+                if files == 0 {
+                    return false;
+                }
                 let chunks = files.div_ceil(CHUNK);
-                let (night, chunk) = (u64::from(stage) / chunks.max(1), u64::from(stage) % chunks.max(1));
-                if night >= u64::from(nights) || files == 0 {
+                let (night, chunk) = (u64::from(stage) / chunks, u64::from(stage) % chunks);
+                if night >= u64::from(nights) {
                     return false;
                 }
                 if chunk == 0 {
