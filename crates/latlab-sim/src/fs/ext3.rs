@@ -4,7 +4,7 @@
 
 use crate::dev::disk::Dir;
 use crate::fs::flush::{chain, disk_io, wait_for_buffers, write_some_buffers};
-use crate::kernel::path::{once, point, under_bkl, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
+use crate::kernel::path::{once, point, under_bkl, Chan, Ctx, LoopStep, Nested, Path, Script, Step, Work};
 use crate::kernel::state::KState;
 use crate::mm::vmscan::try_to_free_pages;
 use crate::mm::FileRec;
@@ -36,6 +36,21 @@ fn journal_start(k: &mut KState) -> Option<Step> {
     }
     k.wake_kthread(pid);
     Some(Step::Block(Chan::TxnLocked))
+}
+
+/// `mark_inode_dirty_sync(inode)` of an atime or mtime update on ext3: `__mark_inode_dirty`
+/// calls `ext3_dirty_inode` (2.4.18 fs/ext3/inode.c) whether or not the inode is already
+/// dirty, which under `lock_kernel()` journals the in-core inode into its inode-table block
+/// (reached through bread(), a buffer-cache hit: mini-ll's `bread` point) in a one-credit
+/// handle; the inode joins `s_dirty` for kupdated's `sync_unlocked_inodes`.
+fn ext3_dirty_inode(k: &mut KState, file: u32) -> Box<dyn Path> {
+    k.dcache.mark_inode_dirty(file);
+    k.jbd.dirty_inode(file);
+    let step = LoopStep::plain("ext3_dirty_inode", 1, k.c.dirty_inode, vec![point("bread", 1)]);
+    under_bkl(Box::new(Script {
+        name: "ext3_dirty_inode",
+        steps: [step].into(),
+    }))
 }
 
 /// `write(fd, buf, bytes)` appending to `file`, or rewriting its pages from `at` on.
@@ -121,10 +136,10 @@ impl Path for FileWrite {
                 return s;
             }
             if !self.stamped {
-                // generic_file_write's mtime update: ext3_dirty_inode journals the inode.
+                // generic_file_write's mtime update (`mark_inode_dirty_sync`).
                 self.stamped = true;
-                k.dcache.mark_inode_dirty(self.file);
-                k.jbd.dirty_inode(self.file);
+                self.sub.start(ext3_dirty_inode(k, self.file));
+                continue;
             }
             let room = k.mm.free.saturating_sub(k.mm.pages_min).max(1);
             let n = self.left.min(room).min(k.dirty_headroom().max(1));
@@ -182,15 +197,34 @@ pub struct FileRead {
     off: u64,
     left: u64,
     sub: Nested,
+    /// `UPDATE_ATIME(inode)` at the end of `do_generic_file_read` is still to come.
+    atime: bool,
 }
 
+/// A `read()` on ext3: the page-cache read, then the access-time update.
 pub fn sys_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+    file_read(file, off_pages, bytes, true)
+}
+
+/// A read the page cache answers without ext3's access-time update: the NFS client's
+/// `nfs_file_read` (the file's times are the server's, updated by nfsd's own read).
+pub fn cached_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+    file_read(file, off_pages, bytes, false)
+}
+
+fn file_read(file: u32, off: u64, bytes: u64, atime: bool) -> Box<dyn Path> {
     Box::new(FileRead {
         file,
-        off: off_pages,
+        off,
         left: bytes.div_ceil(4096),
         sub: Nested::default(),
+        atime,
     })
+}
+
+/// `CURRENT_TIME` (`xtime.tv_sec`) at simulated time `now`.
+fn current_time(now: u64) -> u64 {
+    now / 1_000_000_000
 }
 
 impl Path for FileRead {
@@ -205,9 +239,22 @@ impl Path for FileRead {
             let Some(f) = k.mm.files.get(&self.file) else {
                 return Step::Done;
             };
-            let (size, fblock) = (f.size, f.block);
+            let (size, fblock, atime_s) = (f.size, f.block, f.atime_s);
             if self.left == 0 || self.off >= size {
-                return Step::Done;
+                // update_atime (fs/inode.c, 2.4): nothing if i_atime is already this second.
+                let now_s = current_time(cx.now);
+                if !self.atime || atime_s == Some(now_s) {
+                    return Step::Done;
+                }
+                if let Some(s) = journal_start(k) {
+                    return s;
+                }
+                self.atime = false;
+                if let Some(f) = k.mm.files.get_mut(&self.file) {
+                    f.atime_s = Some(now_s);
+                }
+                self.sub.start(ext3_dirty_inode(k, self.file));
+                continue;
             }
             let cached = k.mm.cached_run(self.file, self.off).min(size - self.off);
             if cached > 0 {
@@ -452,6 +499,7 @@ mod tests {
     use super::*;
     use crate::fs::jbd::MAX_TRANSACTION_BUFFERS;
     use crate::kernel::tests::{kstate, run_to_sleep};
+    use latlab_core::units::Nanos;
 
     /// Kernel state with `share` percent of the buffer pages dirty, and a file to write.
     fn dirty_to(share: u64) -> (KState, u32) {
@@ -462,6 +510,80 @@ mod tests {
         k.buf.dirty(old, txn, n, 0, 0);
         let f = k.mm.create_file(16);
         (k, f)
+    }
+
+    /// Run `p` at `now` to its end without sleeping; the functions of its loop steps.
+    fn loops_at(k: &mut KState, mut p: Box<dyn Path>, now: Nanos) -> Vec<&'static str> {
+        let cx = Ctx { now, pid: 1 };
+        let mut funcs = Vec::new();
+        loop {
+            match p.next(k, &cx) {
+                Step::Loop(l) => {
+                    funcs.push(l.func);
+                    p.advanced(k, &cx, l.items);
+                }
+                Step::Work(_) => {}
+                Step::Block(c) => panic!("{} slept on {c:?}", p.name()),
+                Step::Done => return funcs,
+            }
+        }
+    }
+
+    const SEC: Nanos = 1_000_000_000;
+
+    /// A cached file of 4 pages.
+    fn cached_file(k: &mut KState) -> u32 {
+        let f = k.mm.existing_file(4);
+        k.mm.add_pages(f, 0, 4);
+        f
+    }
+
+    #[test]
+    fn a_read_updates_the_access_time_at_most_once_a_second() {
+        let mut k = kstate();
+        let f = cached_file(&mut k);
+        assert!(
+            ext3_dirty_inode(&mut k, f).holds_bkl(),
+            "ext3_dirty_inode runs under lock_kernel()"
+        );
+        k.dcache.synced(1);
+        let read = loops_at(&mut k, sys_read(f, 0, 4096), 5 * SEC);
+        assert_eq!(read, ["do_generic_file_read", "ext3_dirty_inode"]);
+        assert!(k.dcache.dirty_inodes.contains(&f), "the inode is not on s_dirty");
+        k.dcache.synced(1); // kupdated's __sync_one
+                            // The same second: i_atime is current, nothing is journaled.
+        assert_eq!(
+            loops_at(&mut k, sys_read(f, 1, 4096), 6 * SEC - 1),
+            ["do_generic_file_read"]
+        );
+        assert!(k.dcache.dirty_inodes.is_empty());
+        // The next second, even for a read at the end of the file: dirty again.
+        assert_eq!(loops_at(&mut k, sys_read(f, 9, 4096), 6 * SEC), ["ext3_dirty_inode"]);
+        assert!(k.dcache.dirty_inodes.contains(&f));
+    }
+
+    #[test]
+    fn a_read_the_nfs_clients_cache_answers_updates_no_ext3_inode() {
+        let mut k = kstate();
+        let f = cached_file(&mut k);
+        assert_eq!(
+            loops_at(&mut k, cached_read(f, 0, 4096), 5 * SEC),
+            ["do_generic_file_read"]
+        );
+        assert!(k.dcache.dirty_inodes.is_empty());
+    }
+
+    #[test]
+    fn a_write_journals_the_inode_for_its_mtime_once_per_call() {
+        let mut k = kstate();
+        let f = k.mm.create_file(16);
+        let funcs = loops_at(&mut k, sys_write(f, 3 * 4096), SEC);
+        assert_eq!(funcs.iter().filter(|&&x| x == "ext3_dirty_inode").count(), 1);
+        assert_eq!(
+            funcs[0], "ext3_dirty_inode",
+            "the mtime update comes before the first page"
+        );
+        assert!(k.dcache.dirty_inodes.contains(&f));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! stretch, the same whichever task runs it. The client writes through (each write is sent at
 //! once, `nfs_wb_all` at close waits for the same work).
 
-use crate::fs::ext3::{sys_create, sys_lookup, sys_read, sys_unlink, sys_write};
+use crate::fs::ext3::{cached_read, sys_create, sys_lookup, sys_read, sys_unlink, sys_write};
 use crate::fs::flush::{chain, effect};
 use crate::kernel::path::{once, under_bkl, Path};
 use crate::kernel::state::KState;
@@ -96,7 +96,7 @@ pub fn nfs_write(k: &mut KState, f: NfsFile, bytes: u64) -> Box<dyn Path> {
 pub fn nfs_read(k: &mut KState, f: NfsFile, off: u64, bytes: u64) -> Box<dyn Path> {
     let pages = bytes.div_ceil(4096);
     if k.mm.cached_run(f.client, off) >= pages {
-        return sys_read(f.client, off, bytes);
+        return cached_read(f.client, off, bytes);
     }
     rpc(
         k,

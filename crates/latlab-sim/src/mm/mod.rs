@@ -44,6 +44,9 @@ pub struct FileRec {
     pub block: u64,
     /// Open or in use (inode not on the unused list).
     pub in_use: bool,
+    /// `i_atime` in whole seconds of simulated time (`CURRENT_TIME` is `xtime.tv_sec`), as
+    /// `update_atime` last set it; `None` before the run's first read of the file.
+    pub atime_s: Option<u64>,
 }
 
 impl FileRec {
@@ -245,6 +248,7 @@ impl Mm {
                 pages: PageSet::default(),
                 block: self.next_block,
                 in_use: true,
+                atime_s: None,
             },
         );
         self.next_block += size.max(1);
