@@ -5,10 +5,20 @@
 //! - [`latency_trace`]: the worst sample as `/proc/latency_trace` text (seed 003's layout).
 //! - [`summary`]: percentiles and attribution of the worst samples.
 //! - [`cyclictest`]: `cyclictest -h` histogram files.
+//! - [`input`]: a result read back from either engine's JSON, with errors that say why not.
+//! - [`buckets`]: log buckets and percentile points shared by the exports below.
+//! - [`compare`]: several results side by side (`latlab report compare`).
+//! - [`csv`]: buckets and percentiles as CSV (`latlab report csv`).
+//! - [`plot`]: SVG latency distribution and percentile plots (`latlab report plot`).
 //!
 //! **Architecture invariant.** Exporters only read results; they never run anything.
 
+pub mod buckets;
+pub mod compare;
+pub mod csv;
 pub mod cyclictest;
+pub mod input;
 pub mod latency_trace;
+pub mod plot;
 pub mod seed_table;
 pub mod summary;

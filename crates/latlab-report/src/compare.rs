@@ -1,0 +1,254 @@
+//! `latlab report compare`: two or more results side by side, per stream: count, min,
+//! p50 ... p99.9, max and missed events for each run, the ratio of each later run to the
+//! first, then the log-bucket histogram ([`crate::buckets`]) side by side.
+//!
+//! Streams are paired by name. A model run (`realfeel`) and a probe run (`cpu0`, `cpu1`
+//! ...) share none: then the first stream of each is compared, and the table says so.
+
+use crate::buckets::{self, range_label};
+use latlab_core::{Nanos, RunResult, Stream};
+use std::fmt::Write;
+
+/// Which streams of each run are compared: one group per compared stream, `group[i]` the
+/// index of the stream in run `i`, and a note when the pairing is not by name.
+#[derive(Debug, PartialEq)]
+pub struct Pairing {
+    pub groups: Vec<Vec<usize>>,
+    pub note: Option<String>,
+}
+
+/// Pair the runs' streams: by name where every run has the name, else the first stream of
+/// each. Runs must each have at least one stream.
+pub fn pair_streams(runs: &[&RunResult]) -> Pairing {
+    let Some(first) = runs.first() else {
+        return Pairing {
+            groups: vec![],
+            note: None,
+        };
+    };
+    let groups: Vec<Vec<usize>> = first
+        .streams
+        .iter()
+        .filter_map(|s| {
+            runs.iter()
+                .map(|r| r.streams.iter().position(|t| t.name == s.name))
+                .collect::<Option<Vec<usize>>>()
+        })
+        .collect();
+    let names = |r: &&RunResult| r.streams.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(",");
+    if groups.is_empty() {
+        let all: Vec<String> = runs.iter().map(names).collect();
+        return Pairing {
+            groups: vec![vec![0; runs.len()]],
+            note: Some(format!(
+                "no stream name is in every run (streams: {}): comparing the first stream of each",
+                all.join(" / ")
+            )),
+        };
+    }
+    let paired = &groups;
+    let unpaired: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.streams
+                .iter()
+                .enumerate()
+                .filter(move |(j, _)| !paired.iter().any(|g| g[i] == *j))
+                .map(|(_, s)| s.name.clone())
+        })
+        .collect();
+    let note = (!unpaired.is_empty()).then(|| format!("not in every run, left out: {}", unpaired.join(", ")));
+    Pairing { groups, note }
+}
+
+/// `later / first`, or `None` when the first is zero (no ratio to speak of).
+pub fn ratio(first: f64, later: f64) -> Option<f64> {
+    (first != 0.0).then(|| later / first)
+}
+
+/// A latency for a table cell: `12.3 us` below a millisecond, `4.56 ms` above.
+pub fn fmt_latency(ns: Nanos) -> String {
+    if ns < 1_000_000 {
+        format!("{:.1} us", ns as f64 / 1e3)
+    } else {
+        format!("{:.2} ms", ns as f64 / 1e6)
+    }
+}
+
+/// Right-aligned columns after a left-aligned first one, two spaces apart.
+fn render_table(rows: &[Vec<String>]) -> String {
+    let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..ncol)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c == 0 {
+                let _ = write!(line, "{cell:<w$}", w = width[0]);
+            } else {
+                let _ = write!(line, "  {cell:>w$}", w = width[c]);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Header row: the first column's title, then each run's label and, after the first, a
+/// ratio column.
+fn header(first: &str, labels: &[&str]) -> Vec<String> {
+    let mut h = vec![first.to_string()];
+    for (i, l) in labels.iter().enumerate() {
+        h.push(l.to_string());
+        if i > 0 {
+            h.push("ratio".into());
+        }
+    }
+    h
+}
+
+/// One row of figures: each run's value, and its ratio to the first after the first.
+fn figure_row(name: &str, values: &[f64], fmt: &dyn Fn(f64) -> String) -> Vec<String> {
+    let mut row = vec![name.to_string()];
+    for (i, &v) in values.iter().enumerate() {
+        row.push(fmt(v));
+        if i > 0 {
+            row.push(ratio(values[0], v).map_or("-".into(), |x| format!("{x:.2}x")));
+        }
+    }
+    row
+}
+
+/// The figures table of one group of streams.
+pub fn figures_table(labels: &[&str], streams: &[&Stream]) -> String {
+    let sums: Vec<_> = streams.iter().map(|s| s.hist.summary()).collect();
+    let count = |v: f64| format!("{}", v as u64);
+    let lat = |v: f64| fmt_latency(v as Nanos);
+    let col = |f: &dyn Fn(&latlab_core::Summary) -> Nanos| sums.iter().map(|m| f(m) as f64).collect::<Vec<_>>();
+    let rows = vec![
+        header("", labels),
+        figure_row("count", &col(&|m| m.count), &count),
+        figure_row("min", &col(&|m| m.min_ns), &lat),
+        figure_row("p50", &col(&|m| m.p50_ns), &lat),
+        figure_row("p90", &col(&|m| m.p90_ns), &lat),
+        figure_row("p99", &col(&|m| m.p99_ns), &lat),
+        figure_row("p99.9", &col(&|m| m.p999_ns), &lat),
+        figure_row("max", &col(&|m| m.max_ns), &lat),
+        figure_row(
+            "missed",
+            &streams.iter().map(|s| s.missed as f64).collect::<Vec<_>>(),
+            &count,
+        ),
+    ];
+    render_table(&rows)
+}
+
+/// The log-bucket histogram (one bucket per octave) of a group of streams side by side,
+/// from the first bucket any of them has samples in to the last.
+pub fn histogram_table(labels: &[&str], streams: &[&Stream]) -> String {
+    let max = streams.iter().map(|s| s.hist.max()).max().unwrap_or(0);
+    let edges = buckets::edges(max, 1);
+    let per: Vec<Vec<buckets::Bucket>> = streams.iter().map(|s| buckets::count(&s.hist, &edges)).collect();
+    let rows_idx: Vec<usize> = (0..edges.len() - 1).collect();
+    let kept = buckets::trim(&rows_idx, |&i| per.iter().any(|b| b[i].count > 0));
+    let mut rows = vec![header("latency", labels)];
+    for &i in kept {
+        let counts: Vec<f64> = per.iter().map(|b| b[i].count as f64).collect();
+        rows.push(figure_row(&range_label(&per[0][i]), &counts, &|v| {
+            format!("{}", v as u64)
+        }));
+    }
+    render_table(&rows)
+}
+
+/// The whole comparison: per compared stream, its figures then its histogram.
+pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
+    let p = pair_streams(runs);
+    let mut out = String::new();
+    for (i, l) in labels.iter().enumerate() {
+        let first = if i == 0 { "  (first: ratios are to it)" } else { "" };
+        let _ = writeln!(out, "run {}: {l}{first}", i + 1);
+    }
+    if let Some(n) = &p.note {
+        let _ = writeln!(out, "note: {n}");
+    }
+    for g in &p.groups {
+        let streams: Vec<&Stream> = g.iter().zip(runs).map(|(&j, r)| &r.streams[j]).collect();
+        let names: Vec<&str> = streams.iter().map(|s| s.name.as_str()).collect();
+        let mut title = names.first().copied().unwrap_or_default().to_string();
+        if names.iter().any(|n| *n != title) {
+            title = names.join(" vs ");
+        }
+        let _ = writeln!(out, "\nstream {title} ({})", streams[0].measures);
+        out.push_str(&figures_table(labels, &streams));
+        out.push('\n');
+        out.push_str(&histogram_table(labels, &streams));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::tests::result;
+    use latlab_core::Engine;
+
+    #[test]
+    fn ratio_of_later_to_first() {
+        assert_eq!(ratio(2.0, 5.0), Some(2.5));
+        assert_eq!(ratio(0.0, 5.0), None);
+        assert_eq!(ratio(4.0, 0.0), Some(0.0));
+    }
+
+    #[test]
+    fn pairs_by_name_and_falls_back_to_the_first_stream() {
+        let mut a = result(Engine::Sim, "2.4.18", "realfeel", &[1_000]);
+        let b = result(Engine::Sim, "2.4.18+ll", "realfeel", &[2_000]);
+        let p = pair_streams(&[&a, &b]);
+        assert_eq!(p.groups, vec![vec![0, 0]]);
+        assert_eq!(p.note, None);
+        a.streams.insert(0, latlab_core::Stream::new("other", "x"));
+        let p = pair_streams(&[&a, &b]);
+        assert_eq!(p.groups, vec![vec![1, 0]]);
+        assert_eq!(p.note.as_deref(), Some("not in every run, left out: other"));
+        let probe = result(Engine::Probe, "6.1", "cpu0", &[3_000]);
+        let p = pair_streams(&[&b, &probe]);
+        assert_eq!(p.groups, vec![vec![0, 0]]);
+        assert!(p.note.unwrap().contains("realfeel / cpu0"));
+    }
+
+    #[test]
+    fn side_by_side_with_ratios() {
+        let a = result(Engine::Sim, "2.4.18", "realfeel", &[10_000, 20_000, 40_000]);
+        let b = result(Engine::Probe, "6.1", "cpu0", &[10_000, 20_000, 80_000, 80_000]);
+        let out = render(&["A (model)", "B (probe)"], &[&a, &b]);
+        let line = |k: &str| -> Vec<String> {
+            out.lines()
+                .find(|l| l.starts_with(k))
+                .unwrap_or_else(|| panic!("{k} in {out}"))
+                .split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(line("count"), ["count", "3", "4", "1.33x"]);
+        assert_eq!(line("max"), ["max", "40.0 us", "80.0 us", "2.00x"]);
+        assert_eq!(line("missed"), ["missed", "0", "0", "-"]);
+        assert!(out.contains("stream realfeel vs cpu0"), "{out}");
+        // Histogram rows: 8-16 us first, 64-128 us last, nothing outside.
+        assert_eq!(line("8-16 us"), ["8-16 us", "1", "1", "1.00x"]);
+        assert_eq!(line("64-128 us"), ["64-128 us", "0", "2", "-"]);
+        assert!(!out.contains("4-8 us") && !out.contains("128-256 us"), "{out}");
+    }
+}
