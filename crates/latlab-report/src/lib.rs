@@ -10,15 +10,21 @@
 //! - [`compare`]: several results side by side (`latlab report compare`).
 //! - [`csv`]: buckets and percentiles as CSV (`latlab report csv`).
 //! - [`plot`]: SVG latency distribution and percentile plots (`latlab report plot`).
+//! - [`timeline`]: the CPU around the worst samples, exact where the result is, laid out
+//!   where it is not; [`ftrace`] and [`chrome_trace`] write it for trace viewers
+//!   (`latlab report trace`).
 //!
 //! **Architecture invariant.** Exporters only read results; they never run anything.
 
 pub mod buckets;
+pub mod chrome_trace;
 pub mod compare;
 pub mod csv;
 pub mod cyclictest;
+pub mod ftrace;
 pub mod input;
 pub mod latency_trace;
 pub mod plot;
 pub mod seed_table;
 pub mod summary;
+pub mod timeline;
