@@ -68,12 +68,14 @@ fn current(w: &Window, ns: Nanos) -> Task {
         .map_or(Task::idle(w.cpu), |r| r.task.clone())
 }
 
-/// The events of one window as (time, order within the window, line).
-fn window_lines(w: &Window) -> Vec<(Nanos, usize, String)> {
-    let mut v: Vec<(Nanos, usize, String)> = Vec::new();
-    let mut push = |ns: Nanos, task: &Task, flags: &str, event: &str, fields: String| {
+/// The events of one window as (time, rank, order within the window, line). At one time
+/// a stretch's end comes first, then switches and other events, then a stretch's begin, so
+/// the atrace slice stays inside its task's run.
+fn window_lines(w: &Window) -> Vec<(Nanos, u8, usize, String)> {
+    let mut v: Vec<(Nanos, u8, usize, String)> = Vec::new();
+    let mut push = |ns: Nanos, rank: u8, task: &Task, flags: &str, event: &str, fields: String| {
         let n = v.len();
-        v.push((ns, n, line(task, w.cpu, flags, ns, event, &fields)));
+        v.push((ns, rank, n, line(task, w.cpu, flags, ns, event, &fields)));
     };
     let idle = Task::idle(w.cpu);
     let mut prev = idle.clone();
@@ -82,6 +84,7 @@ fn window_lines(w: &Window) -> Vec<(Nanos, usize, String)> {
             let state = if prev.is_idle() { "R" } else { "R+" };
             push(
                 r.start,
+                1,
                 &prev,
                 "d...",
                 "sched_switch",
@@ -90,55 +93,62 @@ fn window_lines(w: &Window) -> Vec<(Nanos, usize, String)> {
         }
         prev = r.task.clone();
     }
-    push(w.end, &prev, "d...", "sched_switch", switch_fields(&prev, "S", &idle));
+    push(
+        w.end,
+        1,
+        &prev,
+        "d...",
+        "sched_switch",
+        switch_fields(&prev, "S", &idle),
+    );
     if let Some(s) = &w.stretch {
+        let (pid, label) = (s.task.pid, &s.label);
         push(
             s.start,
+            2,
             &s.task,
             "....",
             "tracing_mark_write",
-            format!("B|{}|{}", s.task.pid, s.label),
+            format!("B|{pid}|{label}"),
         );
-        push(
-            s.end,
-            &s.task,
-            "....",
-            "tracing_mark_write",
-            format!("E|{}", s.task.pid),
-        );
+        push(s.end, 0, &s.task, "....", "tracing_mark_write", format!("E|{pid}"));
     }
     if let Some(h) = &w.handlers {
         let name = h.name.replace(' ', "_");
-        push(
-            h.start,
-            &current(w, h.start),
-            "d.h.",
-            "irq_handler_entry",
-            format!("irq={} name={name}", h.irq),
-        );
-        push(
-            h.end,
-            &current(w, h.end),
-            "d.h.",
-            "irq_handler_exit",
-            format!("irq={} ret=handled", h.irq),
-        );
+        let entry = format!("irq={} name={name}", h.irq);
+        push(h.start, 1, &current(w, h.start), "d.h.", "irq_handler_entry", entry);
+        let exit = format!("irq={} ret=handled", h.irq);
+        push(h.end, 1, &current(w, h.end), "d.h.", "irq_handler_exit", exit);
     }
     let waker = current(w, w.wake);
-    push(w.wake, &waker, "d.h.", "sched_waking", wakeup_fields(&w.woken, w.cpu));
-    push(w.wake, &waker, "d.h.", "sched_wakeup", wakeup_fields(&w.woken, w.cpu));
+    push(
+        w.wake,
+        1,
+        &waker,
+        "d.h.",
+        "sched_waking",
+        wakeup_fields(&w.woken, w.cpu),
+    );
+    push(
+        w.wake,
+        1,
+        &waker,
+        "d.h.",
+        "sched_wakeup",
+        wakeup_fields(&w.woken, w.cpu),
+    );
     v
 }
 
 /// The ftrace text of `windows`, with a header saying what it is. `title` goes into the
 /// header's comment lines.
 pub fn render(title: &str, windows: &[Window]) -> String {
-    let mut lines: Vec<(Nanos, usize, usize, String)> = windows
+    let mut lines: Vec<(Nanos, usize, u8, usize, String)> = windows
         .iter()
         .enumerate()
-        .flat_map(|(i, w)| window_lines(w).into_iter().map(move |(t, n, l)| (t, i, n, l)))
+        .flat_map(|(i, w)| window_lines(w).into_iter().map(move |(t, k, n, l)| (t, i, k, n, l)))
         .collect();
-    lines.sort_by_key(|(t, i, n, _)| (*t, *i, *n));
+    lines.sort_by_key(|(t, i, k, n, _)| (*t, *i, *k, *n));
     let mut out = String::from("# tracer: nop\n#\n");
     let _ = writeln!(out, "# latlab report trace: {title}");
     let _ = writeln!(
@@ -161,7 +171,7 @@ pub fn render(title: &str, windows: &[Window]) -> String {
          #                TASK-PID  CPU#  ||||    TIMESTAMP  FUNCTION\n\
          #                   | |      |   ||||       |         |\n",
     );
-    for (_, _, _, l) in lines {
+    for (_, _, _, _, l) in lines {
         out.push_str(&l);
     }
     out
@@ -272,6 +282,11 @@ mod tests {
         assert_eq!(count("tracing_mark_write"), 2, "B and E of the one stretch");
         assert_eq!((count("irq_handler_entry"), count("irq_handler_exit")), (2, 2));
         assert!(text.contains("tracing_mark_write: B|15|zap_page_range <- do_exit [page_table_lock]\n"));
+        // The stretch ends (5.893724749 s) exactly at the switch to realfeel: its E comes
+        // first, printed by cc1 while cc1 still runs.
+        let e = text.find("tracing_mark_write: E|15").unwrap();
+        let sw = text.find("next_comm=realfeel").unwrap();
+        assert!(e < sw, "{text}");
         assert!(text.contains("sched_waking: comm=realfeel pid=7 prio=120 target_cpu=000\n"));
         assert!(text.contains("irq_handler_entry: irq=0 name=rtc_x3\n"));
     }

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod probe_cmd;
+mod report_cmd;
 mod sim_cmd;
 mod swap_cmd;
 mod vs_cyclictest;
@@ -26,6 +27,8 @@ enum Cmd {
     Probe(probe_cmd::ProbeArgs),
     /// Compare the swap-slot allocators of seed 003 at every fill level.
     SwapBench(swap_cmd::SwapBenchArgs),
+    /// Reports from saved results of either engine: compare, plot, csv, trace.
+    Report(report_cmd::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Cmd::Reproduce(a) => sim_cmd::reproduce(a),
         Cmd::Probe(a) => probe_cmd::run(a),
         Cmd::SwapBench(a) => swap_cmd::run(a),
+        Cmd::Report(a) => report_cmd::run(a),
     };
     match r {
         Ok(code) => code,

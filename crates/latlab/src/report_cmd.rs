@@ -1,0 +1,196 @@
+//! `latlab report`: reports from saved results, never running anything. Reads RunResult
+//! JSON files (either engine's: `run`/`reproduce --out`, `probe --json`) and hands them to
+//! `latlab_report`'s `compare`, `plot`, `csv` and the trace exporters; output goes to stdout
+//! or to `--out FILE`. See docs/reports.md.
+
+use anyhow::{bail, Context};
+use latlab_core::RunResult;
+use latlab_report::{chrome_trace, compare, csv, ftrace, input, plot, timeline};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Verb {
+    /// Results side by side per stream: count, min, percentiles, max, missed, the ratio of
+    /// each later run to the first, then the log-bucket histograms.
+    Compare {
+        /// Two or more RunResult JSON files; ratios are to the first.
+        #[arg(required = true, num_args = 2.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// An SVG plot of one or more results, one series per stream: the latency distribution
+    /// (log-log), or with --percentiles latency by percentile.
+    Plot {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Plot latency by percentile (p50 ... max) instead of the distribution.
+        #[arg(long)]
+        percentiles: bool,
+        /// Only this stream of each result.
+        #[arg(long, value_name = "NAME")]
+        stream: Option<String>,
+        /// Write the SVG here instead of to stdout.
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// A result's streams as CSV: log-bucket rows (stream,lo_ns,hi_ns,count), or with
+    /// --percentiles one row of percentiles per stream.
+    Csv {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Print the percentiles CSV instead of the buckets.
+        #[arg(long)]
+        percentiles: bool,
+        /// Buckets per doubling of latency (1 = 0-1, 1-2, 2-4 ... us and ms).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+        per_octave: u32,
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// The worst samples' timelines as a trace Perfetto (ui.perfetto.dev) or chrome://tracing
+    /// opens: ftrace text, or with --format chrome trace-event JSON.
+    Trace {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        #[arg(long, value_enum, default_value_t = TraceFormat::Ftrace)]
+        format: TraceFormat,
+        /// Only this stream (default: every stream, each on its CPU).
+        #[arg(long, value_name = "NAME")]
+        stream: Option<String>,
+        /// Worst samples per stream to export (those whose window overlaps a worse one's
+        /// are left out).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        samples: u64,
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum TraceFormat {
+    /// ftrace text (`# tracer: nop`, sched_switch/sched_waking/sched_wakeup/irq lines).
+    Ftrace,
+    /// Chrome trace-event JSON (`{"traceEvents": [...]}`).
+    Chrome,
+}
+
+/// Read and parse one result; errors name the file.
+fn load(path: &Path) -> anyhow::Result<RunResult> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    input::parse_result(&text).with_context(|| path.display().to_string())
+}
+
+fn load_all(paths: &[PathBuf]) -> anyhow::Result<Vec<RunResult>> {
+    paths.iter().map(|p| load(p)).collect()
+}
+
+/// Check that `name`, when given, is a stream of every result.
+fn check_stream(name: Option<&str>, runs: &[RunResult], paths: &[PathBuf]) -> anyhow::Result<()> {
+    let Some(n) = name else { return Ok(()) };
+    for (r, p) in runs.iter().zip(paths) {
+        if r.stream(n).is_none() {
+            let names: Vec<&str> = r.streams.iter().map(|s| s.name.as_str()).collect();
+            bail!("{}: no stream `{n}` (streams: {})", p.display(), names.join(", "));
+        }
+    }
+    Ok(())
+}
+
+fn emit(text: &str, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+    match out {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    match a.verb {
+        Verb::Compare { files } => {
+            let runs = load_all(&files)?;
+            let labels = input::labels(&runs);
+            let l: Vec<&str> = labels.iter().map(String::as_str).collect();
+            let r: Vec<&RunResult> = runs.iter().collect();
+            emit(&compare::render(&l, &r), None)
+        }
+        Verb::Plot {
+            files,
+            percentiles,
+            stream,
+            out,
+        } => {
+            let runs = load_all(&files)?;
+            check_stream(stream.as_deref(), &runs, &files)?;
+            let labels = input::labels(&runs);
+            let series: Vec<plot::Series> = runs
+                .iter()
+                .zip(&labels)
+                .flat_map(|(r, l)| {
+                    let one = r.streams.len() == 1 || stream.is_some();
+                    r.streams
+                        .iter()
+                        .filter(|s| stream.as_ref().is_none_or(|n| *n == s.name))
+                        .map(move |s| (if one { l.clone() } else { format!("{l} {}", s.name) }, s))
+                })
+                .collect();
+            let svg = if percentiles {
+                plot::percentiles_svg("Latency by percentile", &series)
+            } else {
+                plot::distribution_svg("Latency distribution", &series)
+            };
+            let svg = svg.map_err(|e| anyhow::anyhow!("{e} in {}", names(&files)))?;
+            emit(&svg, out.as_deref())
+        }
+        Verb::Csv {
+            file,
+            percentiles,
+            per_octave,
+            out,
+        } => {
+            let r = load(&file)?;
+            let text = if percentiles {
+                csv::percentiles(&r)
+            } else {
+                csv::buckets(&r, per_octave)
+            };
+            emit(&text, out.as_deref())
+        }
+        Verb::Trace {
+            file,
+            format,
+            stream,
+            samples,
+            out,
+        } => {
+            let r = load(&file)?;
+            check_stream(stream.as_deref(), std::slice::from_ref(&r), std::slice::from_ref(&file))?;
+            let w = timeline::windows(&r, stream.as_deref(), samples as usize);
+            if w.is_empty() {
+                bail!(
+                    "{}: the result keeps no worst samples (Stream.worst is empty): nothing to export",
+                    file.display()
+                );
+            }
+            let title = input::label(&r);
+            let text = match format {
+                TraceFormat::Ftrace => ftrace::render(&title, &w),
+                TraceFormat::Chrome => chrome_trace::render(&title, &w).to_string() + "\n",
+            };
+            emit(&text, out.as_deref())
+        }
+    }
+}
+
+fn names(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,258 @@
+//! End-to-end: `latlab report` on results of both engines — a short model run written by
+//! `latlab run --out`, and a probe result built here as `latlab probe --json` writes it
+//! (RunResult plus `streams_summary`).
+
+use latlab_core::{Attribution, Engine, RunMeta, RunResult, Sample, Stream, TaskSlice};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn latlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_latlab"))
+        .args(args)
+        .output()
+        .expect("latlab runs")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// A scratch directory under the system's temp dir, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("latlab-report-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn file(&self, name: &str, text: &str) -> String {
+        let f = self.0.join(name);
+        std::fs::write(&f, text).unwrap();
+        path(&f)
+    }
+    fn path(&self, name: &str) -> String {
+        path(&self.0.join(name))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+fn path(p: &Path) -> String {
+    p.to_str().unwrap().to_string()
+}
+
+/// A 3-second model run of seed 000's script on the stock kernel, as `latlab run --out`
+/// writes it; its path.
+fn model_result(dir: &Scratch) -> String {
+    let exp = dir.file(
+        "short.toml",
+        "name = \"short\"\ntitle = \"a short run\"\nseed_file = \"000_5c157154d48a42ec.txt\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\nmax_seconds = 3\n",
+    );
+    let out = dir.path("out");
+    stdout(&latlab(&["run", &exp, "--out", &out]));
+    path(&dir.0.join("out").join("short-stock.json"))
+}
+
+/// A probe result of two CPUs, worst samples attributed, as `latlab probe timer --json`
+/// writes it (with its `streams_summary`).
+fn probe_result(dir: &Scratch) -> String {
+    let mut r = RunResult::new(RunMeta {
+        engine: Engine::Probe,
+        machine: "host".into(),
+        kernel: "6.1.0-test".into(),
+        workload: "timer".into(),
+        seed: 0,
+        duration_ns: 10_000_000_000,
+        version: "0".into(),
+        settings: Default::default(),
+    });
+    for cpu in 0..2u32 {
+        let mut s = Stream::new(format!("cpu{cpu}"), "timer wakeup");
+        s.hist.record_n(3_000 + 1_000 * u64::from(cpu), 10_000);
+        s.hist.record(250_000);
+        s.missed = u64::from(cpu);
+        s.worst.push(Sample {
+            at_ns: 2_000_000_000,
+            latency_ns: 250_000,
+            tag: [
+                ("cpu".to_string(), cpu.to_string()),
+                ("tid".to_string(), (900 + cpu).to_string()),
+            ]
+            .into(),
+            attribution: Attribution {
+                handler_ns: 20_000,
+                preempt_wait_ns: 200_000,
+                wakee_kernel_ns: 2_000,
+                tasks: vec![TaskSlice {
+                    comm: "kworker/u8:2".into(),
+                    pid: 77,
+                    ns: 210_000,
+                }],
+                irqs: vec![("irq 39 virtio2-output.0".into(), 1)],
+                ..Default::default()
+            },
+        });
+        r.streams.push(s);
+    }
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["streams_summary"] = serde_json::json!([{"name": "cpu0", "count": 10001}]);
+    dir.file("probe.json", &serde_json::to_string_pretty(&v).unwrap())
+}
+
+#[test]
+fn compare_model_with_probe() {
+    let dir = Scratch::new("compare");
+    let (m, p) = (model_result(&dir), probe_result(&dir));
+    let out = stdout(&latlab(&["report", "compare", &m, &p]));
+    assert!(
+        out.contains("run 1: 2.4.18 (model)") && out.contains("run 2: 6.1.0-test (probe)"),
+        "{out}"
+    );
+    assert!(out.contains("comparing the first stream of each"), "{out}");
+    assert!(out.contains("stream realfeel vs cpu0"), "{out}");
+    let count: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("count"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(count[2], "10001");
+    assert!(count[3].ends_with('x'), "{out}");
+    assert!(out.contains("128-256 us"), "the histogram rows: {out}");
+    // Two probe results: paired by name, both CPUs.
+    let out = stdout(&latlab(&["report", "compare", &p, &p]));
+    assert!(out.contains("stream cpu0") && out.contains("stream cpu1"), "{out}");
+    assert!(out.contains("6.1.0-test (probe) #2"), "{out}");
+}
+
+#[test]
+fn plot_csv_and_traces() {
+    let dir = Scratch::new("export");
+    let (m, p) = (model_result(&dir), probe_result(&dir));
+    // Plots: one legend entry per run (the model) or stream (the probe's two CPUs).
+    let svg_path = dir.path("dist.svg");
+    stdout(&latlab(&["report", "plot", &m, &p, "--out", &svg_path]));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("2.4.18 (model)"));
+    assert!(svg.contains("6.1.0-test (probe) cpu0") && svg.contains("6.1.0-test (probe) cpu1"));
+    let pct = stdout(&latlab(&["report", "plot", &p, "--percentiles", "--stream", "cpu1"]));
+    assert!(pct.contains("\np99.9\n") && !pct.contains("cpu0"), "{pct}");
+
+    // CSV: bucket counts add up to the stream's count; one percentile row per stream.
+    let csv = stdout(&latlab(&["report", "csv", &p, "--per-octave", "2"]));
+    assert_eq!(csv.lines().next(), Some("stream,lo_ns,hi_ns,count"));
+    let cpu1: u64 = csv
+        .lines()
+        .filter(|l| l.starts_with("cpu1,"))
+        .map(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(cpu1, 10_001);
+    let pcsv = stdout(&latlab(&["report", "csv", &p, "--percentiles"]));
+    let rows: Vec<&str> = pcsv.lines().collect();
+    assert_eq!(rows.len(), 3);
+    assert!(rows[2].starts_with("cpu1,10001,1,4000,"), "{pcsv}");
+    assert!(rows[2].ends_with(",250000"), "{pcsv}");
+
+    // ftrace text of the model run: its worst sample, the switch to realfeel in it.
+    let ft = stdout(&latlab(&["report", "trace", &m, "--samples", "3"]));
+    assert!(ft.starts_with("# tracer: nop\n"), "{ft}");
+    assert!(ft.contains("sched_waking: comm=realfeel"), "{ft}");
+    assert!(ft.contains("==> next_comm=realfeel"), "{ft}");
+    let switches = ft.lines().filter(|l| l.contains(": sched_switch: ")).count();
+    assert!(switches >= 3, "{ft}");
+    // The probe's streams each on their own CPU, the woken thread named by its tid.
+    let ft = stdout(&latlab(&["report", "trace", &p]));
+    assert!(
+        ft.contains("[001]") && ft.contains("next_comm=cpu1 next_pid=901"),
+        "{ft}"
+    );
+    assert!(
+        ft.contains("irq_handler_entry: irq=39 name=irq_39_virtio2-output.0_x1"),
+        "{ft}"
+    );
+
+    // Chrome JSON: a document with complete events on the CPU track, for the model's
+    // worst sample (it has a latency_trace: its functions are instants).
+    let out = dir.path("t.json");
+    stdout(&latlab(&["report", "trace", &m, "--format", "chrome", "-o", &out]));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    assert!(ev.iter().any(|e| e["ph"] == "X" && e["tid"] == 1));
+    assert!(ev
+        .iter()
+        .any(|e| e["ph"] == "X" && e["tid"] == 4 && e["args"]["attribution"].is_object()));
+    assert!(
+        ev.iter().any(|e| e["ph"] == "i" && e["tid"] == 5),
+        "latency_trace functions"
+    );
+}
+
+#[test]
+fn bad_input_is_named_and_explained() {
+    let dir = Scratch::new("bad");
+    let p = probe_result(&dir);
+    let fail = |args: &[&str], want: &[&str]| {
+        let o = latlab(args);
+        let e = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+        for w in want {
+            assert!(e.contains(w), "{args:?}: want {w:?} in {e}");
+        }
+    };
+    let missing = dir.path("missing.json");
+    fail(&["report", "csv", &missing], &["cannot read", "missing.json"]);
+    let text = dir.file("notes.txt", "hello\n");
+    fail(&["report", "compare", &p, &text], &["notes.txt", "not JSON"]);
+    let rows = dir.file("rows.json", r#"{"experiment": "x", "rows": []}"#);
+    fail(
+        &["report", "plot", &rows],
+        &["rows.json", "not a latlab RunResult", "no `meta`, `streams` key"],
+    );
+    let broken = dir.file("broken.json", r#"{"meta": {"engine": "sim"}, "streams": []}"#);
+    fail(
+        &["report", "trace", &broken],
+        &["broken.json", "not a latlab RunResult", "missing field"],
+    );
+    let mut empty: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    empty["streams"] = serde_json::json!([]);
+    let empty = dir.file("empty.json", &empty.to_string());
+    fail(&["report", "csv", &empty], &["empty.json", "no streams"]);
+    fail(
+        &["report", "trace", &p, "--stream", "cpu9"],
+        &["probe.json", "no stream `cpu9`", "cpu0, cpu1"],
+    );
+    let mut unattributed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    for s in unattributed["streams"].as_array_mut().unwrap() {
+        s["worst"] = serde_json::json!([]);
+    }
+    let unattributed = dir.file("noworst.json", &unattributed.to_string());
+    fail(
+        &["report", "trace", &unattributed],
+        &["noworst.json", "no worst samples"],
+    );
+    // compare needs two results; the usage error comes from the argument parser.
+    fail(&["report", "compare", &p], &["FILE"]);
+    let zero = dir.file("zero.json", &{
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        for s in v["streams"].as_array_mut().unwrap() {
+            s["hist"] = serde_json::json!({"count": 0, "min_ns": 0, "max_ns": 0, "sum_ns": 0, "buckets": []});
+        }
+        v.to_string()
+    });
+    fail(&["report", "plot", &zero], &["no samples to plot", "zero.json"]);
+    // Empty streams still compare (zero counts, no ratio to them).
+    let out = stdout(&latlab(&["report", "compare", &zero, &p]));
+    let count = out.lines().find(|l| l.starts_with("count")).unwrap();
+    assert_eq!(
+        count.split_whitespace().collect::<Vec<_>>(),
+        ["count", "0", "10001", "-"],
+        "{out}"
+    );
+}
