@@ -10,6 +10,8 @@
 
 use crate::buckets;
 use latlab_core::Stream;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// One series: its legend label and its stream.
@@ -76,38 +78,58 @@ fn plot_err(e: impl std::fmt::Display) -> String {
     format!("plot: {e}")
 }
 
-/// The latency distribution of `series` as an SVG document.
-pub fn distribution_svg(title: &str, series: &[Series]) -> Result<String, String> {
-    let pts = distribution_points(series);
-    let all = || pts.iter().flatten().flatten();
-    let (Some(xr), Some(yr)) = (log_range(all().map(|p| p.0), 1.5), log_range(all().map(|p| p.1), 2.0)) else {
-        return Err("no samples to plot".into());
-    };
+/// An axis value without a needless `.0` (`1000`, `0.5`).
+fn axis_label(v: &f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// What differs between the two plots: titles, the x axis and where the legend goes.
+struct Frame<'a, X> {
+    title: &'a str,
+    x: X,
+    x_desc: &'a str,
+    x_labels: usize,
+    x_label: &'a dyn Fn(&f64) -> String,
+    y: std::ops::Range<f64>,
+    y_desc: &'a str,
+    legend: SeriesLabelPosition,
+}
+
+/// Draw `series` (per series: runs of points, each run one line with a dot per point) on a
+/// log y axis, with a legend entry for every series that has points; the SVG document.
+fn draw<X>(f: Frame<X>, labels: &[&str], series: &[Vec<Vec<(f64, f64)>>]) -> Result<String, String>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 22))
+            .caption(f.title, ("sans-serif", 22))
             .margin(12)
             .x_label_area_size(48)
             .y_label_area_size(70)
-            .build_cartesian_2d(xr.log_scale(), yr.log_scale())
+            .build_cartesian_2d(f.x, f.y.log_scale())
             .map_err(plot_err)?;
         chart
             .configure_mesh()
-            .x_desc("latency (us)")
-            .y_desc("samples per bucket (quarter octave)")
+            .x_desc(f.x_desc)
+            .y_desc(f.y_desc)
+            .x_labels(f.x_labels)
+            .x_label_formatter(f.x_label)
+            .y_label_formatter(&axis_label)
             .draw()
             .map_err(plot_err)?;
-        for (i, ((label, _), runs)) in series.iter().zip(&pts).enumerate() {
+        for (i, (label, runs)) in labels.iter().zip(series).enumerate() {
             let c = colour(i);
             for (k, run) in runs.iter().enumerate() {
                 let line = chart
                     .draw_series(LineSeries::new(run.iter().copied(), c.stroke_width(2)))
                     .map_err(plot_err)?;
                 if k == 0 {
-                    line.label(label.as_str())
+                    line.label(*label)
                         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
                 }
                 chart
@@ -119,12 +141,36 @@ pub fn distribution_svg(title: &str, series: &[Series]) -> Result<String, String
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
+            .position(f.legend)
             .draw()
             .map_err(plot_err)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
+}
+
+fn labels<'a>(series: &'a [Series]) -> Vec<&'a str> {
+    series.iter().map(|(l, _)| l.as_str()).collect()
+}
+
+/// The latency distribution of `series` as an SVG document.
+pub fn distribution_svg(title: &str, series: &[Series]) -> Result<String, String> {
+    let pts = distribution_points(series);
+    let all = || pts.iter().flatten().flatten();
+    let (Some(x), Some(y)) = (log_range(all().map(|p| p.0), 1.5), log_range(all().map(|p| p.1), 2.0)) else {
+        return Err("no samples to plot".into());
+    };
+    let frame = Frame {
+        title,
+        x: x.log_scale().into(),
+        x_desc: "latency (us)",
+        x_labels: 10,
+        x_label: &axis_label,
+        y,
+        y_desc: "samples per bucket (quarter octave)",
+        legend: SeriesLabelPosition::UpperRight,
+    };
+    draw::<LogCoord<f64>>(frame, &labels(series), &pts)
 }
 
 /// Quantile `q` on the nines axis: `-log10(1 - q)` (p90 at 1, p99 at 2 ...).
@@ -160,53 +206,26 @@ fn nines_label(x: &f64) -> String {
 pub fn percentiles_svg(title: &str, series: &[Series]) -> Result<String, String> {
     let pts = percentile_points(series);
     let all = || pts.iter().flatten();
-    let Some(yr) = log_range(all().map(|p| p.1), 1.5) else {
+    let Some(y) = log_range(all().map(|p| p.1), 1.5) else {
         return Err("no samples to plot".into());
     };
     let xmax = all().map(|p| p.0).fold(1.0f64, f64::max).ceil();
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(48)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..xmax, yr.log_scale())
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("percentile")
-            .y_desc("latency (us)")
-            .x_labels(xmax as usize + 1)
-            .x_label_formatter(&nines_label)
-            .draw()
-            .map_err(plot_err)?;
-        for (i, ((label, _), p)) in series.iter().zip(&pts).enumerate() {
-            if p.is_empty() {
-                continue;
-            }
-            let c = colour(i);
-            chart
-                .draw_series(LineSeries::new(p.iter().copied(), c.stroke_width(2)))
-                .map_err(plot_err)?
-                .label(label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-            chart
-                .draw_series(p.iter().map(|&q| Circle::new(q, 3, c.filled())))
-                .map_err(plot_err)?;
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(plot_err)?;
-        root.present().map_err(plot_err)?;
-    }
-    Ok(svg)
+    let frame = Frame {
+        title,
+        x: (0f64..xmax).into(),
+        x_desc: "percentile",
+        x_labels: xmax as usize + 1,
+        x_label: &nines_label,
+        y,
+        y_desc: "latency (us)",
+        legend: SeriesLabelPosition::UpperLeft,
+    };
+    // One line per series (an empty series: no line, no legend entry).
+    let runs: Vec<Vec<Vec<(f64, f64)>>> = pts
+        .into_iter()
+        .map(|p| if p.is_empty() { vec![] } else { vec![p] })
+        .collect();
+    draw::<RangedCoordf64>(frame, &labels(series), &runs)
 }
 
 #[cfg(test)]
