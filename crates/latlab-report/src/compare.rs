@@ -189,7 +189,9 @@ pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
         if names.iter().any(|n| *n != title) {
             title = names.join(" vs ");
         }
-        let _ = writeln!(out, "\nstream {title} ({})", streams[0].measures);
+        let mut measures: Vec<&str> = streams.iter().map(|s| s.measures.as_str()).collect();
+        measures.dedup();
+        let _ = writeln!(out, "\nstream {title} ({})", measures.join(" / "));
         out.push_str(&figures_table(labels, &streams));
         out.push('\n');
         out.push_str(&histogram_table(labels, &streams));
@@ -245,7 +247,7 @@ mod tests {
         assert_eq!(line("count"), ["count", "3", "4", "1.33x"]);
         assert_eq!(line("max"), ["max", "40.0 us", "80.0 us", "2.00x"]);
         assert_eq!(line("missed"), ["missed", "0", "0", "-"]);
-        assert!(out.contains("stream realfeel vs cpu0"), "{out}");
+        assert!(out.contains("stream realfeel vs cpu0 (wakeup)\n"), "{out}");
         // Histogram rows: 8-16 us first, 64-128 us last, nothing outside.
         assert_eq!(line("8-16 us"), ["8-16 us", "1", "1", "1.00x"]);
         assert_eq!(line("64-128 us"), ["64-128 us", "0", "2", "-"]);
