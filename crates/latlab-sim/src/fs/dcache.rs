@@ -34,7 +34,8 @@ pub struct Dcache {
     /// Files made by the workload (creat()) and not deleted, by where their entries are.
     made: Made,
     /// Running remainder that spreads the inodes leaving `inode_unused` over those with and
-    /// without pages in proportion to their counts (error diffusion, no randomness).
+    /// without pages in proportion to their counts (error diffusion, no randomness); always
+    /// below `inodes_unused` (or 0).
     pages_carry: u64,
 }
 
@@ -145,7 +146,14 @@ impl Dcache {
             self.inodes_with_pages -= 1;
         }
         self.inodes_unused -= 1;
-        self.pages_carry = self.pages_carry.min(self.inodes_unused);
+        self.keep_carry();
+    }
+
+    /// Keep the running remainder below the list's length, so that an inode leaving the list
+    /// is drawn as one with pages only while some are counted (`inodes_with_pages` never goes
+    /// below zero, whatever shortened the list or took pages meanwhile).
+    fn keep_carry(&mut self) {
+        self.pages_carry = self.pages_carry.min(self.inodes_unused.saturating_sub(1));
     }
 
     /// `mark_inode_dirty(inode)` of `file`'s inode.
@@ -231,6 +239,7 @@ impl Dcache {
         let ours = share_of(freed, self.made.inode_only.len() as u64, self.inodes_unused);
         move_oldest(&mut self.made.inode_only, &mut self.made.evicted, ours);
         self.inodes_unused -= freed;
+        self.keep_carry();
     }
 
     /// Reclaim took every page of `n` unused inodes: they become freeable.
@@ -250,6 +259,35 @@ fn share_of(n: u64, part: u64, len: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inodes_leave_the_unused_list_after_reclaim_took_their_pages() {
+        // Three unused inodes, one with pages: one leaves, reclaim takes the pages of the one
+        // that held them, the other two leave. The count with pages must not go below zero.
+        let mut d = Dcache {
+            inodes_unused: 3,
+            inodes_with_pages: 1,
+            ..Dcache::default()
+        };
+        d.off_inode_unused();
+        d.pages_dropped(1);
+        d.off_inode_unused();
+        d.off_inode_unused();
+        assert_eq!((d.inodes_unused, d.inodes_with_pages), (0, 0));
+        // And after a prune_icache shortened the list under the running remainder.
+        let mut d = Dcache {
+            inodes_unused: 4,
+            inodes_with_pages: 2,
+            ..Dcache::default()
+        };
+        d.off_inode_unused();
+        d.apply_prune_icache(1);
+        d.pages_dropped(2);
+        while d.inodes_unused > 0 {
+            d.off_inode_unused();
+        }
+        assert_eq!(d.inodes_with_pages, 0);
+    }
 
     #[test]
     fn prune_walks_referenced_entries() {
