@@ -264,22 +264,19 @@ mod tests {
     fn inodes_leave_the_unused_list_after_reclaim_took_their_pages() {
         // Three unused inodes, one with pages: one leaves, reclaim takes the pages of the one
         // that held them, the other two leave. The count with pages must not go below zero.
-        let mut d = Dcache {
-            inodes_unused: 3,
-            inodes_with_pages: 1,
+        let unused = |n, with_pages| Dcache {
+            inodes_unused: n,
+            inodes_with_pages: with_pages,
             ..Dcache::default()
         };
+        let mut d = unused(3, 1);
         d.off_inode_unused();
         d.pages_dropped(1);
         d.off_inode_unused();
         d.off_inode_unused();
         assert_eq!((d.inodes_unused, d.inodes_with_pages), (0, 0));
         // And after a prune_icache shortened the list under the running remainder.
-        let mut d = Dcache {
-            inodes_unused: 4,
-            inodes_with_pages: 2,
-            ..Dcache::default()
-        };
+        let mut d = unused(4, 2);
         d.off_inode_unused();
         d.apply_prune_icache(1);
         d.pages_dropped(2);
