@@ -128,6 +128,19 @@ fn irq_number(name: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// ftrace's prio of the measured task, from the run's `policy` setting when every measuring
+/// thread had it (`SCHED_FIFO 95`, as the probe and the model record it): 99 - rt_priority.
+fn measured_prio(r: &RunResult) -> Option<i32> {
+    let rt: u32 = r
+        .meta
+        .settings
+        .get("policy")?
+        .strip_prefix("SCHED_FIFO ")?
+        .parse()
+        .ok()?;
+    Some(99 - rt.min(99) as i32)
+}
+
 /// The woken task of a latency_trace: the task its first `wake_up_process` woke.
 fn traced_wakee(r: &RunResult) -> Option<(Task, Nanos, Option<Nanos>)> {
     let t = r.trace.as_ref()?;
@@ -287,6 +300,7 @@ fn window<'a>(cpu: u32, stream: &'a str, sample: &'a Sample, woken: Task, r: &Ru
 /// its index.
 pub fn windows<'a>(r: &'a RunResult, only: Option<&str>, per_stream: usize) -> Vec<Window<'a>> {
     let traced = traced_wakee(r);
+    let prio = measured_prio(r);
     let mut out: Vec<Window> = Vec::new();
     for (si, s) in r.streams.iter().enumerate() {
         if only.is_some_and(|n| n != s.name) {
@@ -305,11 +319,12 @@ pub fn windows<'a>(r: &'a RunResult, only: Option<&str>, per_stream: usize) -> V
                 break;
             }
             let cpu = sample.tag.get("cpu").and_then(|c| c.parse().ok()).unwrap_or(si as u32);
-            let woken = match (&traced, owns_trace, sample.tag.get("tid").and_then(|t| t.parse().ok())) {
+            let mut woken = match (&traced, owns_trace, sample.tag.get("tid").and_then(|t| t.parse().ok())) {
                 (_, _, Some(tid)) => Task::new(&s.name, tid),
                 (Some((t, _, _)), true, None) => t.clone(),
                 _ => Task::new(&s.name, SYNTHETIC_PID_BASE.saturating_add(si as u32)),
             };
+            woken.prio = prio.unwrap_or(woken.prio);
             let w = window(cpu, &s.name, sample, woken, r, owns_trace && k == 0);
             if out.iter().any(|o| o.cpu == w.cpu && o.start < w.end && w.start < o.end) {
                 continue;
@@ -503,6 +518,24 @@ pub(crate) mod tests {
             w.handlers.as_ref().map(|h| (h.irq, h.start, h.end)),
             Some((39, 1_005_000, 1_015_000))
         );
+    }
+
+    #[test]
+    fn the_measured_task_runs_at_its_recorded_priority() {
+        let mut r = model_result();
+        assert_eq!(
+            windows(&r, None, 5)[0].woken.prio,
+            120,
+            "no policy recorded: a normal task"
+        );
+        r.meta.settings.insert("policy".into(), "SCHED_FIFO 99".into());
+        assert!(windows(&r, None, 5).iter().all(|w| w.woken.prio == 0));
+        // The probe's mixed case names no one priority for every thread.
+        r.meta.settings.insert(
+            "policy".into(),
+            "SCHED_FIFO 95 on 1 of 2 threads, SCHED_OTHER on the rest".into(),
+        );
+        assert_eq!(windows(&r, None, 5)[0].woken.prio, 120);
     }
 
     #[test]
