@@ -129,13 +129,14 @@ fn figure_row(name: &str, values: &[f64], fmt: &dyn Fn(f64) -> String) -> Vec<St
     row
 }
 
-/// The figures table of one group of streams.
-pub fn figures_table(labels: &[&str], streams: &[&Stream]) -> String {
+/// The figures of one group of streams as table cells: a header row (see [`Group`]), then
+/// count, min, p50, p90, p99, p99.9, max and missed.
+fn figures_rows(labels: &[&str], streams: &[&Stream]) -> Vec<Vec<String>> {
     let sums: Vec<_> = streams.iter().map(|s| s.hist.summary()).collect();
     let count = |v: f64| format!("{}", v as u64);
     let lat = |v: f64| fmt_latency(v as Nanos);
     let col = |f: &dyn Fn(&latlab_core::Summary) -> Nanos| sums.iter().map(|m| f(m) as f64).collect::<Vec<_>>();
-    let rows = vec![
+    vec![
         header("", labels),
         figure_row("count", &col(&|m| m.count), &count),
         figure_row("min", &col(&|m| m.min_ns), &lat),
@@ -149,13 +150,12 @@ pub fn figures_table(labels: &[&str], streams: &[&Stream]) -> String {
             &streams.iter().map(|s| s.missed as f64).collect::<Vec<_>>(),
             &count,
         ),
-    ];
-    render_table(&rows)
+    ]
 }
 
-/// The log-bucket histogram (one bucket per octave) of a group of streams side by side,
-/// from the first bucket any of them has samples in to the last.
-pub fn histogram_table(labels: &[&str], streams: &[&Stream]) -> String {
+/// The log-bucket histogram (one bucket per octave) of a group of streams side by side as
+/// table cells, from the first bucket any of them has samples in to the last.
+fn histogram_rows(labels: &[&str], streams: &[&Stream]) -> Vec<Vec<String>> {
     let max = streams.iter().map(|s| s.hist.max()).max().unwrap_or(0);
     let edges = buckets::edges(max, 1);
     let per: Vec<Vec<buckets::Bucket>> = streams.iter().map(|s| buckets::count(&s.hist, &edges)).collect();
@@ -168,33 +168,71 @@ pub fn histogram_table(labels: &[&str], streams: &[&Stream]) -> String {
             format!("{}", v as u64)
         }));
     }
-    render_table(&rows)
+    rows
 }
 
-/// The whole comparison: per compared stream, its figures then its histogram.
-pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
+/// One compared stream: its title (`realfeel`, or `realfeel vs cpu0` where the names
+/// differ), what it measures, and its two tables as cells. A table's first row is its
+/// header (the first column's title, then each run's label and, after the first, `ratio`);
+/// every other row starts with the figure's or bucket's name.
+#[derive(Debug, PartialEq)]
+pub struct Group {
+    pub title: String,
+    pub measures: String,
+    pub figures: Vec<Vec<String>>,
+    pub histogram: Vec<Vec<String>>,
+}
+
+/// The whole comparison, for the text table ([`render`]) and the HTML report to lay out.
+#[derive(Debug, PartialEq)]
+pub struct Comparison {
+    /// How the streams were paired, when not simply by name.
+    pub note: Option<String>,
+    pub groups: Vec<Group>,
+}
+
+/// Compare `runs` (labelled `labels`): per compared stream, its figures and histogram.
+pub fn compare(labels: &[&str], runs: &[&RunResult]) -> Comparison {
     let p = pair_streams(runs);
+    let groups = p
+        .groups
+        .iter()
+        .map(|g| {
+            let streams: Vec<&Stream> = g.iter().zip(runs).map(|(&j, r)| &r.streams[j]).collect();
+            let names: Vec<&str> = streams.iter().map(|s| s.name.as_str()).collect();
+            let mut title = names.first().copied().unwrap_or_default().to_string();
+            if names.iter().any(|n| *n != title) {
+                title = names.join(" vs ");
+            }
+            let mut measures: Vec<&str> = streams.iter().map(|s| s.measures.as_str()).collect();
+            measures.dedup();
+            Group {
+                title,
+                measures: measures.join(" / "),
+                figures: figures_rows(labels, &streams),
+                histogram: histogram_rows(labels, &streams),
+            }
+        })
+        .collect();
+    Comparison { note: p.note, groups }
+}
+
+/// The whole comparison as text: per compared stream, its figures then its histogram.
+pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
+    let c = compare(labels, runs);
     let mut out = String::new();
     for (i, l) in labels.iter().enumerate() {
         let first = if i == 0 { "  (first: ratios are to it)" } else { "" };
         let _ = writeln!(out, "run {}: {l}{first}", i + 1);
     }
-    if let Some(n) = &p.note {
+    if let Some(n) = &c.note {
         let _ = writeln!(out, "note: {n}");
     }
-    for g in &p.groups {
-        let streams: Vec<&Stream> = g.iter().zip(runs).map(|(&j, r)| &r.streams[j]).collect();
-        let names: Vec<&str> = streams.iter().map(|s| s.name.as_str()).collect();
-        let mut title = names.first().copied().unwrap_or_default().to_string();
-        if names.iter().any(|n| *n != title) {
-            title = names.join(" vs ");
-        }
-        let mut measures: Vec<&str> = streams.iter().map(|s| s.measures.as_str()).collect();
-        measures.dedup();
-        let _ = writeln!(out, "\nstream {title} ({})", measures.join(" / "));
-        out.push_str(&figures_table(labels, &streams));
+    for g in &c.groups {
+        let _ = writeln!(out, "\nstream {} ({})", g.title, g.measures);
+        out.push_str(&render_table(&g.figures));
         out.push('\n');
-        out.push_str(&histogram_table(labels, &streams));
+        out.push_str(&render_table(&g.histogram));
     }
     out
 }

@@ -5,7 +5,7 @@
 //!
 //! Pure: the caller reads the file and names it in the error it prints.
 
-use latlab_core::RunResult;
+use latlab_core::{Engine, RunResult};
 use std::fmt;
 
 /// Why a text is not a usable result.
@@ -55,13 +55,17 @@ pub fn parse_result(text: &str) -> Result<RunResult, InputError> {
     Ok(r)
 }
 
+/// How reports name an engine: `model` or `probe`.
+pub fn engine_name(e: Engine) -> &'static str {
+    match e {
+        Engine::Sim => "model",
+        Engine::Probe => "probe",
+    }
+}
+
 /// How a run is named in tables, plot legends and trace tracks: `kernel (engine)`.
 pub fn label(r: &RunResult) -> String {
-    let engine = match r.meta.engine {
-        latlab_core::Engine::Sim => "model",
-        latlab_core::Engine::Probe => "probe",
-    };
-    format!("{} ({engine})", r.meta.kernel)
+    format!("{} ({})", r.meta.kernel, engine_name(r.meta.engine))
 }
 
 /// Labels for several runs, made unique by a `#n` suffix where two would read the same.
@@ -82,7 +86,7 @@ pub fn labels(runs: &[RunResult]) -> Vec<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use latlab_core::{Engine, RunMeta, Stream};
+    use latlab_core::{RunMeta, Stream};
 
     /// A result with one stream `name` holding `values` (ns), for the crate's tests.
     pub(crate) fn result(engine: Engine, kernel: &str, name: &str, values: &[u64]) -> RunResult {

@@ -9,13 +9,28 @@
 //!   spaced), y = latency (us, log axis); `max` is placed at quantile 1 - 1/count.
 
 use crate::buckets;
-use latlab_core::Stream;
+use latlab_core::{RunResult, Stream};
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// One series: its legend label and its stream.
 pub type Series<'a> = (String, &'a Stream);
+
+/// A series per stream of each run (only the stream `only`, when given), labelled by its
+/// run's label, followed by the stream's name when the run has several streams shown.
+pub fn series<'a>(runs: &'a [RunResult], labels: &[String], only: Option<&str>) -> Vec<Series<'a>> {
+    runs.iter()
+        .zip(labels)
+        .flat_map(|(r, l)| {
+            let one = r.streams.len() == 1 || only.is_some();
+            r.streams
+                .iter()
+                .filter(move |s| only.is_none_or(|n| n == s.name))
+                .map(move |s| (if one { l.clone() } else { format!("{l} {}", s.name) }, s))
+        })
+        .collect()
+}
 
 const SIZE: (u32, u32) = (1000, 620);
 

@@ -1,6 +1,6 @@
 //! Percentile summaries and the explanation of the worst samples.
 
-use latlab_core::{ms, us, RunResult, Sample};
+use latlab_core::{ms, us, Attribution, Nanos, RunResult, Sample};
 use std::fmt::Write;
 
 /// One line per stream: count, min, p50, p90, p99, p99.9, max (us).
@@ -24,11 +24,44 @@ pub fn percentiles(label: &str, r: &RunResult) -> String {
     out
 }
 
+/// A sample's headline: `88.532 ms at t=339.906 s`.
+pub fn headline(s: &Sample) -> String {
+    format!("{:.3} ms at t={:.3} s", ms(s.latency_ns), s.at_ns as f64 / 1e9)
+}
+
+/// The parts of a sample's latency, named as [`explain`] names them, in its order.
+pub fn parts(a: &Attribution) -> [(&'static str, Nanos); 6] {
+    [
+        ("irq-off", a.irq_off_ns),
+        ("handlers", a.handler_ns),
+        ("waiting for preemption", a.preempt_wait_ns),
+        ("others ahead", a.ran_ahead_ns),
+        ("scheduler", a.sched_ns),
+        ("wakee's own kernel work", a.wakee_kernel_ns),
+    ]
+}
+
+/// The tasks on the CPU during the sample: `kjournald/4 1.000 ms, cc1/15 0.200 ms`.
+pub fn tasks(a: &Attribution) -> String {
+    let t: Vec<String> = a
+        .tasks
+        .iter()
+        .map(|t| format!("{}/{} {:.3} ms", t.comm, t.pid, ms(t.ns)))
+        .collect();
+    t.join(", ")
+}
+
+/// The interrupts during the sample: `rtc x3, ide0 x1`.
+pub fn irqs(a: &Attribution) -> String {
+    let i: Vec<String> = a.irqs.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+    i.join(", ")
+}
+
 /// Why one sample took as long as it did.
 pub fn explain(s: &Sample) -> String {
     let a = &s.attribution;
     let mut out = String::new();
-    let _ = writeln!(out, "  {:.3} ms at t={:.3} s", ms(s.latency_ns), s.at_ns as f64 / 1e9);
+    let _ = writeln!(out, "  {}", headline(s));
     if let Some(c) = &a.cause {
         let lock = c.lock.as_deref().map_or(String::new(), |l| format!(" holding {l}"));
         let _ = writeln!(
@@ -41,26 +74,10 @@ pub fn explain(s: &Sample) -> String {
             c.ended_by
         );
     }
-    let parts = [
-        a.irq_off_ns,
-        a.handler_ns,
-        a.preempt_wait_ns,
-        a.ran_ahead_ns,
-        a.sched_ns,
-        a.wakee_kernel_ns,
-    ];
-    if parts.iter().any(|&p| p > 0) {
-        let _ = writeln!(
-            out,
-            "    irq-off {:.3} ms, handlers {:.3} ms, waiting for preemption {:.3} ms, others ahead {:.3} ms, \
-             scheduler {:.3} ms, wakee's own kernel work {:.3} ms",
-            ms(a.irq_off_ns),
-            ms(a.handler_ns),
-            ms(a.preempt_wait_ns),
-            ms(a.ran_ahead_ns),
-            ms(a.sched_ns),
-            ms(a.wakee_kernel_ns)
-        );
+    let parts = parts(a);
+    if parts.iter().any(|&(_, p)| p > 0) {
+        let p: Vec<String> = parts.iter().map(|(n, v)| format!("{n} {:.3} ms", ms(*v))).collect();
+        let _ = writeln!(out, "    {}", p.join(", "));
     }
     if a.blocked_ns > 0 {
         let _ = writeln!(out, "    asleep inside the call {:.3} ms", ms(a.blocked_ns));
@@ -69,16 +86,10 @@ pub fn explain(s: &Sample) -> String {
         let _ = writeln!(out, "    {}", a.note);
     }
     if !a.tasks.is_empty() {
-        let t: Vec<String> = a
-            .tasks
-            .iter()
-            .map(|t| format!("{}/{} {:.3} ms", t.comm, t.pid, ms(t.ns)))
-            .collect();
-        let _ = writeln!(out, "    on the CPU meanwhile: {}", t.join(", "));
+        let _ = writeln!(out, "    on the CPU meanwhile: {}", tasks(a));
     }
     if !a.irqs.is_empty() {
-        let i: Vec<String> = a.irqs.iter().map(|(n, c)| format!("{n} x{c}")).collect();
-        let _ = writeln!(out, "    interrupts: {}", i.join(", "));
+        let _ = writeln!(out, "    interrupts: {}", irqs(a));
     }
     if a.steal_ns > 0 {
         let _ = writeln!(out, "    hypervisor steal: {:.3} ms", ms(a.steal_ns));

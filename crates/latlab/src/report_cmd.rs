@@ -128,17 +128,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
             let runs = load_all(&files)?;
             check_stream(stream.as_deref(), &runs, &files)?;
             let labels = input::labels(&runs);
-            let series: Vec<plot::Series> = runs
-                .iter()
-                .zip(&labels)
-                .flat_map(|(r, l)| {
-                    let one = r.streams.len() == 1 || stream.is_some();
-                    r.streams
-                        .iter()
-                        .filter(|s| stream.as_ref().is_none_or(|n| *n == s.name))
-                        .map(move |s| (if one { l.clone() } else { format!("{l} {}", s.name) }, s))
-                })
-                .collect();
+            let series = plot::series(&runs, &labels, stream.as_deref());
             let svg = if percentiles {
                 plot::percentiles_svg("Latency by percentile", &series)
             } else {
