@@ -171,7 +171,7 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
             }
             let mut bar: Option<ProgressBar> = None;
             let t0 = Instant::now();
-            let (r, _) = latlab_sim::simulate(&cfg, &mut |now, goal| {
+            let progress = &mut |now: u64, goal: u64| {
                 // A bar only for runs that take more than a second.
                 if bar.is_none() && t0.elapsed() > Duration::from_secs(1) {
                     let b = multi.add(ProgressBar::new(goal.max(1) / 1_000_000_000));
@@ -184,8 +184,14 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
                     b.set_position(now / 1_000_000_000);
                     b.set_message(format!("{} s simulated", now / 1_000_000_000));
                 }
-            })
-            .with_context(|| format!("experiment {}: run `{label}`", exp.name))?;
+            };
+            // A panic inside the model is one of its invariants broken (a count below zero
+            // stops release builds too): a bug in latlab, reported as such, not a crash.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| latlab_sim::simulate(&cfg, progress)))
+                .map_err(|p| broken_invariant(p.as_ref(), cfg.seed));
+            let (r, _) = ran
+                .and_then(|r| Ok(r?))
+                .with_context(|| format!("experiment {}: run `{label}`", exp.name))?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
@@ -193,6 +199,19 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
         })
         .collect();
     results.into_iter().collect()
+}
+
+/// The error for a run the model stopped with a panic: one of its invariants broke (a count
+/// below zero stops release builds too), a bug in latlab rather than in the experiment.
+fn broken_invariant(payload: &(dyn std::any::Any + Send), seed: u64) -> anyhow::Error {
+    let why = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    anyhow::anyhow!(
+        "the model broke one of its own invariants ({why}) with seed {seed}: a bug in latlab, not in the experiment; please report it with the experiment file"
+    )
 }
 
 /// Each run's full result as `DIR/EXPERIMENT-LABEL[SUFFIX].json`.
@@ -295,4 +314,31 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_the_model_becomes_an_error_naming_the_bug_and_the_seed() {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let p = std::panic::catch_unwind(|| {
+            let v: Vec<u64> = Vec::new();
+            v.iter().sum::<u64>() - 1
+        })
+        .unwrap_err();
+        let q = std::panic::catch_unwind(|| panic!("count {} below zero", 3)).unwrap_err();
+        std::panic::set_hook(hook);
+        let e = broken_invariant(p.as_ref(), 7).to_string();
+        assert!(
+            e.contains("attempt to subtract with overflow") && e.contains("seed 7"),
+            "{e}"
+        );
+        assert!(e.contains("a bug in latlab"), "{e}");
+        assert!(broken_invariant(q.as_ref(), 1)
+            .to_string()
+            .contains("count 3 below zero"));
+    }
 }
