@@ -13,6 +13,8 @@
 //! - [`timeline`]: the CPU around the worst samples, exact where the result is, laid out
 //!   where it is not; [`ftrace`] and [`chrome_trace`] write it for trace viewers
 //!   (`latlab report trace`).
+//! - [`html`]: one self-contained HTML page of all the above for saved results
+//!   (`latlab report html`).
 //!
 //! **Architecture invariant.** Exporters only read results; they never run anything.
 
@@ -22,6 +24,7 @@ pub mod compare;
 pub mod csv;
 pub mod cyclictest;
 pub mod ftrace;
+pub mod html;
 pub mod input;
 pub mod latency_trace;
 pub mod plot;

@@ -1,11 +1,11 @@
 //! `latlab report`: reports from saved results, never running anything. Reads RunResult
 //! JSON files (either engine's: `run`/`reproduce --out`, `probe --json`) and hands them to
-//! `latlab_report`'s `compare`, `plot`, `csv` and the trace exporters; output goes to stdout
+//! `latlab_report`'s `compare`, `plot`, `csv`, the trace exporters and `html`; output goes to stdout
 //! or to `--out FILE`. See docs/reports.md.
 
 use anyhow::{bail, Context};
 use latlab_core::RunResult;
-use latlab_report::{chrome_trace, compare, csv, ftrace, input, plot, timeline};
+use latlab_report::{chrome_trace, compare, csv, ftrace, html, input, plot, timeline};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -67,6 +67,20 @@ enum Verb {
         /// are left out).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
         samples: u64,
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// One self-contained HTML page (inline CSS and SVG, nothing fetched): each run's
+    /// header, the compare tables, both plots, the worst samples with their attribution and
+    /// the model's /proc/latency_trace.
+    Html {
+        /// One or more RunResult JSON files; ratios are to the first.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Worst samples to show per run (over all its streams).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        samples: u64,
+        /// Write the page here instead of to stdout.
         #[arg(long, short, value_name = "FILE")]
         out: Option<PathBuf>,
     },
@@ -173,6 +187,10 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
                 TraceFormat::Chrome => chrome_trace::render(&title, &w).to_string() + "\n",
             };
             emit(&text, out.as_deref())
+        }
+        Verb::Html { files, samples, out } => {
+            let runs = load_all(&files)?;
+            emit(&html::render(&runs, samples as usize), out.as_deref())
         }
     }
 }

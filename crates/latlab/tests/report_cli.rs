@@ -193,6 +193,55 @@ fn plot_csv_and_traces() {
     );
 }
 
+/// How often each element opens and closes in `html`: equal for every element the page
+/// emits (`<x ...>` against `</x>`).
+fn assert_balanced(html: &str) {
+    for el in [
+        "html", "head", "body", "section", "table", "thead", "tbody", "tr", "th", "td", "details", "summary", "pre",
+        "figure", "svg", "h1", "h2", "h3", "h4", "p", "footer", "style", "title",
+    ] {
+        let open = html.matches(&format!("<{el}>")).count() + html.matches(&format!("<{el} ")).count();
+        let close = html.matches(&format!("</{el}>")).count();
+        assert_eq!(open, close, "<{el}> opened {open} times, closed {close}");
+    }
+}
+
+#[test]
+fn html_page_of_both_engines() {
+    let dir = Scratch::new("html");
+    let (m, p) = (model_result(&dir), probe_result(&dir));
+    // A kernel name from a file is text, never markup.
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["meta"]["kernel"] = "<script>alert(1)</script>".into();
+    let hostile = dir.file("hostile.json", &v.to_string());
+    let out = dir.path("report.html");
+    stdout(&latlab(&["report", "html", &m, &hostile, "--samples", "2", "-o", &out]));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>\n") && html.trim_end().ends_with("</html>"));
+    assert_balanced(&html);
+    assert!(!html.contains("<script"), "{html}");
+    assert!(
+        html.contains("run 2: &lt;script&gt;alert(1)&lt;/script&gt; (probe)"),
+        "{html}"
+    );
+    // The compare table's figures, both plots inline, the model's latency trace.
+    assert!(html.contains("<h3>stream realfeel vs cpu0 ("), "{html}");
+    assert!(
+        html.contains("<tr><th>count</th>") && html.contains("<th>128-256 us</th>"),
+        "{html}"
+    );
+    assert_eq!(html.matches("<figure>\n<svg").count(), 2);
+    assert_eq!(html.matches("<pre>preemption latency trace").count(), 1);
+    // Two worst samples per run: the probe's attributed ones name their task and interrupt.
+    assert_eq!(html.matches("<h4>").count(), 4, "{html}");
+    assert!(html.contains("<td>kworker/u8:2/77 0.210 ms</td>"), "{html}");
+    assert!(html.contains("<td>irq 39 virtio2-output.0 x1</td>"), "{html}");
+    // One result, to stdout; no trace section for a probe result.
+    let one = stdout(&latlab(&["report", "html", &p]));
+    assert_balanced(&one);
+    assert!(one.contains("6.1.0-test (probe)") && !one.contains("latency_trace"));
+}
+
 #[test]
 fn bad_input_is_named_and_explained() {
     let dir = Scratch::new("bad");
@@ -210,6 +259,8 @@ fn bad_input_is_named_and_explained() {
     fail(&["report", "csv", &missing], &["cannot read", "missing.json"]);
     let text = dir.file("notes.txt", "hello\n");
     fail(&["report", "compare", &p, &text], &["notes.txt", "not JSON"]);
+    fail(&["report", "html", &p, &text], &["notes.txt", "not JSON"]);
+    fail(&["report", "html", &missing], &["cannot read", "missing.json"]);
     let rows = dir.file("rows.json", r#"{"experiment": "x", "rows": []}"#);
     fail(
         &["report", "plot", &rows],
