@@ -227,6 +227,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     preload(&mut st, &cfg.workload.preload);
     let sched: Box<dyn sched::Scheduler> = match cfg.variant.sched {
         SchedClass::Goodness24 => Box::new(sched::goodness24::Goodness24::new(cfg.variant.hz)),
+        SchedClass::O1 => Box::new(sched::o1::O1::new(cfg.variant.hz)),
     };
     let rng = engine::rng_for(cfg.seed, 1);
     let mut k = Kernel::new(cfg.variant.clone(), cfg.machine.clone(), sched, st, rng);

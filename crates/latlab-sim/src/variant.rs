@@ -23,6 +23,9 @@ pub enum PreemptModel {
 pub enum SchedClass {
     /// Linux 2.4 `goodness()` with epochs (kernel/sched.c, 2.4.x).
     Goodness24,
+    /// Ingo Molnar's O(1) scheduler: active/expired prio arrays with a bitmap, timeslices
+    /// by nice level, the sleep-average interactivity bonus (kernel/sched.c, 2.6.11).
+    O1,
 }
 
 /// A kernel variant.

@@ -215,14 +215,14 @@ impl Kernel {
         match parent {
             Some(p) => {
                 self.tasks[p].children += 1;
-                self.sched.fork(&mut self.tasks, p, id);
+                self.sched.fork(&mut self.tasks, p, id, self.now);
             }
             None => {
                 let g = &mut self.tasks[id];
                 g.counter = 6; // NICE_TO_TICKS(0) at HZ=100: a fresh task's first slice
             }
         }
-        self.sched.enqueue(&self.tasks, id);
+        self.sched.enqueue(&self.tasks, id, self.now);
         if self.sched.wakeup_preempt(&self.tasks, id, self.current) {
             self.tasks[self.current].need_resched = true;
         }
@@ -576,7 +576,7 @@ impl Kernel {
                 continue;
             }
             self.tasks[t].state = TaskState::Runnable;
-            self.sched.enqueue(&self.tasks, t);
+            self.sched.enqueue(&self.tasks, t, self.now);
             if self.sched.wakeup_preempt(&self.tasks, t, self.current) {
                 self.tasks[self.current].need_resched = true;
             }
@@ -603,7 +603,7 @@ impl Kernel {
         let prev = self.current;
         self.tasks[prev].need_resched = false;
         self.stats.schedule_calls += 1;
-        let (next, cost) = self.sched.pick(&mut self.tasks, prev, &self.m);
+        let (next, cost) = self.sched.pick(&mut self.tasks, prev, &self.m, self.now);
         let mut overhead = cost;
         if next != prev {
             overhead += self.m.ctx_switch_ns;

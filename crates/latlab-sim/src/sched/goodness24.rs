@@ -61,7 +61,7 @@ impl Scheduler for Goodness24 {
         "goodness-2.4"
     }
 
-    fn enqueue(&mut self, _tasks: &[Task], t: TaskId) {
+    fn enqueue(&mut self, _tasks: &[Task], t: TaskId, _now: Nanos) {
         if !self.rq.contains(&t) {
             self.rq.insert(0, t);
         }
@@ -71,7 +71,7 @@ impl Scheduler for Goodness24 {
         self.rq.retain(|&x| x != t);
     }
 
-    fn pick(&mut self, tasks: &mut [Task], prev: TaskId, m: &MachineProfile) -> (TaskId, Nanos) {
+    fn pick(&mut self, tasks: &mut [Task], prev: TaskId, m: &MachineProfile, _now: Nanos) -> (TaskId, Nanos) {
         let prev_runnable = tasks[prev].state == TaskState::Runnable && prev != 0;
         // SCHED_RR with an exhausted slice: refill and move to the end of the queue.
         if prev_runnable && tasks[prev].policy == Policy::Rr && tasks[prev].counter <= 0 {
@@ -136,7 +136,7 @@ impl Scheduler for Goodness24 {
         goodness(&tasks[p], mm) - goodness(&tasks[curr], mm) > 0
     }
 
-    fn fork(&mut self, tasks: &mut [Task], parent: TaskId, child: TaskId) {
+    fn fork(&mut self, tasks: &mut [Task], parent: TaskId, child: TaskId, _now: Nanos) {
         let pc = tasks[parent].counter;
         tasks[child].counter = (pc + 1) >> 1;
         tasks[parent].counter = pc >> 1;

@@ -5,6 +5,7 @@
 //! by the program with the sizes it works on (bytes per write, files per directory); the
 //! lengths of the kernel loops inside them come from kernel state when they run.
 
+pub mod hogs;
 pub mod kthreads;
 pub mod realfeel;
 pub mod script;

@@ -220,6 +220,8 @@ pub enum CommandSpec {
     /// updatedb's walk of the whole filesystem (slocate's cron.daily job of the era), `nights`
     /// nights running: an lstat() of each of `files` names ([`sys_lstat_tree`]).
     Updatedb { files: u64, nights: u32 },
+    /// `tasks` CPU-bound SCHED_OTHER processes started together ([`super::hogs`]).
+    CpuHogs { tasks: u32 },
 }
 
 impl CommandSpec {
@@ -240,6 +242,7 @@ impl CommandSpec {
             CommandSpec::StressKernel { runs } => format!("stress-kernel (NFS-COMPILE x{runs})"),
             CommandSpec::CatOld { mb, file_kb } => format!("cat {mb} MB of old {file_kb} KB files"),
             CommandSpec::Updatedb { files, nights } => format!("updatedb ({files} names, {nights} nights)"),
+            CommandSpec::CpuHogs { tasks } => format!("hogs x{tasks}"),
         }
     }
 }
@@ -600,6 +603,13 @@ impl Cmd {
                     o.spawn(move |_| TaskSpec::user(t.driver(), Box::new(RunTest::new(t, stop, n, main))));
                 }
                 o.push(|_| Some(Action::WaitChildren));
+                true
+            }
+            CommandSpec::CpuHogs { tasks } => {
+                if stage > 0 {
+                    return false;
+                }
+                super::hogs::spawn_all(o, tasks, cx.now);
                 true
             }
             CommandSpec::MemHog { mb, passes } => {
