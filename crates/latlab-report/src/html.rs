@@ -39,7 +39,7 @@ table{border-collapse:collapse;margin:.4em 0 1em}
 th,td{border:1px solid #ccc;padding:.15em .6em;vertical-align:top}
 thead th{background:#f0f0f0}tbody th{text-align:left;font-weight:normal;background:#fafafa}
 table.num td{text-align:right;font-variant-numeric:tabular-nums}
-table.kv td{text-align:left}
+table.kv td{text-align:left}table.kv th{white-space:nowrap}
 .note{color:#a05a00}
 figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.5em;overflow-x:auto;font-size:.85em}
@@ -252,7 +252,7 @@ pub fn render(runs: &[RunResult], samples: usize) -> String {
 mod tests {
     use super::*;
     use crate::input::tests::result;
-    use latlab_core::{Attribution, Cause, Engine, LatencyTrace, TaskSlice};
+    use latlab_core::Engine;
 
     /// The open elements left when every tag has been read, or the first mismatch: start
     /// tags push, end tags pop (`<x/>` and void elements do neither).
@@ -288,44 +288,11 @@ mod tests {
         }
     }
 
+    /// The timeline tests' model result (a worst sample under page_table_lock, with its
+    /// latency_trace), with a setting.
     fn traced_model() -> RunResult {
-        let mut r = result(Engine::Sim, "2.4.18", "realfeel", &[5_000, 6_000, 2_000_000]);
+        let mut r = crate::timeline::tests::model_result();
         r.meta.settings.insert("policy".into(), "SCHED_FIFO 99".into());
-        r.streams[0].worst.push(Sample {
-            at_ns: 3_000_000_000,
-            latency_ns: 2_000_000,
-            tag: Default::default(),
-            attribution: Attribution {
-                irq_off_ns: 10_000,
-                preempt_wait_ns: 1_900_000,
-                cause: Some(Cause {
-                    task: "kjournald/4".into(),
-                    path: "journal_commit_transaction".into(),
-                    lock: Some("journal_datalist_lock".into()),
-                    since_ns: 2_999_900_000,
-                    until_ns: 3_001_900_000,
-                    ended_by: "rescheduling point".into(),
-                }),
-                tasks: vec![TaskSlice {
-                    comm: "kjournald".into(),
-                    pid: 4,
-                    ns: 1_900_000,
-                }],
-                irqs: vec![("rtc".into(), 1)],
-                ..Default::default()
-            },
-        });
-        r.trace = Some(LatencyTrace {
-            kernel: "2.4.18 (latlab model)".into(),
-            latency_ns: 2_000_000,
-            task: "realfeel/7".into(),
-            policy: 1,
-            rt_prio: 99,
-            started_at: "rtc_interrupt".into(),
-            ended_at: "schedule".into(),
-            flags: vec![],
-            entries: vec![],
-        });
         r
     }
 
@@ -361,7 +328,7 @@ mod tests {
             let tr = format!("<tr><th>{}</th>{}</tr>", escape(&row[0]), cells.concat());
             assert!(html.contains(&tr), "{tr} in {html}");
         }
-        assert!(html.contains("<tr><th>count</th><td>3</td><td>4</td><td>1.33x</td></tr>"));
+        assert!(html.contains("<tr><th>count</th><td>2</td><td>4</td><td>2.00x</td></tr>"));
         assert!(html.contains(
             "<thead><tr><th>latency</th><th>2.4.18 (model)</th><th>6.1 (probe)</th><th>ratio</th></tr></thead>"
         ));
@@ -376,12 +343,14 @@ mod tests {
         for external in ["<script", "<link", "src=", "href=", "url(", "@import"] {
             assert!(!html.contains(external), "{external} in {html}");
         }
-        assert!(html.contains("<h4>realfeel: 2.000 ms at t=3.000 s</h4>"), "{html}");
-        assert!(html.contains("<tr><th>holding</th><td>journal_datalist_lock</td></tr>"));
-        assert!(html.contains("<tr><th>until</th><td>3.001900 s</td></tr>"));
-        assert!(html.contains("<tr><th>waiting for preemption</th><td>1.900 ms</td></tr>"));
-        assert!(html.contains("<tr><th>on the CPU meanwhile</th><td>kjournald/4 1.900 ms</td></tr>"));
-        assert!(html.contains("<tr><th>interrupts</th><td>rtc x1</td></tr>"));
+        assert!(html.contains("<h4>realfeel: 1.152 ms at t=5.893 s</h4>"), "{html}");
+        assert_eq!(html.matches("<h4>").count(), 3, "the result keeps three");
+        assert!(html.contains("<tr><th>in</th><td>zap_page_range &lt;- do_exit</td></tr>"));
+        assert!(html.contains("<tr><th>holding</th><td>page_table_lock</td></tr>"));
+        assert!(html.contains("<tr><th>until</th><td>5.893725 s</td></tr>"), "{html}");
+        assert!(html.contains("<tr><th>waiting for preemption</th><td>1.139 ms</td></tr>"));
+        assert!(html.contains("<tr><th>on the CPU meanwhile</th><td>cc1/15 1.139 ms</td></tr>"));
+        assert!(html.contains("<tr><th>interrupts</th><td>rtc x3</td></tr>"));
         assert!(html.contains("<summary>settings (1)</summary>"));
         assert!(html.contains("<pre>preemption latency trace v1.0.7 on 2.4.18 (latlab model)\n"));
     }
