@@ -30,6 +30,7 @@ pub const VARIANTS: &[(&str, &str)] = &[
         "2.4.18+low-latency",
         include_str!("../../../variants/2.4.18+low-latency.toml"),
     ),
+    ("2.4.18+o1", include_str!("../../../variants/2.4.18+o1.toml")),
 ];
 
 pub const EXPERIMENTS: &[(&str, &str)] = &[
@@ -42,6 +43,7 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "mini-ll-fresh-boot",
         include_str!("../../../experiments/mini-ll-fresh-boot.toml"),
     ),
+    ("sched-cost", include_str!("../../../experiments/sched-cost.toml")),
 ];
 
 pub const WORKLOADS: &[&str] = &[
@@ -49,6 +51,7 @@ pub const WORKLOADS: &[&str] = &[
     "seed000-fresh-boot",
     "heavy-2002",
     "stress-kernel-2002",
+    "cpu-hogs",
 ];
 
 /// A desktop that has been up for days: page cache full of old files, and the dentries and
@@ -139,6 +142,25 @@ pub fn workload(name: &str) -> Option<Workload> {
             commands: vec![CommandSpec::StressKernel { runs: 1 }],
             gap_ms: 0,
             preload: lived_in(150_000, 0),
+        },
+        // The scheduler what-if (experiments/sched-cost.toml): CPU-bound processes started
+        // together (workload/hogs.rs), 100 unless the experiment's `hogs` or `--vary hogs=`
+        // says otherwise, on a box with nothing else to do: no old page cache, no idle
+        // desktop, nothing swapped.
+        "cpu-hogs" => Workload {
+            name: name.into(),
+            commands: vec![CommandSpec::CpuHogs { tasks: 100 }],
+            gap_ms: 0,
+            preload: Preload {
+                cache_full: false,
+                reclaimed_before: false,
+                old_file_kb: 64,
+                unused_dentries: 0,
+                referenced: false,
+                updatedb_after: false,
+                idle_anon_mib: 0,
+                swapped_mib: 0,
+            },
         },
         _ => return None,
     })

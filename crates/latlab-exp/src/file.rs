@@ -2,6 +2,7 @@
 
 use crate::builtin;
 use latlab_sim::dev::rtc::periodic_rate_ok;
+use latlab_sim::workload::hogs;
 use latlab_sim::{MachineProfile, Preload, SimConfig, Variant};
 use serde::Deserialize;
 
@@ -70,6 +71,9 @@ struct FileRepr {
     notes: Vec<String>,
     #[serde(default)]
     preload: Option<PreloadRepr>,
+    /// CPU-bound tasks of a workload that runs them (`cpu-hogs`), for every run.
+    #[serde(default)]
+    hogs: Option<u32>,
     run: Vec<RunRepr>,
 }
 
@@ -292,6 +296,9 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
     if let Some(p) = &f.preload {
         workload.preload = p.apply(&workload.preload);
     }
+    if let Some(n) = f.hogs {
+        hogs::set_tasks(&mut workload.commands, n).map_err(|why| field("hogs", why))?;
+    }
     workload
         .preload
         .validate(&machine)
@@ -345,11 +352,13 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
     })
 }
 
-/// What `--vary` can change: the PRNG seed, realfeel's RTC rate, or one field of the
-/// preload (the machine's state when the script starts).
+/// What `--vary` can change: the PRNG seed, realfeel's RTC rate, the number of CPU-bound
+/// tasks of a workload that runs them, or one field of the preload (the machine's state
+/// when the script starts).
 pub const VARY_KEYS: &[&str] = &[
     "seed",
     "rtc_hz",
+    "hogs",
     "preload.unused_dentries",
     "preload.idle_anon_mib",
     "preload.swapped_mib",
@@ -374,6 +383,14 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
                 c.rtc_hz = *hz;
                 (c.min_duration_ns, c.max_duration_ns) = run_length(run.published.samples, *hz, run.max_seconds);
             }
+            Setting::Hogs(n) => {
+                hogs::set_tasks(&mut c.workload.commands, *n).map_err(|why| ExpError::Field {
+                    origin: origin.into(),
+                    line: 0,
+                    field: key.into(),
+                    why,
+                })?;
+            }
             Setting::Preload(p) => {
                 let w = &mut c.workload;
                 w.preload = p.apply(&w.preload);
@@ -393,6 +410,7 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
 enum Setting {
     Seed(u64),
     RtcHz(u32),
+    Hogs(u32),
     Preload(PreloadRepr),
 }
 
@@ -424,6 +442,10 @@ impl Setting {
                 }
                 return Ok(Setting::RtcHz(hz as u32));
             }
+            "hogs" => {
+                let n = int()?;
+                return Ok(Setting::Hogs(u32::try_from(n).unwrap_or(u32::MAX)));
+            }
             "preload.unused_dentries" => p.unused_dentries = Some(int()?),
             "preload.idle_anon_mib" => p.idle_anon_mib = Some(int()?),
             "preload.swapped_mib" => p.swapped_mib = Some(int()?),
@@ -449,6 +471,7 @@ impl Setting {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use latlab_sim::CommandSpec;
 
     const GOOD: &str = r#"
 name = "t"
@@ -587,13 +610,57 @@ published_max_ms = 84.0
             let err = vary(&e, "cli", k, val).unwrap_err().to_string();
             assert!(err.starts_with("cli: field") && err.contains(want), "{err}");
         }
-        // Every key the error lists is one vary accepts.
-        for k in VARY_KEYS {
+        // Every key the error lists is one vary accepts (`hogs` with a workload that runs
+        // CPU-bound tasks: hogs_set_the_cpu_bound_tasks_and_refuse_bad_input).
+        for k in VARY_KEYS.iter().filter(|k| **k != "hogs") {
             assert!(["4", "true"].iter().any(|v| vary(&e, "cli", k, v).is_ok()), "{k}");
         }
         let err = vary(&e, "cli", "hz", "100").unwrap_err().to_string();
         assert!(
             err.contains("unknown setting to vary `hz`") && err.contains("preload.unused_dentries"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn hogs_set_the_cpu_bound_tasks_and_refuse_bad_input() {
+        let hogs = |e: &Experiment| -> Vec<CommandSpec> {
+            e.runs.iter().map(|r| r.config.workload.commands[0].clone()).collect()
+        };
+        let text = GOOD
+            .replace("seed000-script", "cpu-hogs")
+            .replace("[[run]]", "hogs = 250\n\n[[run]]")
+            + "\n[[run]]\nlabel = \"O1\"\nvariant = \"2.4.18+o1\"\n";
+        let exp = parse("x.toml", &text).unwrap();
+        assert_eq!(hogs(&exp), vec![CommandSpec::CpuHogs { tasks: 250 }; 2]);
+        let v = vary(&exp, "cli", "hogs", "7").unwrap();
+        assert_eq!(hogs(&v), vec![CommandSpec::CpuHogs { tasks: 7 }; 2]);
+        // The file's field: line, field and reason.
+        let e = parse("x.toml", &text.replace("hogs = 250", "hogs = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.toml:9:") && e.contains("`hogs`") && e.contains("1..=4000"),
+            "{e}"
+        );
+        let e = parse("x.toml", &GOOD.replace("[[run]]", "hogs = 5\n\n[[run]]"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`hogs`") && e.contains("runs no CPU-bound tasks"), "{e}");
+        // --vary: the same checks.
+        for (val, want) in [
+            ("4001", "1..=4000"),
+            ("-3", "whole number"),
+            ("99999999999", "1..=4000"),
+        ] {
+            let err = vary(&exp, "cli", "hogs", val).unwrap_err().to_string();
+            assert!(err.starts_with("cli: field `hogs`") && err.contains(want), "{err}");
+        }
+        let err = vary(&parse("x.toml", GOOD).unwrap(), "cli", "hogs", "10")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`hogs`") && err.contains("runs no CPU-bound tasks"),
             "{err}"
         );
     }

@@ -43,8 +43,8 @@ pub struct Opts {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Run the experiment once per value of a setting, the same for every kernel, and print
-    /// each kernel's worst case per value: `seed`, `rtc_hz` or a preload field
-    /// (`preload.unused_dentries=50000,100000,150000`).
+    /// each kernel's worst case per value: `seed`, `rtc_hz`, `hogs` (the CPU-bound tasks of
+    /// the `cpu-hogs` workload) or a preload field (`preload.unused_dentries=50000,100000`).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Option<String>,
 }
