@@ -701,6 +701,16 @@ mod tests {
         s.st[t].as_ref().unwrap()
     }
 
+    /// Each of `ids` becomes runnable, runs and goes to sleep, all at time 0: known to the
+    /// scheduler, sleep_avg 0, timestamp 0.
+    fn asleep_at_0(s: &mut O1, ts: &mut [Task], ids: &[TaskId]) {
+        for &t in ids {
+            s.enqueue(ts, t, 0);
+            s.pick(ts, 0, &m(), 0);
+            s.dequeue(ts, t);
+        }
+    }
+
     #[test]
     fn pick_order_rt_first_then_lower_prio_then_fifo_within_a_priority() {
         let mut ts = tasks(&[
@@ -762,11 +772,7 @@ mod tests {
         let mut ts = tasks(&[(Policy::Other, 0, 0)]);
         ts.push(task(Policy::Other, 0, 0, 0)); // task 2: a kernel thread
         let mut s = O1::new(1000);
-        for t in [1, 2] {
-            s.enqueue(&ts, t, 0);
-            s.pick(&mut ts, 0, &m(), 0);
-            s.dequeue(&ts, t);
-        }
+        asleep_at_0(&mut s, &mut ts, &[1, 2]);
         // A 100 ms sleep from sleep_avg 0 counts ten times over (`sleep_time *=
         // MAX_BONUS - CURRENT_BONUS`): 1 s, bonus 10, prio 120 - 5 = 115, interactive.
         s.enqueue(&ts, 1, 100 * MS);
@@ -780,9 +786,7 @@ mod tests {
         // A user task asleep longer than INTERACTIVE_SLEEP gets just interactive status:
         // MAX_SLEEP_AVG - DEF_TIMESLICE = 900 ms, bonus 9, prio 116 (interactive: <= 118).
         let mut s2 = O1::new(1000);
-        s2.enqueue(&ts, 1, 0);
-        s2.pick(&mut ts, 0, &m(), 0);
-        s2.dequeue(&ts, 1);
+        asleep_at_0(&mut s2, &mut ts, &[1]);
         s2.enqueue(&ts, 1, 900 * MS);
         assert_eq!((p(&s2, 1).sleep_avg, p(&s2, 1).prio), (900 * MS, 116));
         // A kernel thread (no mm) has no such cap: 900 ms x 10, capped at 1 s.
@@ -828,9 +832,7 @@ mod tests {
     fn interactive_tasks_stay_active_unless_the_expired_starve() {
         let mut ts = tasks(&[(Policy::Other, 0, 0), (Policy::Other, 0, 5)]);
         let mut s = O1::new(1000);
-        s.enqueue(&ts, 1, 0);
-        s.pick(&mut ts, 0, &m(), 0);
-        s.dequeue(&ts, 1);
+        asleep_at_0(&mut s, &mut ts, &[1]);
         s.enqueue(&ts, 1, 500 * MS); // sleep_avg 1 s: prio 115, interactive
         s.pick(&mut ts, 0, &m(), 500 * MS);
         for _ in 0..99 {
@@ -854,11 +856,7 @@ mod tests {
     fn interactive_round_robin_every_granularity() {
         let mut ts = tasks(&[(Policy::Other, 0, 0), (Policy::Other, 0, 0)]);
         let mut s = O1::new(1000);
-        for t in [1, 2] {
-            s.enqueue(&ts, t, 0);
-            s.pick(&mut ts, 0, &m(), 0);
-            s.dequeue(&ts, t);
-        }
+        asleep_at_0(&mut s, &mut ts, &[1, 2]);
         s.enqueue(&ts, 1, 500 * MS);
         s.enqueue(&ts, 2, 500 * MS);
         assert_eq!((p(&s, 1).prio, p(&s, 2).prio), (115, 115));
@@ -935,11 +933,7 @@ mod tests {
     fn wakeup_preempts_only_a_worse_priority() {
         let mut ts = tasks(&[(Policy::Other, 0, 0), (Policy::Other, 0, 0), (Policy::Fifo, 1, 0)]);
         let mut s = O1::new(1000);
-        for t in 1..=3 {
-            s.enqueue(&ts, t, 0);
-            s.pick(&mut ts, 0, &m(), 0);
-            s.dequeue(&ts, t);
-        }
+        asleep_at_0(&mut s, &mut ts, &[1, 2, 3]);
         s.enqueue(&ts, 1, 0);
         s.enqueue(&ts, 2, 0);
         // Equal prio (125): no preemption; RT over anything; anything over idle.
