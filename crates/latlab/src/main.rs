@@ -27,7 +27,7 @@ enum Cmd {
     Probe(probe_cmd::ProbeArgs),
     /// Compare the swap-slot allocators of seed 003 at every fill level.
     SwapBench(swap_cmd::SwapBenchArgs),
-    /// Reports from saved results of either engine: compare, plot, csv, trace.
+    /// Reports from saved results of either engine: compare, plot, csv, trace, html.
     Report(report_cmd::ReportArgs),
 }
 
