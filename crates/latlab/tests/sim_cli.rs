@@ -186,3 +186,32 @@ fn vary_prints_each_kernel_per_value() {
     let e = String::from_utf8_lossy(&latlab(&["run", file, "--vary", "seed=1", "--seed", "2"]).stderr).to_string();
     assert!(e.contains("--seed and --vary seed"), "{e}");
 }
+
+#[test]
+fn sched_cost_shows_the_goodness_scan_growing_and_explains_a_user_space_wait() {
+    let out = latlab(&["reproduce", "sched-cost", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let worst = |variant: &str| {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant"] == variant && r["figure"] == "max_latency")
+            .unwrap()["model"]
+            .as_f64()
+            .unwrap()
+    };
+    // 1000 runnable tasks: goodness() scans them all at every schedule(), the bitmap does not.
+    assert!(worst("2.4.18") > 4.0 * worst("2.4.18+o1"), "{v}");
+    assert!(
+        v["rows"][0]["published"].is_null(),
+        "a what-if has no published figures"
+    );
+    // The hogs run in user space: the worst wakeups interrupted no kernel code, and the
+    // explanation says so instead of naming an empty list.
+    let text = latlab(&["reproduce", "sched-cost"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("ran no kernel code (user space or idle)"), "{text}");
+    assert!(!text.contains("context ran \n"), "{text}");
+}

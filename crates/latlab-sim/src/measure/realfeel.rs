@@ -301,10 +301,14 @@ impl Tracker {
                 .map(|(s, n)| (s.to_string(), n))
                 .collect(),
             steal_ns: 0,
-            note: format!(
-                "model: exact decomposition; the interrupted context ran {}",
-                breakdown.join(", ")
-            ),
+            note: if breakdown.is_empty() {
+                "model: exact decomposition; the interrupted context ran no kernel code (user space or idle)".into()
+            } else {
+                format!(
+                    "model: exact decomposition; the interrupted context ran {}",
+                    breakdown.join(", ")
+                )
+            },
         };
         if self.stream.hist.max() == latency {
             let mut entries: Vec<TraceEntry> = w
