@@ -2,49 +2,15 @@
 //! `latlab run --out`, and a probe result built here as `latlab probe --json` writes it
 //! (RunResult plus `streams_summary`).
 
-use latlab_core::{Attribution, Engine, RunMeta, RunResult, Sample, Stream, TaskSlice};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn latlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_latlab"))
-        .args(args)
-        .output()
-        .expect("latlab runs")
-}
+use common::{latlab, path, Scratch};
+use latlab_core::{Attribution, Engine, RunMeta, RunResult, Sample, Stream, TaskSlice};
+use std::process::Output;
 
 fn stdout(o: &Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-/// A scratch directory under the system's temp dir, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("latlab-report-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-    fn file(&self, name: &str, text: &str) -> String {
-        let f = self.0.join(name);
-        std::fs::write(&f, text).unwrap();
-        path(&f)
-    }
-    fn path(&self, name: &str) -> String {
-        path(&self.0.join(name))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
-}
-
-fn path(p: &Path) -> String {
-    p.to_str().unwrap().to_string()
 }
 
 /// A 3-second model run of seed 000's script on the stock kernel, as `latlab run --out`

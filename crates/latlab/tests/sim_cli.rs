@@ -1,36 +1,8 @@
 //! End-to-end: `latlab reproduce` and `latlab run` as a user runs them.
 
-use std::process::Command;
+mod common;
 
-fn latlab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_latlab"))
-        .args(args)
-        .output()
-        .expect("latlab runs")
-}
-
-/// A scratch directory under the system's temp dir, removed when dropped.
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("latlab-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-    /// Write `text` to `name` in the directory; its path as a string.
-    fn file(&self, name: &str, text: &str) -> String {
-        let f = self.0.join(name);
-        std::fs::write(&f, text).unwrap();
-        f.to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
-}
+use common::{latlab, Scratch};
 
 #[test]
 fn reproduce_json_has_the_documented_rows() {
