@@ -321,10 +321,29 @@ pub fn render_sweep(
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
-    let _ = writeln!(
-        out,
-        "Worst case (ms) by {key}; * meets the bar (a number within 1.5x, a bucket within 2x of its edges)\n"
-    );
+    let worst = |rows: &[CompareRow], variant: &str| {
+        rows.iter()
+            .find(|r| r.variant == variant && r.figure == "max_latency")
+            .cloned()
+    };
+    // Rows with a published worst case: the only ones the bar can judge.
+    let judged = labels
+        .iter()
+        .filter(|(variant, _)| {
+            columns
+                .first()
+                .and_then(|c| worst(c, variant))
+                .is_some_and(|r| r.published.is_some() || r.published_range.is_some())
+        })
+        .count();
+    if judged == 0 {
+        let _ = writeln!(out, "Worst case (ms) by {key}; no published figures (a what-if)\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "Worst case (ms) by {key}; * meets the bar (a number within 1.5x, a bucket within 2x of its edges)\n"
+        );
+    }
     let w = labels.iter().map(|(_, l)| l.len()).max().unwrap_or(6).max(6) + 2;
     let cw = values.iter().map(|v| v.len()).max().unwrap_or(0).max(9) + 2;
     let _ = write!(out, "{:<w$}{:>14}", "Kernel", "seed");
@@ -332,11 +351,6 @@ pub fn render_sweep(
         let _ = write!(out, "{v:>cw$}");
     }
     let _ = writeln!(out);
-    let worst = |rows: &[CompareRow], variant: &str| {
-        rows.iter()
-            .find(|r| r.variant == variant && r.figure == "max_latency")
-            .cloned()
-    };
     let mut met = vec![0usize; values.len()];
     for (variant, label) in labels {
         let first = columns.first().and_then(|c| worst(c, variant));
@@ -359,11 +373,13 @@ pub fn render_sweep(
         }
         let _ = writeln!(out);
     }
-    let _ = write!(out, "{:<w$}{:>14}", "within the bar", "");
-    for m in met {
-        let _ = write!(out, "{:>cw$}", format!("{m}/{} ", labels.len()));
+    if judged > 0 {
+        let _ = write!(out, "{:<w$}{:>14}", "within the bar", "");
+        for m in met {
+            let _ = write!(out, "{:>cw$}", format!("{m}/{judged} "));
+        }
+        let _ = writeln!(out);
     }
-    let _ = writeln!(out);
     out
 }
 
@@ -458,6 +474,45 @@ mod tests {
             ["Stock", "37", "340", "586", "586"]
         );
         assert!(t.contains("its reclaim calls: 1338"), "{t}");
+    }
+
+    #[test]
+    fn a_sweep_counts_only_the_rows_the_bar_can_judge() {
+        let labels = vec![("a".to_string(), "A".to_string()), ("b".to_string(), "B".to_string())];
+        let col = |a: CompareRow, b: CompareRow| {
+            vec![
+                CompareRow {
+                    variant: "a".into(),
+                    ..a
+                },
+                CompareRow {
+                    variant: "b".into(),
+                    ..b
+                },
+            ]
+        };
+        // One published row (inside the bar), one what-if row: 1 of 1, not 1 of 2.
+        let t = render_sweep(
+            "t",
+            "seed",
+            &["1"],
+            &[col(row(84.0, Some(84.0), None), row(1.0, None, None))],
+            &labels,
+        );
+        let last = t.lines().find(|l| l.starts_with("within the bar")).unwrap();
+        assert_eq!(last.split_whitespace().last(), Some("1/1"), "{t}");
+        // Nothing published: no bar row, and the header says so.
+        let t = render_sweep(
+            "t",
+            "hogs",
+            &["1", "10"],
+            &vec![col(row(1.0, None, None), row(2.0, None, None)); 2],
+            &labels,
+        );
+        assert!(
+            !t.contains("within the bar") && t.contains("no published figures"),
+            "{t}"
+        );
     }
 
     #[test]
