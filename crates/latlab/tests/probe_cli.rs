@@ -151,9 +151,16 @@ fn timer_runs_as_root_and_as_nobody() {
         let err = ok(&out);
         let h = d.join("h.txt");
         let n = check_streams(&v);
-        // 1 ms period for 1 s on every CPU.
-        let cpus = v["streams"].as_array().unwrap().len() as u64;
-        assert!(n >= 900 * cpus, "{n} samples on {cpus} CPUs");
+        // 1 ms period for 1 s on every CPU: each period is a sample or, when a late wakeup
+        // passed it (a loaded box, SCHED_OTHER as nobody), a missed period (as cyclictest).
+        let streams = v["streams"].as_array().unwrap();
+        let cpus = streams.len() as u64;
+        let missed: u64 = streams.iter().map(|s| s["missed"].as_u64().unwrap()).sum();
+        assert!(
+            n + missed >= 900 * cpus,
+            "{n} samples and {missed} missed periods on {cpus} CPUs"
+        );
+        assert!(n >= 100 * cpus, "{n} samples on {cpus} CPUs");
         let fifo = v["meta"]["settings"]["sched_fifo_threads"]
             .as_str()
             .unwrap()

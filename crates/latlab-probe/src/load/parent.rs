@@ -453,7 +453,19 @@ mod tests {
         ];
         let loads = Loads::start(&specs, &options(&tmp)).unwrap();
         assert_eq!(std::fs::read_dir(tmp.work()).unwrap().count(), 5);
+        // Until every load has shown progress in the counters it flushes (every 100 ms):
+        // 0.4 s on a quiet box, longer on a loaded one; the asserts below say what is missing.
+        let seen = |i: usize, k: &str| read_counters(&loads.children[i].dir).get(k).copied().unwrap_or(0);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
         std::thread::sleep(Duration::from_millis(400));
+        while !(seen(0, "files_created") > 0
+            && seen(3, "files_created") > 0
+            && seen(1, "bytes_written") >= 1 << 20
+            && seen(2, "frames") >= 1)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let rep = loads.stop();
         assert!(rep.notes.is_empty(), "{:?}", rep.notes);
         assert!(rep.counters["tar.files_created"] > 0, "{:?}", rep.counters);
