@@ -37,6 +37,20 @@ pub struct RunMeta {
     pub settings: BTreeMap<String, String>,
 }
 
+impl RunMeta {
+    /// The `policy` setting of a run whose every measuring thread ran SCHED_FIFO at `prio`,
+    /// as both engines write it (`SCHED_FIFO 95`).
+    pub fn fifo_policy(prio: impl std::fmt::Display) -> String {
+        format!("SCHED_FIFO {prio}")
+    }
+
+    /// The SCHED_FIFO priority every measuring thread ran at, read back from the `policy`
+    /// setting; `None` for SCHED_OTHER, a mix, or no setting.
+    pub fn measured_fifo_priority(&self) -> Option<u32> {
+        self.settings.get("policy")?.strip_prefix("SCHED_FIFO ")?.parse().ok()
+    }
+}
+
 /// One latency sample kept in full, with its explanation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -126,6 +140,28 @@ mod tests {
             tag: BTreeMap::new(),
             attribution: Attribution::default(),
         }
+    }
+
+    #[test]
+    fn the_policy_setting_reads_back_only_when_every_thread_had_fifo() {
+        let mut m = RunMeta {
+            engine: Engine::Probe,
+            machine: "m".into(),
+            kernel: "k".into(),
+            workload: "w".into(),
+            seed: 0,
+            duration_ns: 0,
+            version: "0".into(),
+            settings: BTreeMap::new(),
+        };
+        assert_eq!(m.measured_fifo_priority(), None);
+        m.settings.insert("policy".into(), RunMeta::fifo_policy(95));
+        assert_eq!(m.measured_fifo_priority(), Some(95));
+        m.settings.insert(
+            "policy".into(),
+            "SCHED_FIFO 95 on 1 of 2 threads, SCHED_OTHER on the rest".into(),
+        );
+        assert_eq!(m.measured_fifo_priority(), None);
     }
 
     #[test]

@@ -131,13 +131,7 @@ fn irq_number(name: &str) -> u32 {
 /// ftrace's prio of the measured task, from the run's `policy` setting when every measuring
 /// thread had it (`SCHED_FIFO 95`, as the probe and the model record it): 99 - rt_priority.
 fn measured_prio(r: &RunResult) -> Option<i32> {
-    let rt: u32 = r
-        .meta
-        .settings
-        .get("policy")?
-        .strip_prefix("SCHED_FIFO ")?
-        .parse()
-        .ok()?;
+    let rt = r.meta.measured_fifo_priority()?;
     Some(99 - rt.min(99) as i32)
 }
 

@@ -411,7 +411,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
     let mut settings = BTreeMap::new();
     settings.insert("rtc_hz".into(), cfg.rtc_hz.to_string());
     // The measured task's policy, in the probe's words.
-    settings.insert("policy".into(), format!("SCHED_FIFO {}", cfg.rt_priority));
+    settings.insert("policy".into(), RunMeta::fifo_policy(cfg.rt_priority));
     settings.insert("preempt".into(), format!("{:?}", cfg.variant.preempt));
     settings.insert(
         "points".into(),

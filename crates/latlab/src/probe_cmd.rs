@@ -305,7 +305,7 @@ fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::Periodic
         "policy".into(),
         match cfg.priority {
             0 => "SCHED_OTHER".into(),
-            p if got == threads => format!("SCHED_FIFO {p}"),
+            p if got == threads => latlab_core::RunMeta::fifo_policy(p),
             p if got == 0 => format!("SCHED_OTHER (SCHED_FIFO {p} refused)"),
             p => format!("SCHED_FIFO {p} on {got} of {threads} threads, SCHED_OTHER on the rest"),
         },
