@@ -225,10 +225,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     )?;
     let mut st = KState::new(&cfg.machine, swap);
     preload(&mut st, &cfg.workload.preload);
-    let sched: Box<dyn sched::Scheduler> = match cfg.variant.sched {
-        SchedClass::Goodness24 => Box::new(sched::goodness24::Goodness24::new(cfg.variant.hz)),
-        SchedClass::O1 => Box::new(sched::o1::O1::new(cfg.variant.hz)),
-    };
+    let sched = sched::build(&cfg.variant);
     let rng = engine::rng_for(cfg.seed, 1);
     let mut k = Kernel::new(cfg.variant.clone(), cfg.machine.clone(), sched, st, rng);
 
@@ -482,7 +479,10 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
                 ended_at: cause.as_ref().map_or("schedule".into(), |c| c.ended_by.clone()),
                 flags: vec![
                     ("VP".into(), false),
-                    ("KP".into(), cfg.variant.preempt == PreemptModel::Kernel),
+                    (
+                        "KP".into(),
+                        matches!(cfg.variant.preempt, PreemptModel::Full | PreemptModel::Lazy),
+                    ),
                     ("SP".into(), false),
                     ("HP".into(), false),
                 ],

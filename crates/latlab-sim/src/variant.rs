@@ -2,22 +2,33 @@
 //! `2.4.18+mini-ll`, ...) are files of these switches (`variants/*.toml`); two variants
 //! differ only in the mechanisms the corresponding patch changes.
 
+use latlab_core::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// Where a woken task can get the CPU from kernel code (kernel-facts.md, "Preemption models").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PreemptModel {
-    /// Stock 2.4: need_resched honoured at return to user space and at explicit schedule()
-    /// (blocking, and the rescheduling points listed in `points`).
+    /// Stock 2.4 / CONFIG_PREEMPT_NONE: need_resched honoured at return to user space and at
+    /// explicit schedule() (blocking, and the rescheduling points listed in `points`).
+    #[default]
     None,
-    /// Robert Love's preempt patch / CONFIG_PREEMPT: also on IRQ return to kernel code and on
-    /// the preempt_enable() (spin_unlock) that brings preempt_count to 0.
-    Kernel,
+    /// CONFIG_PREEMPT_VOLUNTARY: as `none`, plus the might_sleep() points that became
+    /// cond_resched() (Molnar 2004; mainline since 2.6.13), which the variant lists in `points`.
+    Voluntary,
+    /// Robert Love's preempt patch / CONFIG_PREEMPT / PREEMPT_DYNAMIC "full": also on IRQ
+    /// return to kernel code and on the preempt_enable() (spin_unlock) that brings
+    /// preempt_count to 0.
+    #[serde(alias = "preempt", alias = "kernel")]
+    Full,
+    /// PREEMPT_LAZY (6.13+): a fair-class wakeup sets NEED_RESCHED_LAZY, honoured at return
+    /// to user space or promoted to NEED_RESCHED at the next tick; an RT wakeup preempts as
+    /// `full`.
+    Lazy,
 }
 
-/// Which scheduler class runs SCHED_OTHER tasks.
+/// Which scheduler class runs SCHED_OTHER tasks (SCHED_FIFO/RR always above it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SchedClass {
@@ -26,9 +37,83 @@ pub enum SchedClass {
     /// Ingo Molnar's O(1) scheduler: active/expired prio arrays with a bitmap, timeslices
     /// by nice level, the sleep-average interactivity bonus (kernel/sched.c, 2.6.11).
     O1,
+    /// The Completely Fair Scheduler (kernel/sched_fair.c, 2.6.35/2.6.36), tunables in `[cfs]`.
+    Cfs,
+    /// EEVDF (kernel/sched/fair.c, 6.6+), tunables in `[eevdf]`.
+    Eevdf,
 }
 
-/// A kernel variant.
+/// Where timer expiries come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimerSubsystem {
+    /// The 2.4 timer list (kernel/timer.c): every timeout expires at the next tick after it
+    /// is due, run from the timer interrupt.
+    Jiffies,
+    /// hrtimers (kernel/hrtimer.c, 2.6.16+ with CONFIG_HIGH_RES_TIMERS): each timer has its
+    /// own expiry event, a local-APIC one-shot interrupt at the exact time.
+    Hrtimer,
+}
+
+/// Dirty-buffer writeback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Writeback {
+    /// 2.4's bdflush (woken by balance_dirty) and kupdated (every 5 s), fs/buffer.c.
+    #[serde(rename = "bdflush-2.4")]
+    Bdflush24,
+}
+
+/// CFS tunables (kernel/sched_fair.c of the tree the variant follows), ns unless stated.
+/// Scaled for one CPU: `1 + ilog2(1)` = 1 (SCHED_TUNABLESCALING_LOG).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CfsTunables {
+    /// `sysctl_sched_latency`: the period in which each runnable task runs once.
+    pub latency_ns: Nanos,
+    /// `sysctl_sched_min_granularity`: the shortest slice; with seed 004's patch, the floor
+    /// of `__sched_gran()`.
+    pub min_granularity_ns: Nanos,
+    /// `sysctl_sched_wakeup_granularity`: how far (in the wakee's virtual time) a woken
+    /// task must be left of the running one to preempt it.
+    pub wakeup_granularity_ns: Nanos,
+    /// `sched_nr_latency`: above this many runnable tasks the period stretches
+    /// (unpatched), or the granularity shrinks (seed 004's patch).
+    pub nr_latency: u64,
+    /// Seed 004's patch: `sysctl_sched_std_granularity` and `sched_nr_latency_max`, with
+    /// `__sched_gran()` in `check_preempt_tick`. Absent: the unpatched tree.
+    #[serde(default)]
+    pub gran_patch: Option<GranPatch>,
+    /// `sysctl_sched_child_runs_first`.
+    #[serde(default)]
+    pub child_runs_first: bool,
+}
+
+/// What seed 004's patch adds (its diff, kernel/sched_fair.c).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GranPatch {
+    /// `sysctl_sched_std_granularity`, ns: the granularity with `sched_nr_latency` or fewer
+    /// tasks.
+    pub std_granularity_ns: Nanos,
+    /// `sched_nr_latency_max`: above it the period stretches as `min_granularity * nr`.
+    pub nr_latency_max: u64,
+}
+
+/// EEVDF tunables and features (kernel/sched/fair.c, kernel/sched/features.h of 6.6+).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EevdfTunables {
+    /// `sysctl_sched_base_slice`, ns: the request size of every task.
+    pub base_slice_ns: Nanos,
+    /// RUN_TO_PARITY: no wakeup preemption until the running task has reached its 0-lag
+    /// point or used its slice.
+    pub run_to_parity: bool,
+    /// PLACE_LAG: a waking task keeps the lag it had when it went to sleep.
+    pub place_lag: bool,
+}
+
+/// A kernel variant: a name for each subsystem's implementation, and the switches the
+/// patches it stands for change. Nothing else decides which mechanism runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
@@ -47,8 +132,18 @@ pub struct Variant {
     pub hz: u32,
     /// Scheduler class.
     pub sched: SchedClass,
+    /// Timer subsystem.
+    pub timer: TimerSubsystem,
+    /// Writeback implementation.
+    pub writeback: Writeback,
     /// Swap-slot allocator (a `latlab_swap` allocator name).
     pub swap_allocator: String,
+    /// CFS tunables: required with `sched = "cfs"`, refused otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cfs: Option<CfsTunables>,
+    /// EEVDF tunables: required with `sched = "eevdf"`, refused otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eevdf: Option<EevdfTunables>,
 }
 
 impl Variant {
@@ -71,6 +166,92 @@ impl Variant {
         if !(10..=10_000).contains(&self.hz) {
             return Err(("hz", format!("must be 10..=10000, got {}", self.hz)));
         }
+        self.validate_combination()?;
+        if let Some(c) = &self.cfs {
+            if c.latency_ns == 0 || c.min_granularity_ns == 0 || c.nr_latency == 0 {
+                return Err((
+                    "cfs",
+                    "latency_ns, min_granularity_ns and nr_latency must be positive".into(),
+                ));
+            }
+            if c.latency_ns > 10_000_000_000 || c.wakeup_granularity_ns > 10_000_000_000 {
+                return Err((
+                    "cfs",
+                    "latency_ns and wakeup_granularity_ns must be at most 10 s".into(),
+                ));
+            }
+            if let Some(g) = &c.gran_patch {
+                if g.std_granularity_ns == 0 || g.nr_latency_max < c.nr_latency {
+                    return Err((
+                        "cfs.gran_patch",
+                        "std_granularity_ns must be positive and nr_latency_max at least nr_latency".into(),
+                    ));
+                }
+            }
+        }
+        if let Some(e) = &self.eevdf {
+            if !(1_000..=1_000_000_000).contains(&e.base_slice_ns) {
+                return Err((
+                    "eevdf.base_slice_ns",
+                    format!("must be 1 us ..= 1 s, got {} ns", e.base_slice_ns),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Refuse combinations no kernel had; returns the offending field and why.
+    fn validate_combination(&self) -> Result<(), (&'static str, String)> {
+        use SchedClass::*;
+        let gen = match self.sched {
+            Goodness24 => "2.4 (goodness24)",
+            O1 => "2.6.0-2.6.22 (o1)",
+            Cfs => "2.6.23-6.5 (cfs)",
+            Eevdf => "6.6+ (eevdf)",
+        };
+        match (self.preempt, self.sched) {
+            (PreemptModel::Lazy, Goodness24 | O1 | Cfs) => {
+                return Err((
+                    "preempt",
+                    format!("`lazy` preemption arrived in 6.13, with EEVDF; a {gen} kernel never had it (valid here: none, voluntary, full)"),
+                ))
+            }
+            (PreemptModel::Voluntary, Goodness24) => {
+                return Err((
+                    "preempt",
+                    "`voluntary` preemption (2.6.9+) never ran on a 2.4 scheduler (valid with goodness24: none, full)".into(),
+                ))
+            }
+            _ => {}
+        }
+        if self.timer == TimerSubsystem::Hrtimer && self.sched == Goodness24 {
+            return Err((
+                "timer",
+                "hrtimers arrived in 2.6.16; a 2.4 (goodness24) kernel has only `jiffies`".into(),
+            ));
+        }
+        match (self.sched, &self.cfs, &self.eevdf) {
+            (Cfs, None, _) => Err(("cfs", "sched = \"cfs\" needs a [cfs] table of tunables".into())),
+            (Eevdf, _, None) => Err(("eevdf", "sched = \"eevdf\" needs an [eevdf] table of tunables".into())),
+            (s, Some(_), _) if s != Cfs => Err((
+                "cfs",
+                format!("a [cfs] table only goes with sched = \"cfs\", not a {gen} kernel"),
+            )),
+            (s, _, Some(_)) if s != Eevdf => Err((
+                "eevdf",
+                format!("an [eevdf] table only goes with sched = \"eevdf\", not a {gen} kernel"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The CFS tunables (only called for a validated `sched = "cfs"` variant).
+    pub fn cfs_tunables(&self) -> CfsTunables {
+        self.cfs.expect("validated: a cfs variant has [cfs]")
+    }
+
+    /// The EEVDF tunables (only called for a validated `sched = "eevdf"` variant).
+    pub fn eevdf_tunables(&self) -> EevdfTunables {
+        self.eevdf.expect("validated: an eevdf variant has [eevdf]")
     }
 }

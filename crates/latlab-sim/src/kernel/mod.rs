@@ -124,7 +124,6 @@ impl Kernel {
             policy: Policy::Other,
             rt_priority: 0,
             nice: 0,
-            counter: 0,
             state: TaskState::Runnable,
             kthread: true,
             mm: 0,
@@ -197,7 +196,6 @@ impl Kernel {
             policy: spec.policy,
             rt_priority: spec.rt_priority,
             nice: spec.nice,
-            counter: 0,
             state: TaskState::Runnable,
             kthread: spec.kthread,
             mm,
@@ -212,18 +210,12 @@ impl Kernel {
         });
         self.pids.insert(pid, id);
         self.stats.tasks_created += 1;
-        match parent {
-            Some(p) => {
-                self.tasks[p].children += 1;
-                self.sched.fork(&mut self.tasks, p, id, self.now);
-            }
-            None => {
-                let g = &mut self.tasks[id];
-                g.counter = 6; // NICE_TO_TICKS(0) at HZ=100: a fresh task's first slice
-            }
+        if let Some(p) = parent {
+            self.tasks[p].children += 1;
         }
+        self.sched.fork(&self.tasks, parent, id, self.now);
         self.sched.enqueue(&self.tasks, id, self.now);
-        if self.sched.wakeup_preempt(&self.tasks, id, self.current) {
+        if self.sched.wakeup_preempt(&self.tasks, id, self.current, self.now) {
             self.tasks[self.current].need_resched = true;
         }
         pid
@@ -543,7 +535,7 @@ impl Kernel {
         self.tasks[cur].state = TaskState::Zombie;
         self.tasks[cur].program = None;
         self.tasks[cur].exec = Exec::Ready;
-        self.sched.dequeue(&self.tasks, cur);
+        self.sched.dequeue(&self.tasks, cur, self.now);
         if let Some(p) = self.tasks[cur].parent {
             self.tasks[p].children -= 1;
             let chan = Chan::Child(self.tasks[p].pid);
@@ -563,7 +555,7 @@ impl Kernel {
 
     fn sleep_on(&mut self, t: TaskId, chan: Chan) {
         self.tasks[t].state = TaskState::Sleeping(chan);
-        self.sched.dequeue(&self.tasks, t);
+        self.sched.dequeue(&self.tasks, t, self.now);
         self.waiters.entry(chan).or_default().push(t);
     }
 
@@ -577,7 +569,7 @@ impl Kernel {
             }
             self.tasks[t].state = TaskState::Runnable;
             self.sched.enqueue(&self.tasks, t, self.now);
-            if self.sched.wakeup_preempt(&self.tasks, t, self.current) {
+            if self.sched.wakeup_preempt(&self.tasks, t, self.current, self.now) {
                 self.tasks[self.current].need_resched = true;
             }
             self.tracker.on_wake(self.now, t);
@@ -603,7 +595,7 @@ impl Kernel {
         let prev = self.current;
         self.tasks[prev].need_resched = false;
         self.stats.schedule_calls += 1;
-        let (next, cost) = self.sched.pick(&mut self.tasks, prev, &self.m, self.now);
+        let (next, cost) = self.sched.pick(&self.tasks, prev, &self.m, self.now);
         let mut overhead = cost;
         if next != prev {
             overhead += self.m.ctx_switch_ns;
@@ -657,7 +649,7 @@ impl Kernel {
                 self.st.jiffies += 1;
                 self.q.schedule(at + self.tick_ns, Ev::Irq(Irq::Tick));
                 let cur = self.current;
-                if self.sched.tick(&mut self.tasks, cur) {
+                if self.sched.tick(&self.tasks, cur, self.now) {
                     self.tasks[cur].need_resched = true;
                 }
             }
@@ -724,7 +716,7 @@ pub(crate) mod tests {
     use crate::kernel::path::{Chan, Ctx, LoopStep, Path, Script, Step};
     use crate::machine::{DiskProfile, MachineProfile};
     use crate::sched::goodness24::Goodness24;
-    use crate::variant::{PreemptModel, SchedClass, Variant};
+    use crate::variant::{PreemptModel, SchedClass, TimerSubsystem, Variant, Writeback};
     use crate::workload::{Program, TaskSpec};
 
     /// A synthetic machine for engine tests (values irrelevant to what is tested).
@@ -756,7 +748,8 @@ pub(crate) mod tests {
         }
     }
 
-    fn variant(preempt: PreemptModel, points: &[&str]) -> Variant {
+    /// A 2.4-style test kernel: `sched` at HZ 100, jiffies timers, bdflush.
+    pub(crate) fn variant_with(sched: SchedClass, preempt: PreemptModel, points: &[&str]) -> Variant {
         Variant {
             name: "t".into(),
             description: String::new(),
@@ -764,9 +757,17 @@ pub(crate) mod tests {
             preempt,
             points: points.iter().map(|s| s.to_string()).collect(),
             hz: 100,
-            sched: SchedClass::Goodness24,
+            sched,
+            timer: TimerSubsystem::Jiffies,
+            writeback: Writeback::Bdflush24,
             swap_allocator: "scan-2.4".into(),
+            cfs: None,
+            eevdf: None,
         }
+    }
+
+    fn variant(preempt: PreemptModel, points: &[&str]) -> Variant {
+        variant_with(SchedClass::Goodness24, preempt, points)
     }
 
     /// One system call running a single loop of `items` x `per_item` ns.
@@ -929,16 +930,16 @@ pub(crate) mod tests {
         let absent = wake_latency(variant(PreemptModel::None, &[]), Some("p"), None, false);
         assert_eq!(absent, stock);
         // Kernel preemption: no lock held, preempted at IRQ return.
-        let kp = wake_latency(variant(PreemptModel::Kernel, &[]), None, None, false);
+        let kp = wake_latency(variant(PreemptModel::Full, &[]), None, None, false);
         assert!(kp < 100_000, "{kp}");
         // Kernel preemption cannot help inside a spinlock.
-        let locked = wake_latency(variant(PreemptModel::Kernel, &[]), None, Some("l"), false);
+        let locked = wake_latency(variant(PreemptModel::Full, &[]), None, Some("l"), false);
         assert!(locked > 100_000_000, "{locked}");
         // Nor in a path holding the big kernel lock (kjournald), though no spinlock is held...
-        let bkl = wake_latency(variant(PreemptModel::Kernel, &[]), None, None, true);
+        let bkl = wake_latency(variant(PreemptModel::Full, &[]), None, None, true);
         assert!(bkl > 100_000_000, "{bkl}");
         // ...where an explicit rescheduling point still works (schedule() drops the BKL).
-        let bkl_pt = wake_latency(variant(PreemptModel::Kernel, &["p"]), Some("p"), None, true);
+        let bkl_pt = wake_latency(variant(PreemptModel::Full, &["p"]), Some("p"), None, true);
         assert!(bkl_pt < 100_000, "{bkl_pt}");
     }
 }

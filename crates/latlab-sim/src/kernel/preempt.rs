@@ -3,9 +3,15 @@
 //! - Stock 2.4 (`PreemptModel::None`): at return to user space, when kernel code blocks, and
 //!   at the rescheduling points the variant has (`conditional_schedule()` and the stock
 //!   kernel's own `if (current->need_resched) schedule()` checks).
-//! - Kernel preemption (`PreemptModel::Kernel`, Robert Love's patch): also at IRQ return
-//!   when `preempt_count == 0` (no spinlock held, interrupts on) and at the spin_unlock that
-//!   brings the count to 0 (kernel-facts.md, "Kernel preemption patch").
+//! - Voluntary (`PreemptModel::Voluntary`, CONFIG_PREEMPT_VOLUNTARY): the same, with the
+//!   might_sleep() points the variant lists among its `points`.
+//! - Kernel preemption (`PreemptModel::Full`: Robert Love's patch, CONFIG_PREEMPT): also at
+//!   IRQ return when `preempt_count == 0` (no spinlock held, interrupts on) and at the
+//!   spin_unlock that brings the count to 0 (kernel-facts.md, "Kernel preemption patch").
+//! - Lazy (`PreemptModel::Lazy`, 6.13+): kernel preemption as `Full` for a NEED_RESCHED; a
+//!   fair-class wakeup or slice end sets only NEED_RESCHED_LAZY ([`resched_is_lazy`]),
+//!   which return to user space honours and the next tick promotes (kernel/sched/core.c
+//!   `resched_curr_lazy`, `sched_tick`).
 
 use super::path::{LoopStep, PointUse, Step};
 use super::task::{Exec, Task};
@@ -34,7 +40,15 @@ pub fn step_len(s: &Step) -> Nanos {
 /// Does releasing a spinlock reschedule (preempt_enable -> preempt_schedule)? Not while the
 /// path still holds the big kernel lock (`bkl`): the count stays above 0.
 pub fn unlock_preempts(v: &Variant, bkl: bool) -> bool {
-    v.preempt == PreemptModel::Kernel && !bkl
+    matches!(v.preempt, PreemptModel::Full | PreemptModel::Lazy) && !bkl
+}
+
+/// Does a reschedule request against a running task of policy SCHED_OTHER (`fair`) only set
+/// NEED_RESCHED_LAZY? Under lazy preemption, for a fair-class current task
+/// (`resched_curr_lazy` in kernel/sched/fair.c: wakeup preemption and slice expiry); an RT
+/// wakeup or an idle CPU gets NEED_RESCHED at once.
+pub fn resched_is_lazy(v: &Variant, curr_fair: bool, wakee_fair: bool) -> bool {
+    v.preempt == PreemptModel::Lazy && curr_fair && wakee_fair
 }
 
 /// The rescheduling opportunity inside loop `l` under variant `v`: the most frequent point the

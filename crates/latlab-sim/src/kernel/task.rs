@@ -69,8 +69,6 @@ pub struct Task {
     pub policy: Policy,
     pub rt_priority: u32,
     pub nice: i32,
-    /// 2.4 `counter`: ticks left in this epoch.
-    pub counter: i32,
     pub state: TaskState,
     /// Kernel thread (no mm of its own).
     pub kthread: bool,

@@ -15,11 +15,17 @@ pub struct Goodness24 {
     rq: Vec<TaskId>,
     /// HZ, for NICE_TO_TICKS.
     hz: u32,
+    /// 2.4 `p->counter` by task: ticks left in this epoch.
+    counter: Vec<i32>,
 }
 
 impl Goodness24 {
     pub fn new(hz: u32) -> Self {
-        Goodness24 { rq: Vec::new(), hz }
+        Goodness24 {
+            rq: Vec::new(),
+            hz,
+            counter: Vec::new(),
+        }
     }
 
     /// `NICE_TO_TICKS(nice)`: `TICK_SCALE(20-nice) + 1`, `TICK_SCALE(x) = x >> 2` at HZ < 200
@@ -39,11 +45,11 @@ impl Goodness24 {
     }
 }
 
-/// `goodness(p, this_mm)` of 2.4 on UP (no PROC_CHANGE_PENALTY).
-pub fn goodness(p: &Task, this_mm: u32) -> i32 {
+/// `goodness(p, this_mm)` of 2.4 on UP (no PROC_CHANGE_PENALTY); `counter` is `p->counter`.
+pub fn goodness(p: &Task, counter: i32, this_mm: u32) -> i32 {
     match p.policy {
         Policy::Other => {
-            let mut weight = p.counter;
+            let mut weight = counter;
             if weight == 0 {
                 return 0;
             }
@@ -53,6 +59,13 @@ pub fn goodness(p: &Task, this_mm: u32) -> i32 {
             weight + 20 - p.nice
         }
         Policy::Fifo | Policy::Rr => 1000 + p.rt_priority as i32,
+    }
+}
+
+impl Goodness24 {
+    /// `p->counter` of task `t` (0 for a task not seen yet: the idle task).
+    fn counter(&self, t: TaskId) -> i32 {
+        self.counter.get(t).copied().unwrap_or(0)
     }
 }
 
@@ -67,15 +80,18 @@ impl Scheduler for Goodness24 {
         }
     }
 
-    fn dequeue(&mut self, _tasks: &[Task], t: TaskId) {
+    fn dequeue(&mut self, _tasks: &[Task], t: TaskId, _now: Nanos) {
         self.rq.retain(|&x| x != t);
     }
 
-    fn pick(&mut self, tasks: &mut [Task], prev: TaskId, m: &MachineProfile, _now: Nanos) -> (TaskId, Nanos) {
+    fn pick(&mut self, tasks: &[Task], prev: TaskId, m: &MachineProfile, _now: Nanos) -> (TaskId, Nanos) {
+        if self.counter.len() < tasks.len() {
+            self.counter.resize(tasks.len(), 0);
+        }
         let prev_runnable = tasks[prev].state == TaskState::Runnable && prev != 0;
         // SCHED_RR with an exhausted slice: refill and move to the end of the queue.
-        if prev_runnable && tasks[prev].policy == Policy::Rr && tasks[prev].counter <= 0 {
-            tasks[prev].counter = self.nice_to_ticks(tasks[prev].nice);
+        if prev_runnable && tasks[prev].policy == Policy::Rr && self.counter(prev) <= 0 {
+            self.counter[prev] = self.nice_to_ticks(tasks[prev].nice);
             self.rq.retain(|&x| x != prev);
             self.rq.push(prev);
         }
@@ -85,10 +101,10 @@ impl Scheduler for Goodness24 {
             // The linear scan: every runnable task's goodness, strict > keeps the first best.
             let mut best: Option<(i32, TaskId)> = None;
             if prev_runnable {
-                best = Some((goodness(&tasks[prev], this_mm), prev));
+                best = Some((goodness(&tasks[prev], self.counter(prev), this_mm), prev));
             }
             for &p in &self.rq {
-                let w = goodness(&tasks[p], this_mm);
+                let w = goodness(&tasks[p], self.counter(p), this_mm);
                 if best.is_none_or(|(c, _)| w > c) {
                     best = Some((w, p));
                 }
@@ -102,9 +118,10 @@ impl Scheduler for Goodness24 {
                     // reap them at once (wait4 -> release_task unlinks them), so they are not
                     // walked.
                     let mut live: Nanos = 0;
-                    for t in tasks.iter_mut().skip(1) {
+                    for (i, t) in tasks.iter().enumerate().skip(1) {
                         if t.state != TaskState::Zombie {
-                            t.counter = (t.counter >> 1) + self.nice_to_ticks(t.nice);
+                            let c = self.counter(i);
+                            self.counter[i] = (c >> 1) + self.nice_to_ticks(t.nice);
                             live += 1;
                         }
                     }
@@ -115,31 +132,37 @@ impl Scheduler for Goodness24 {
         }
     }
 
-    fn tick(&mut self, tasks: &mut [Task], curr: TaskId) -> bool {
-        let t = &mut tasks[curr];
-        if curr == 0 || t.policy == Policy::Fifo {
+    fn tick(&mut self, tasks: &[Task], curr: TaskId, _now: Nanos) -> bool {
+        if curr == 0 || tasks[curr].policy == Policy::Fifo {
             return false;
         }
-        t.counter -= 1;
-        if t.counter <= 0 {
-            t.counter = 0;
-            return true;
-        }
-        false
+        let c = self.counter(curr) - 1;
+        self.counter[curr] = c.max(0);
+        c <= 0
     }
 
-    fn wakeup_preempt(&self, tasks: &[Task], p: TaskId, curr: TaskId) -> bool {
+    fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, _now: Nanos) -> bool {
         if curr == 0 {
             return true;
         }
         let mm = tasks[curr].mm;
-        goodness(&tasks[p], mm) - goodness(&tasks[curr], mm) > 0
+        goodness(&tasks[p], self.counter(p), mm) - goodness(&tasks[curr], self.counter(curr), mm) > 0
     }
 
-    fn fork(&mut self, tasks: &mut [Task], parent: TaskId, child: TaskId, _now: Nanos) {
-        let pc = tasks[parent].counter;
-        tasks[child].counter = (pc + 1) >> 1;
-        tasks[parent].counter = pc >> 1;
+    fn fork(&mut self, tasks: &[Task], parent: Option<TaskId>, child: TaskId, _now: Nanos) {
+        if self.counter.len() <= child {
+            self.counter.resize(child + 1, 0);
+        }
+        match parent {
+            // do_fork: `p->counter = (current->counter + 1) >> 1; current->counter >>= 1`.
+            Some(parent) => {
+                let pc = self.counter(parent);
+                self.counter[child] = (pc + 1) >> 1;
+                self.counter[parent] = pc >> 1;
+            }
+            // A task the model starts itself: a fresh first slice, NICE_TO_TICKS(nice).
+            None => self.counter[child] = self.nice_to_ticks(tasks[child].nice),
+        }
     }
 
     fn nr_running(&self) -> usize {

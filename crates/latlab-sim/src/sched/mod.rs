@@ -1,33 +1,61 @@
-//! Schedulers behind one trait. The CPU loop (`kernel`) never asks which scheduler it has.
+//! Schedulers behind one trait. The CPU loop (`kernel`) never asks which scheduler it has;
+//! `sched::build` is the one place that turns a variant's `sched` switch into one.
 //!
 //! - [`goodness24`]: Linux 2.4's `goodness()` scheduler with epochs, SCHED_FIFO/RR on top.
 //! - [`o1`]: Ingo Molnar's O(1) scheduler as in 2.6.11 kernel/sched.c (uniprocessor), with
 //!   SCHED_FIFO/RR in priorities 0..99 above it.
+//! - [`cfs`]: the Completely Fair Scheduler of 2.6.35/2.6.36 kernel/sched_fair.c, with seed
+//!   004's granularity patch as a switch; [`rt`] above it.
+//! - [`eevdf`]: EEVDF of 6.6+ kernel/sched/fair.c; [`rt`] above it.
+//!
+//! Each scheduler keeps its own per-task state, indexed by [`TaskId`]: a [`Task`] carries
+//! only what every kernel generation has (policy, priority, nice).
 
+pub mod cfs;
+pub mod eevdf;
 pub mod goodness24;
 pub mod o1;
+pub mod rt;
 
 use crate::kernel::task::{Task, TaskId};
 use crate::machine::MachineProfile;
+use crate::variant::{SchedClass, Variant};
 use latlab_core::Nanos;
 
 /// A scheduler class with its own cost of deciding. `now` is the kernel's clock (what
-/// `sched_clock()` reads), for schedulers that time sleeps and runs.
+/// `sched_clock()` reads), passed to every call.
 pub trait Scheduler {
     fn name(&self) -> &'static str;
-    /// `t` became runnable (wake_up_process / new task).
+    /// A new task (`sched_fork`): forked by `parent`, or started by the model itself with
+    /// no parent (kernel threads, the measurement task, the shell). Called before its first
+    /// `enqueue`.
+    fn fork(&mut self, tasks: &[Task], parent: Option<TaskId>, child: TaskId, now: Nanos);
+    /// `t` became runnable (wake_up_process / wake_up_new_task).
     fn enqueue(&mut self, tasks: &[Task], t: TaskId, now: Nanos);
     /// `t` stopped being runnable (it sleeps or exited).
-    fn dequeue(&mut self, tasks: &[Task], t: TaskId);
+    fn dequeue(&mut self, tasks: &[Task], t: TaskId, now: Nanos);
     /// schedule(): choose the next task; `prev` is still on the runqueue if runnable.
     /// Returns the choice and the time the decision took.
-    fn pick(&mut self, tasks: &mut [Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos);
+    fn pick(&mut self, tasks: &[Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos);
     /// Timer tick charged to `curr`; true if `curr` should reschedule.
-    fn tick(&mut self, tasks: &mut [Task], curr: TaskId) -> bool;
+    fn tick(&mut self, tasks: &[Task], curr: TaskId, now: Nanos) -> bool;
     /// Should waking `p` set need_resched on `curr`? Asked right after `enqueue(p)`.
-    fn wakeup_preempt(&self, tasks: &[Task], p: TaskId, curr: TaskId) -> bool;
-    /// do_fork(): share the parent's slice with the child (before the child's `enqueue`).
-    fn fork(&mut self, tasks: &mut [Task], parent: TaskId, child: TaskId, now: Nanos);
+    fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool;
     /// Runnable tasks (including the running one).
     fn nr_running(&self) -> usize;
+    /// Where runnable task `t` stands in this scheduler's order, in the kernel's terms
+    /// (`vruntime 12.345 ms, 1.2 ms right of min_vruntime`), for explaining a late wakeup.
+    fn describe(&self, _t: TaskId) -> Option<String> {
+        None
+    }
+}
+
+/// The scheduler the variant names (the only place that asks which one it is).
+pub fn build(v: &Variant) -> Box<dyn Scheduler> {
+    match v.sched {
+        SchedClass::Goodness24 => Box::new(goodness24::Goodness24::new(v.hz)),
+        SchedClass::O1 => Box::new(o1::O1::new(v.hz)),
+        SchedClass::Cfs => Box::new(rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()))),
+        SchedClass::Eevdf => Box::new(rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz))),
+    }
 }

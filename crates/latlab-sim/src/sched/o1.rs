@@ -536,7 +536,7 @@ impl Scheduler for O1 {
         }
     }
 
-    fn dequeue(&mut self, _tasks: &[Task], t: TaskId) {
+    fn dequeue(&mut self, _tasks: &[Task], t: TaskId, _now: Nanos) {
         // deactivate_task(): `rq->nr_running--; dequeue_task(p, p->array)`.
         if let Some(a) = self.st.get(t).and_then(|p| p.as_ref()).and_then(|p| p.array) {
             self.dequeue_task(t, a);
@@ -544,7 +544,7 @@ impl Scheduler for O1 {
         }
     }
 
-    fn pick(&mut self, _tasks: &mut [Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos) {
+    fn pick(&mut self, _tasks: &[Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos) {
         let mut cost = m.schedule_base_ns + m.cost(PICK_INSTR, 0.0);
         let ns_max = self.ns_max_sleep_avg();
         let known = |s: &Self, t: TaskId| t != 0 && s.st.get(t).is_some_and(|p| p.is_some());
@@ -594,7 +594,7 @@ impl Scheduler for O1 {
         (next, cost)
     }
 
-    fn tick(&mut self, _tasks: &mut [Task], curr: TaskId) -> bool {
+    fn tick(&mut self, _tasks: &[Task], curr: TaskId, _now: Nanos) -> bool {
         self.jiffies += 1;
         if curr == 0 || !self.st.get(curr).is_some_and(|p| p.is_some()) {
             return false;
@@ -602,7 +602,7 @@ impl Scheduler for O1 {
         self.scheduler_tick(curr)
     }
 
-    fn wakeup_preempt(&self, _tasks: &[Task], p: TaskId, curr: TaskId) -> bool {
+    fn wakeup_preempt(&mut self, _tasks: &[Task], p: TaskId, curr: TaskId, _now: Nanos) -> bool {
         if let Some((t, Some(resched))) = self.last_enqueued {
             if t == p {
                 // wake_up_new_task: no priority test on the parent's CPU.
@@ -614,7 +614,9 @@ impl Scheduler for O1 {
         self.prio(p) < self.prio(curr)
     }
 
-    fn fork(&mut self, tasks: &mut [Task], parent: TaskId, child: TaskId, now: Nanos) {
+    fn fork(&mut self, tasks: &[Task], parent: Option<TaskId>, child: TaskId, now: Nanos) {
+        // A task the model starts itself gets fresh fields at its first enqueue.
+        let Some(parent) = parent else { return };
         self.ensure(tasks, parent, now);
         let mut c = self.fresh(&tasks[child], now);
         let par = self.p(parent).clone();
@@ -669,7 +671,6 @@ mod tests {
             policy,
             rt_priority,
             nice,
-            counter: 6,
             state: TaskState::Runnable,
             kthread: mm == 0,
             mm,
@@ -707,13 +708,13 @@ mod tests {
         for &t in ids {
             s.enqueue(ts, t, 0);
             s.pick(ts, 0, &m(), 0);
-            s.dequeue(ts, t);
+            s.dequeue(ts, t, 0);
         }
     }
 
     #[test]
     fn pick_order_rt_first_then_lower_prio_then_fifo_within_a_priority() {
-        let mut ts = tasks(&[
+        let ts = tasks(&[
             (Policy::Other, 0, 0),
             (Policy::Other, 0, -5),
             (Policy::Fifo, 10, 0),
@@ -732,12 +733,12 @@ mod tests {
         );
         let mut order = Vec::new();
         for _ in 0..5 {
-            let (next, _) = s.pick(&mut ts, 0, &m(), 0);
+            let (next, _) = s.pick(&ts, 0, &m(), 0);
             order.push(next);
-            s.dequeue(&ts, next);
+            s.dequeue(&ts, next, 0);
         }
         assert_eq!(order, vec![4, 5, 3, 2, 1]);
-        assert_eq!(s.pick(&mut ts, 0, &m(), 0).0, 0, "nothing runnable: idle");
+        assert_eq!(s.pick(&ts, 0, &m(), 0).0, 0, "nothing runnable: idle");
     }
 
     #[test]
@@ -779,9 +780,9 @@ mod tests {
         assert_eq!((p(&s, 1).sleep_avg, p(&s, 1).prio), (1_000 * MS, 115));
         assert!(O1::task_interactive(p(&s, 1)));
         // It runs 300 ms: debited 300 / CURRENT_BONUS (10) = 30 ms -> 970 ms, bonus 9.
-        s.pick(&mut ts, 0, &m(), 100 * MS);
-        s.dequeue(&ts, 1);
-        s.pick(&mut ts, 1, &m(), 400 * MS);
+        s.pick(&ts, 0, &m(), 100 * MS);
+        s.dequeue(&ts, 1, 0);
+        s.pick(&ts, 1, &m(), 400 * MS);
         assert_eq!(p(&s, 1).sleep_avg, 970 * MS);
         // A user task asleep longer than INTERACTIVE_SLEEP gets just interactive status:
         // MAX_SLEEP_AVG - DEF_TIMESLICE = 900 ms, bonus 9, prio 116 (interactive: <= 118).
@@ -803,25 +804,25 @@ mod tests {
     #[test]
     fn expired_tasks_wait_for_the_array_switch() {
         // Two CPU hogs at nice +19 (5 ms slices at HZ 1000), never interactive.
-        let mut ts = tasks(&[(Policy::Other, 0, 19), (Policy::Other, 0, 19)]);
+        let ts = tasks(&[(Policy::Other, 0, 19), (Policy::Other, 0, 19)]);
         let mut s = O1::new(1000);
         s.enqueue(&ts, 1, 0);
         s.enqueue(&ts, 2, 0);
-        let (a, _) = s.pick(&mut ts, 0, &m(), 0);
+        let (a, _) = s.pick(&ts, 0, &m(), 0);
         assert_eq!(a, 1);
-        let ticks = (0..5).map(|_| s.tick(&mut ts, a)).collect::<Vec<_>>();
+        let ticks = (0..5).map(|_| s.tick(&ts, a, 0)).collect::<Vec<_>>();
         assert_eq!(ticks, [false, false, false, false, true]);
         assert_eq!(p(&s, 1).array, Some(1 - s.active), "on the expired array");
         assert_eq!(p(&s, 1).time_slice, 5, "refilled on expiry");
         // The other one is still active and runs before any expired task.
-        let (b, _) = s.pick(&mut ts, a, &m(), 5 * MS);
+        let (b, _) = s.pick(&ts, a, &m(), 5 * MS);
         assert_eq!(b, 2);
         for _ in 0..5 {
-            s.tick(&mut ts, b);
+            s.tick(&ts, b, 0);
         }
         // Active is empty: schedule() switches the arrays and task 1 runs again, 2 behind it.
         let before = s.active;
-        let (c, _) = s.pick(&mut ts, b, &m(), 10 * MS);
+        let (c, _) = s.pick(&ts, b, &m(), 10 * MS);
         assert_eq!((c, s.active), (1, 1 - before));
         let q = &s.arrays[s.active].queue[MAX_PRIO as usize - 1];
         assert_eq!(q.iter().copied().collect::<Vec<_>>(), [1, 2]);
@@ -834,18 +835,18 @@ mod tests {
         let mut s = O1::new(1000);
         asleep_at_0(&mut s, &mut ts, &[1]);
         s.enqueue(&ts, 1, 500 * MS); // sleep_avg 1 s: prio 115, interactive
-        s.pick(&mut ts, 0, &m(), 500 * MS);
+        s.pick(&ts, 0, &m(), 500 * MS);
         for _ in 0..99 {
-            s.tick(&mut ts, 1);
+            s.tick(&ts, 1, 0);
         }
         // Every TIMESLICE_GRANULARITY (10 jiffies at bonus 10) it was requeued; the slice
         // ends on the 100th tick and it goes back on the *active* array.
-        assert!(s.tick(&mut ts, 1));
+        assert!(s.tick(&ts, 1, 0));
         assert_eq!(p(&s, 1).array, Some(s.active));
         // EXPIRED_STARVING's second clause: a better static_prio already expired.
         s.best_expired_prio = 110;
         s.pm(1).time_slice = 1;
-        assert!(s.tick(&mut ts, 1));
+        assert!(s.tick(&ts, 1, 0));
         assert_eq!(p(&s, 1).array, Some(1 - s.active), "starving expired array: 1 expires");
         // Task 2 (nice 5, sleep_avg 0) is never interactive: DELTA = 3, prio 130 > 122.
         s.enqueue(&ts, 2, 0);
@@ -860,32 +861,32 @@ mod tests {
         s.enqueue(&ts, 1, 500 * MS);
         s.enqueue(&ts, 2, 500 * MS);
         assert_eq!((p(&s, 1).prio, p(&s, 2).prio), (115, 115));
-        let (a, _) = s.pick(&mut ts, 0, &m(), 500 * MS);
+        let (a, _) = s.pick(&ts, 0, &m(), 500 * MS);
         assert_eq!(a, 1);
         // TIMESLICE_GRANULARITY at bonus 10: GRANULARITY (10 jiffies) << 0.
         assert_eq!(s.timeslice_granularity(p(&s, 1).sleep_avg), 10);
-        let resched: Vec<bool> = (0..10).map(|_| s.tick(&mut ts, 1)).collect();
+        let resched: Vec<bool> = (0..10).map(|_| s.tick(&ts, 1, 0)).collect();
         assert_eq!(resched.iter().filter(|&&r| r).count(), 1);
         assert!(resched[9], "the 10th tick requeues it behind its peer");
-        assert_eq!(s.pick(&mut ts, 1, &m(), 510 * MS).0, 2);
+        assert_eq!(s.pick(&ts, 1, &m(), 510 * MS).0, 2);
     }
 
     #[test]
     fn sched_rr_round_robins_fifo_does_not() {
-        let mut ts = tasks(&[(Policy::Rr, 10, 0), (Policy::Rr, 10, 0), (Policy::Fifo, 10, 0)]);
+        let ts = tasks(&[(Policy::Rr, 10, 0), (Policy::Rr, 10, 0), (Policy::Fifo, 10, 0)]);
         let mut s = O1::new(1000);
         for t in 1..=3 {
             s.enqueue(&ts, t, 0);
         }
-        assert_eq!(s.pick(&mut ts, 0, &m(), 0).0, 1);
-        let resched: Vec<bool> = (0..100).map(|_| s.tick(&mut ts, 1)).collect();
+        assert_eq!(s.pick(&ts, 0, &m(), 0).0, 1);
+        let resched: Vec<bool> = (0..100).map(|_| s.tick(&ts, 1, 0)).collect();
         assert_eq!(
             resched.iter().position(|&r| r),
             Some(99),
             "task_timeslice(nice 0): 100 ticks"
         );
-        assert_eq!(s.pick(&mut ts, 1, &m(), 100 * MS).0, 2);
-        let fifo = (0..1000).any(|_| s.tick(&mut ts, 3));
+        assert_eq!(s.pick(&ts, 1, &m(), 100 * MS).0, 2);
+        let fifo = (0..1000).any(|_| s.tick(&ts, 3, 0));
         assert!(!fifo, "SCHED_FIFO has no timeslice");
     }
 
@@ -896,22 +897,18 @@ mod tests {
         ts.push(task(Policy::Other, 0, 0, 2));
         let mut s = O1::new(1000);
         s.enqueue(&ts, 1, 0);
-        assert_eq!(s.pick(&mut ts, 0, &m(), 0).0, 1);
+        assert_eq!(s.pick(&ts, 0, &m(), 0).0, 1);
         s.pm(1).time_slice = 7;
-        s.fork(&mut ts, 1, 2, MS);
+        s.fork(&ts, Some(1), 2, MS);
         // `p->time_slice = (current->time_slice + 1) >> 1; current->time_slice >>= 1`
         assert_eq!((p(&s, 2).time_slice, p(&s, 1).time_slice), (4, 3));
         s.enqueue(&ts, 2, MS);
-        assert!(s.wakeup_preempt(&ts, 2, 1), "child-runs-first: parent reschedules");
-        assert_eq!(
-            s.pick(&mut ts, 1, &m(), MS).0,
-            2,
-            "the child is queued ahead of the parent"
-        );
+        assert!(s.wakeup_preempt(&ts, 2, 1, 0), "child-runs-first: parent reschedules");
+        assert_eq!(s.pick(&ts, 1, &m(), MS).0, 2, "the child is queued ahead of the parent");
         // A CLONE_VM child goes to the tail and does not preempt.
-        s.fork(&mut ts, 2, 3, 2 * MS);
+        s.fork(&ts, Some(2), 3, 2 * MS);
         s.enqueue(&ts, 3, 2 * MS);
-        assert!(!s.wakeup_preempt(&ts, 3, 2));
+        assert!(!s.wakeup_preempt(&ts, 3, 2, 0));
         let q = &s.arrays[s.active].queue[p(&s, 2).prio as usize];
         assert_eq!(q.iter().copied().collect::<Vec<_>>(), [2, 1, 3]);
         // A parent left with no slice: `current->time_slice = 1; scheduler_tick()` expires
@@ -920,13 +917,13 @@ mod tests {
         ts2.push(task(Policy::Other, 0, 0, 1));
         let mut s = O1::new(1000);
         s.enqueue(&ts2, 1, 0);
-        s.pick(&mut ts2, 0, &m(), 0);
+        s.pick(&ts2, 0, &m(), 0);
         s.pm(1).time_slice = 1;
-        s.fork(&mut ts2, 1, 2, 0);
+        s.fork(&ts2, Some(1), 2, 0);
         s.enqueue(&ts2, 2, 0);
         assert_eq!((p(&s, 2).time_slice, p(&s, 1).time_slice), (1, 100));
         assert_eq!(p(&s, 1).array, Some(1 - s.active), "the parent expired");
-        assert!(s.wakeup_preempt(&ts2, 2, 1));
+        assert!(s.wakeup_preempt(&ts2, 2, 1, 0));
     }
 
     #[test]
@@ -937,25 +934,26 @@ mod tests {
         s.enqueue(&ts, 1, 0);
         s.enqueue(&ts, 2, 0);
         // Equal prio (125): no preemption; RT over anything; anything over idle.
-        assert!(!s.wakeup_preempt(&ts, 2, 1));
+        assert!(!s.wakeup_preempt(&ts, 2, 1, 0));
         s.enqueue(&ts, 3, 0);
-        assert!(s.wakeup_preempt(&ts, 3, 1));
-        assert!(!s.wakeup_preempt(&ts, 1, 3));
-        assert!(s.wakeup_preempt(&ts, 1, 0));
+        assert!(s.wakeup_preempt(&ts, 3, 1, 0));
+        assert!(!s.wakeup_preempt(&ts, 1, 3, 0));
+        assert!(s.wakeup_preempt(&ts, 1, 0, 0));
         // After a 100 ms sleep task 1 is at 115 and preempts task 2 at 125.
-        s.dequeue(&ts, 1);
+        s.dequeue(&ts, 1, 0);
         s.enqueue(&ts, 1, 100 * MS);
-        assert!(s.wakeup_preempt(&ts, 1, 2));
-        assert!(!s.wakeup_preempt(&ts, 2, 1));
+        assert!(s.wakeup_preempt(&ts, 1, 2, 0));
+        assert!(!s.wakeup_preempt(&ts, 2, 1, 0));
     }
 
     /// The decision cost with `n` runnable nice-0 tasks, through the trait.
     fn cost_with(sched: &mut dyn Scheduler, n: usize) -> Nanos {
-        let mut ts = tasks(&vec![(Policy::Other, 0, 0); n]);
+        let ts = tasks(&vec![(Policy::Other, 0, 0); n]);
         for t in 1..=n {
+            sched.fork(&ts, None, t, 0);
             sched.enqueue(&ts, t, 0);
         }
-        sched.pick(&mut ts, 0, &m(), 0).1
+        sched.pick(&ts, 0, &m(), 0).1
     }
 
     #[test]
@@ -978,16 +976,7 @@ mod tests {
     fn run(sched: crate::variant::SchedClass, hogs: u32, seed: u64) -> latlab_core::RunResult {
         let cfg = crate::SimConfig {
             machine: m(),
-            variant: crate::Variant {
-                name: "t".into(),
-                description: String::new(),
-                base: "t".into(),
-                preempt: crate::PreemptModel::None,
-                points: Default::default(),
-                hz: 100,
-                sched,
-                swap_allocator: "scan-2.4".into(),
-            },
+            variant: crate::kernel::tests::variant_with(sched, crate::PreemptModel::None, &[]),
             workload: crate::Workload {
                 name: "hogs".into(),
                 commands: vec![crate::CommandSpec::CpuHogs { tasks: hogs }],

@@ -1,0 +1,358 @@
+//! EEVDF, the fair class of Linux 6.6+ (`kernel/sched/fair.c`, `kernel/sched/features.h`
+//! of 6.6-6.18; kernel-facts.md), one CPU, no group scheduling. The formula each function
+//! follows is quoted above its code.
+//!
+//! - Every task has a `vruntime` (run time scaled by `NICE_0_LOAD / weight`, as CFS) and a
+//!   virtual deadline `vd_i = v_i + calc_delta_fair(slice, se)`. The queue's weighted
+//!   average `V = \Sum v_i * w_i / W` (`avg_vruntime`) decides eligibility: a task is
+//!   eligible iff `V >= v_i` (its lag `w_i * (V - v_i)` is not negative).
+//! - `pick_eevdf`: the eligible task with the earliest deadline; with RUN_TO_PARITY the
+//!   running task keeps the CPU, while eligible, until its deadline moves (`protect_slice`).
+//! - `update_curr` -> `update_deadline`: once a task's vruntime passes its deadline it gets
+//!   a new one a slice later and, if others are queued, a reschedule (at the tick, or at the
+//!   next `update_curr`; HRTICK is off by default).
+//! - `place_entity` with PLACE_LAG: a task is placed at `V - vlag * (W + w) / W`, the lag it
+//!   had when it left (`update_entity_lag`, clamped to a slice or a tick); a new task has
+//!   no lag and, with PLACE_DEADLINE_INITIAL, half a slice to its first deadline.
+//! - Wakeup preemption (`check_preempt_wakeup_fair`): preempt iff the wakee is what
+//!   `pick_eevdf` would now choose.
+//!
+//! Not modelled: DELAY_DEQUEUE (6.12+: a sleeper with negative lag stays queued until it
+//! is paid off), PREEMPT_SHORT (every task here has the base slice, so it never applies),
+//! SMP, group scheduling, `sched_yield`.
+
+use super::cfs::{calc_delta_fair, weight, PICK_FIXED_INSTR, RB_LEVEL_INSTR, RB_LEVEL_MISSES};
+use super::rt::FairClass;
+use crate::kernel::task::{Task, TaskId};
+use crate::machine::MachineProfile;
+use crate::variant::EevdfTunables;
+use latlab_core::Nanos;
+use std::collections::BTreeSet;
+
+/// Virtual times start here, so lags of either sign stay in range of an unsigned clock.
+const VRUNTIME_BASE: i128 = 1 << 40;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Entity {
+    vruntime: i128,
+    deadline: i128,
+    vlag: i128,
+    weight: u64,
+    sum_exec_runtime: Nanos,
+    exec_start: Nanos,
+    on_rq: bool,
+    known: bool,
+    /// Forked and not yet enqueued.
+    new: bool,
+    /// RUN_TO_PARITY: the slice is protected until the deadline moves (`se->vlag ==
+    /// se->deadline` in 6.6-6.12's `set_next_entity`).
+    protect: bool,
+}
+
+/// One CPU's fair runqueue under EEVDF.
+pub struct Eevdf {
+    tun: EevdfTunables,
+    tick_ns: Nanos,
+    se: Vec<Entity>,
+    /// Queued tasks but the running one, by (deadline, enqueue order, task).
+    tree: BTreeSet<(i128, u64, TaskId)>,
+    key: Vec<Option<(i128, u64)>>,
+    seq: u64,
+    /// `\Sum w_i * (v_i - VRUNTIME_BASE)` and `\Sum w_i` over the queued tasks, the running
+    /// one included while it is queued.
+    sum_wv: i128,
+    sum_w: u64,
+    nr_running: usize,
+    curr: Option<TaskId>,
+}
+
+impl Eevdf {
+    pub fn new(tun: EevdfTunables, hz: u32) -> Self {
+        Eevdf {
+            tun,
+            tick_ns: 1_000_000_000 / Nanos::from(hz.max(1)),
+            se: Vec::new(),
+            tree: BTreeSet::new(),
+            key: Vec::new(),
+            seq: 0,
+            sum_wv: 0,
+            sum_w: 0,
+            nr_running: 0,
+            curr: None,
+        }
+    }
+
+    fn ensure(&mut self, tasks: &[Task], t: TaskId) {
+        if self.se.len() <= t {
+            self.se.resize(t + 1, Entity::default());
+            self.key.resize(t + 1, None);
+        }
+        if !self.se[t].known {
+            let v = self.avg_vruntime();
+            self.se[t] = Entity {
+                vruntime: v,
+                deadline: v,
+                weight: weight(tasks[t].nice),
+                known: true,
+                ..Entity::default()
+            };
+        }
+    }
+
+    /// `avg_vruntime`: `V = \Sum v_i * w_i / W` (rounded down, as the kernel's
+    /// `div_s64` after its negative correction); the base when nothing is queued.
+    fn avg_vruntime(&self) -> i128 {
+        if self.sum_w == 0 {
+            return self.curr.map_or(VRUNTIME_BASE, |c| self.se[c].vruntime);
+        }
+        VRUNTIME_BASE + self.sum_wv.div_euclid(self.sum_w as i128)
+    }
+
+    /// `entity_eligible`: `V >= v_i`, as `\Sum (v_j - v_0) w_j >= (v_i - v_0) W`.
+    fn eligible(&self, t: TaskId) -> bool {
+        let e = &self.se[t];
+        self.sum_wv >= (e.vruntime - VRUNTIME_BASE) * self.sum_w as i128
+    }
+
+    fn account(&mut self, t: TaskId, add: bool) {
+        let e = &self.se[t];
+        let wv = e.weight as i128 * (e.vruntime - VRUNTIME_BASE);
+        if add {
+            self.sum_wv += wv;
+            self.sum_w += e.weight;
+        } else {
+            self.sum_wv -= wv;
+            self.sum_w -= e.weight;
+        }
+    }
+
+    fn vslice(&self, t: TaskId) -> i128 {
+        calc_delta_fair(self.tun.base_slice_ns, self.se[t].weight) as i128
+    }
+
+    /// `update_curr` with `update_deadline`: charge the running task; true when its
+    /// deadline passed and others are queued (`resched_curr_lazy`).
+    fn update_curr(&mut self, now: Nanos) -> bool {
+        let Some(c) = self.curr else { return false };
+        let delta = now.saturating_sub(self.se[c].exec_start);
+        let on_rq = self.se[c].on_rq;
+        if on_rq {
+            self.account(c, false);
+        }
+        let dv = calc_delta_fair(delta, self.se[c].weight) as i128;
+        let e = &mut self.se[c];
+        e.sum_exec_runtime += delta;
+        e.exec_start = now;
+        e.vruntime += dv;
+        if on_rq {
+            self.account(c, true);
+        }
+        // update_deadline: `if ((s64)(se->vruntime - se->deadline) < 0) return false;
+        // se->deadline = se->vruntime + calc_delta_fair(se->slice, se); if
+        // (cfs_rq->nr_running > 1) { resched_curr(rq); clear_buddies(cfs_rq, se); }`.
+        if self.se[c].vruntime < self.se[c].deadline {
+            return false;
+        }
+        let vs = self.vslice(c);
+        let e = &mut self.se[c];
+        e.deadline = e.vruntime + vs;
+        e.protect = false;
+        self.nr_running > 1
+    }
+
+    /// `place_entity(cfs_rq, se, flags)` with PLACE_LAG and PLACE_DEADLINE_INITIAL.
+    fn place_entity(&mut self, t: TaskId, initial: bool) {
+        let v = self.avg_vruntime();
+        let mut vslice = self.vslice(t);
+        let mut lag = 0;
+        if self.tun.place_lag && self.nr_running > 0 {
+            // `lag *= load + w; lag /= load` with load the queue's weight.
+            let load = self.sum_w.max(1) as i128;
+            lag = self.se[t].vlag * (load + self.se[t].weight as i128) / load;
+        }
+        if initial {
+            vslice /= 2;
+        }
+        let e = &mut self.se[t];
+        e.vruntime = v - lag;
+        e.deadline = e.vruntime + vslice;
+    }
+
+    /// `update_entity_lag`: `vlag = clamp(V - v_i, -limit, limit)`, `limit =
+    /// calc_delta_fair(max(2 * slice, TICK_NSEC), se)`.
+    fn update_entity_lag(&mut self, t: TaskId) {
+        let limit = calc_delta_fair((2 * self.tun.base_slice_ns).max(self.tick_ns), self.se[t].weight) as i128;
+        let lag = self.avg_vruntime() - self.se[t].vruntime;
+        self.se[t].vlag = lag.clamp(-limit, limit);
+    }
+
+    fn tree_insert(&mut self, t: TaskId) {
+        self.seq += 1;
+        let k = (self.se[t].deadline, self.seq);
+        self.tree.insert((k.0, k.1, t));
+        self.key[t] = Some(k);
+    }
+
+    fn tree_remove(&mut self, t: TaskId) {
+        if let Some((d, s)) = self.key[t].take() {
+            self.tree.remove(&(d, s, t));
+        }
+    }
+
+    /// `pick_eevdf`: the eligible entity with the earliest deadline (the running task
+    /// included while queued and eligible); RUN_TO_PARITY keeps a protected running task.
+    fn pick_eevdf(&self) -> Option<TaskId> {
+        let curr = self.curr.filter(|&c| self.se[c].on_rq && self.eligible(c));
+        if let Some(c) = curr {
+            if self.tun.run_to_parity && self.se[c].protect {
+                return Some(c);
+            }
+        }
+        let best = self.tree.iter().map(|k| k.2).find(|&t| self.eligible(t));
+        match (curr, best) {
+            (Some(c), Some(b)) if self.se[c].deadline <= self.se[b].deadline => Some(c),
+            (_, Some(b)) => Some(b),
+            (c, None) => c.or_else(|| self.tree.first().map(|k| k.2)),
+        }
+    }
+
+    fn tree_cost(m: &MachineProfile, n: usize) -> Nanos {
+        let levels = (usize::BITS - n.leading_zeros()) as f64;
+        m.cost(RB_LEVEL_INSTR * levels, RB_LEVEL_MISSES * levels)
+    }
+}
+
+impl FairClass for Eevdf {
+    fn name(&self) -> &'static str {
+        "eevdf"
+    }
+
+    fn fork(&mut self, tasks: &[Task], _parent: Option<TaskId>, child: TaskId, now: Nanos) {
+        self.ensure(tasks, child);
+        // task_fork_fair: `update_curr(cfs_rq); place_entity(cfs_rq, se, ENQUEUE_INITIAL)`.
+        self.update_curr(now);
+        self.se[child].vlag = 0;
+        self.place_entity(child, true);
+        self.se[child].new = true;
+        self.se[child].exec_start = now;
+    }
+
+    fn enqueue(&mut self, tasks: &[Task], t: TaskId, now: Nanos) {
+        self.ensure(tasks, t);
+        if self.se[t].on_rq {
+            return;
+        }
+        self.update_curr(now);
+        if !std::mem::take(&mut self.se[t].new) {
+            self.place_entity(t, false);
+        }
+        self.se[t].on_rq = true;
+        self.nr_running += 1;
+        self.account(t, true);
+        if self.curr != Some(t) {
+            self.tree_insert(t);
+        }
+    }
+
+    fn dequeue(&mut self, _tasks: &[Task], t: TaskId, now: Nanos) {
+        if !self.se.get(t).is_some_and(|e| e.on_rq) {
+            return;
+        }
+        self.update_curr(now);
+        // dequeue_entity: `update_entity_lag(cfs_rq, se)` before it leaves the average.
+        self.update_entity_lag(t);
+        self.tree_remove(t);
+        self.account(t, false);
+        self.se[t].on_rq = false;
+        self.nr_running -= 1;
+    }
+
+    fn put_prev(&mut self, _tasks: &[Task], now: Nanos) {
+        let Some(c) = self.curr else { return };
+        if self.se[c].on_rq {
+            self.update_curr(now);
+            self.tree_insert(c);
+        }
+        self.curr = None;
+    }
+
+    fn pick_next(&mut self, _tasks: &[Task], m: &MachineProfile, now: Nanos) -> (Option<TaskId>, Nanos) {
+        let n = self.tree.len();
+        let Some(se) = self.pick_eevdf() else {
+            return (None, 0);
+        };
+        self.tree_remove(se);
+        let e = &mut self.se[se];
+        e.exec_start = now;
+        // set_next_entity: RUN_TO_PARITY protects the slice just begun.
+        e.protect = true;
+        self.curr = Some(se);
+        (Some(se), m.cost(PICK_FIXED_INSTR, 0.0) + 2 * Self::tree_cost(m, n))
+    }
+
+    fn tick(&mut self, _tasks: &[Task], now: Nanos) -> bool {
+        // entity_tick -> update_curr -> update_deadline.
+        self.update_curr(now)
+    }
+
+    fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool {
+        self.ensure(tasks, p);
+        if self.curr != Some(curr) {
+            return false;
+        }
+        // check_preempt_wakeup_fair: `update_curr(cfs_rq); if (pick_eevdf(cfs_rq) == pse)
+        // goto preempt;` (a deadline that passed in update_curr reschedules too).
+        let expired = self.update_curr(now);
+        expired || self.pick_eevdf() == Some(p)
+    }
+
+    fn nr_running(&self) -> usize {
+        self.nr_running
+    }
+
+    fn describe(&self, t: TaskId) -> Option<String> {
+        let e = self.se.get(t).filter(|e| e.known)?;
+        let v = self.avg_vruntime();
+        Some(format!(
+            "lag {:+.3} ms, deadline {:+.3} ms from V{}",
+            (v - e.vruntime) as f64 / 1e6,
+            (e.deadline - v) as f64 / 1e6,
+            if self.eligible(t) {
+                ", eligible"
+            } else {
+                ", not eligible"
+            }
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn average_and_eligibility_follow_the_weighted_mean() {
+        let tun = EevdfTunables {
+            base_slice_ns: 700_000,
+            run_to_parity: true,
+            place_lag: true,
+        };
+        let mut s = Eevdf::new(tun, 1000);
+        s.se = vec![Entity::default(); 3];
+        s.key = vec![None; 3];
+        for (t, v, w) in [(1, 0, 1024u64), (2, 3_000_000i128, 3072)] {
+            s.se[t] = Entity {
+                vruntime: VRUNTIME_BASE + v,
+                weight: w,
+                on_rq: true,
+                known: true,
+                ..Entity::default()
+            };
+            s.account(t, true);
+        }
+        // V = (0 * 1024 + 3 ms * 3072) / 4096 = 2.25 ms.
+        assert_eq!(s.avg_vruntime() - VRUNTIME_BASE, 2_250_000);
+        assert!(s.eligible(1), "left of V");
+        assert!(!s.eligible(2), "right of V");
+    }
+}

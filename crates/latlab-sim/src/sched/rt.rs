@@ -1,0 +1,192 @@
+//! The real-time class above a fair class (kernel/sched_rt.c, 2.6.2x-6.x, uniprocessor):
+//! SCHED_FIFO and SCHED_RR tasks in 100 priority lists (`rt_priority` 99 highest), always
+//! picked before any fair task; a woken RT task preempts any fair one and any RT one of
+//! lower priority. SCHED_RR tasks round-robin within their priority every `RR_TIMESLICE`
+//! (100 ms: `#define RR_TIMESLICE (100 * HZ / 1000)`, include/linux/sched.h). The fair
+//! class ([`FairClass`]: CFS or EEVDF) sees only SCHED_OTHER tasks and never learns that an
+//! RT task ran, except as time its current task did not run (`put_prev`).
+
+use super::Scheduler;
+use crate::kernel::task::{Policy, Task, TaskId};
+use crate::machine::MachineProfile;
+use latlab_core::Nanos;
+use std::collections::VecDeque;
+
+/// `RR_TIMESLICE`: 100 ms (include/linux/sched.h, 2.6.2x-6.x).
+pub const RR_TIMESLICE_NS: Nanos = 100_000_000;
+
+/// Instructions of the RT class's pick beyond schedule()'s fixed part: `sched_find_first_bit`
+/// over the 100-bit priority bitmap and the list head (as O(1)'s bitmap pick, `o1::PICK_INSTR`).
+const RT_PICK_INSTR: f64 = 25.0;
+
+/// A fair scheduling class under the RT class: what `struct sched_class` asks of
+/// `fair_sched_class` (kernel/sched_fair.c), for SCHED_OTHER tasks only.
+pub trait FairClass {
+    fn name(&self) -> &'static str;
+    /// `task_fork_fair` (parent `None`: a task the model starts itself).
+    fn fork(&mut self, tasks: &[Task], parent: Option<TaskId>, child: TaskId, now: Nanos);
+    /// `enqueue_task_fair`: `t` woke (or is new).
+    fn enqueue(&mut self, tasks: &[Task], t: TaskId, now: Nanos);
+    /// `dequeue_task_fair`: `t` sleeps or exited.
+    fn dequeue(&mut self, tasks: &[Task], t: TaskId, now: Nanos);
+    /// `put_prev_task_fair`: the running task stops running (it may still be queued).
+    fn put_prev(&mut self, tasks: &[Task], now: Nanos);
+    /// `pick_next_task_fair`: the next task, if any, and what the pick cost (tree work).
+    fn pick_next(&mut self, tasks: &[Task], m: &MachineProfile, now: Nanos) -> (Option<TaskId>, Nanos);
+    /// `task_tick_fair` for the running task: true to reschedule.
+    fn tick(&mut self, tasks: &[Task], now: Nanos) -> bool;
+    /// `check_preempt_wakeup`: fair `p` woke while fair `curr` runs.
+    fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool;
+    /// Fair tasks runnable, the running one included.
+    fn nr_running(&self) -> usize;
+    /// Where `t` stands in this class's order.
+    fn describe(&self, t: TaskId) -> Option<String>;
+}
+
+/// The RT class over fair class `F`.
+pub struct WithRt<F> {
+    fair: F,
+    /// Runnable RT tasks per `rt_priority` (index 0..=99), FIFO within a priority.
+    queues: Vec<VecDeque<TaskId>>,
+    nr_rt: usize,
+    /// RR slice left, by task.
+    rr_left: Vec<Nanos>,
+    /// The running task belongs to the fair class (so `put_prev` is owed to it).
+    fair_running: bool,
+    /// When the running RT task's time was last charged.
+    last_tick: Nanos,
+}
+
+fn is_rt(t: &Task) -> bool {
+    t.policy != Policy::Other
+}
+
+impl<F: FairClass> WithRt<F> {
+    pub fn new(fair: F) -> Self {
+        WithRt {
+            fair,
+            queues: vec![VecDeque::new(); 100],
+            nr_rt: 0,
+            rr_left: Vec::new(),
+            fair_running: false,
+            last_tick: 0,
+        }
+    }
+
+    fn prio(t: &Task) -> usize {
+        t.rt_priority.min(99) as usize
+    }
+
+    fn highest(&self) -> Option<TaskId> {
+        self.queues.iter().rev().find_map(|q| q.front().copied())
+    }
+}
+
+impl<F: FairClass> Scheduler for WithRt<F> {
+    fn name(&self) -> &'static str {
+        self.fair.name()
+    }
+
+    fn fork(&mut self, tasks: &[Task], parent: Option<TaskId>, child: TaskId, now: Nanos) {
+        if self.rr_left.len() <= child {
+            self.rr_left.resize(child + 1, RR_TIMESLICE_NS);
+        }
+        if !is_rt(&tasks[child]) {
+            // The fair class only knows fair parents (an RT parent's child is placed alone).
+            let parent = parent.filter(|&p| !is_rt(&tasks[p]) && p != 0);
+            self.fair.fork(tasks, parent, child, now);
+        }
+    }
+
+    fn enqueue(&mut self, tasks: &[Task], t: TaskId, now: Nanos) {
+        if is_rt(&tasks[t]) {
+            let q = &mut self.queues[Self::prio(&tasks[t])];
+            if !q.contains(&t) {
+                q.push_back(t);
+                self.nr_rt += 1;
+            }
+        } else {
+            self.fair.enqueue(tasks, t, now);
+        }
+    }
+
+    fn dequeue(&mut self, tasks: &[Task], t: TaskId, now: Nanos) {
+        if is_rt(&tasks[t]) {
+            let q = &mut self.queues[Self::prio(&tasks[t])];
+            if let Some(i) = q.iter().position(|&x| x == t) {
+                q.remove(i);
+                self.nr_rt -= 1;
+            }
+        } else {
+            self.fair.dequeue(tasks, t, now);
+        }
+    }
+
+    fn pick(&mut self, tasks: &[Task], _prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos) {
+        if self.fair_running {
+            self.fair.put_prev(tasks, now);
+            self.fair_running = false;
+        }
+        let mut cost = m.schedule_base_ns + m.cost(RT_PICK_INSTR, 0.0);
+        if let Some(t) = self.highest() {
+            self.last_tick = now;
+            return (t, cost);
+        }
+        let (next, c) = self.fair.pick_next(tasks, m, now);
+        cost += c;
+        self.fair_running = next.is_some();
+        (next.unwrap_or(0), cost)
+    }
+
+    fn tick(&mut self, tasks: &[Task], curr: TaskId, now: Nanos) -> bool {
+        if curr == 0 {
+            return false;
+        }
+        if !is_rt(&tasks[curr]) {
+            return self.fair_running && self.fair.tick(tasks, now);
+        }
+        let ran = now.saturating_sub(self.last_tick);
+        self.last_tick = now;
+        if tasks[curr].policy != Policy::Rr {
+            return false;
+        }
+        // task_tick_rt: `if (--p->rt.time_slice) return; p->rt.time_slice = DEF_TIMESLICE;
+        // if more than one on the list: requeue_task_rt(rq, p, 0); set_tsk_need_resched(p)`.
+        let left = self.rr_left[curr].saturating_sub(ran);
+        if left > 0 {
+            self.rr_left[curr] = left;
+            return false;
+        }
+        self.rr_left[curr] = RR_TIMESLICE_NS;
+        let q = &mut self.queues[Self::prio(&tasks[curr])];
+        if q.len() > 1 {
+            if let Some(i) = q.iter().position(|&x| x == curr) {
+                q.remove(i);
+                q.push_back(curr);
+            }
+            return true;
+        }
+        false
+    }
+
+    fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool {
+        if curr == 0 || p == curr {
+            return curr == 0;
+        }
+        match (is_rt(&tasks[p]), is_rt(&tasks[curr])) {
+            // check_preempt_curr_rt: `if (p->prio < rq->curr->prio) resched_task`.
+            (true, true) => tasks[p].rt_priority > tasks[curr].rt_priority,
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => self.fair.wakeup_preempt(tasks, p, curr, now),
+        }
+    }
+
+    fn nr_running(&self) -> usize {
+        self.nr_rt + self.fair.nr_running()
+    }
+
+    fn describe(&self, t: TaskId) -> Option<String> {
+        self.fair.describe(t)
+    }
+}
