@@ -2,8 +2,11 @@
 //! p50 ... p99.9, max and missed events for each run, the ratio of each later run to the
 //! first, then the log-bucket histogram ([`crate::buckets`]) side by side.
 //!
-//! Streams are paired by name. A model run (`realfeel`) and a probe run (`cpu0`, `cpu1`
-//! ...) share none: then the first stream of each is compared, and the table says so.
+//! Streams are paired by name; a name with no exact match pairs with the same name plus or
+//! less a `.cpuN` suffix, so the model's `posix_timer_thread` meets the probe's
+//! `posix_timer_thread.cpu0` (the probe's name when it measured several CPUs). A model run
+//! (`realfeel`) and a probe timer run (`cpu0`, `cpu1` ...) share no name: then the first
+//! stream of each is compared, and the table says so.
 
 use crate::buckets::{self, range_label};
 use latlab_core::{Nanos, RunResult, Stream};
@@ -17,8 +20,26 @@ pub struct Pairing {
     pub note: Option<String>,
 }
 
-/// Pair the runs' streams: by name where every run has the name, else the first stream of
-/// each. Runs must each have at least one stream.
+/// A stream's name without the probe's per-CPU suffix: `posix_timer_thread.cpu1` ->
+/// `posix_timer_thread`; any other name as it is (`cpu0`, `realfeel`).
+pub fn base_name(name: &str) -> &str {
+    match name.rsplit_once('.') {
+        Some((base, cpu))
+            if !base.is_empty()
+                && cpu
+                    .strip_prefix("cpu")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            base
+        }
+        _ => name,
+    }
+}
+
+/// Pair the runs' streams, each stream of a run in at most one group: by name where every run
+/// has the name; then, for the first run's streams still unpaired, by [`base_name`] (the first
+/// unpaired stream of that base in each run); else the first stream of each. Runs must each
+/// have at least one stream.
 pub fn pair_streams(runs: &[&RunResult]) -> Pairing {
     let Some(first) = runs.first() else {
         return Pairing {
@@ -26,15 +47,33 @@ pub fn pair_streams(runs: &[&RunResult]) -> Pairing {
             note: None,
         };
     };
-    let groups: Vec<Vec<usize>> = first
-        .streams
-        .iter()
-        .filter_map(|s| {
-            runs.iter()
-                .map(|r| r.streams.iter().position(|t| t.name == s.name))
-                .collect::<Option<Vec<usize>>>()
-        })
-        .collect();
+    // used[i][j]: stream j of run i is in a group already.
+    let mut used: Vec<Vec<bool>> = runs.iter().map(|r| vec![false; r.streams.len()]).collect();
+    let mut by_first: Vec<Option<Vec<usize>>> = vec![None; first.streams.len()];
+    let exact = |a: &str, b: &str| a == b;
+    let same_base = |a: &str, b: &str| base_name(a) == base_name(b);
+    for matches in [&exact as &dyn Fn(&str, &str) -> bool, &same_base] {
+        for (k, s) in first.streams.iter().enumerate() {
+            if by_first[k].is_some() {
+                continue;
+            }
+            let group: Option<Vec<usize>> = runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| match i {
+                    0 => Some(k),
+                    _ => (0..r.streams.len()).find(|&j| !used[i][j] && matches(&s.name, &r.streams[j].name)),
+                })
+                .collect();
+            if let Some(g) = group {
+                for (i, &j) in g.iter().enumerate() {
+                    used[i][j] = true;
+                }
+                by_first[k] = Some(g);
+            }
+        }
+    }
+    let groups: Vec<Vec<usize>> = by_first.into_iter().flatten().collect();
     let names = |r: &&RunResult| r.streams.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(",");
     if groups.is_empty() {
         let all: Vec<String> = runs.iter().map(names).collect();
@@ -265,6 +304,65 @@ mod tests {
         let p = pair_streams(&[&b, &probe]);
         assert_eq!(p.groups, vec![vec![0, 0]]);
         assert!(p.note.unwrap().contains("realfeel / cpu0"));
+    }
+
+    #[test]
+    fn base_name_drops_only_a_cpu_suffix() {
+        assert_eq!(base_name("posix_timer_thread.cpu0"), "posix_timer_thread");
+        assert_eq!(base_name("posix_timer_signal.cpu12"), "posix_timer_signal");
+        for same in [
+            "posix_timer_thread",
+            "cpu0",
+            "realfeel",
+            "a.cpu",
+            "a.cpux",
+            ".cpu0",
+            "a.b",
+        ] {
+            assert_eq!(base_name(same), same);
+        }
+    }
+
+    /// A result with streams `names`, one sample each.
+    fn streams(engine: Engine, names: &[&str]) -> RunResult {
+        let mut r = result(engine, "k", names[0], &[1_000]);
+        for n in &names[1..] {
+            let mut s = latlab_core::Stream::new(*n, "x");
+            s.hist.record(2_000);
+            r.streams.push(s);
+        }
+        r
+    }
+
+    #[test]
+    fn pairs_a_model_stream_with_the_probe_stream_of_its_name_and_a_cpu_suffix() {
+        let model = streams(Engine::Sim, &["posix_timer_signal", "posix_timer_thread"]);
+        let probe = streams(Engine::Probe, &["posix_timer_thread.cpu0", "posix_timer_thread.cpu1"]);
+        let p = pair_streams(&[&model, &probe]);
+        assert_eq!(p.groups, vec![vec![1, 0]]);
+        assert_eq!(
+            p.note.as_deref(),
+            Some("not in every run, left out: posix_timer_signal, posix_timer_thread.cpu1")
+        );
+        // Either way round: each stream is paired at most once.
+        let p = pair_streams(&[&probe, &model]);
+        assert_eq!(p.groups, vec![vec![0, 1]]);
+        // An exact name wins over a suffixed one, wherever it stands.
+        let probe2 = streams(Engine::Probe, &["posix_timer_thread.cpu1", "posix_timer_thread"]);
+        assert_eq!(pair_streams(&[&model, &probe2]).groups, vec![vec![1, 1]]);
+        let p = pair_streams(&[&probe2, &probe]);
+        assert_eq!(p.groups, vec![vec![0, 1], vec![1, 0]]);
+        assert_eq!(p.note, None);
+        // No shared base: the first stream of each, as before.
+        let timer = streams(Engine::Probe, &["cpu0", "cpu1"]);
+        let p = pair_streams(&[&model, &timer]);
+        assert_eq!(p.groups, vec![vec![0, 0]]);
+        assert!(p.note.unwrap().starts_with("no stream name is in every run"));
+        // The compared stream's title names both.
+        let c = compare(&["model", "probe"], &[&model, &probe]);
+        assert_eq!(c.groups.len(), 1);
+        assert_eq!(c.groups[0].title, "posix_timer_thread vs posix_timer_thread.cpu0");
+        assert_eq!(c.groups[0].figures[1], ["count", "1", "1", "1.00x"]);
     }
 
     #[test]
