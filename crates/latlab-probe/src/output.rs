@@ -52,7 +52,8 @@ pub fn max_ns(r: &RunResult) -> u64 {
     r.streams.iter().map(|s| s.hist.max()).max().unwrap_or(0)
 }
 
-/// Print the per-stream table (us), then counters and throughput.
+/// Print the per-stream table (us), then counters and throughput. The stream column is as
+/// wide as the longest name (`cpu0`, `posix_timer_thread.cpu1`).
 pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
@@ -62,15 +63,17 @@ pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
         r.meta.kernel,
         settings_line(r)
     )?;
+    let rows = summaries(r);
+    let w = rows.iter().map(|s| s.name.chars().count()).max().unwrap_or(0).max(10);
     writeln!(
         out,
-        "{:<10} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "{:<w$} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
         "stream", "count", "missed", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max (us)"
     )?;
-    for s in summaries(r) {
+    for s in rows {
         writeln!(
             out,
-            "{:<10} {:>9} {:>7} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1}",
+            "{:<w$} {:>9} {:>7} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1}",
             s.name,
             s.count,
             s.missed,
@@ -138,5 +141,26 @@ mod tests {
         assert_eq!(ss["min_us"], 1.5);
         assert_eq!(ss["max_us"], 2.5);
         assert!(v["streams"][0]["hist"].is_object());
+    }
+
+    #[test]
+    fn table_columns_line_up_with_long_stream_names() {
+        let mut r = RunResult::new(crate::meta::new_meta("t", 1, Default::default()));
+        for name in ["posix_timer_thread.cpu0", "cpu1"] {
+            let mut s = Stream::new(name, "x");
+            s.hist.record(1500);
+            s.missed = 3;
+            r.streams.push(s);
+        }
+        let mut buf = Vec::new();
+        print_summary(&r, &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let lines: Vec<&str> = text.lines().skip(1).take(3).collect();
+        assert!(lines[1].starts_with("posix_timer_thread.cpu0 "), "{text}");
+        // Every row ends at the same column (the max), and the count column starts after the name.
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{text}");
+        let count_end = lines[0].find("count").unwrap() + "count".len();
+        assert_eq!(&lines[1][count_end - 1..count_end], "1", "{text}");
+        assert_eq!(&lines[2][count_end - 1..count_end], "1", "{text}");
     }
 }

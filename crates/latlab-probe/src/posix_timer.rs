@@ -13,7 +13,7 @@
 
 use crate::clock::{gettid, mono_ns, to_timespec};
 use crate::signals;
-use crate::timer::{run_periodic, PeriodicConfig, PeriodicOutcome, ThreadCtx};
+use crate::timer::{run_periodic, PeriodicConfig, PeriodicOutcome, StreamNaming, ThreadCtx};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -44,12 +44,24 @@ impl Notify {
             Notify::Thread => "SIGEV_THREAD",
         }
     }
+
+    /// The stream name the model gives this measurement, so `report compare` pairs a model
+    /// run with a probe run: the probe's streams are this name with one CPU measured, and
+    /// `NAME.cpuN` with several.
+    pub fn stream_name(self) -> &'static str {
+        match self {
+            Notify::Signal => "posix_timer_signal",
+            Notify::Thread => "posix_timer_thread",
+        }
+    }
 }
 
-/// Run the POSIX-timer probe: one timer and one measuring thread per CPU.
+/// Run the POSIX-timer probe: one timer and one measuring thread per CPU, streams named as
+/// the model's ([`Notify::stream_name`]).
 pub fn run(cfg: &PeriodicConfig, notify: Notify) -> PeriodicOutcome {
     let measures = format!("timer_create({}) expiry to notification", notify.sigev_name());
-    run_periodic(cfg, "cpu", &measures, move |ctx| match notify {
+    let naming = StreamNaming::Model(notify.stream_name());
+    run_periodic(cfg, naming, &measures, move |ctx| match notify {
         Notify::Signal => signal_loop(ctx),
         Notify::Thread => thread_loop(ctx),
     })
@@ -317,6 +329,12 @@ mod tests {
     fn signal_notification_counts_every_expiry() {
         let out = run(&cfg(), Notify::Signal);
         let s = &out.streams[0];
+        assert_eq!(s.name, "posix_timer_signal");
+        let cpu = cfg().cpus[0];
+        assert_eq!(
+            s.measures,
+            format!("timer_create(SIGEV_SIGNAL) expiry to notification on CPU {cpu}")
+        );
         assert_eq!(s.hist.count(), 40, "errors: {:?}", out.errors);
         assert!(s.hist.min() <= s.hist.quantile(0.5) && s.hist.quantile(0.99) <= s.hist.max());
     }
@@ -325,12 +343,36 @@ mod tests {
     fn thread_notification_runs_in_new_threads() {
         let out = run(&cfg(), Notify::Thread);
         let s = &out.streams[0];
+        assert_eq!(s.name, "posix_timer_thread");
         assert_eq!(s.hist.count(), 40, "errors: {:?}", out.errors);
         assert!(s.hist.max() > 0);
     }
 
     #[test]
+    fn several_cpus_get_a_cpu_suffix() {
+        let cpus = crate::parse::allowed_cpus();
+        if cpus.len() < 2 {
+            eprintln!("skip: one CPU allowed, so no run measures several");
+            return;
+        }
+        let out = run(
+            &PeriodicConfig {
+                cpus: cpus[..2].to_vec(),
+                loops: Some(5),
+                ..cfg()
+            },
+            Notify::Signal,
+        );
+        let names: Vec<&str> = out.streams.iter().map(|s| s.name.as_str()).collect();
+        let want: Vec<String> = cpus[..2].iter().map(|c| format!("posix_timer_signal.cpu{c}")).collect();
+        assert_eq!(names, want);
+        assert!(out.streams[1].measures.ends_with(&format!(" on CPU {}", cpus[1])));
+    }
+
+    #[test]
     fn notify_names() {
+        assert_eq!(Notify::Thread.stream_name(), "posix_timer_thread");
+        assert_eq!(Notify::Signal.stream_name(), "posix_timer_signal");
         assert_eq!(Notify::parse("thread"), Ok(Notify::Thread));
         assert!(Notify::parse("sigev").unwrap_err().contains("signal or thread"));
     }

@@ -171,11 +171,42 @@ impl StartGate {
     }
 }
 
-/// Run `body` on one pinned SCHED_FIFO thread per CPU and collect the streams.
+/// How a periodic probe names its streams (one per measured CPU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamNaming {
+    /// `cpu0`, `cpu1` ..., one per CPU whatever their number (`probe timer`, as cyclictest's
+    /// per-thread columns).
+    PerCpu,
+    /// The model's name for the same measurement: `NAME` when one CPU is measured, `NAME.cpuN`
+    /// when several are; what the stream measures says which CPU (`... on CPU 0`).
+    Model(&'static str),
+}
+
+impl StreamNaming {
+    /// The stream measuring on `cpu`, when `ncpus` CPUs are measured.
+    pub fn name(self, cpu: usize, ncpus: usize) -> String {
+        match self {
+            StreamNaming::PerCpu => format!("cpu{cpu}"),
+            StreamNaming::Model(base) if ncpus == 1 => base.to_string(),
+            StreamNaming::Model(base) => format!("{base}.cpu{cpu}"),
+        }
+    }
+
+    /// What the stream on `cpu` measures: `measures`, and the CPU where the name lacks it.
+    pub fn measures(self, measures: &str, cpu: usize) -> String {
+        match self {
+            StreamNaming::PerCpu => measures.to_string(),
+            StreamNaming::Model(_) => format!("{measures} on CPU {cpu}"),
+        }
+    }
+}
+
+/// Run `body` on one pinned SCHED_FIFO thread per CPU and collect the streams, named by
+/// `naming`.
 ///
 /// `body` gets the thread's context after pinning and priority setup, and returns when
 /// [`ThreadCtx::finished`] says so.
-pub fn run_periodic<F>(cfg: &PeriodicConfig, stream_name: &str, measures: &str, body: F) -> PeriodicOutcome
+pub fn run_periodic<F>(cfg: &PeriodicConfig, naming: StreamNaming, measures: &str, body: F) -> PeriodicOutcome
 where
     F: Fn(&mut ThreadCtx) + Send + Sync + 'static,
 {
@@ -224,10 +255,10 @@ where
         let body = body.clone();
         let gate = gate.clone();
         let cfg = cfg.clone();
-        let name = format!("{stream_name}{cpu}");
-        let measures = measures.to_string();
+        let name = naming.name(cpu, cfg.cpus.len());
+        let measures = naming.measures(measures, cpu);
         let spawned = std::thread::Builder::new()
-            .name(format!("latlab-{name}"))
+            .name(format!("latlab-cpu{cpu}"))
             .stack_size(MEASURING_STACK)
             .spawn(move || {
                 let mut tc = ThreadCaps::default();
@@ -339,28 +370,33 @@ fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, 
 
 /// The cyclictest loop: sleep to an absolute time, measure how late the wakeup was.
 pub fn run(cfg: &PeriodicConfig) -> PeriodicOutcome {
-    run_periodic(cfg, "cpu", "clock_nanosleep(TIMER_ABSTIME) wakeup", |ctx| {
-        let interval = ctx.interval_ns;
-        let mut next = mono_ns() + interval;
-        loop {
-            if !sleep_until(next) && signals::stop_requested() {
-                break;
-            }
-            let now = mono_ns();
-            ctx.record(next, now);
-            next += interval;
-            // As cyclictest: skip the periods the late wakeup already passed.
-            let mut skipped = 0;
-            while now > next {
+    run_periodic(
+        cfg,
+        StreamNaming::PerCpu,
+        "clock_nanosleep(TIMER_ABSTIME) wakeup",
+        |ctx| {
+            let interval = ctx.interval_ns;
+            let mut next = mono_ns() + interval;
+            loop {
+                if !sleep_until(next) && signals::stop_requested() {
+                    break;
+                }
+                let now = mono_ns();
+                ctx.record(next, now);
                 next += interval;
-                skipped += 1;
+                // As cyclictest: skip the periods the late wakeup already passed.
+                let mut skipped = 0;
+                while now > next {
+                    next += interval;
+                    skipped += 1;
+                }
+                ctx.missed(skipped);
+                if ctx.finished(now) {
+                    break;
+                }
             }
-            ctx.missed(skipped);
-            if ctx.finished(now) {
-                break;
-            }
-        }
-    })
+        },
+    )
 }
 
 #[cfg(test)]
@@ -380,9 +416,23 @@ mod tests {
         let out = run(&cfg);
         assert_eq!(out.streams.len(), 1);
         let s = &out.streams[0];
+        assert_eq!(s.name, format!("cpu{}", cfg.cpus[0]));
+        assert_eq!(s.measures, "clock_nanosleep(TIMER_ABSTIME) wakeup");
         assert_eq!(s.hist.count(), 50);
         assert!(s.hist.min() <= s.hist.quantile(0.5) && s.hist.quantile(0.5) <= s.hist.max());
         assert!(!s.worst.is_empty());
         assert_eq!(s.worst[0].latency_ns, s.hist.max());
+    }
+
+    #[test]
+    fn streams_are_named_per_cpu_or_as_the_model_names_them() {
+        assert_eq!(StreamNaming::PerCpu.name(0, 1), "cpu0");
+        assert_eq!(StreamNaming::PerCpu.name(3, 4), "cpu3");
+        let m = StreamNaming::Model("posix_timer_thread");
+        assert_eq!(m.name(1, 1), "posix_timer_thread");
+        assert_eq!(m.name(0, 2), "posix_timer_thread.cpu0");
+        assert_eq!(m.name(1, 2), "posix_timer_thread.cpu1");
+        assert_eq!(m.measures("x", 1), "x on CPU 1");
+        assert_eq!(StreamNaming::PerCpu.measures("x", 1), "x");
     }
 }

@@ -98,6 +98,11 @@ pub struct LoadOpts {
     /// Allow `swap:SIZE` to create a zram swap device when the machine has no swap (root; torn down after).
     #[arg(long)]
     pub zram: bool,
+    /// Confine the loads (and all they start) to these CPUs (`0`, `0-1`); default: any CPU.
+    /// `--cpus 0 --load-cpus 0` puts the measuring thread and the load on one CPU, as on a
+    /// uniprocessor.
+    #[arg(long, value_parser = p_cpus)]
+    pub load_cpus: Option<CpuList>,
 }
 
 /// Output options shared by every probe.
@@ -225,19 +230,36 @@ fn run_with_loads(
     let loads = start_loads(l)?;
     if !l.loads.is_empty() {
         eprintln!(
-            "latlab probe: {name} under load {}",
-            l.loads.iter().map(LoadSpec::name).collect::<Vec<_>>().join(" + ")
+            "latlab probe: {name} under load {}{}",
+            l.loads.iter().map(LoadSpec::name).collect::<Vec<_>>().join(" + "),
+            l.load_cpus
+                .as_ref()
+                .map_or(String::new(), |c| format!(" on CPUs {}", cpu_list_text(&c.0)))
         );
     }
     let measured = body();
     let report = loads.map(Loads::stop).unwrap_or_default();
     let mut m = measured?;
     add_load_report(&mut m.result, &report, &l.loads);
+    if let (false, Some(c)) = (l.loads.is_empty(), &l.load_cpus) {
+        m.result.meta.settings.insert("load_cpus".into(), format!("{:?}", c.0));
+    }
     finish(m, o)
+}
+
+/// A CPU list as `--cpus` takes it: `0`, `0,2`.
+fn cpu_list_text(cpus: &[usize]) -> String {
+    cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
 }
 
 pub fn start_loads(l: &LoadOpts) -> anyhow::Result<Option<Loads>> {
     if l.loads.is_empty() {
+        if let Some(c) = &l.load_cpus {
+            anyhow::bail!(
+                "--load-cpus {}: there is no --load to confine (add --load NAME, e.g. --load make:2)",
+                cpu_list_text(&c.0)
+            );
+        }
         return Ok(None);
     }
     let opts = LoadOptions {
@@ -247,6 +269,7 @@ pub fn start_loads(l: &LoadOpts) -> anyhow::Result<Option<Loads>> {
         exe: "/proc/self/exe".into(),
         scratch: l.scratch.clone().unwrap_or_else(std::env::temp_dir),
         allow_zram: l.zram,
+        cpus: l.load_cpus.clone().map(|c| c.0).unwrap_or_default(),
     };
     Loads::start(&l.loads, &opts)
         .map(Some)

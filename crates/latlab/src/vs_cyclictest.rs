@@ -69,6 +69,7 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
             loads: cond.into_iter().collect(),
             scratch: a.scratch.clone(),
             zram: false,
+            load_cpus: None,
         })?;
         let (mut ct, mut ll) = (Vec::new(), Vec::new());
         for _ in 0..a.rounds {

@@ -202,6 +202,29 @@ fn cpus_chooses_the_measured_cpus() {
         .collect();
     assert_eq!(names, ["cpu0"]);
     std::fs::remove_dir_all(dir).unwrap();
+    // A posix-timer stream on one CPU carries the model's name, and the CPU in what it measures.
+    let Run { out, v, dir } = probe(
+        As::Invoker,
+        "cpus-posix",
+        &[
+            "probe",
+            "posix-timer",
+            "--notify",
+            "thread",
+            "--loops",
+            "50",
+            "--cpus",
+            "0",
+        ],
+    );
+    ok(&out);
+    assert_eq!(v["streams"].as_array().unwrap().len(), 1);
+    assert_eq!(v["streams"][0]["name"], "posix_timer_thread");
+    assert_eq!(
+        v["streams"][0]["measures"],
+        "timer_create(SIGEV_THREAD) expiry to notification on CPU 0"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -215,6 +238,25 @@ fn posix_timer_signal_and_thread() {
             );
             ok(&out);
             check_streams(&v);
+            // Named as the model names the stream; with several CPUs, `.cpuN` after it.
+            let names: Vec<&str> = v["streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["name"].as_str().unwrap())
+                .collect();
+            let base = format!("posix_timer_{notify}");
+            let want: Vec<String> = match names.len() {
+                1 => vec![base.clone()],
+                _ => v["meta"]["settings"]["cpus"]
+                    .as_str()
+                    .unwrap()
+                    .trim_matches(['[', ']'])
+                    .split(", ")
+                    .map(|c| format!("{base}.cpu{c}"))
+                    .collect(),
+            };
+            assert_eq!(names, want);
             for s in v["streams_summary"].as_array().unwrap() {
                 // Every expiry was either notified or counted as missed.
                 assert!(s["count"].as_u64().unwrap() >= 300, "{s}");
@@ -229,6 +271,111 @@ fn posix_timer_signal_and_thread() {
             std::fs::remove_dir_all(d).unwrap();
         }
     }
+}
+
+/// A model result for `report compare`: the probe's JSON as the model would write it (engine
+/// `sim`, one stream named `name`).
+fn as_model(probe: &serde_json::Value, name: &str) -> serde_json::Value {
+    let mut m = probe.clone();
+    m["meta"]["engine"] = "sim".into();
+    m.as_object_mut().unwrap().remove("streams_summary");
+    let mut s = m["streams"][0].clone();
+    s["name"] = name.into();
+    m["streams"] = serde_json::json!([s]);
+    m
+}
+
+#[test]
+fn report_compare_pairs_a_model_stream_with_the_probe_streams_of_its_name() {
+    let Run { out, v, dir } = probe(
+        As::Invoker,
+        "compare-posix",
+        &["probe", "posix-timer", "--notify", "signal", "--loops", "50"],
+    );
+    ok(&out);
+    let model = dir.join("model.json");
+    std::fs::write(&model, as_model(&v, "posix_timer_signal").to_string()).unwrap();
+    // Against the model's other stream kind and a timer run's names there is no pairing.
+    let other = dir.join("other.json");
+    std::fs::write(&other, as_model(&v, "posix_timer_thread").to_string()).unwrap();
+    let compare = |b: &Path| {
+        let o = latlab(
+            As::Invoker,
+            &["report", "compare", model.to_str().unwrap(), b.to_str().unwrap()],
+        );
+        ok(&o);
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let text = compare(&dir.join("r.json"));
+    let probe_first = v["streams"][0]["name"].as_str().unwrap();
+    let title = match probe_first {
+        "posix_timer_signal" => "stream posix_timer_signal (".to_string(),
+        n => format!("stream posix_timer_signal vs {n} ("),
+    };
+    assert!(text.contains(&title), "{text}");
+    assert!(!text.contains("comparing the first stream of each"), "{text}");
+    let text = compare(&other);
+    assert!(text.contains("comparing the first stream of each"), "{text}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The CPUs `pid` may run on (`Cpus_allowed_list` in /proc/PID/status), if it still runs.
+fn cpus_allowed(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let l = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    Some(l.trim().to_string())
+}
+
+#[test]
+fn load_cpus_put_the_loads_on_the_measured_cpu() {
+    let cpu = *latlab_probe::parse::allowed_cpus().last().unwrap();
+    let d = scratch("load-cpus");
+    let c = cpu.to_string();
+    let args = args_in(
+        &d,
+        &[
+            "probe",
+            "posix-timer",
+            "--duration",
+            "4s",
+            "--cpus",
+            &c,
+            "--load-cpus",
+            &c,
+            "--load",
+            "video",
+            "--load",
+            "make:2",
+            "--scratch",
+            "{dir}",
+        ],
+    );
+    let child = {
+        let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+        let child = command(As::Invoker, &args.iter().map(String::as_str).collect::<Vec<_>>())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The loads (and make's compilers) while the probe measures.
+        std::thread::sleep(Duration::from_millis(2500));
+        let pids = load_children_in(&d);
+        assert!(!pids.is_empty(), "loads running");
+        for pid in pids {
+            if let Some(allowed) = cpus_allowed(pid) {
+                assert_eq!(allowed, c, "load process {pid}");
+            }
+        }
+        child.wait_with_output().unwrap()
+    };
+    ok(&child);
+    let err = String::from_utf8_lossy(&child.stderr);
+    assert!(err.contains(&format!("under load video + make:2 on CPUs {c}")), "{err}");
+    let v = json(&d.join("r.json"));
+    check_streams(&v);
+    assert_eq!(v["meta"]["settings"]["load_cpus"], format!("[{c}]"));
+    assert_eq!(v["meta"]["settings"]["cpus"], format!("[{c}]"));
+    only_json_left(&d, "load-cpus");
 }
 
 #[test]
@@ -526,6 +673,14 @@ fn bad_options_get_clear_errors() {
         (vec!["probe", "timer", "--interval", "fast"], "not a duration"),
         (vec!["probe", "timer", "--interval", "100000s"], "outside 1us..1s"),
         (vec!["probe", "posix-timer", "--notify", "pigeon"], "signal or thread"),
+        (
+            vec!["probe", "timer", "--load-cpus", "9999", "--load", "video"],
+            "not online",
+        ),
+        (
+            vec!["probe", "timer", "--load-cpus", "0"],
+            "--load-cpus 0: there is no --load",
+        ),
         (vec!["probe", "write", "--size", "12parsecs"], "size"),
     ] {
         let out = latlab(As::Invoker, &args);

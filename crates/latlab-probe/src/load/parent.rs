@@ -33,6 +33,9 @@ pub struct LoadOptions {
     pub scratch: PathBuf,
     /// May `swap:SIZE` create a zram swap device when the machine has no swap (root)?
     pub allow_zram: bool,
+    /// CPUs the loads (and everything they start: make, the compilers) may run on; empty:
+    /// wherever the probe itself may (`--load-cpus`).
+    pub cpus: Vec<usize>,
 }
 
 /// What the loads did.
@@ -97,7 +100,7 @@ impl Loads {
             }
             names.push(name.clone());
             loads.precheck(spec, &name, &scratch, opts.allow_zram)?;
-            let child = spawn(spec, &name, &opts.exe, &scratch, loads.stopping.clone())?;
+            let child = spawn(spec, &name, opts, &scratch, loads.stopping.clone())?;
             loads.children.push(child);
         }
         loads.wait_ready()?;
@@ -329,8 +332,34 @@ fn wait_nowait(pid: libc::pid_t, extra: libc::c_int) -> Option<(String, bool)> {
     }
 }
 
-/// Start one load child in a fresh scratch directory under `scratch`.
-fn spawn(spec: &LoadSpec, name: &str, exe: &Path, scratch: &Path, stopping: Arc<AtomicBool>) -> Result<Child, String> {
+/// The affinity mask of `cpus`, or None for an empty list (no confinement).
+fn cpu_set(cpus: &[usize]) -> Result<Option<nix::sched::CpuSet>, String> {
+    if cpus.is_empty() {
+        return Ok(None);
+    }
+    let mut set = nix::sched::CpuSet::new();
+    for &c in cpus {
+        set.set(c).map_err(|_| {
+            format!(
+                "CPU {c} is beyond the {} an affinity mask holds",
+                nix::sched::CpuSet::count()
+            )
+        })?;
+    }
+    Ok(Some(set))
+}
+
+/// Start one load child in a fresh scratch directory under `scratch`, confined to
+/// `opts.cpus` when given (the children it starts inherit the mask).
+fn spawn(
+    spec: &LoadSpec,
+    name: &str,
+    opts: &LoadOptions,
+    scratch: &Path,
+    stopping: Arc<AtomicBool>,
+) -> Result<Child, String> {
+    let exe = &opts.exe;
+    let affinity = cpu_set(&opts.cpus).map_err(|e| format!("{name}: {e}"))?;
     static N: AtomicU32 = AtomicU32::new(0);
     let dir = scratch.join(format!(
         "latlab-load-{}-{}",
@@ -353,7 +382,8 @@ fn spawn(spec: &LoadSpec, name: &str, exe: &Path, scratch: &Path, stopping: Arc<
         .stdout(Stdio::null())
         .stderr(stderr)
         .process_group(0);
-    // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid, sched_setscheduler, _exit).
+    // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid, sched_setscheduler,
+    // sched_setaffinity, _exit) and reads `affinity`, built before the fork.
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
@@ -366,6 +396,9 @@ fn spawn(spec: &LoadSpec, name: &str, exe: &Path, scratch: &Path, stopping: Arc<
             // Loads are ordinary processes, even if the spawning thread runs SCHED_FIFO.
             let p = libc::sched_param { sched_priority: 0 };
             libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+            if let Some(set) = &affinity {
+                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set)?;
+            }
             Ok(())
         });
     }
@@ -434,6 +467,7 @@ mod tests {
             exe,
             scratch: tmp.work(),
             allow_zram: false,
+            cpus: Vec::new(),
         }
     }
 
@@ -476,6 +510,45 @@ mod tests {
         // Mid-build: make and its compilers were killed with the group, nothing left to count yet.
         assert!(rep.counters.contains_key("make:1.builds") || rep.counters.contains_key("make:1.cpu_loops"));
         assert!(scratch_is_empty(&tmp));
+    }
+
+    /// The CPUs `pid` may run on, from /proc (`Cpus_allowed_list`, e.g. "0" or "0-1").
+    fn allowed_list(pid: u32) -> String {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    #[test]
+    fn load_cpus_confine_the_children() {
+        let tmp = TempDir::new("cpus");
+        let cpu = *crate::parse::allowed_cpus().last().unwrap();
+        let opts = LoadOptions {
+            cpus: vec![cpu],
+            ..options(&tmp)
+        };
+        let loads = Loads::start(&[LoadSpec::Video, LoadSpec::Sync], &opts).unwrap();
+        for c in &loads.children {
+            assert_eq!(allowed_list(c.proc.id()), cpu.to_string(), "{}", c.name);
+        }
+        let rep = loads.stop();
+        assert!(rep.notes.is_empty(), "{:?}", rep.notes);
+        assert!(scratch_is_empty(&tmp));
+        // Unconfined, a child may run wherever this process may.
+        let loads = Loads::start(&[LoadSpec::Sync], &options(&tmp)).unwrap();
+        assert_eq!(
+            allowed_list(loads.children[0].proc.id()),
+            allowed_list(std::process::id())
+        );
+        drop(loads);
+        assert_eq!(
+            cpu_set(&[usize::MAX]).unwrap_err(),
+            format!("CPU {} is beyond the 1024 an affinity mask holds", usize::MAX)
+        );
     }
 
     #[test]
