@@ -7,6 +7,7 @@ use latlab_sim::{Preload, Workload};
 pub const MACHINES: &[(&str, &str)] = &[
     ("piii-850", include_str!("../../../machines/piii-850.toml")),
     ("desktop-2002", include_str!("../../../machines/desktop-2002.toml")),
+    ("pentium-m-2000", include_str!("../../../machines/pentium-m-2000.toml")),
 ];
 
 pub const VARIANTS: &[(&str, &str)] = &[
@@ -31,6 +32,24 @@ pub const VARIANTS: &[(&str, &str)] = &[
         include_str!("../../../variants/2.4.18+low-latency.toml"),
     ),
     ("2.4.18+o1", include_str!("../../../variants/2.4.18+o1.toml")),
+    ("2.6.35", include_str!("../../../variants/2.6.35.toml")),
+    (
+        "2.6.35+dyn-gran",
+        include_str!("../../../variants/2.6.35+dyn-gran.toml"),
+    ),
+    ("2.6.36", include_str!("../../../variants/2.6.36.toml")),
+    (
+        "6.18-eevdf-none",
+        include_str!("../../../variants/6.18-eevdf-none.toml"),
+    ),
+    (
+        "6.18-eevdf-full",
+        include_str!("../../../variants/6.18-eevdf-full.toml"),
+    ),
+    (
+        "6.18-eevdf-lazy",
+        include_str!("../../../variants/6.18-eevdf-lazy.toml"),
+    ),
 ];
 
 pub const EXPERIMENTS: &[(&str, &str)] = &[
@@ -44,6 +63,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         include_str!("../../../experiments/mini-ll-fresh-boot.toml"),
     ),
     ("sched-cost", include_str!("../../../experiments/sched-cost.toml")),
+    (
+        "cfs-granularity",
+        include_str!("../../../experiments/cfs-granularity.toml"),
+    ),
 ];
 
 pub const WORKLOADS: &[&str] = &[
@@ -52,6 +75,7 @@ pub const WORKLOADS: &[&str] = &[
     "heavy-2002",
     "stress-kernel-2002",
     "cpu-hogs",
+    "video-make-j10",
 ];
 
 /// A desktop that has been up for days: page cache full of old files, and the dentries and
@@ -159,6 +183,45 @@ pub fn workload(name: &str) -> Option<Workload> {
                 referenced: false,
                 updatedb_after: false,
                 idle_anon_mib: 0,
+                swapped_mib: 0,
+            },
+        },
+        // Seed 004's load: "youtube video and make -j10" on the Pentium M. Sizes the seed
+        // leaves open, estimated (research notes; each is a field to change in a file):
+        // - make -j10 of a 2.6.35 i386 defconfig, ~1,400 objects; gcc on a 2 GHz Pentium M
+        //   ~0.5 s of CPU per file (a 10-15 min single-threaded build): 0.25-0.75 s each;
+        //   headers as seed 000's build (40 distinct per object; they are cached after the
+        //   first objects); the tree (1,400 sources) not cached at the start.
+        // - a 2010 YouTube video in the Flash plugin: 60-90 % of a 2 GHz core in all, X's
+        //   share 10-20 %, at 25-30 frames a second: 30 fps, 20 ms decode (60 %) and 5 ms
+        //   in X (15 %) a frame, the middle of those ranges.
+        // The box has run a while (the dentries of a desktop and its old page cache), its
+        // desktop's idle memory untouched.
+        "video-make-j10" => Workload {
+            name: name.into(),
+            commands: vec![CommandSpec::Parallel(vec![
+                CommandSpec::Video {
+                    fps: 30,
+                    decode_us: 20_000,
+                    x_us: 5_000,
+                },
+                CommandSpec::MakeKernel {
+                    jobs: 10,
+                    objects: 1400,
+                    headers: 40,
+                    cc_ms: (250, 750),
+                    tree_files: 1400,
+                },
+            ])],
+            gap_ms: 0,
+            preload: Preload {
+                cache_full: false,
+                reclaimed_before: false,
+                old_file_kb: 64,
+                unused_dentries: 20_000,
+                referenced: false,
+                updatedb_after: false,
+                idle_anon_mib: 100,
                 swapped_mib: 0,
             },
         },

@@ -3,7 +3,7 @@
 use crate::builtin;
 use latlab_sim::dev::rtc::periodic_rate_ok;
 use latlab_sim::workload::hogs;
-use latlab_sim::{MachineProfile, Preload, SimConfig, Variant};
+use latlab_sim::{MachineProfile, Notify, PosixTest, Preload, SimConfig, Variant};
 use serde::Deserialize;
 
 /// Everything that can be wrong with an experiment file.
@@ -50,6 +50,8 @@ pub enum TableKind {
     LogHistogram,
     /// Seed 002: one maximum latency per kernel.
     MaxLatency,
+    /// Seed 004: maximum and average latency and missed timer events per run.
+    PosixTimer,
 }
 
 #[derive(Deserialize)]
@@ -74,6 +76,9 @@ struct FileRepr {
     /// CPU-bound tasks of a workload that runs them (`cpu-hogs`), for every run.
     #[serde(default)]
     hogs: Option<u32>,
+    /// Period of the POSIX timer of runs that measure one (`notify`), microseconds.
+    #[serde(default)]
+    timer_period_us: Option<u64>,
     run: Vec<RunRepr>,
 }
 
@@ -138,6 +143,14 @@ struct RunRepr {
     /// Stop the run here whatever happens, seconds.
     #[serde(default)]
     max_seconds: Option<u64>,
+    /// Measure seed 004's POSIX-timer wakeup latency with this notification (`thread` or
+    /// `signal`) instead of realfeel.
+    #[serde(default)]
+    notify: Option<String>,
+    #[serde(default)]
+    published_avg_ms: Option<f64>,
+    #[serde(default)]
+    published_missed: Option<u64>,
 }
 
 /// What the seed published for one run.
@@ -150,6 +163,10 @@ pub struct Published {
     pub buckets: Vec<f64>,
     /// (ms, count) rows of a 0.1 ms listing.
     pub listing: Vec<[f64; 2]>,
+    /// Average latency, ms.
+    pub avg_ms: Option<f64>,
+    /// Missed timer events.
+    pub missed: Option<u64>,
 }
 
 /// One run of an experiment, ready for the model.
@@ -320,6 +337,49 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
             }
         }
         let (min_ns, max_ns) = run_length(r.published_samples, f.rtc_hz, r.max_seconds);
+        let posix_timer = match r.notify.as_deref() {
+            None => None,
+            Some(n) => {
+                let notify = match n {
+                    "thread" => Notify::Thread,
+                    "signal" => Notify::Signal,
+                    _ => {
+                        return Err(ExpError::Unknown {
+                            origin: origin.into(),
+                            line: line_of_value(text, "notify", n),
+                            what: "notify kind",
+                            name: n.into(),
+                            valid: "thread, signal".into(),
+                        })
+                    }
+                };
+                let Some(us) = f.timer_period_us else {
+                    return Err(field(
+                        "timer_period_us",
+                        "runs with `notify` need the timer's period".into(),
+                    ));
+                };
+                if !(100..=10_000_000).contains(&us) {
+                    return Err(field(
+                        "timer_period_us",
+                        format!("must be 100 ..= 10,000,000 us, got {us}"),
+                    ));
+                }
+                if v.sched == latlab_sim::SchedClass::Goodness24 {
+                    return Err(field(
+                        "notify",
+                        format!(
+                            "kernel variant `{}` is a 2.4 kernel: no POSIX timers (timer_create arrived in 2.6)",
+                            v.name
+                        ),
+                    ));
+                }
+                Some(PosixTest {
+                    notify,
+                    period_ns: us * 1_000,
+                })
+            }
+        };
         runs.push(Run {
             label: r.label,
             max_seconds: r.max_seconds,
@@ -332,6 +392,7 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
                 seed: f.seed,
                 min_duration_ns: min_ns,
                 max_duration_ns: max_ns,
+                posix_timer,
             },
             published: Published {
                 samples: r.published_samples,
@@ -339,6 +400,8 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
                 max_range_ms: r.published_max_range_ms,
                 buckets: r.published_buckets,
                 listing: r.published_listing,
+                avg_ms: r.published_avg_ms,
+                missed: r.published_missed,
             },
         });
     }

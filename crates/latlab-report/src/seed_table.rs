@@ -20,6 +20,10 @@ pub struct Published<'a> {
     pub max_range_ms: Option<[f64; 2]>,
     pub buckets: &'a [f64],
     pub listing: &'a [[f64; 2]],
+    /// Average latency, ms (seed 004).
+    pub avg_ms: Option<f64>,
+    /// Missed timer events (seed 004).
+    pub missed: Option<u64>,
 }
 
 /// One row of a reproduced table: a run's result and the seed's figures for it.
@@ -33,6 +37,10 @@ pub struct RunView<'a> {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct CompareRow {
     pub variant: String,
+    /// The measurement stream, where a run's kernel alone does not name the row
+    /// (`posix_timer_thread`, `posix_timer_signal`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
     pub figure: String,
     pub unit: String,
     pub model: f64,
@@ -67,8 +75,13 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
     let mut rows = Vec::new();
     for v in runs {
         let Some(s) = realfeel(v.result) else { continue };
+        if s.name.starts_with("posix_timer") {
+            rows.extend(posix_rows(v, s, source));
+            continue;
+        }
         rows.push(CompareRow {
             variant: v.result.meta.kernel.clone(),
+            stream: None,
             figure: "max_latency".into(),
             unit: "ms".into(),
             model: ms(s.hist.max()),
@@ -82,6 +95,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
         });
         rows.push(CompareRow {
             variant: v.result.meta.kernel.clone(),
+            stream: None,
             figure: "samples".into(),
             unit: "count".into(),
             model: s.hist.count() as f64,
@@ -91,6 +105,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
         });
         rows.push(CompareRow {
             variant: v.result.meta.kernel.clone(),
+            stream: None,
             figure: "p99_latency".into(),
             unit: "ms".into(),
             model: ms(s.hist.quantile(0.99)),
@@ -100,6 +115,100 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
         });
     }
     rows
+}
+
+/// Seed 004's three figures for a POSIX-timer run: maximum and average latency (us) and
+/// missed timer events.
+fn posix_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<CompareRow> {
+    let row = |figure: &str, unit: &str, model: f64, published: Option<f64>| CompareRow {
+        variant: v.result.meta.kernel.clone(),
+        stream: Some(s.name.clone()),
+        figure: figure.into(),
+        unit: unit.into(),
+        model,
+        published,
+        published_range: None,
+        source: source.into(),
+    };
+    vec![
+        row(
+            "max_latency",
+            "us",
+            s.hist.max() as f64 / 1e3,
+            v.published.max_ms.map(|m| m * 1e3),
+        ),
+        row(
+            "avg_latency",
+            "us",
+            s.hist.mean() / 1e3,
+            v.published.avg_ms.map(|m| m * 1e3),
+        ),
+        row(
+            "missed_events",
+            "count",
+            s.missed as f64,
+            v.published.missed.map(|m| m as f64),
+        ),
+        row("p99_latency", "us", s.hist.quantile(0.99) as f64 / 1e3, None),
+    ]
+}
+
+/// Seed 004's figures per run, the seed's beside the model's: maximum latency (bar 1.5x),
+/// average latency (bar 2x), missed timer events (bar: equal).
+pub fn render_posix_timer(title: &str, source: &str, runs: &[RunView], rows: &[CompareRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(
+        out,
+        "(seed: {source}; bars: maximum within 1.5x, average within 2x, missed equal)\n"
+    );
+    let w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    let _ = writeln!(
+        out,
+        "{:<w$}{:>30}{:>30}{:>16}",
+        "", "maximum latency (us)", "average latency (us)", "missed events"
+    );
+    let _ = writeln!(
+        out,
+        "{:<w$}{:>11}{:>11}{:>8}{:>11}{:>11}{:>8}{:>8}{:>8}",
+        "Run", "seed", "model", "", "seed", "model", "", "seed", "model"
+    );
+    for v in runs {
+        let find = |f: &str| {
+            rows.iter().find(|r| {
+                r.figure == f
+                    && r.variant == v.result.meta.kernel
+                    && r.stream.as_deref() == v.result.streams.first().map(|s| s.name.as_str())
+            })
+        };
+        let (Some(mx), Some(av), Some(mi)) = (find("max_latency"), find("avg_latency"), find("missed_events")) else {
+            continue;
+        };
+        let num = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1}"));
+        let verdict = |r: &CompareRow, bar: f64| match r.published {
+            Some(p) if p > 0.0 => {
+                let q = r.model / p;
+                format!("{q:.2}x{}", if q <= bar && 1.0 / q <= bar { "" } else { "!" })
+            }
+            _ => String::new(),
+        };
+        let missed = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.0}"));
+        let _ = writeln!(
+            out,
+            "{:<w$}{:>11}{:>11}{:>8}{:>11}{:>11}{:>8}{:>8}{:>8}",
+            v.label,
+            num(mx.published),
+            num(Some(mx.model)),
+            verdict(mx, 1.5),
+            num(av.published),
+            num(Some(av.model)),
+            verdict(av, 2.0),
+            missed(mi.published),
+            missed(Some(mi.model)),
+        );
+    }
+    let _ = writeln!(out, "(a ratio marked ! is outside its bar)");
+    out
 }
 
 fn fmt_count(x: f64) -> String {
@@ -422,6 +531,7 @@ mod tests {
     fn row(model: f64, p: Option<f64>, r: Option<[f64; 2]>) -> CompareRow {
         CompareRow {
             variant: "v".into(),
+            stream: None,
             figure: "max_latency".into(),
             unit: "ms".into(),
             model,
@@ -483,10 +593,12 @@ mod tests {
             vec![
                 CompareRow {
                     variant: "a".into(),
+                    stream: None,
                     ..a
                 },
                 CompareRow {
                     variant: "b".into(),
+                    stream: None,
                     ..b
                 },
             ]

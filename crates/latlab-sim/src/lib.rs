@@ -25,6 +25,7 @@ pub mod sched;
 pub mod variant;
 pub mod workload;
 
+pub use kernel::posix_timer::Notify;
 pub use machine::{DiskProfile, MachineProfile};
 pub use variant::{PreemptModel, SchedClass, Variant};
 pub use workload::script::CommandSpec;
@@ -158,6 +159,16 @@ pub struct SimConfig {
     pub min_duration_ns: Nanos,
     /// Stop here even if the workload is not done.
     pub max_duration_ns: Nanos,
+    /// Measure seed 004's POSIX-timer wakeup latency instead of realfeel.
+    pub posix_timer: Option<PosixTest>,
+}
+
+/// Seed 004's wakeup-latency test ([`workload::posix_test`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PosixTest {
+    pub notify: Notify,
+    /// The timer's period, ns.
+    pub period_ns: Nanos,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +195,12 @@ pub enum SimError {
     Swap(#[from] latlab_swap::SwapError),
     #[error("rtc_hz must be 2..=8192 (a power of two for the MC146818), got {0}")]
     RtcHz(u32),
+    #[error(
+        "kernel variant `{0}` has no POSIX timers: timer_create arrived in 2.6 (sched goodness24 is a 2.4 kernel)"
+    )]
+    NoPosixTimers(String),
+    #[error("POSIX timer period must be 100 us ..= 10 s, got {0} ns")]
+    TimerPeriod(Nanos),
 }
 
 /// Progress callback: simulated ns so far, target ns.
@@ -210,6 +227,14 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     })?;
     if !dev::rtc::periodic_rate_ok(cfg.rtc_hz.into()) {
         return Err(SimError::RtcHz(cfg.rtc_hz));
+    }
+    if let Some(p) = &cfg.posix_timer {
+        if cfg.variant.sched == SchedClass::Goodness24 {
+            return Err(SimError::NoPosixTimers(cfg.variant.name.clone()));
+        }
+        if !(100_000..=10_000_000_000).contains(&p.period_ns) {
+            return Err(SimError::TimerPeriod(p.period_ns));
+        }
     }
     cfg.workload
         .preload
@@ -251,15 +276,31 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     let epoch = k.now;
     let before = counters(&k);
     k.tracker.epoch = epoch;
-    k.spawn(
-        TaskSpec {
-            policy: Policy::Fifo,
-            rt_priority: cfg.rt_priority,
-            ..TaskSpec::user("realfeel", Box::<workload::realfeel::Realfeel>::default())
-        },
-        None,
-    );
-    k.start_rtc(cfg.rtc_hz);
+    match cfg.posix_timer {
+        Some(p) => {
+            let mut t = measure::posix_timer::PosixTracker::new(p.notify.stream(), p.notify.sigev());
+            t.epoch = epoch;
+            k.ptrack = Some(t);
+            k.spawn(
+                TaskSpec::user(
+                    "wakeup-latency",
+                    Box::new(workload::posix_test::WakeupLatency::new(p.notify, p.period_ns)),
+                ),
+                None,
+            );
+        }
+        None => {
+            k.spawn(
+                TaskSpec {
+                    policy: Policy::Fifo,
+                    rt_priority: cfg.rt_priority,
+                    ..TaskSpec::user("realfeel", Box::<workload::realfeel::Realfeel>::default())
+                },
+                None,
+            );
+            k.start_rtc(cfg.rtc_hz);
+        }
+    }
     k.spawn(
         TaskSpec::user(
             "sh",
@@ -464,6 +505,20 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
     for (path, (n, worst)) in &k.tracker.causes {
         r.counters.insert(format!("samples>=1ms:{path}"), *n);
         r.counters.insert(format!("worst_us:{path}"), worst / 1000);
+    }
+    if let Some(mut p) = k.ptrack.take() {
+        let s = p.take_stream();
+        r.counters.insert("missed_timer_events".into(), s.missed);
+        r.counters.insert("timer_overruns".into(), k.st.posix.overruns());
+        if let Some(t) = &cfg.posix_timer {
+            r.meta
+                .settings
+                .insert("timer_period_us".into(), (t.period_ns / 1000).to_string());
+            r.meta.settings.insert("notify".into(), t.notify.sigev().into());
+            r.meta.settings.insert("policy".into(), "SCHED_OTHER".into());
+            r.meta.settings.remove("rtc_hz");
+        }
+        r.streams.push(s);
     }
     if let Some(s) = k.take_stream() {
         r.counters.insert("rtc_missed".into(), s.missed);

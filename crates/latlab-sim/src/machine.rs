@@ -46,6 +46,16 @@ pub struct MachineProfile {
     pub schedule_base_ns: Nanos,
     /// Per-task cost of one goodness() evaluation in the 2.4 runqueue scan, ns.
     pub goodness_per_task_ns: Nanos,
+    /// hrtimer interrupt body (`hrtimer_interrupt`: clock reads, `__run_hrtimer`, the expired
+    /// timer's function such as `posix_timer_fn` -> `send_sigqueue`, reprogramming the
+    /// clock event device), ns.
+    pub hrtimer_handler_ns: Nanos,
+    /// Catching a signal in a handler: `do_signal`, `setup_rt_frame`, the handler's entry
+    /// and `sigreturn` (lmbench `lat_sig catch`), ns.
+    pub signal_deliver_ns: Nanos,
+    /// Creating a thread and its exit (NPTL `pthread_create` of a detached thread: `clone`
+    /// without an mm copy, then the thread's `do_exit`), ns.
+    pub thread_create_exit_ns: Nanos,
     /// The disk.
     pub disk: DiskProfile,
     /// Network bandwidth for NFS / cvs reads, MB/s.

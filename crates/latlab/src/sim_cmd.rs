@@ -240,6 +240,8 @@ fn compare<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> (Vec<CompareRow
                 max_range_ms: run.published.max_range_ms,
                 buckets: &run.published.buckets,
                 listing: &run.published.listing,
+                avg_ms: run.published.avg_ms,
+                missed: run.published.missed,
             },
         })
         .collect();
@@ -270,23 +272,34 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         match exp.table {
             TableKind::LogHistogram => seed_table::render_log_histogram(&title, &exp.seed_file, &views),
             TableKind::MaxLatency => seed_table::render_max_latency(&title, &exp.seed_file, &views),
+            TableKind::PosixTimer => seed_table::render_posix_timer(&title, &exp.seed_file, &views, &rows),
         }
     );
-    let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
-    print!("{}", seed_table::render_comparison(&rows, &labels));
-    print!("{}", seed_table::render_run_lengths(&views));
+    let posix = exp.table == TableKind::PosixTimer;
+    if !posix {
+        let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
+        print!("{}", seed_table::render_comparison(&rows, &labels));
+        print!("{}", seed_table::render_run_lengths(&views));
+    }
     for v in &views {
         if !v.published.listing.is_empty() {
             print!("{}", seed_table::render_listing(v.label, v.result, v.published.listing));
         }
     }
-    println!("\nPercentiles (realfeel wakeup latency)");
+    let measured = if posix {
+        "POSIX-timer wakeup latency"
+    } else {
+        "realfeel wakeup latency"
+    };
+    println!("\nPercentiles ({measured})");
     for v in &views {
         print!("{}", summary::percentiles(v.label, v.result));
     }
-    println!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited");
-    for v in &views {
-        print!("{}", summary::causes(v.label, v.result));
+    if !posix {
+        println!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited");
+        for v in &views {
+            print!("{}", summary::causes(v.label, v.result));
+        }
     }
     println!("\nWhy the worst sample of each run took so long");
     for v in &views {

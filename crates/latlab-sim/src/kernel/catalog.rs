@@ -573,6 +573,21 @@ pub struct Costs {
     /// lmbench "page fault" ~2 us on a PIII-868 (research notes §4), i.e. ~1000
     /// instructions and ~4 misses here.
     pub page_fault: Nanos,
+    /// Taking a signal for a handler on the way to user space: `do_signal`,
+    /// `dequeue_signal`, `setup_rt_frame`, and the handler's `sigreturn`: the machine's
+    /// `signal_deliver_ns` (lmbench "sig hndl").
+    pub signal_deliver: Nanos,
+    /// `sigwaitinfo` taking a queued signal: `dequeue_signal` (collect_signal, the sigqueue
+    /// freed back to its timer) and `copy_siginfo_to_user`: ~300 instructions, 3 misses (the
+    /// sigpending list, the sigqueue, the user siginfo line). Arithmetic from kernel/signal.c.
+    pub signal_dequeue: Nanos,
+    /// `clone()` of a thread (`do_fork` with CLONE_VM: copy_process without an mm copy): half
+    /// of the machine's `thread_create_exit_ns` (NPTL create + exit), the other half being
+    /// [`Costs::exit_thread`].
+    pub clone_thread: Nanos,
+    /// A thread's `do_exit` (no `exit_mmap`: the mm lives on): the other half of
+    /// `thread_create_exit_ns`.
+    pub exit_thread: Nanos,
 }
 
 impl Costs {
@@ -624,6 +639,10 @@ impl Costs {
             signal_fault: m.cost(3_000.0, 20.0),
             tcp_segment: m.cost(5_000.0, 30.0),
             pipe_op: m.cost(500.0, 4.0),
+            signal_deliver: m.signal_deliver_ns,
+            signal_dequeue: m.cost(300.0, 3.0),
+            clone_thread: m.thread_create_exit_ns / 2,
+            exit_thread: m.thread_create_exit_ns - m.thread_create_exit_ns / 2,
         }
     }
 }

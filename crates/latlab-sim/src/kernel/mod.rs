@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod path;
+pub mod posix_timer;
 pub mod preempt;
 pub mod state;
 pub mod task;
@@ -17,8 +18,9 @@ pub mod task;
 use crate::engine::{EventQueue, Rng};
 use crate::machine::MachineProfile;
 use crate::measure::realfeel::Tracker;
+use crate::measure::Mark;
 use crate::sched::Scheduler;
-use crate::variant::Variant;
+use crate::variant::{TimerSubsystem, Variant};
 use crate::workload::{Action, ProgCx, TaskSpec};
 use latlab_core::{Nanos, Stream};
 use path::{Chan, Ctx, Step};
@@ -36,6 +38,17 @@ pub enum Irq {
     Rtc,
     /// Disk request completion (IDE).
     Disk(u64),
+    /// A high-resolution timer expiry (local APIC one-shot, `hrtimer_interrupt`).
+    Hrtimer(HrTimer),
+}
+
+/// What an hrtimer expiry runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HrTimer {
+    /// `hrtimer_wakeup` of a sleeper (nanosleep, schedule_hrtimeout).
+    Sleep(Chan),
+    /// `posix_timer_fn` of POSIX timer `id`, the expiry due at `due`.
+    Posix { id: usize, due: Nanos },
 }
 
 /// Queue events: interrupts and software wakeups.
@@ -106,6 +119,8 @@ pub struct Kernel {
     pub rng: Rng,
     pub stats: Stats,
     pub tracker: Tracker,
+    /// The POSIX-timer measurement, when the run has one.
+    pub ptrack: Option<crate::measure::posix_timer::PosixTracker>,
     /// Tasks by pid.
     pids: BTreeMap<u32, TaskId>,
     next_pid: u32,
@@ -127,7 +142,9 @@ impl Kernel {
             state: TaskState::Runnable,
             kthread: true,
             mm: 0,
+            thread: false,
             need_resched: false,
+            need_resched_lazy: false,
             program: None,
             exec: Exec::Idle,
             parent: None,
@@ -153,6 +170,7 @@ impl Kernel {
             rng,
             stats: Stats::default(),
             tracker: Tracker::default(),
+            ptrack: None,
             pids: BTreeMap::new(),
             next_pid: 1,
             next_mm: 1,
@@ -199,7 +217,9 @@ impl Kernel {
             state: TaskState::Runnable,
             kthread: spec.kthread,
             mm,
+            thread: spec.share_mm && parent.is_some(),
             need_resched: false,
+            need_resched_lazy: false,
             program: Some(spec.program),
             exec: Exec::Ready,
             parent,
@@ -214,10 +234,13 @@ impl Kernel {
             self.tasks[p].children += 1;
         }
         self.sched.fork(&self.tasks, parent, id, self.now);
-        self.sched.enqueue(&self.tasks, id, self.now);
-        if self.sched.wakeup_preempt(&self.tasks, id, self.current, self.now) {
-            self.tasks[self.current].need_resched = true;
+        if let (Some(p), Some(t)) = (parent, self.ptrack.as_mut()) {
+            // A thread the test creates is the test's too (its notify thread).
+            if t.owns(p) {
+                t.adopt(id);
+            }
         }
+        self.enqueue_woken(id);
         pid
     }
 
@@ -297,9 +320,17 @@ impl Kernel {
             self.overhead -= x;
             self.stats.sched_ns += x;
             self.tracker.on_sched(x);
+            if let Some(p) = self.ptrack.as_mut() {
+                p.on_sched(x);
+            }
             return;
         }
         let cur = self.current;
+        if let Some(p) = self.ptrack.as_mut() {
+            if cur != 0 {
+                p.on_run(cur, d);
+            }
+        }
         let t = &mut self.tasks[cur];
         t.cpu_ns += d;
         let mut at: (&'static str, Option<&'static str>) = ("user", None);
@@ -419,7 +450,8 @@ impl Kernel {
                             return;
                         }
                         self.tasks[cur].exec = Exec::Ready;
-                        if from_user && self.tasks[cur].need_resched {
+                        let t = &self.tasks[cur];
+                        if from_user && (t.need_resched || t.need_resched_lazy) {
                             self.schedule(SwitchReason::UserReturn);
                         }
                     }
@@ -477,7 +509,13 @@ impl Kernel {
             };
             self.tasks[cur].program = Some(prog);
             for mark in marks {
-                self.tracker.on_mark(mark, self.now, cur, &self.tasks);
+                match (mark, self.ptrack.as_mut()) {
+                    (Mark::PosixTask, Some(p)) => p.adopt(cur),
+                    (Mark::PosixSample { due }, Some(p)) => {
+                        p.on_sample(due, self.now, cur, &self.tasks, self.sched.name())
+                    }
+                    _ => self.tracker.on_mark(mark, self.now, cur, &self.tasks),
+                }
             }
             self.drain_requests();
             match action {
@@ -513,13 +551,23 @@ impl Kernel {
                 Action::Spawn(spec) => {
                     self.spawn(spec, Some(cur));
                 }
+                Action::TimerCreate { period } => {
+                    let pid = self.tasks[cur].pid;
+                    let id = self.st.posix.create(pid, period.max(1));
+                    self.arm_posix(id, self.now + period.max(1));
+                }
                 Action::WaitChildren => self.tasks[cur].wait_below = Some(1),
                 Action::WaitChildrenBelow(n) => self.tasks[cur].wait_below = Some(n.max(1)),
                 Action::Exit => {
                     self.tasks[cur].exiting = true;
-                    let mm = self.tasks[cur].mm;
+                    let t = &self.tasks[cur];
+                    let path = if t.thread {
+                        posix_timer::sys_exit_thread(&self.st)
+                    } else {
+                        catalog::do_exit(t.mm)
+                    };
                     self.tasks[cur].exec = Exec::Kernel {
-                        path: catalog::do_exit(mm),
+                        path,
                         step: None,
                         from_user: false,
                     };
@@ -545,12 +593,35 @@ impl Kernel {
     }
 
     fn arm_timer(&mut self, ns: Nanos) -> Chan {
-        // Kernel timers fire from the tick: round up to the next jiffy.
-        let at = (self.now + ns).div_ceil(self.tick_ns) * self.tick_ns;
         self.next_timer_token += 1;
         let chan = Chan::Timer(self.next_timer_token);
-        self.q.schedule(at, Ev::Wake(chan));
+        match self.v.timer {
+            // The 2.4 timer list: timers fire from the tick, at the next jiffy.
+            TimerSubsystem::Jiffies => {
+                let at = (self.now + ns).div_ceil(self.tick_ns) * self.tick_ns;
+                self.q.schedule(at, Ev::Wake(chan));
+            }
+            // hrtimer_nanosleep: an expiry interrupt of its own, at the time asked.
+            TimerSubsystem::Hrtimer => self
+                .q
+                .schedule(self.now + ns, Ev::Irq(Irq::Hrtimer(HrTimer::Sleep(chan)))),
+        }
         chan
+    }
+
+    /// When a timer due at `due` fires: at once with hrtimers, at the next tick on the 2.4
+    /// timer list.
+    fn timer_fires_at(&self, due: Nanos) -> Nanos {
+        match self.v.timer {
+            TimerSubsystem::Jiffies => due.div_ceil(self.tick_ns) * self.tick_ns,
+            TimerSubsystem::Hrtimer => due,
+        }
+    }
+
+    /// Arm POSIX timer `id` for its expiry due at `due`.
+    fn arm_posix(&mut self, id: usize, due: Nanos) {
+        let at = self.timer_fires_at(due);
+        self.q.schedule(at, Ev::Irq(Irq::Hrtimer(HrTimer::Posix { id, due })));
     }
 
     fn sleep_on(&mut self, t: TaskId, chan: Chan) {
@@ -568,11 +639,33 @@ impl Kernel {
                 continue;
             }
             self.tasks[t].state = TaskState::Runnable;
-            self.sched.enqueue(&self.tasks, t, self.now);
-            if self.sched.wakeup_preempt(&self.tasks, t, self.current, self.now) {
-                self.tasks[self.current].need_resched = true;
-            }
+            self.enqueue_woken(t);
             self.tracker.on_wake(self.now, t);
+        }
+    }
+
+    /// `t` became runnable (woken or new): onto the runqueue, and `check_preempt_curr`.
+    fn enqueue_woken(&mut self, t: TaskId) {
+        self.sched.enqueue(&self.tasks, t, self.now);
+        if let Some(p) = self.ptrack.as_mut().filter(|p| p.watching(t)) {
+            if let Some(how) = self.sched.describe(t) {
+                p.on_placed(t, how);
+            }
+        }
+        let cur = self.current;
+        if self.sched.wakeup_preempt(&self.tasks, t, cur, self.now) {
+            let fair = |x: TaskId| x != 0 && self.tasks[x].policy == Policy::Other;
+            self.resched_curr(preempt::resched_is_lazy(&self.v, fair(cur), fair(t)));
+        }
+    }
+
+    /// `resched_curr` / `resched_curr_lazy`.
+    fn resched_curr(&mut self, lazy: bool) {
+        let c = &mut self.tasks[self.current];
+        if lazy {
+            c.need_resched_lazy = true;
+        } else {
+            c.need_resched = true;
         }
     }
 
@@ -594,6 +687,7 @@ impl Kernel {
     fn schedule(&mut self, reason: SwitchReason) {
         let prev = self.current;
         self.tasks[prev].need_resched = false;
+        self.tasks[prev].need_resched_lazy = false;
         self.stats.schedule_calls += 1;
         let (next, cost) = self.sched.pick(&self.tasks, prev, &self.m, self.now);
         let mut overhead = cost;
@@ -629,6 +723,7 @@ impl Kernel {
             Irq::Tick => self.m.tick_handler_ns,
             Irq::Rtc => self.m.rtc_handler_ns,
             Irq::Disk(_) => self.m.disk_handler_ns,
+            Irq::Hrtimer(_) => self.m.hrtimer_handler_ns,
         };
         let h = self.m.irq_entry_exit_ns + body;
         if irq == Irq::Rtc {
@@ -642,6 +737,12 @@ impl Kernel {
         } else {
             self.tracker.on_other_irq(irq, h);
         }
+        if let Some(p) = self.ptrack.as_mut() {
+            match irq {
+                Irq::Hrtimer(HrTimer::Posix { due, .. }) => p.on_expiry(due, delivered, h),
+                _ => p.on_irq(h),
+            }
+        }
         self.now += h;
         self.stats.irq_ns += h;
         match irq {
@@ -649,8 +750,13 @@ impl Kernel {
                 self.st.jiffies += 1;
                 self.q.schedule(at + self.tick_ns, Ev::Irq(Irq::Tick));
                 let cur = self.current;
-                if self.sched.tick(&self.tasks, cur, self.now) {
+                // Lazy preemption: a NEED_RESCHED_LAZY left from before is promoted.
+                if std::mem::take(&mut self.tasks[cur].need_resched_lazy) {
                     self.tasks[cur].need_resched = true;
+                }
+                if self.sched.tick(&self.tasks, cur, self.now) {
+                    let fair = cur != 0 && self.tasks[cur].policy == Policy::Other;
+                    self.resched_curr(preempt::resched_is_lazy(&self.v, fair, fair));
                 }
             }
             Irq::Rtc => {
@@ -663,6 +769,19 @@ impl Kernel {
                 self.st.disk_complete(id, self.now);
                 self.drain_requests();
             }
+            Irq::Hrtimer(HrTimer::Sleep(chan)) => self.wake(chan),
+            Irq::Hrtimer(HrTimer::Posix { id, due }) => {
+                // hrtimer_forward: the next expiry a period on.
+                self.arm_posix(id, due + self.st.posix.timers[id].period);
+                match self.st.posix.expire(id, due) {
+                    Some(target) => self.wake(Chan::Signal(target)),
+                    None => {
+                        if let Some(p) = self.ptrack.as_mut() {
+                            p.on_overrun();
+                        }
+                    }
+                }
+            }
         }
         self.maybe_preempt_after_irq();
     }
@@ -670,7 +789,10 @@ impl Kernel {
     /// ret_from_intr: reschedule if need_resched and the interrupted context allows it.
     fn maybe_preempt_after_irq(&mut self) {
         let cur = self.current;
-        if self.overhead > 0 || !self.tasks[cur].need_resched {
+        let t = &self.tasks[cur];
+        // Return to user space honours NEED_RESCHED_LAZY too (exit_to_user_mode_loop).
+        let to_user = matches!(t.exec, Exec::User { .. } | Exec::Ready);
+        if self.overhead > 0 || !(t.need_resched || (to_user && t.need_resched_lazy)) {
             return;
         }
         match preempt::at_irq_return(&self.tasks[cur].exec, &self.v) {
@@ -738,6 +860,9 @@ pub(crate) mod tests {
             ctx_switch_ns: 1000,
             schedule_base_ns: 1000,
             goodness_per_task_ns: 10,
+            hrtimer_handler_ns: 1000,
+            signal_deliver_ns: 1000,
+            thread_create_exit_ns: 10_000,
             disk: DiskProfile {
                 position_ns: 1_000_000,
                 seq_mb_s: 50.0,

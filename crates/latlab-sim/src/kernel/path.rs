@@ -34,6 +34,8 @@ pub enum Chan {
     Net(u64),
     /// kjournald began committing the running transaction (`j_wait_transaction_locked`).
     TxnLocked,
+    /// A signal was queued to thread `pid` (`signal_wake_up`).
+    Signal(u32),
 }
 
 /// One step of kernel work.

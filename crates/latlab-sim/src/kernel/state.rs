@@ -53,6 +53,10 @@ pub struct KState {
     pub workload_done: Option<Nanos>,
     /// Unique tokens for network waits.
     pub net_token: u64,
+    /// POSIX timers and the signals they queued.
+    pub posix: super::posix_timer::PosixTimers,
+    /// The timer signal each thread took last (`SigWait`), for its user code to read.
+    pub taken: std::collections::BTreeMap<u32, super::posix_timer::SigInfo>,
 }
 
 /// pids of the kernel threads paths may wake.
@@ -80,6 +84,8 @@ impl KState {
             rtc_last: None,
             workload_done: None,
             net_token: 0,
+            posix: Default::default(),
+            taken: Default::default(),
         }
     }
 

@@ -74,8 +74,13 @@ pub struct Task {
     pub kthread: bool,
     /// Address-space id (0 for kernel threads), for goodness()'s same-mm bonus.
     pub mm: u32,
-    /// 2.4 `current->need_resched`.
+    /// A thread sharing its parent's address space (CLONE_VM): its exit leaves the mm.
+    pub thread: bool,
+    /// 2.4 `current->need_resched` (TIF_NEED_RESCHED).
     pub need_resched: bool,
+    /// TIF_NEED_RESCHED_LAZY (lazy preemption): honoured at return to user space, promoted
+    /// to `need_resched` at the next tick.
+    pub need_resched_lazy: bool,
     pub program: Option<Box<dyn Program>>,
     pub exec: Exec,
     pub parent: Option<TaskId>,

@@ -4,6 +4,7 @@
 //!   a SCHED_FIFO reader of `/dev/rtc`; a sample is the time from the interrupt to the reader
 //!   running in user space.
 
+pub mod posix_timer;
 pub mod realfeel;
 
 use latlab_core::Nanos;
@@ -16,4 +17,8 @@ pub enum Mark {
     /// The reader is back in user space with the interrupt raised at `irq_at`; `coalesced`
     /// more interrupts were folded into the same read.
     RealfeelSample { irq_at: Nanos, coalesced: u64 },
+    /// The calling task belongs to the POSIX-timer test (target, helper or notify thread).
+    PosixTask,
+    /// The notify function for the timer expiry due at `due` runs now.
+    PosixSample { due: Nanos },
 }

@@ -991,6 +991,7 @@ mod tests {
             seed,
             min_duration_ns: 0,
             max_duration_ns: 3_000_000_000,
+            posix_timer: None,
         };
         crate::simulate(&cfg, &mut |_, _| {}).unwrap().0
     }

@@ -7,9 +7,11 @@
 
 pub mod hogs;
 pub mod kthreads;
+pub mod posix_test;
 pub mod realfeel;
 pub mod script;
 pub mod stress;
+pub mod video;
 
 use crate::engine::Rng;
 use crate::kernel::path::Path;
@@ -35,6 +37,9 @@ pub enum Action {
     WaitChildrenBelow(u32),
     /// exit(): tear down the address space and become a zombie.
     Exit,
+    /// `timer_create(CLOCK_MONOTONIC)` + `timer_settime` of a timer signalling the calling
+    /// thread every `period` ns, the first expiry one period from now.
+    TimerCreate { period: Nanos },
 }
 
 /// A task to create.

@@ -222,6 +222,9 @@ pub enum CommandSpec {
     Updatedb { files: u64, nights: u32 },
     /// `tasks` CPU-bound SCHED_OTHER processes started together ([`super::hogs`]).
     CpuHogs { tasks: u32 },
+    /// Video playback in a browser plugin through the X server, `fps` frames a second, each
+    /// decoded in `decode_us` and drawn in `x_us` ([`super::video`]); runs until the run ends.
+    Video { fps: u32, decode_us: u64, x_us: u64 },
 }
 
 impl CommandSpec {
@@ -243,6 +246,7 @@ impl CommandSpec {
             CommandSpec::CatOld { mb, file_kb } => format!("cat {mb} MB of old {file_kb} KB files"),
             CommandSpec::Updatedb { files, nights } => format!("updatedb ({files} names, {nights} nights)"),
             CommandSpec::CpuHogs { tasks } => format!("hogs x{tasks}"),
+            CommandSpec::Video { fps, .. } => format!("video {fps} fps"),
         }
     }
 }
@@ -610,6 +614,14 @@ impl Cmd {
                     return false;
                 }
                 super::hogs::spawn_all(o, tasks, cx.now);
+                true
+            }
+            CommandSpec::Video { fps, decode_us, x_us } => {
+                if stage > 0 {
+                    return false;
+                }
+                super::video::spawn(o, fps, decode_us * 1_000, x_us * 1_000, cx.now);
+                o.push(|_| Some(Action::WaitChildren));
                 true
             }
             CommandSpec::MemHog { mb, passes } => {

@@ -1,0 +1,204 @@
+//! Seed 004's wakeup-latency test: a periodic POSIX timer, and the time from each expiry to
+//! its notify function running (a SIGEV_SIGNAL handler, or the function a SIGEV_THREAD
+//! thread runs). Streams are named as the probe names them (`posix_timer_signal`,
+//! `posix_timer_thread`); expiries that found the previous signal still queued are the
+//! stream's `missed` events.
+//!
+//! Each expiry opens a window, closed by the sample; SIGEV_THREAD windows overlap when a
+//! thread waits longer than a period. While a window is open every task's CPU time is
+//! tallied, so a sample says who ran ahead of the notify function and for how long, and the
+//! scheduler says where it placed the woken or new task (`Scheduler::describe`).
+
+use crate::kernel::task::{Task, TaskId};
+use latlab_core::{Attribution, Nanos, Sample, Stream, TaskSlice};
+use std::collections::BTreeMap;
+
+/// Worst samples kept with their attribution.
+const KEEP_WORST: usize = 10;
+/// Placements remembered while windows are open (the newest ones).
+const KEEP_PLACEMENTS: usize = 64;
+
+struct Window {
+    due: Nanos,
+    irq_delay: Nanos,
+    handler: Nanos,
+    sched: Nanos,
+    /// CPU time of the measuring tasks (the target, the helper, the new thread).
+    wakee: Nanos,
+    /// Every other task's CPU time inside the window.
+    slices: Vec<(TaskId, Nanos)>,
+}
+
+/// Measurement state of one POSIX-timer stream.
+pub struct PosixTracker {
+    stream: Stream,
+    open: Vec<Window>,
+    /// The test's threads (target, helper, notify threads).
+    mine: Vec<bool>,
+    /// Where the scheduler placed a task when it was woken or created: (task, description).
+    placed: Vec<(TaskId, String)>,
+    pub epoch: Nanos,
+}
+
+impl PosixTracker {
+    pub fn new(name: &str, sigev: &str) -> Self {
+        PosixTracker {
+            stream: Stream::new(name, format!("timer_create({sigev}) expiry to the notify function")),
+            open: Vec::new(),
+            mine: Vec::new(),
+            placed: Vec::new(),
+            epoch: 0,
+        }
+    }
+
+    /// Task `t` belongs to the test.
+    pub fn adopt(&mut self, t: TaskId) {
+        if self.mine.len() <= t {
+            self.mine.resize(t + 1, false);
+        }
+        self.mine[t] = true;
+    }
+
+    /// Does task `t` belong to the test?
+    pub fn owns(&self, t: TaskId) -> bool {
+        self.mine.get(t).copied().unwrap_or(false)
+    }
+
+    /// The timer due at `due` expired; its interrupt ran at `delivered` for `h` ns.
+    pub fn on_expiry(&mut self, due: Nanos, delivered: Nanos, h: Nanos) {
+        for w in &mut self.open {
+            w.handler += h;
+        }
+        self.open.push(Window {
+            due,
+            irq_delay: delivered.saturating_sub(due),
+            handler: h,
+            sched: 0,
+            wakee: 0,
+            slices: Vec::new(),
+        });
+    }
+
+    /// An expiry found the previous signal still queued.
+    pub fn on_overrun(&mut self) {
+        self.stream.missed += 1;
+    }
+
+    pub fn on_irq(&mut self, h: Nanos) {
+        for w in &mut self.open {
+            w.handler += h;
+        }
+    }
+
+    pub fn on_run(&mut self, task: TaskId, d: Nanos) {
+        if self.open.is_empty() {
+            return;
+        }
+        let mine = self.owns(task);
+        for w in &mut self.open {
+            if mine {
+                w.wakee += d;
+            } else {
+                match w.slices.iter_mut().find(|(t, _)| *t == task) {
+                    Some((_, n)) => *n += d,
+                    None => w.slices.push((task, d)),
+                }
+            }
+        }
+    }
+
+    pub fn on_sched(&mut self, d: Nanos) {
+        for w in &mut self.open {
+            w.sched += d;
+        }
+    }
+
+    /// Is anything being measured right now (worth asking the scheduler to describe)?
+    pub fn watching(&self, t: TaskId) -> bool {
+        !self.open.is_empty() && self.owns(t)
+    }
+
+    /// The scheduler placed test task `t` so (on its wakeup or creation).
+    pub fn on_placed(&mut self, t: TaskId, how: String) {
+        self.placed.retain(|(x, _)| *x != t);
+        if self.placed.len() == KEEP_PLACEMENTS {
+            self.placed.remove(0);
+        }
+        self.placed.push((t, how));
+    }
+
+    /// The notify function for the expiry due at `due` runs now, in task `cur`.
+    pub fn on_sample(&mut self, due: Nanos, now: Nanos, cur: TaskId, tasks: &[Task], sched: &str) {
+        let Some(i) = self.open.iter().position(|w| w.due == due) else {
+            return;
+        };
+        let w = self.open.remove(i);
+        let latency = now - due;
+        self.stream.hist.record(latency);
+        let enters =
+            self.stream.worst.len() < KEEP_WORST || self.stream.worst.last().is_some_and(|s| s.latency_ns < latency);
+        if !enters {
+            return;
+        }
+        let mut slices = w.slices;
+        slices.sort_by_key(|(_, ns)| std::cmp::Reverse(*ns));
+        let ran_ahead: Nanos = slices.iter().map(|(_, ns)| ns).sum();
+        let placed = self
+            .placed
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == cur)
+            .map_or_else(String::new, |(_, s)| format!("{} placed: {s}; ", tasks[cur].label()));
+        let ahead: Vec<String> = slices
+            .iter()
+            .take(6)
+            .map(|&(t, ns)| format!("{} {:.3} ms", tasks[t].label(), ns as f64 / 1e6))
+            .collect();
+        let note = format!(
+            "model ({sched}): {placed}{} task(s) ran {:.3} ms ahead of it: {}",
+            slices.len(),
+            ran_ahead as f64 / 1e6,
+            if ahead.is_empty() {
+                "none".into()
+            } else {
+                ahead.join(", ")
+            }
+        );
+        let attribution = Attribution {
+            irq_off_ns: w.irq_delay,
+            handler_ns: w.handler,
+            preempt_wait_ns: 0,
+            ran_ahead_ns: ran_ahead,
+            sched_ns: w.sched,
+            wakee_kernel_ns: w.wakee,
+            blocked_ns: 0,
+            cause: None,
+            tasks: slices
+                .iter()
+                .map(|&(t, ns)| TaskSlice {
+                    comm: tasks[t].comm.clone(),
+                    pid: tasks[t].pid,
+                    ns,
+                })
+                .collect(),
+            irqs: Vec::new(),
+            steal_ns: 0,
+            note,
+        };
+        let mut tag = BTreeMap::new();
+        tag.insert("thread".into(), tasks[cur].label());
+        self.stream.offer_worst(
+            Sample {
+                at_ns: due - self.epoch,
+                latency_ns: latency,
+                tag,
+                attribution,
+            },
+            KEEP_WORST,
+        );
+    }
+
+    pub fn take_stream(&mut self) -> Stream {
+        std::mem::replace(&mut self.stream, Stream::new("", ""))
+    }
+}
