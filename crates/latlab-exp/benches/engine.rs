@@ -3,6 +3,8 @@
 //! experiment runs it (after the box's history: `cat` of RAM's worth of old files, 37
 //! simulated seconds of reads and reclaim), and with the page cache filled in place (no
 //! history; the benchmark as it was before the history existed).
+//! `seed004_cfs_thread_60s` runs seed 004's unpatched CFS kernel for the experiment's 60
+//! simulated seconds (SIGEV_THREAD timer every 10 ms beside the video and make -j10).
 //! `cargo bench -p latlab-exp --bench engine`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -27,6 +29,13 @@ fn engine(c: &mut Criterion) {
             b.iter(|| latlab_sim::simulate(&cfg, &mut |_, _| {}).expect("runs"))
         });
     }
+    let exp = latlab_exp::builtin_experiment("cfs-granularity").expect("built-in experiment");
+    let cfg = exp.runs[0].config.clone();
+    let (_, stats) = latlab_sim::simulate(&cfg, &mut |_, _| {}).expect("runs");
+    g.throughput(Throughput::Elements(stats.events));
+    g.bench_function("seed004_cfs_thread_60s", |b| {
+        b.iter(|| latlab_sim::simulate(&cfg, &mut |_, _| {}).expect("runs"))
+    });
     g.finish();
 }
 

@@ -255,3 +255,30 @@ impl Variant {
         self.eevdf.expect("validated: an eevdf variant has [eevdf]")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::tests::variant_with;
+
+    #[test]
+    fn combinations_no_kernel_had_are_refused() {
+        let lazy24 = variant_with(SchedClass::Goodness24, PreemptModel::Lazy, &[]);
+        let (f, why) = lazy24.validate().unwrap_err();
+        assert_eq!(f, "preempt");
+        assert!(why.contains("6.13") && why.contains("valid here"), "{why}");
+        let mut hr24 = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        hr24.timer = TimerSubsystem::Hrtimer;
+        assert_eq!(hr24.validate().unwrap_err().0, "timer");
+        let cfs_without_tunables = variant_with(SchedClass::Cfs, PreemptModel::Voluntary, &[]);
+        assert_eq!(cfs_without_tunables.validate().unwrap_err().0, "cfs");
+        let mut ok = variant_with(SchedClass::Eevdf, PreemptModel::Lazy, &[]);
+        ok.timer = TimerSubsystem::Hrtimer;
+        ok.eevdf = Some(EevdfTunables {
+            base_slice_ns: 700_000,
+            run_to_parity: true,
+            place_lag: true,
+        });
+        assert!(ok.validate().is_ok());
+    }
+}

@@ -100,3 +100,28 @@ impl Task {
         format!("{}/{}", self.comm, self.pid)
     }
 }
+
+/// A SCHED_OTHER nice-0 user task with nothing to run, for scheduler unit tests.
+#[cfg(test)]
+pub(crate) fn tests_task() -> Task {
+    Task {
+        pid: 0,
+        comm: "t".into(),
+        policy: Policy::Other,
+        rt_priority: 0,
+        nice: 0,
+        state: TaskState::Runnable,
+        kthread: false,
+        mm: 1,
+        thread: false,
+        need_resched: false,
+        need_resched_lazy: false,
+        program: None,
+        exec: Exec::Ready,
+        parent: None,
+        children: 0,
+        cpu_ns: 0,
+        exiting: false,
+        wait_below: None,
+    }
+}

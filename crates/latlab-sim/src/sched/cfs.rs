@@ -458,6 +458,77 @@ mod tests {
         assert_eq!(p.sched_gran(12), 750_000, "floor at min_granularity");
     }
 
+    fn tasks(n: usize) -> Vec<Task> {
+        (0..=n).map(|_| crate::kernel::task::tests_task()).collect()
+    }
+
+    #[test]
+    fn new_tasks_pay_start_debit_and_sleepers_get_half_a_latency() {
+        let ts = tasks(4);
+        let mut c = Cfs::new(unpatched());
+        let m = crate::kernel::tests::machine();
+        for t in 1..=3 {
+            c.fork(&ts, None, t, 0);
+            c.enqueue(&ts, t, 0);
+        }
+        let (first, _) = c.pick_next(&ts, &m, 0);
+        let first = first.unwrap();
+        // It runs 10 ms: min_vruntime follows the leftmost waiting task.
+        c.tick(&ts, 10 * MS);
+        let min = c.min_vruntime;
+        // A fork by the running task: max(parent's vruntime, min_vruntime + vslice); with 4
+        // tasks (3 + the child) the period is 2 ms x 4 and the vslice 2 ms.
+        c.fork(&ts, Some(first), 4, 10 * MS);
+        assert_eq!(c.se[4].vruntime, (min + 2 * MS).max(c.se[first].vruntime));
+        // A task asleep long enough comes back at min_vruntime - sched_latency / 2.
+        c.dequeue(&ts, 2, 10 * MS);
+        c.se[2].vruntime = 0;
+        c.enqueue(&ts, 2, 20 * MS);
+        assert_eq!(c.se[2].vruntime, c.min_vruntime - 3 * MS);
+    }
+
+    #[test]
+    fn a_wakeup_preempts_only_past_the_wakeup_granularity() {
+        let ts = tasks(2);
+        let m = crate::kernel::tests::machine();
+        let mut c = Cfs::new(unpatched());
+        for t in 1..=2 {
+            c.fork(&ts, None, t, 0);
+            c.enqueue(&ts, t, 0);
+        }
+        let (cur, _) = c.pick_next(&ts, &m, 0);
+        let (cur, other) = (cur.unwrap(), if cur == Some(1) { 2 } else { 1 });
+        c.dequeue(&ts, other, 0);
+        // The other sleeps, then wakes 0.5 ms of curr's run later: placed at
+        // min_vruntime - 3 ms but never before its own vruntime, so within 1 ms of curr.
+        c.se[other].vruntime = c.se[cur].vruntime;
+        c.enqueue(&ts, other, 500_000);
+        assert!(
+            !c.wakeup_preempt(&ts, other, cur, 500_000),
+            "0.5 ms apart: no preemption"
+        );
+        // 1.5 ms later the gap passes the 1 ms granularity.
+        assert!(c.wakeup_preempt(&ts, other, cur, 1_600_000));
+    }
+
+    #[test]
+    fn the_patch_lets_the_tick_preempt_after_the_shrunk_granularity() {
+        // Twelve tasks: unpatched, the slice is 2 ms of a 24 ms period; patched, 0.75 ms of 9.
+        for (tun, slice) in [(unpatched(), 2 * MS), (patched(), 750_000)] {
+            let ts = tasks(12);
+            let m = crate::kernel::tests::machine();
+            let mut c = Cfs::new(tun);
+            for t in 1..=12 {
+                c.fork(&ts, None, t, 0);
+                c.enqueue(&ts, t, 0);
+            }
+            let (cur, _) = c.pick_next(&ts, &m, 0);
+            assert_eq!(c.sched_slice(cur.unwrap()), slice);
+            assert!(!c.tick(&ts, slice), "not past the slice yet");
+            assert!(c.tick(&ts, slice + 1), "past it");
+        }
+    }
+
     #[test]
     fn weights_and_virtual_time() {
         assert_eq!(weight(0), 1024);

@@ -658,7 +658,6 @@ impl Scheduler for O1 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::task::{Exec, TaskState};
     use crate::sched::goodness24::Goodness24;
 
     const MS: Nanos = 1_000_000;
@@ -666,22 +665,12 @@ mod tests {
     /// A task of the given policy; `mm` 0 is a kernel thread.
     fn task(policy: Policy, rt_priority: u32, nice: i32, mm: u32) -> Task {
         Task {
-            pid: 0,
-            comm: "t".into(),
             policy,
             rt_priority,
             nice,
-            state: TaskState::Runnable,
             kthread: mm == 0,
             mm,
-            need_resched: false,
-            program: None,
-            exec: Exec::Ready,
-            parent: None,
-            children: 0,
-            cpu_ns: 0,
-            exiting: false,
-            wait_below: None,
+            ..crate::kernel::task::tests_task()
         }
     }
 
