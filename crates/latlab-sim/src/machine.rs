@@ -56,8 +56,16 @@ pub struct MachineProfile {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiskProfile {
-    /// Mean positioning time (seek + half a rotation) for a non-contiguous request, ns.
-    pub position_ns: Nanos,
+    /// Seek between adjacent tracks, ns: the shortest move of the seek curve
+    /// (`dev::disk`: `track_to_track + (full_stroke - track_to_track) * sqrt(distance /
+    /// capacity)`).
+    pub track_to_track_ns: Nanos,
+    /// Seek across the whole platter, ns: the curve's longest move.
+    pub full_stroke_ns: Nanos,
+    /// Average rotational latency, half a revolution, ns (30e9 / rpm), added to every seek.
+    pub half_rotation_ns: Nanos,
+    /// Capacity in decimal GB: the seek curve's distances are fractions of it.
+    pub capacity_gb: f64,
     /// Sustained media transfer rate, MB/s.
     pub seq_mb_s: f64,
     /// Largest request the driver builds, KiB (max_sectors / 2).
@@ -113,6 +121,25 @@ impl MachineProfile {
         pos("copy_mb_s", self.copy_mb_s)?;
         pos("net_mb_s", self.net_mb_s)?;
         pos("disk.seq_mb_s", self.disk.seq_mb_s)?;
+        pos("disk.capacity_gb", self.disk.capacity_gb)?;
+        if self.disk.track_to_track_ns > self.disk.full_stroke_ns {
+            return Err((
+                "disk.track_to_track_ns",
+                format!(
+                    "must be at most disk.full_stroke_ns ({} ns), got {}",
+                    self.disk.full_stroke_ns, self.disk.track_to_track_ns
+                ),
+            ));
+        }
+        // A minute: no disk of any era takes longer to position its head.
+        for (f, v) in [
+            ("disk.full_stroke_ns", self.disk.full_stroke_ns),
+            ("disk.half_rotation_ns", self.disk.half_rotation_ns),
+        ] {
+            if v > 60_000_000_000 {
+                return Err((f, format!("must be at most 60 s (60000000000 ns), got {v}")));
+            }
+        }
         if self.ram_mib < 16 || self.ram_mib > 1 << 24 {
             return Err(("ram_mib", format!("must be 16 MiB .. 16 TiB, got {}", self.ram_mib)));
         }

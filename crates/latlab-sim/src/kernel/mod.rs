@@ -747,7 +747,10 @@ pub(crate) mod tests {
             schedule_base_ns: 1000,
             goodness_per_task_ns: 10,
             disk: DiskProfile {
-                position_ns: 1_000_000,
+                track_to_track_ns: 1_000_000,
+                full_stroke_ns: 10_000_000,
+                half_rotation_ns: 4_000_000,
+                capacity_gb: 20.0,
                 seq_mb_s: 50.0,
                 max_request_kib: 64,
                 nr_requests: 128,
