@@ -9,6 +9,7 @@
 
 use latlab_core::Nanos;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A simulated machine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,7 +51,30 @@ pub struct MachineProfile {
     pub disk: DiskProfile,
     /// Network bandwidth for NFS / cvs reads, MB/s.
     pub net_mb_s: f64,
+    /// Catalog items whose instructions or cache misses differ on this machine from the
+    /// catalog's (`kernel::catalog::COST_ITEMS`), by item name: a cache line of another size,
+    /// a hash table sized for other RAM; and what `--vary catalog.NAME.instr|misses=...` sets.
+    /// Empty for the built-in machines.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub catalog: BTreeMap<String, CostOverride>,
 }
+
+/// A machine's replacement for one catalog item's numbers; a number not given keeps the
+/// catalog's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostOverride {
+    /// Instructions per item.
+    pub instr: Option<f64>,
+    /// Cache misses per item.
+    pub misses: Option<f64>,
+}
+
+/// Most instructions and cache misses one catalog item may be given: a billion instructions
+/// is a second at 1000 MHz and CPI 1, a million misses a tenth of one at 100 ns; no loop body
+/// of the model comes near either, and the bound keeps every per-item time far from overflow.
+const MAX_ITEM_INSTR: f64 = 1e9;
+const MAX_ITEM_MISSES: f64 = 1e6;
 
 /// A rotating disk with a request queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,8 +170,38 @@ impl MachineProfile {
         if self.swap_mib > 1 << 24 {
             return Err(("swap_mib", format!("must be at most 16 TiB, got {}", self.swap_mib)));
         }
+        self.validate_catalog().map_err(|why| ("catalog", why))?;
         if self.disk.nr_requests == 0 || self.disk.max_request_kib < 4 {
             return Err(("disk", "nr_requests must be > 0 and max_request_kib >= 4".into()));
+        }
+        Ok(())
+    }
+
+    /// Every catalog override names a catalog item and gives numbers in range.
+    fn validate_catalog(&self) -> Result<(), String> {
+        let items = crate::kernel::catalog::COST_ITEMS;
+        for (name, o) in &self.catalog {
+            if !items.iter().any(|it| it.name == name) {
+                let also = if name == "page_copy" {
+                    "page_copy is the machine's copy_mb_s, not a catalog item; "
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "unknown catalog item `{name}`; {also}valid: {}",
+                    items.iter().map(|it| it.name).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            for (what, v, max) in [
+                ("instr", o.instr, MAX_ITEM_INSTR),
+                ("misses", o.misses, MAX_ITEM_MISSES),
+            ] {
+                if let Some(v) = v {
+                    if !(v.is_finite() && (0.0..=max).contains(&v)) {
+                        return Err(format!("{name}.{what} must be a number in 0..={max}, got {v}"));
+                    }
+                }
+            }
         }
         Ok(())
     }

@@ -756,6 +756,7 @@ pub(crate) mod tests {
                 nr_requests: 128,
             },
             net_mb_s: 10.0,
+            catalog: Default::default(),
         }
     }
 
