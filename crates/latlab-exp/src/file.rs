@@ -371,7 +371,39 @@ pub const VARY_KEYS: &[&str] = &[
 
 /// `exp` with `key` set to `value` in every run (the same value for every variant), checked
 /// as the file's own fields are. `origin` names where the setting came from in errors.
+///
+/// Besides [`VARY_KEYS`], `key` may be `machine.FIELD` (any number or flag of the machine
+/// profile, `disk.*` included: [`machine_fields`]) or `catalog.NAME.instr` /
+/// `catalog.NAME.misses` (one item of the code-path catalog, `latlab_sim::kernel::catalog::
+/// COST_ITEMS`): the experiment's one machine changed, for every run.
 pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Experiment, ExpError> {
+    let bad = |why: String| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: key.into(),
+        why,
+    };
+    if key.starts_with("machine.") || key.starts_with("catalog.") {
+        let mut out = exp.clone();
+        let Some(first) = exp.runs.first() else {
+            return Ok(out);
+        };
+        let m = if let Some(field) = key.strip_prefix("machine.") {
+            set_machine_field(origin, &first.config.machine, field, value)?
+        } else {
+            set_catalog_cost(origin, &first.config.machine, key, value)?
+        };
+        for run in &mut out.runs {
+            // A smaller machine may no longer hold the starting state.
+            run.config
+                .workload
+                .preload
+                .validate(&m)
+                .map_err(|(f, why)| bad(format!("the starting state's preload.{f} no longer fits: {why}")))?;
+            run.config.machine = m.clone();
+        }
+        return Ok(out);
+    }
     let setting = Setting::parse(origin, key, value)?;
     let mut out = exp.clone();
     for run in &mut out.runs {
@@ -384,12 +416,7 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
                 (c.min_duration_ns, c.max_duration_ns) = run_length(run.published.samples, *hz, run.max_seconds);
             }
             Setting::Hogs(n) => {
-                hogs::set_tasks(&mut c.workload.commands, *n).map_err(|why| ExpError::Field {
-                    origin: origin.into(),
-                    line: 0,
-                    field: key.into(),
-                    why,
-                })?;
+                hogs::set_tasks(&mut c.workload.commands, *n).map_err(bad)?;
             }
             Setting::Preload(p) => {
                 let w = &mut c.workload;
@@ -403,6 +430,110 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
             }
         }
     }
+    Ok(out)
+}
+
+/// The machine profile's fields `--vary machine.FIELD` can set: every number and flag, nested
+/// tables' as `disk.seq_mb_s` (the catalog overrides have their own keys, `catalog.*`).
+pub fn machine_fields(m: &MachineProfile) -> Vec<String> {
+    fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {
+        for (k, v) in t {
+            let path = format!("{prefix}{k}");
+            match v {
+                toml::Value::Table(sub) if path != "catalog" => walk(&format!("{path}."), sub, out),
+                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => out.push(path),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(toml::Value::Table(t)) = toml::Value::try_from(m) {
+        walk("", &t, &mut out);
+    }
+    out
+}
+
+/// `m` with `field` (dotted, `disk.seq_mb_s`) set to `value` parsed as the field's own type,
+/// read back as a profile and validated: the profile's own checks, whatever the field.
+fn set_machine_field(origin: &str, m: &MachineProfile, field: &str, value: &str) -> Result<MachineProfile, ExpError> {
+    let key = format!("machine.{field}");
+    let bad = |why: String| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: key.clone(),
+        why,
+    };
+    let fields = machine_fields(m);
+    if !fields.iter().any(|f| f == field) {
+        return Err(ExpError::Unknown {
+            origin: origin.into(),
+            line: 0,
+            what: "machine field",
+            name: field.into(),
+            valid: fields.join(", "),
+        });
+    }
+    let mut doc = toml::Value::try_from(m).map_err(|e| bad(e.to_string()))?;
+    let mut slot = &mut doc;
+    for part in field.split('.') {
+        slot = slot.get_mut(part).ok_or_else(|| bad("not in the profile".into()))?;
+    }
+    *slot = match slot {
+        toml::Value::Integer(_) => toml::Value::Integer(
+            value
+                .parse::<i64>()
+                .map_err(|_| bad(format!("`{value}` is not a whole number")))?,
+        ),
+        toml::Value::Float(_) => toml::Value::Float(
+            value
+                .parse::<f64>()
+                .map_err(|_| bad(format!("`{value}` is not a number")))?,
+        ),
+        _ => toml::Value::Boolean(
+            value
+                .parse::<bool>()
+                .map_err(|_| bad(format!("`{value}` is not true or false")))?,
+        ),
+    };
+    let out: MachineProfile = doc
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(format!("`{value}`: {}", e.message().trim())))?;
+    out.validate().map_err(|(f, why)| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: format!("machine.{f}"),
+        why,
+    })?;
+    Ok(out)
+}
+
+/// `m` with one catalog item's instructions or misses replaced: `key` is
+/// `catalog.NAME.instr` or `catalog.NAME.misses`.
+fn set_catalog_cost(origin: &str, m: &MachineProfile, key: &str, value: &str) -> Result<MachineProfile, ExpError> {
+    let bad = |why: String| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: key.into(),
+        why,
+    };
+    let rest = &key["catalog.".len()..];
+    let (name, what) = rest.rsplit_once('.').unwrap_or((rest, ""));
+    let v = value
+        .parse::<f64>()
+        .map_err(|_| bad(format!("`{value}` is not a number")))?;
+    let mut out = m.clone();
+    let o = out.catalog.entry(name.into()).or_default();
+    match what {
+        "instr" => o.instr = Some(v),
+        "misses" => o.misses = Some(v),
+        _ => {
+            return Err(bad(format!(
+                "expected catalog.NAME.instr or catalog.NAME.misses (each item's instructions and cache misses), got `{key}`"
+            )))
+        }
+    }
+    // The profile's own check names an unknown item (listing the valid ones) or a bad number.
+    out.validate().map_err(|(_, why)| bad(why))?;
     Ok(out)
 }
 
@@ -460,7 +591,10 @@ impl Setting {
                     line: 0,
                     what: "setting to vary",
                     name: key.into(),
-                    valid: VARY_KEYS.join(", "),
+                    valid: format!(
+                        "{}, machine.FIELD (a machine profile field: machine.cpu_mhz, machine.disk.seq_mb_s, ...), catalog.NAME.instr, catalog.NAME.misses (a code-path catalog item: catalog.unfile.misses, ...)",
+                        VARY_KEYS.join(", ")
+                    ),
                 })
             }
         }
@@ -620,6 +754,131 @@ published_max_ms = 84.0
             err.contains("unknown setting to vary `hz`") && err.contains("preload.unused_dentries"),
             "{err}"
         );
+    }
+
+    /// GOOD with a second run, on another kernel.
+    fn two_runs() -> Experiment {
+        let text = GOOD.to_string() + "\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
+        parse("x.toml", &text).unwrap()
+    }
+
+    #[test]
+    fn vary_sets_any_machine_field_for_every_run() {
+        let e = two_runs();
+        let stock = e.runs[0].config.machine.clone();
+        let v = vary(&e, "cli", "machine.cpu_mhz", "500").unwrap();
+        let v = vary(&v, "cli", "machine.disk.seq_mb_s", "20").unwrap();
+        let v = vary(&v, "cli", "machine.ram_mib", "1024").unwrap();
+        for r in &v.runs {
+            let m = &r.config.machine;
+            assert_eq!((m.cpu_mhz, m.disk.seq_mb_s, m.ram_mib), (500.0, 20.0, 1024));
+            assert_eq!(
+                (m.kernel_cpi, m.disk.nr_requests),
+                (stock.kernel_cpi, stock.disk.nr_requests)
+            );
+        }
+        assert_ne!(v.runs[0].config.variant, v.runs[1].config.variant);
+        // Every field, nested ones included, is found, and set to its own value is a no-op:
+        // the generic path reads back exactly what it wrote.
+        let fields = machine_fields(&stock);
+        for f in [
+            "cpu_mhz",
+            "kernel_cpi",
+            "mem_latency_ns",
+            "ram_mib",
+            "disk.seq_mb_s",
+            "disk.full_stroke_ns",
+        ] {
+            assert!(fields.iter().any(|x| x == f), "{f}: {fields:?}");
+        }
+        assert!(
+            !fields
+                .iter()
+                .any(|x| x == "name" || x == "disk" || x.starts_with("catalog")),
+            "{fields:?}"
+        );
+        let doc = toml::Value::try_from(&stock).unwrap();
+        for f in &fields {
+            let mut at = &doc;
+            for part in f.split('.') {
+                at = &at[part];
+            }
+            let same = at.to_string();
+            let v = vary(&e, "cli", &format!("machine.{f}"), &same).unwrap_or_else(|err| panic!("{f}={same}: {err}"));
+            assert_eq!(v.runs[0].config.machine, stock, "{f}");
+        }
+    }
+
+    #[test]
+    fn vary_refuses_bad_machine_keys_and_values_by_name() {
+        let e = two_runs();
+        let err = |k: &str, val: &str| vary(&e, "cli", k, val).unwrap_err().to_string();
+        let e1 = err("machine.cpu", "500");
+        assert!(
+            e1.contains("unknown machine field `cpu`") && e1.contains("cpu_mhz") && e1.contains("disk.seq_mb_s"),
+            "{e1}"
+        );
+        for (k, val, want) in [
+            ("machine.cpu_mhz", "fast", "`fast` is not a number"),
+            ("machine.ram_mib", "1.5", "not a whole number"),
+            ("machine.ram_mib", "-3", "u64"),
+            ("machine.cpu_mhz", "0", "1..=1000000"),
+            ("machine.disk.seq_mb_s", "nan", "0.01..="),
+            ("machine.disk.track_to_track_ns", "99000000", "disk.full_stroke_ns"),
+            ("machine.ram_mib", "64", "no longer fits"),
+        ] {
+            let got = err(k, val);
+            assert!(
+                got.starts_with(&format!("cli: field `{k}`")) && got.contains(want),
+                "{k}={val}: {got}"
+            );
+        }
+        let got = err("cpu_mhz", "500");
+        assert!(
+            got.contains("unknown setting to vary") && got.contains("machine.FIELD"),
+            "{got}"
+        );
+    }
+
+    #[test]
+    fn vary_sets_a_catalog_items_cost_for_every_run() {
+        let e = two_runs();
+        let v = vary(&e, "cli", "catalog.unfile.misses", "3").unwrap();
+        let v = vary(&v, "cli", "catalog.unfile.instr", "300").unwrap();
+        let v = vary(&v, "cli", "catalog.sync_one.misses", "2.5").unwrap();
+        for r in &v.runs {
+            let m = &r.config.machine;
+            let c = latlab_sim::kernel::catalog::Costs::new(m);
+            assert_eq!(c.unfile, m.cost(300.0, 3.0));
+            assert_eq!(c.sync_one, m.cost(250.0, 2.5));
+            assert_eq!(c.refile, m.cost(50.0, 3.0));
+        }
+        let stock = latlab_sim::kernel::catalog::Costs::new(&e.runs[0].config.machine);
+        assert_ne!(
+            stock.unfile,
+            latlab_sim::kernel::catalog::Costs::new(&v.runs[0].config.machine).unfile
+        );
+        let err = |k: &str, val: &str| vary(&e, "cli", k, val).unwrap_err().to_string();
+        for (k, val, want) in [
+            ("catalog.unfle.misses", "3", "unknown catalog item `unfle`"),
+            ("catalog.page_copy.misses", "3", "copy_mb_s"),
+            (
+                "catalog.unfile.cycles",
+                "3",
+                "catalog.NAME.instr or catalog.NAME.misses",
+            ),
+            ("catalog.unfile", "3", "catalog.NAME.instr or catalog.NAME.misses"),
+            ("catalog.unfile.misses", "many", "`many` is not a number"),
+            ("catalog.unfile.misses", "-1", "0..=1000000"),
+            ("catalog.unfile.instr", "inf", "0..=1000000000"),
+        ] {
+            let got = err(k, val);
+            assert!(
+                got.starts_with(&format!("cli: field `{k}`")) && got.contains(want),
+                "{k}={val}: {got}"
+            );
+        }
+        assert!(err("catalog.unfle.misses", "3").contains("sync_one, "));
     }
 
     #[test]

@@ -44,7 +44,9 @@ pub struct Opts {
     pub out: Option<PathBuf>,
     /// Run the experiment once per value of a setting, the same for every kernel, and print
     /// each kernel's worst case per value: `seed`, `rtc_hz`, `hogs` (the CPU-bound tasks of
-    /// the `cpu-hogs` workload) or a preload field (`preload.unused_dentries=50000,100000`).
+    /// the `cpu-hogs` workload), a preload field (`preload.unused_dentries=50000,100000`), a
+    /// machine profile field (`machine.cpu_mhz=500,1000`, `machine.disk.seq_mb_s=20,40`) or a
+    /// code-path catalog cost (`catalog.unfile.misses=3,6,9`, `catalog.sync_one.instr=...`).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Option<String>,
 }
