@@ -54,7 +54,16 @@ pub struct Opts {
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let origin = a.file.display().to_string();
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read experiment file {origin}"))?;
-    let exp = latlab_exp::load(&origin, &text)?;
+    // Machine and variant files the experiment names by path are read relative to it.
+    let dir = a.file.parent().unwrap_or(std::path::Path::new(""));
+    let files = |p: &str| {
+        let path = dir.join(p);
+        let name = path.display().to_string();
+        std::fs::read_to_string(&path)
+            .map(|text| (name.clone(), text))
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{name}: {e}")))
+    };
+    let exp = latlab_exp::load_with(&origin, &text, &files)?;
     execute(&exp, &a.opts)?;
     Ok(ExitCode::SUCCESS)
 }
