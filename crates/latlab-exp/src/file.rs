@@ -332,7 +332,22 @@ pub fn machine(origin: &str, name: &str, line: usize, files: Files) -> Result<Ma
 
 /// A kernel variant: built in (`2.4.18+mini-ll`) or a file's path (read through `files`).
 pub fn variant(origin: &str, name: &str, line: usize, files: Files) -> Result<Variant, ExpError> {
-    resolve(&VARIANT, origin, line, name, files, Variant::validate)
+    resolve(&VARIANT, origin, line, name, files, |v: &Variant| {
+        v.validate()?;
+        // Checked here too (the model checks it when a run starts), so a variant file's
+        // mistake is reported with its file and line.
+        if !latlab_swap::ALLOCATORS.contains(&v.swap_allocator.as_str()) {
+            return Err((
+                "swap_allocator",
+                format!(
+                    "unknown swap-slot allocator `{}`; valid: {}",
+                    v.swap_allocator,
+                    latlab_swap::ALLOCATORS.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    })
 }
 
 pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment, ExpError> {
@@ -805,6 +820,14 @@ published_max_ms = 84.0
             "{err}"
         );
         // A bad value: the same, with the valid range.
+        let bad = kernel.replace("scan-2.4", "scan-9");
+        let line = bad.lines().position(|l| l.starts_with("swap_allocator")).unwrap() + 1;
+        let map = [("kernel.toml", bad), ("box.toml", box_.clone())];
+        let err = parse("x.toml", &text, &user_files(&map)).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("dir/kernel.toml:{line}: field `swap_allocator`")) && err.contains("cluster-6.x"),
+            "{err}"
+        );
         let bad = kernel.replace("hz = 100", "hz = 5");
         let line = bad.lines().position(|l| l.starts_with("hz")).unwrap() + 1;
         let map = [("kernel.toml", bad), ("box.toml", box_.clone())];
