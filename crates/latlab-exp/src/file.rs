@@ -227,54 +227,147 @@ fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
     }
 }
 
-/// Parse a built-in machine profile.
-pub fn machine(origin: &str, name: &str, line: usize) -> Result<MachineProfile, ExpError> {
-    let Some((n, text)) = builtin::MACHINES.iter().find(|(n, _)| *n == name) else {
-        return Err(ExpError::Unknown {
-            origin: origin.into(),
-            line,
-            what: "machine",
-            name: name.into(),
-            valid: builtin::MACHINES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-        });
-    };
-    let file = format!("machines/{n}.toml");
-    let m: MachineProfile = toml::from_str(text).map_err(|e| syntax(&file, text, e))?;
-    m.validate().map_err(|(field, why)| ExpError::Field {
-        origin: file.clone(),
-        line: line_of_value(text, field, "").max(1),
-        field: field.into(),
-        why,
-    })?;
-    Ok(m)
+/// Reads a file an experiment names by path (`variant = "./my-kernel.toml"`): given the path as
+/// the experiment wrote it, returns the name to give the file in errors and its text. The CLI
+/// supplies one that reads relative to the experiment file's directory; built-in experiments
+/// get [`no_files`]. This crate itself never touches the file system.
+pub type Files<'a> = &'a dyn Fn(&str) -> std::io::Result<(String, String)>;
+
+/// The [`Files`] of built-in experiments: they name built-in machines and variants only.
+pub fn no_files(_: &str) -> std::io::Result<(String, String)> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "only an experiment run from a file (latlab run FILE) can name machine or variant files",
+    ))
 }
 
-/// Parse a built-in kernel variant.
-pub fn variant(origin: &str, name: &str, line: usize) -> Result<Variant, ExpError> {
-    let Some((n, text)) = builtin::VARIANTS.iter().find(|(n, _)| *n == name) else {
-        return Err(ExpError::Unknown {
+/// Does a `machine` or `variant` value name a file (it has a `/` or ends in `.toml`) rather
+/// than a built-in?
+pub fn is_path(value: &str) -> bool {
+    value.contains('/') || value.ends_with(".toml")
+}
+
+/// What a `machine` or `variant` value can name: its field, its words in errors, the built-ins.
+struct Kind {
+    field: &'static str,
+    what: &'static str,
+    dir: &'static str,
+    builtins: &'static [(&'static str, &'static str)],
+}
+
+const MACHINE: Kind = Kind {
+    field: "machine",
+    what: "machine",
+    dir: "machines",
+    builtins: builtin::MACHINES,
+};
+
+const VARIANT: Kind = Kind {
+    field: "variant",
+    what: "kernel variant",
+    dir: "variants",
+    builtins: builtin::VARIANTS,
+};
+
+/// A machine profile or kernel variant named by `value` at `origin:line`, built in or read
+/// through `files`, parsed and validated the same way either way: errors name the profile's
+/// file, its line, the field and why.
+fn resolve<T: serde::de::DeserializeOwned>(
+    k: &Kind,
+    origin: &str,
+    line: usize,
+    value: &str,
+    files: Files,
+    validate: impl Fn(&T) -> Result<(), (&'static str, String)>,
+) -> Result<T, ExpError> {
+    let (file, text) = if is_path(value) {
+        files(value).map_err(|e| ExpError::Field {
             origin: origin.into(),
             line,
-            what: "kernel variant",
-            name: name.into(),
-            valid: builtin::VARIANTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-        });
+            field: k.field.into(),
+            why: format!("cannot read {} file `{value}`: {e}", k.what),
+        })?
+    } else {
+        match k.builtins.iter().find(|(n, _)| *n == value) {
+            Some((n, text)) => (format!("{}/{n}.toml", k.dir), text.to_string()),
+            None => {
+                return Err(ExpError::Unknown {
+                    origin: origin.into(),
+                    line,
+                    what: k.what,
+                    name: value.into(),
+                    valid: format!(
+                        "{}, or a {} file's path (a value with a `/` or ending in `.toml`)",
+                        k.builtins.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                        k.what
+                    ),
+                })
+            }
+        }
     };
-    let file = format!("variants/{n}.toml");
-    let v: Variant = toml::from_str(text).map_err(|e| syntax(&file, text, e))?;
-    v.validate().map_err(|(field, why)| ExpError::Field {
-        origin: file.clone(),
-        line: text
-            .lines()
-            .position(|l| l.trim_start().starts_with(field))
-            .map_or(1, |i| i + 1),
+    let v: T = toml::from_str(&text).map_err(|e| syntax(&file, &text, e))?;
+    validate(&v).map_err(|(field, why)| ExpError::Field {
+        line: line_of_field(&text, field),
+        origin: file,
         field: field.into(),
         why,
     })?;
     Ok(v)
 }
 
-pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
+/// 1-based line where `field` (dotted for a nested table's: `disk.seq_mb_s`) is set, or of
+/// the table it names (`[catalog...]`); 1 if neither is found.
+fn line_of_field(text: &str, field: &str) -> usize {
+    let (table, key) = field.rsplit_once('.').unwrap_or(("", field));
+    let sets = |l: &str| {
+        l.trim_start()
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    };
+    let header = |l: &str| {
+        l.trim_start()
+            .starts_with(&format!("[{}", if table.is_empty() { key } else { table }))
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let start = if table.is_empty() {
+        0
+    } else {
+        lines.iter().position(|l| header(l)).unwrap_or(0)
+    };
+    lines[start..]
+        .iter()
+        .position(|l| sets(l))
+        .map(|i| start + i + 1)
+        .or_else(|| lines.iter().position(|l| header(l)).map(|i| i + 1))
+        .unwrap_or(1)
+}
+
+/// A machine profile: built in (`piii-850`) or a file's path (read through `files`).
+pub fn machine(origin: &str, name: &str, line: usize, files: Files) -> Result<MachineProfile, ExpError> {
+    resolve(&MACHINE, origin, line, name, files, MachineProfile::validate)
+}
+
+/// A kernel variant: built in (`2.4.18+mini-ll`) or a file's path (read through `files`).
+pub fn variant(origin: &str, name: &str, line: usize, files: Files) -> Result<Variant, ExpError> {
+    resolve(&VARIANT, origin, line, name, files, |v: &Variant| {
+        v.validate()?;
+        // Checked here too (the model checks it when a run starts), so a variant file's
+        // mistake is reported with its file and line.
+        if !latlab_swap::ALLOCATORS.contains(&v.swap_allocator.as_str()) {
+            return Err((
+                "swap_allocator",
+                format!(
+                    "unknown swap-slot allocator `{}`; valid: {}",
+                    v.swap_allocator,
+                    latlab_swap::ALLOCATORS.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    })
+}
+
+pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment, ExpError> {
     let f: FileRepr = toml::from_str(text).map_err(|e| syntax(origin, text, e))?;
     let field = |name: &str, why: String| ExpError::Field {
         origin: origin.into(),
@@ -300,7 +393,7 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
     if f.run.is_empty() {
         return Err(field("run", "an experiment needs at least one [[run]]".into()));
     }
-    let machine = machine(origin, &f.machine, line_of_value(text, "machine", &f.machine))?;
+    let machine = machine(origin, &f.machine, line_of_value(text, "machine", &f.machine), files)?;
     let Some(mut workload) = builtin::workload(&f.workload) else {
         return Err(ExpError::Unknown {
             origin: origin.into(),
@@ -322,7 +415,7 @@ pub(crate) fn parse(origin: &str, text: &str) -> Result<Experiment, ExpError> {
         .map_err(|(name, why)| field(name, why))?;
     let mut runs = Vec::new();
     for r in f.run {
-        let v = variant(origin, &r.variant, line_of_value(text, "variant", &r.variant))?;
+        let v = variant(origin, &r.variant, line_of_value(text, "variant", &r.variant), files)?;
         if let Some(s) = r.published_samples {
             if !(s.is_finite() && (0.0..1e12).contains(&s)) {
                 return Err(field("published_samples", format!("must be a count >= 0, got {s}")));
@@ -434,7 +527,39 @@ pub const VARY_KEYS: &[&str] = &[
 
 /// `exp` with `key` set to `value` in every run (the same value for every variant), checked
 /// as the file's own fields are. `origin` names where the setting came from in errors.
+///
+/// Besides [`VARY_KEYS`], `key` may be `machine.FIELD` (any number or flag of the machine
+/// profile, `disk.*` included: [`machine_fields`]) or `catalog.NAME.instr` /
+/// `catalog.NAME.misses` (one item of the code-path catalog, `latlab_sim::kernel::catalog::
+/// COST_ITEMS`): the experiment's one machine changed, for every run.
 pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Experiment, ExpError> {
+    let bad = |why: String| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: key.into(),
+        why,
+    };
+    if key.starts_with("machine.") || key.starts_with("catalog.") {
+        let mut out = exp.clone();
+        let Some(first) = exp.runs.first() else {
+            return Ok(out);
+        };
+        let m = if let Some(field) = key.strip_prefix("machine.") {
+            set_machine_field(origin, &first.config.machine, field, value)?
+        } else {
+            set_catalog_cost(origin, &first.config.machine, key, value)?
+        };
+        for run in &mut out.runs {
+            // A smaller machine may no longer hold the starting state.
+            run.config
+                .workload
+                .preload
+                .validate(&m)
+                .map_err(|(f, why)| bad(format!("the starting state's preload.{f} no longer fits: {why}")))?;
+            run.config.machine = m.clone();
+        }
+        return Ok(out);
+    }
     let setting = Setting::parse(origin, key, value)?;
     let mut out = exp.clone();
     for run in &mut out.runs {
@@ -447,12 +572,7 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
                 (c.min_duration_ns, c.max_duration_ns) = run_length(run.published.samples, *hz, run.max_seconds);
             }
             Setting::Hogs(n) => {
-                hogs::set_tasks(&mut c.workload.commands, *n).map_err(|why| ExpError::Field {
-                    origin: origin.into(),
-                    line: 0,
-                    field: key.into(),
-                    why,
-                })?;
+                hogs::set_tasks(&mut c.workload.commands, *n).map_err(bad)?;
             }
             Setting::Preload(p) => {
                 let w = &mut c.workload;
@@ -466,6 +586,110 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
             }
         }
     }
+    Ok(out)
+}
+
+/// The machine profile's fields `--vary machine.FIELD` can set: every number and flag, nested
+/// tables' as `disk.seq_mb_s` (the catalog overrides have their own keys, `catalog.*`).
+pub fn machine_fields(m: &MachineProfile) -> Vec<String> {
+    fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {
+        for (k, v) in t {
+            let path = format!("{prefix}{k}");
+            match v {
+                toml::Value::Table(sub) if path != "catalog" => walk(&format!("{path}."), sub, out),
+                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => out.push(path),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(toml::Value::Table(t)) = toml::Value::try_from(m) {
+        walk("", &t, &mut out);
+    }
+    out
+}
+
+/// `m` with `field` (dotted, `disk.seq_mb_s`) set to `value` parsed as the field's own type,
+/// read back as a profile and validated: the profile's own checks, whatever the field.
+fn set_machine_field(origin: &str, m: &MachineProfile, field: &str, value: &str) -> Result<MachineProfile, ExpError> {
+    let key = format!("machine.{field}");
+    let bad = |why: String| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: key.clone(),
+        why,
+    };
+    let fields = machine_fields(m);
+    if !fields.iter().any(|f| f == field) {
+        return Err(ExpError::Unknown {
+            origin: origin.into(),
+            line: 0,
+            what: "machine field",
+            name: field.into(),
+            valid: fields.join(", "),
+        });
+    }
+    let mut doc = toml::Value::try_from(m).map_err(|e| bad(e.to_string()))?;
+    let mut slot = &mut doc;
+    for part in field.split('.') {
+        slot = slot.get_mut(part).ok_or_else(|| bad("not in the profile".into()))?;
+    }
+    *slot = match slot {
+        toml::Value::Integer(_) => toml::Value::Integer(
+            value
+                .parse::<i64>()
+                .map_err(|_| bad(format!("`{value}` is not a whole number")))?,
+        ),
+        toml::Value::Float(_) => toml::Value::Float(
+            value
+                .parse::<f64>()
+                .map_err(|_| bad(format!("`{value}` is not a number")))?,
+        ),
+        _ => toml::Value::Boolean(
+            value
+                .parse::<bool>()
+                .map_err(|_| bad(format!("`{value}` is not true or false")))?,
+        ),
+    };
+    let out: MachineProfile = doc
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(format!("`{value}`: {}", e.message().trim())))?;
+    out.validate().map_err(|(f, why)| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: format!("machine.{f}"),
+        why,
+    })?;
+    Ok(out)
+}
+
+/// `m` with one catalog item's instructions or misses replaced: `key` is
+/// `catalog.NAME.instr` or `catalog.NAME.misses`.
+fn set_catalog_cost(origin: &str, m: &MachineProfile, key: &str, value: &str) -> Result<MachineProfile, ExpError> {
+    let bad = |why: String| ExpError::Field {
+        origin: origin.into(),
+        line: 0,
+        field: key.into(),
+        why,
+    };
+    let rest = &key["catalog.".len()..];
+    let (name, what) = rest.rsplit_once('.').unwrap_or((rest, ""));
+    let v = value
+        .parse::<f64>()
+        .map_err(|_| bad(format!("`{value}` is not a number")))?;
+    let mut out = m.clone();
+    let o = out.catalog.entry(name.into()).or_default();
+    match what {
+        "instr" => o.instr = Some(v),
+        "misses" => o.misses = Some(v),
+        _ => {
+            return Err(bad(format!(
+                "expected catalog.NAME.instr or catalog.NAME.misses (each item's instructions and cache misses), got `{key}`"
+            )))
+        }
+    }
+    // The profile's own check names an unknown item (listing the valid ones) or a bad number.
+    out.validate().map_err(|(_, why)| bad(why))?;
     Ok(out)
 }
 
@@ -523,7 +747,10 @@ impl Setting {
                     line: 0,
                     what: "setting to vary",
                     name: key.into(),
-                    valid: VARY_KEYS.join(", "),
+                    valid: format!(
+                        "{}, machine.FIELD (a machine profile field: machine.cpu_mhz, machine.disk.seq_mb_s, ...), catalog.NAME.instr, catalog.NAME.misses (a code-path catalog item: catalog.unfile.misses, ...)",
+                        VARY_KEYS.join(", ")
+                    ),
                 })
             }
         }
@@ -556,16 +783,16 @@ published_max_ms = 84.0
             crate::builtin_experiment(n).unwrap();
         }
         for (n, _) in builtin::MACHINES {
-            machine("t", n, 0).unwrap();
+            machine("t", n, 0, &no_files).unwrap();
         }
         for (n, _) in builtin::VARIANTS {
-            variant("t", n, 0).unwrap();
+            variant("t", n, 0, &no_files).unwrap();
         }
     }
 
     #[test]
     fn good_file_parses() {
-        let e = parse("x.toml", GOOD).unwrap();
+        let e = parse("x.toml", GOOD, &no_files).unwrap();
         assert_eq!(e.runs.len(), 1);
         assert_eq!(e.runs[0].published.max_ms, Some(84.0));
     }
@@ -573,7 +800,7 @@ published_max_ms = 84.0
     #[test]
     fn unknown_field_names_file_line_and_field() {
         let bad = GOOD.replace("table = \"log-histogram\"", "table = \"log-histogram\"\nbogus = 3");
-        let e = parse("x.toml", &bad).unwrap_err().to_string();
+        let e = parse("x.toml", &bad, &no_files).unwrap_err().to_string();
         assert!(e.starts_with("x.toml:8:"), "{e}");
         assert!(e.contains("bogus"), "{e}");
     }
@@ -581,7 +808,7 @@ published_max_ms = 84.0
     #[test]
     fn unknown_variant_lists_valid_ones() {
         let bad = GOOD.replace("variant = \"2.4.18\"", "variant = \"2.4.99\"");
-        let e = parse("x.toml", &bad).unwrap_err().to_string();
+        let e = parse("x.toml", &bad, &no_files).unwrap_err().to_string();
         assert!(e.contains("x.toml:11:"), "{e}");
         assert!(
             e.contains("unknown kernel variant `2.4.99`") && e.contains("2.4.18+mini-ll"),
@@ -592,20 +819,128 @@ published_max_ms = 84.0
     #[test]
     fn unknown_workload_lists_valid_ones() {
         let bad = GOOD.replace("seed000-script", "nope");
-        let e = parse("x.toml", &bad).unwrap_err().to_string();
+        let e = parse("x.toml", &bad, &no_files).unwrap_err().to_string();
         assert!(e.contains("x.toml:6:") && e.contains("seed000-script"), "{e}");
     }
 
     #[test]
     fn wrong_type_and_bad_values_are_errors() {
         let bad = GOOD.replace("published_max_ms = 84.0", "published_max_ms = \"fast\"");
-        assert!(parse("x.toml", &bad).unwrap_err().to_string().contains("x.toml:12:"));
+        assert!(parse("x.toml", &bad, &no_files)
+            .unwrap_err()
+            .to_string()
+            .contains("x.toml:12:"));
         let bad = GOOD.replace("table = \"log-histogram\"", "table = \"log-histogram\"\nrtc_hz = 1000");
-        let e = parse("x.toml", &bad).unwrap_err().to_string();
+        let e = parse("x.toml", &bad, &no_files).unwrap_err().to_string();
         assert!(e.contains("rtc_hz") && e.contains("power of two"), "{e}");
-        assert!(parse("x.toml", "").is_err());
-        assert!(parse("x.toml", "[[[").is_err());
-        assert!(parse("x.toml", &GOOD.replace("[[run]]", "[[runs]]")).is_err());
+        assert!(parse("x.toml", "", &no_files).is_err());
+        assert!(parse("x.toml", "[[[", &no_files).is_err());
+        assert!(parse("x.toml", &GOOD.replace("[[run]]", "[[runs]]"), &no_files).is_err());
+    }
+
+    /// Files as a user's directory holds them: `./NAME` read from the map, named `dir/NAME`.
+    fn user_files<'a>(map: &'a [(&'a str, String)]) -> impl Fn(&str) -> std::io::Result<(String, String)> + 'a {
+        move |p: &str| {
+            let name = p.trim_start_matches("./");
+            map.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(n, t)| (format!("dir/{n}"), t.clone()))
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("dir/{name}: not found")))
+        }
+    }
+
+    fn builtin_text(list: &[(&str, &'static str)], name: &str) -> String {
+        list.iter().find(|(n, _)| *n == name).unwrap().1.to_string()
+    }
+
+    #[test]
+    fn a_variant_or_machine_named_by_path_is_read_through_files_and_checked_as_a_builtin() {
+        let kernel =
+            builtin_text(builtin::VARIANTS, "2.4.18+mini-ll").replace("name = \"2.4.18+mini-ll\"", "name = \"mine\"");
+        let mut box_ = builtin_text(builtin::MACHINES, "piii-850").replace("cpu_mhz = 850.0", "cpu_mhz = 500.0");
+        box_ += "\n[catalog.unfile]\nmisses = 3\n";
+        let text = GOOD
+            .replace("machine = \"piii-850\"", "machine = \"./box.toml\"")
+            .replace("variant = \"2.4.18\"", "variant = \"./kernel.toml\"");
+        let map = [("kernel.toml", kernel.clone()), ("box.toml", box_.clone())];
+        let files = user_files(&map);
+        let e = parse("x.toml", &text, &files).unwrap();
+        let c = &e.runs[0].config;
+        assert_eq!((c.variant.name.as_str(), c.machine.cpu_mhz), ("mine", 500.0));
+        assert_eq!(
+            c.variant.points,
+            variant("t", "2.4.18+mini-ll", 0, &no_files).unwrap().points
+        );
+        assert_eq!(c.machine.catalog["unfile"].misses, Some(3.0));
+
+        // A typo'd field: the user's file, its line, the field.
+        let typo = kernel.replace("preempt = ", "premept = ");
+        let line = typo.lines().position(|l| l.starts_with("premept")).unwrap() + 1;
+        let map = [("kernel.toml", typo), ("box.toml", box_.clone())];
+        let err = parse("x.toml", &text, &user_files(&map)).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("dir/kernel.toml:{line}:")) && err.contains("premept"),
+            "{err}"
+        );
+        // A bad value: the same, with the valid range.
+        let bad = kernel.replace("scan-2.4", "scan-9");
+        let line = bad.lines().position(|l| l.starts_with("swap_allocator")).unwrap() + 1;
+        let map = [("kernel.toml", bad), ("box.toml", box_.clone())];
+        let err = parse("x.toml", &text, &user_files(&map)).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("dir/kernel.toml:{line}: field `swap_allocator`")) && err.contains("cluster-6.x"),
+            "{err}"
+        );
+        let bad = kernel.replace("hz = 100", "hz = 5");
+        let line = bad.lines().position(|l| l.starts_with("hz")).unwrap() + 1;
+        let map = [("kernel.toml", bad), ("box.toml", box_.clone())];
+        let err = parse("x.toml", &text, &user_files(&map)).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("dir/kernel.toml:{line}: field `hz`: must be 10..=10000, got 5")
+        );
+        // A machine's nested field: the line in its table.
+        let bad = box_.replace("seq_mb_s = 28.0", "seq_mb_s = -1.0");
+        let line = bad.lines().position(|l| l.starts_with("seq_mb_s")).unwrap() + 1;
+        let map = [("kernel.toml", kernel.clone()), ("box.toml", bad)];
+        let err = parse("x.toml", &text, &user_files(&map)).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("dir/box.toml:{line}: field `disk.seq_mb_s`")),
+            "{err}"
+        );
+        let bad = box_.replace("[catalog.unfile]", "[catalog.unfle]");
+        let line = bad.lines().position(|l| l.starts_with("[catalog")).unwrap() + 1;
+        let map = [("kernel.toml", kernel.clone()), ("box.toml", bad)];
+        let err = parse("x.toml", &text, &user_files(&map)).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("dir/box.toml:{line}: field `catalog`")) && err.contains("`unfle`"),
+            "{err}"
+        );
+
+        // A missing file: the experiment file, its line, the field and the path.
+        let map = [("box.toml", box_)];
+        let err = parse("x.toml", &text, &user_files(&map)).unwrap_err().to_string();
+        assert!(
+            err.starts_with("x.toml:11: field `variant`: cannot read kernel variant file `./kernel.toml`")
+                && err.contains("dir/kernel.toml: not found"),
+            "{err}"
+        );
+        // Built-in experiments (and `load`) read no files.
+        let err = crate::load("x.toml", &text).unwrap_err().to_string();
+        assert!(
+            err.starts_with("x.toml:5: field `machine`: cannot read machine file `./box.toml`"),
+            "{err}"
+        );
+        assert!(err.contains("latlab run FILE"), "{err}");
+        // A name that is no path is a built-in name, as before.
+        let err = parse("x.toml", &GOOD.replace("2.4.18\"", "my-kernel\""), &files)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown kernel variant `my-kernel`") && err.contains("ending in `.toml`"),
+            "{err}"
+        );
+        assert!(is_path("k.toml") && is_path("a/b") && !is_path("2.4.18+mini-ll"));
     }
 
     #[test]
@@ -614,7 +949,7 @@ published_max_ms = 84.0
             "[[run]]",
             "[preload]\nunused_dentries = 1234\nreferenced = false\n\n[[run]]",
         ) + "\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
-        let e = parse("x.toml", &text).unwrap();
+        let e = parse("x.toml", &text, &no_files).unwrap();
         let stock = builtin::workload("seed000-script").unwrap().preload;
         for r in &e.runs {
             let p = &r.config.workload.preload;
@@ -629,24 +964,36 @@ published_max_ms = 84.0
     #[test]
     fn preload_errors_name_file_line_and_field() {
         let with = |body: &str| GOOD.replace("[[run]]", &format!("[preload]\n{body}\n\n[[run]]"));
-        let e = parse("x.toml", &with("dentries = 5")).unwrap_err().to_string();
+        let e = parse("x.toml", &with("dentries = 5"), &no_files)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("x.toml:10:") && e.contains("dentries"), "{e}");
-        let e = parse("x.toml", &with("unused_dentries = 99999999999"))
+        let e = parse("x.toml", &with("unused_dentries = 99999999999"), &no_files)
             .unwrap_err()
             .to_string();
         assert!(
             e.starts_with("x.toml:10:") && e.contains("`unused_dentries`") && e.contains("768 MiB"),
             "{e}"
         );
-        let e = parse("x.toml", &with("updatedb_after = true\nreclaimed_before = false"))
+        let e = parse(
+            "x.toml",
+            &with("updatedb_after = true\nreclaimed_before = false"),
+            &no_files,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`updatedb_after`") && e.contains("reclaimed_before"), "{e}");
+        let e = parse("x.toml", &with("old_file_kb = 0"), &no_files)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("`updatedb_after`") && e.contains("reclaimed_before"), "{e}");
-        let e = parse("x.toml", &with("old_file_kb = 0")).unwrap_err().to_string();
         assert!(e.contains("`old_file_kb`") && e.contains("4 KiB"), "{e}");
-        let e = parse("x.toml", &with("swapped_mib = 1000")).unwrap_err().to_string();
+        let e = parse("x.toml", &with("swapped_mib = 1000"), &no_files)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`swapped_mib`") && e.contains("1536 MiB of swap"), "{e}");
-        let e = parse("x.toml", &with("idle_anon_mib = -3")).unwrap_err().to_string();
+        let e = parse("x.toml", &with("idle_anon_mib = -3"), &no_files)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("x.toml:10:"), "{e}");
     }
 
@@ -654,7 +1001,7 @@ published_max_ms = 84.0
     fn vary_sets_one_value_for_every_run() {
         let text = GOOD.to_string()
             + "published_samples = 2048\n\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
-        let e = parse("x.toml", &text).unwrap();
+        let e = parse("x.toml", &text, &no_files).unwrap();
         let v = vary(&e, "cli", "preload.unused_dentries", "777").unwrap();
         assert!(v.runs.iter().all(|r| r.config.workload.preload.unused_dentries == 777));
         assert_eq!(v.runs[0].config.variant, e.runs[0].config.variant);
@@ -685,6 +1032,131 @@ published_max_ms = 84.0
         );
     }
 
+    /// GOOD with a second run, on another kernel.
+    fn two_runs() -> Experiment {
+        let text = GOOD.to_string() + "\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
+        parse("x.toml", &text, &no_files).unwrap()
+    }
+
+    #[test]
+    fn vary_sets_any_machine_field_for_every_run() {
+        let e = two_runs();
+        let stock = e.runs[0].config.machine.clone();
+        let v = vary(&e, "cli", "machine.cpu_mhz", "500").unwrap();
+        let v = vary(&v, "cli", "machine.disk.seq_mb_s", "20").unwrap();
+        let v = vary(&v, "cli", "machine.ram_mib", "1024").unwrap();
+        for r in &v.runs {
+            let m = &r.config.machine;
+            assert_eq!((m.cpu_mhz, m.disk.seq_mb_s, m.ram_mib), (500.0, 20.0, 1024));
+            assert_eq!(
+                (m.kernel_cpi, m.disk.nr_requests),
+                (stock.kernel_cpi, stock.disk.nr_requests)
+            );
+        }
+        assert_ne!(v.runs[0].config.variant, v.runs[1].config.variant);
+        // Every field, nested ones included, is found, and set to its own value is a no-op:
+        // the generic path reads back exactly what it wrote.
+        let fields = machine_fields(&stock);
+        for f in [
+            "cpu_mhz",
+            "kernel_cpi",
+            "mem_latency_ns",
+            "ram_mib",
+            "disk.seq_mb_s",
+            "disk.full_stroke_ns",
+        ] {
+            assert!(fields.iter().any(|x| x == f), "{f}: {fields:?}");
+        }
+        assert!(
+            !fields
+                .iter()
+                .any(|x| x == "name" || x == "disk" || x.starts_with("catalog")),
+            "{fields:?}"
+        );
+        let doc = toml::Value::try_from(&stock).unwrap();
+        for f in &fields {
+            let mut at = &doc;
+            for part in f.split('.') {
+                at = &at[part];
+            }
+            let same = at.to_string();
+            let v = vary(&e, "cli", &format!("machine.{f}"), &same).unwrap_or_else(|err| panic!("{f}={same}: {err}"));
+            assert_eq!(v.runs[0].config.machine, stock, "{f}");
+        }
+    }
+
+    #[test]
+    fn vary_refuses_bad_machine_keys_and_values_by_name() {
+        let e = two_runs();
+        let err = |k: &str, val: &str| vary(&e, "cli", k, val).unwrap_err().to_string();
+        let e1 = err("machine.cpu", "500");
+        assert!(
+            e1.contains("unknown machine field `cpu`") && e1.contains("cpu_mhz") && e1.contains("disk.seq_mb_s"),
+            "{e1}"
+        );
+        for (k, val, want) in [
+            ("machine.cpu_mhz", "fast", "`fast` is not a number"),
+            ("machine.ram_mib", "1.5", "not a whole number"),
+            ("machine.ram_mib", "-3", "u64"),
+            ("machine.cpu_mhz", "0", "1..=1000000"),
+            ("machine.disk.seq_mb_s", "nan", "0.01..="),
+            ("machine.disk.track_to_track_ns", "99000000", "disk.full_stroke_ns"),
+            ("machine.ram_mib", "64", "no longer fits"),
+        ] {
+            let got = err(k, val);
+            assert!(
+                got.starts_with(&format!("cli: field `{k}`")) && got.contains(want),
+                "{k}={val}: {got}"
+            );
+        }
+        let got = err("cpu_mhz", "500");
+        assert!(
+            got.contains("unknown setting to vary") && got.contains("machine.FIELD"),
+            "{got}"
+        );
+    }
+
+    #[test]
+    fn vary_sets_a_catalog_items_cost_for_every_run() {
+        let e = two_runs();
+        let v = vary(&e, "cli", "catalog.unfile.misses", "3").unwrap();
+        let v = vary(&v, "cli", "catalog.unfile.instr", "300").unwrap();
+        let v = vary(&v, "cli", "catalog.sync_one.misses", "2.5").unwrap();
+        for r in &v.runs {
+            let m = &r.config.machine;
+            let c = latlab_sim::kernel::catalog::Costs::new(m);
+            assert_eq!(c.unfile, m.cost(300.0, 3.0));
+            assert_eq!(c.sync_one, m.cost(250.0, 2.5));
+            assert_eq!(c.refile, m.cost(50.0, 3.0));
+        }
+        let stock = latlab_sim::kernel::catalog::Costs::new(&e.runs[0].config.machine);
+        assert_ne!(
+            stock.unfile,
+            latlab_sim::kernel::catalog::Costs::new(&v.runs[0].config.machine).unfile
+        );
+        let err = |k: &str, val: &str| vary(&e, "cli", k, val).unwrap_err().to_string();
+        for (k, val, want) in [
+            ("catalog.unfle.misses", "3", "unknown catalog item `unfle`"),
+            ("catalog.page_copy.misses", "3", "copy_mb_s"),
+            (
+                "catalog.unfile.cycles",
+                "3",
+                "catalog.NAME.instr or catalog.NAME.misses",
+            ),
+            ("catalog.unfile", "3", "catalog.NAME.instr or catalog.NAME.misses"),
+            ("catalog.unfile.misses", "many", "`many` is not a number"),
+            ("catalog.unfile.misses", "-1", "0..=1000000"),
+            ("catalog.unfile.instr", "inf", "0..=1000000000"),
+        ] {
+            let got = err(k, val);
+            assert!(
+                got.starts_with(&format!("cli: field `{k}`")) && got.contains(want),
+                "{k}={val}: {got}"
+            );
+        }
+        assert!(err("catalog.unfle.misses", "3").contains("sync_one, "));
+    }
+
     #[test]
     fn hogs_set_the_cpu_bound_tasks_and_refuse_bad_input() {
         let hogs = |e: &Experiment| -> Vec<CommandSpec> {
@@ -694,19 +1166,19 @@ published_max_ms = 84.0
             .replace("seed000-script", "cpu-hogs")
             .replace("[[run]]", "hogs = 250\n\n[[run]]")
             + "\n[[run]]\nlabel = \"O1\"\nvariant = \"2.4.18+o1\"\n";
-        let exp = parse("x.toml", &text).unwrap();
+        let exp = parse("x.toml", &text, &no_files).unwrap();
         assert_eq!(hogs(&exp), vec![CommandSpec::CpuHogs { tasks: 250 }; 2]);
         let v = vary(&exp, "cli", "hogs", "7").unwrap();
         assert_eq!(hogs(&v), vec![CommandSpec::CpuHogs { tasks: 7 }; 2]);
         // The file's field: line, field and reason.
-        let e = parse("x.toml", &text.replace("hogs = 250", "hogs = 0"))
+        let e = parse("x.toml", &text.replace("hogs = 250", "hogs = 0"), &no_files)
             .unwrap_err()
             .to_string();
         assert!(
             e.starts_with("x.toml:9:") && e.contains("`hogs`") && e.contains("1..=4000"),
             "{e}"
         );
-        let e = parse("x.toml", &GOOD.replace("[[run]]", "hogs = 5\n\n[[run]]"))
+        let e = parse("x.toml", &GOOD.replace("[[run]]", "hogs = 5\n\n[[run]]"), &no_files)
             .unwrap_err()
             .to_string();
         assert!(e.contains("`hogs`") && e.contains("runs no CPU-bound tasks"), "{e}");
@@ -719,7 +1191,7 @@ published_max_ms = 84.0
             let err = vary(&exp, "cli", "hogs", val).unwrap_err().to_string();
             assert!(err.starts_with("cli: field `hogs`") && err.contains(want), "{err}");
         }
-        let err = vary(&parse("x.toml", GOOD).unwrap(), "cli", "hogs", "10")
+        let err = vary(&parse("x.toml", GOOD, &no_files).unwrap(), "cli", "hogs", "10")
             .unwrap_err()
             .to_string();
         assert!(
@@ -748,7 +1220,7 @@ published_max_ms = 84.0
                     swapped.min(i64::MAX as u64), file_kb.min(i64::MAX as u64)
                 ),
             );
-            match parse("x.toml", &text) {
+            match parse("x.toml", &text, &no_files) {
                 Err(e) => {
                     let e = e.to_string();
                     proptest::prop_assert!(e.starts_with("x.toml:") && e.contains("field `"), "{}", e);
@@ -787,7 +1259,7 @@ published_max_ms = 84.0
                 1 => { out.remove(i); }
                 _ => out.insert(i, lines[i].to_string()),
             }
-            if let Err(e) = parse("x.toml", &out.join("\n")) {
+            if let Err(e) = parse("x.toml", &out.join("\n"), &no_files) {
                 let e = e.to_string();
                 proptest::prop_assert!(e.contains("x.toml"), "{}", e);
             }
@@ -798,7 +1270,7 @@ published_max_ms = 84.0
     fn arbitrary_bytes_never_panic() {
         // A cheap stand-in for fuzzing: every prefix and many mutations of a good file.
         for i in 0..GOOD.len() {
-            let _ = parse("x.toml", &GOOD[..i]);
+            let _ = parse("x.toml", &GOOD[..i], &no_files);
         }
         let bytes = GOOD.as_bytes();
         for i in 0..bytes.len() {
@@ -806,7 +1278,7 @@ published_max_ms = 84.0
                 let mut v = bytes.to_vec();
                 v[i] = b;
                 if let Ok(s) = std::str::from_utf8(&v) {
-                    let _ = parse("x.toml", s);
+                    let _ = parse("x.toml", s, &no_files);
                 }
             }
         }

@@ -10,16 +10,27 @@
 //! the valid ones. Nothing here panics on input.
 //!
 //! **Architecture invariant.** This crate reads text, never the file system: the CLI reads
-//! files and hands their contents here; built-ins are compiled in.
+//! files and hands their contents here (the machine and variant files an experiment names by
+//! path through a [`Files`] reader it supplies); built-ins are compiled in.
 
 pub mod builtin;
 mod file;
 
-pub use file::{vary, ExpError, Experiment, PreloadRepr, Published, Run, TableKind, VARY_KEYS};
+pub use file::{
+    is_path, machine_fields, no_files, vary, ExpError, Experiment, Files, PreloadRepr, Published, Run, TableKind,
+    VARY_KEYS,
+};
 
-/// Parse and resolve an experiment from its text; `origin` names the file in errors.
+/// Parse and resolve an experiment from its text; `origin` names the file in errors. Its
+/// machine and variants must be built-in names: [`load_with`] for one that names files.
 pub fn load(origin: &str, text: &str) -> Result<Experiment, ExpError> {
-    file::parse(origin, text)
+    file::parse(origin, text, &no_files)
+}
+
+/// As [`load`], with `files` reading the machine and variant files the experiment names by
+/// path (`variant = "./my-kernel.toml"`).
+pub fn load_with(origin: &str, text: &str, files: Files) -> Result<Experiment, ExpError> {
+    file::parse(origin, text, files)
 }
 
 /// A built-in experiment by name (`mini-ll`), or an error listing the valid names.

@@ -26,7 +26,7 @@ pub mod variant;
 pub mod workload;
 
 pub use kernel::posix_timer::Notify;
-pub use machine::{DiskProfile, MachineProfile};
+pub use machine::{CostOverride, DiskProfile, MachineProfile};
 pub use variant::{PreemptModel, SchedClass, Variant};
 pub use workload::script::CommandSpec;
 
@@ -456,6 +456,14 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         cfg.variant.points.iter().cloned().collect::<Vec<_>>().join(","),
     );
     settings.insert("workload_finished".into(), k.st.workload_done.is_some().to_string());
+    // Catalog items the machine (or a sweep) gave other numbers.
+    for (name, o) in &cfg.machine.catalog {
+        for (what, v) in [("instr", o.instr), ("misses", o.misses)] {
+            if let Some(v) = v {
+                settings.insert(format!("catalog.{name}.{what}"), v.to_string());
+            }
+        }
+    }
     // The starting state: an experiment's [preload] or a sweep may have changed it.
     let p = &cfg.workload.preload;
     for (key, v) in [

@@ -9,6 +9,7 @@
 
 use latlab_core::Nanos;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A simulated machine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,14 +61,45 @@ pub struct MachineProfile {
     pub disk: DiskProfile,
     /// Network bandwidth for NFS / cvs reads, MB/s.
     pub net_mb_s: f64,
+    /// Catalog items whose instructions or cache misses differ on this machine from the
+    /// catalog's (`kernel::catalog::COST_ITEMS`), by item name: a cache line of another size,
+    /// a hash table sized for other RAM; and what `--vary catalog.NAME.instr|misses=...` sets.
+    /// Empty for the built-in machines.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub catalog: BTreeMap<String, CostOverride>,
 }
+
+/// A machine's replacement for one catalog item's numbers; a number not given keeps the
+/// catalog's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostOverride {
+    /// Instructions per item.
+    pub instr: Option<f64>,
+    /// Cache misses per item.
+    pub misses: Option<f64>,
+}
+
+/// Most instructions and cache misses one catalog item may be given: a billion instructions
+/// is a second at 1000 MHz and CPI 1, a million misses a tenth of one at 100 ns; no loop body
+/// of the model comes near either, and the bound keeps every per-item time far from overflow.
+const MAX_ITEM_INSTR: f64 = 1e9;
+const MAX_ITEM_MISSES: f64 = 1e6;
 
 /// A rotating disk with a request queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiskProfile {
-    /// Mean positioning time (seek + half a rotation) for a non-contiguous request, ns.
-    pub position_ns: Nanos,
+    /// Seek between adjacent tracks, ns: the shortest move of the seek curve
+    /// (`dev::disk`: `track_to_track + (full_stroke - track_to_track) * sqrt(distance /
+    /// capacity)`).
+    pub track_to_track_ns: Nanos,
+    /// Seek across the whole platter, ns: the curve's longest move.
+    pub full_stroke_ns: Nanos,
+    /// Average rotational latency, half a revolution, ns (30e9 / rpm), added to every seek.
+    pub half_rotation_ns: Nanos,
+    /// Capacity in decimal GB: the seek curve's distances are fractions of it.
+    pub capacity_gb: f64,
     /// Sustained media transfer rate, MB/s.
     pub seq_mb_s: f64,
     /// Largest request the driver builds, KiB (max_sectors / 2).
@@ -110,27 +142,89 @@ impl MachineProfile {
 
     /// Check ranges; returns the first offending field and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        let pos = |f: &'static str, v: f64| {
-            if v > 0.0 && v.is_finite() {
+        // Ranges far beyond any machine of any era (a 1 MHz CPU, a 1 ms DRAM miss, 10 KB/s
+        // copies): they refuse nonsense and keep every derived time far from overflow.
+        let num = |f: &'static str, v: f64, lo: f64, hi: f64| {
+            if v.is_finite() && (lo..=hi).contains(&v) {
                 Ok(())
             } else {
-                Err((f, format!("must be a positive number, got {v}")))
+                Err((f, format!("must be a number in {lo}..={hi}, got {v:?}")))
             }
         };
-        pos("cpu_mhz", self.cpu_mhz)?;
-        pos("kernel_cpi", self.kernel_cpi)?;
-        pos("mem_latency_ns", self.mem_latency_ns)?;
-        pos("copy_mb_s", self.copy_mb_s)?;
-        pos("net_mb_s", self.net_mb_s)?;
-        pos("disk.seq_mb_s", self.disk.seq_mb_s)?;
-        if self.ram_mib < 16 || self.ram_mib > 1 << 24 {
-            return Err(("ram_mib", format!("must be 16 MiB .. 16 TiB, got {}", self.ram_mib)));
+        num("cpu_mhz", self.cpu_mhz, 1.0, 1e6)?;
+        num("kernel_cpi", self.kernel_cpi, 0.01, 100.0)?;
+        num("mem_latency_ns", self.mem_latency_ns, 0.0, 1e6)?;
+        num("copy_mb_s", self.copy_mb_s, 0.01, 1e7)?;
+        num("net_mb_s", self.net_mb_s, 0.01, 1e7)?;
+        num("disk.seq_mb_s", self.disk.seq_mb_s, 0.01, 1e7)?;
+        num("disk.capacity_gb", self.disk.capacity_gb, 0.001, 1e9)?;
+        // A second for one handler, switch or system call entry; a minute to position a head.
+        for (f, v, max) in [
+            ("irq_entry_exit_ns", self.irq_entry_exit_ns, 1_000_000_000),
+            ("tick_handler_ns", self.tick_handler_ns, 1_000_000_000),
+            ("rtc_handler_ns", self.rtc_handler_ns, 1_000_000_000),
+            ("disk_handler_ns", self.disk_handler_ns, 1_000_000_000),
+            ("syscall_ns", self.syscall_ns, 1_000_000_000),
+            ("ctx_switch_ns", self.ctx_switch_ns, 1_000_000_000),
+            ("schedule_base_ns", self.schedule_base_ns, 1_000_000_000),
+            ("goodness_per_task_ns", self.goodness_per_task_ns, 1_000_000_000),
+            ("disk.full_stroke_ns", self.disk.full_stroke_ns, 60_000_000_000),
+            ("disk.half_rotation_ns", self.disk.half_rotation_ns, 60_000_000_000),
+        ] {
+            if v > max {
+                return Err((f, format!("must be at most {max} ns, got {v}")));
+            }
         }
-        if self.swap_mib > 1 << 24 {
-            return Err(("swap_mib", format!("must be at most 16 TiB, got {}", self.swap_mib)));
+        if self.disk.track_to_track_ns > self.disk.full_stroke_ns {
+            return Err((
+                "disk.track_to_track_ns",
+                format!(
+                    "must be at most disk.full_stroke_ns ({} ns), got {}",
+                    self.disk.full_stroke_ns, self.disk.track_to_track_ns
+                ),
+            ));
         }
-        if self.disk.nr_requests == 0 || self.disk.max_request_kib < 4 {
-            return Err(("disk", "nr_requests must be > 0 and max_request_kib >= 4".into()));
+        if !(4..=1 << 20).contains(&self.disk.max_request_kib) {
+            return Err((
+                "disk.max_request_kib",
+                format!("must be 4..=1048576 (1 GiB), got {}", self.disk.max_request_kib),
+            ));
+        }
+        if !(1..=1 << 20).contains(&self.disk.nr_requests) {
+            return Err((
+                "disk.nr_requests",
+                format!("must be 1..=1048576, got {}", self.disk.nr_requests),
+            ));
+        }
+        self.validate_catalog().map_err(|why| ("catalog", why))?;
+        Ok(())
+    }
+
+    /// Every catalog override names a catalog item and gives numbers in range.
+    fn validate_catalog(&self) -> Result<(), String> {
+        let items = crate::kernel::catalog::COST_ITEMS;
+        for (name, o) in &self.catalog {
+            if !items.iter().any(|it| it.name == name) {
+                let also = if name == "page_copy" {
+                    "page_copy is the machine's copy_mb_s, not a catalog item; "
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "unknown catalog item `{name}`; {also}valid: {}",
+                    items.iter().map(|it| it.name).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            for (what, v, max) in [
+                ("instr", o.instr, MAX_ITEM_INSTR),
+                ("misses", o.misses, MAX_ITEM_MISSES),
+            ] {
+                if let Some(v) = v {
+                    if !(v.is_finite() && (0.0..=max).contains(&v)) {
+                        return Err(format!("{name}.{what} must be a number in 0..={max}, got {v}"));
+                    }
+                }
+            }
         }
         Ok(())
     }

@@ -44,7 +44,9 @@ pub struct Opts {
     pub out: Option<PathBuf>,
     /// Run the experiment once per value of a setting, the same for every kernel, and print
     /// each kernel's worst case per value: `seed`, `rtc_hz`, `hogs` (the CPU-bound tasks of
-    /// the `cpu-hogs` workload) or a preload field (`preload.unused_dentries=50000,100000`).
+    /// the `cpu-hogs` workload), a preload field (`preload.unused_dentries=50000,100000`), a
+    /// machine profile field (`machine.cpu_mhz=500,1000`, `machine.disk.seq_mb_s=20,40`) or a
+    /// code-path catalog cost (`catalog.unfile.misses=3,6,9`, `catalog.sync_one.instr=...`).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Option<String>,
 }
@@ -52,7 +54,16 @@ pub struct Opts {
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let origin = a.file.display().to_string();
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read experiment file {origin}"))?;
-    let exp = latlab_exp::load(&origin, &text)?;
+    // Machine and variant files the experiment names by path are read relative to it.
+    let dir = a.file.parent().unwrap_or(std::path::Path::new(""));
+    let files = |p: &str| {
+        let path = dir.join(p);
+        let name = path.display().to_string();
+        std::fs::read_to_string(&path)
+            .map(|text| (name.clone(), text))
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{name}: {e}")))
+    };
+    let exp = latlab_exp::load_with(&origin, &text, &files)?;
     execute(&exp, &a.opts)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -187,3 +187,120 @@ fn sched_cost_shows_the_goodness_scan_growing_and_explains_a_user_space_wait() {
     assert!(text.contains("ran no kernel code (user space or idle)"), "{text}");
     assert!(!text.contains("context ran \n"), "{text}");
 }
+
+/// A built-in profile's text from the repository (`variants/2.4.18.toml`).
+fn builtin(kind: &str, name: &str) -> String {
+    std::fs::read_to_string(format!("{}/../../{kind}/{name}.toml", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+#[test]
+fn run_reads_user_variant_and_machine_files_beside_the_experiment() {
+    let dir = Scratch::new("userfiles");
+    let kernel =
+        builtin("variants", "2.4.18+low-latency").replace("name = \"2.4.18+low-latency\"", "name = \"my-kernel\"");
+    dir.file("my-kernel.toml", &kernel);
+    let machine = builtin("machines", "piii-850").replace("name = \"piii-850\"", "name = \"my-box\"")
+        + "\n[catalog.unfile]\nmisses = 3\n";
+    dir.file("my-box.toml", &machine);
+    let exp = "name = \"mine\"\ntitle = \"user files\"\nseed_file = \"000_5c157154d48a42ec.txt\"\nmachine = \"./my-box.toml\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"mine\"\nvariant = \"./my-kernel.toml\"\nmax_seconds = 5\n";
+    let f = dir.file("exp.toml", exp);
+    let out_dir = dir.path("out");
+    let out = latlab(&["run", &f, "--json", "--out", &out_dir]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["variant"] == "my-kernel"),
+        "{v}"
+    );
+    let saved = std::fs::read_to_string(dir.0.join("out").join("mine-mine.json")).unwrap();
+    let r: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(r["meta"]["machine"], "my-box");
+    assert_eq!(r["meta"]["kernel"], "my-kernel");
+    // The machine's catalog override is in force and recorded.
+    assert_eq!(r["meta"]["settings"]["catalog.unfile.misses"], "3");
+
+    // A typo'd field in the user's variant: that file, its line, the field; exit 2.
+    let typo = kernel.replace("preempt = ", "premept = ");
+    let line = typo.lines().position(|l| l.starts_with("premept")).unwrap() + 1;
+    dir.file("my-kernel.toml", &typo);
+    let out = latlab(&["run", &f]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains(&format!("my-kernel.toml:{line}:")) && e.contains("premept"),
+        "{e}"
+    );
+
+    // A missing file: the experiment file, its line, the field and the path.
+    std::fs::remove_file(dir.0.join("my-kernel.toml")).unwrap();
+    let out = latlab(&["run", &f]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("exp.toml:9: field `variant`: cannot read kernel variant file `./my-kernel.toml`")
+            && e.contains(&dir.path("./my-kernel.toml"))
+            && e.contains("No such file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn vary_sweeps_machine_fields_and_catalog_costs() {
+    let dir = Scratch::new("vary-machine");
+    let file = &dir.file(
+        "sweep.toml",
+        "name = \"sweep\"\ntitle = \"a sweep\"\nseed_file = \"000_5c157154d48a42ec.txt\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[preload]\nunused_dentries = 100000\nreclaimed_before = false\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\nmax_seconds = 10\npublished_max_ms = 84.0\n",
+    );
+    let worst = |args: &[&str]| -> Vec<f64> {
+        let out = latlab(&[&["run", file, "--json"], args].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|run| {
+                run["rows"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["figure"] == "max_latency")
+                    .unwrap()["model"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    // The worst case here is kswapd's first prune of the lived-in dcache (prune_dcache,
+    // prune_icache, dispose_list, none with a rescheduling point in 2.4.18): a slower CPU or
+    // dearer dentries make it longer.
+    let w = worst(&["--vary", "machine.cpu_mhz=425,850,1700"]);
+    assert!(w[0] > w[1] && w[1] > w[2], "{w:?}");
+    let w = worst(&["--vary", "catalog.prune_dentry.misses=3,12"]);
+    assert!(w[1] > 1.2 * w[0], "{w:?}");
+    let out = latlab(&["run", file, "--vary", "machine.disk.seq_mb_s=20,40"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Worst case (ms) by machine.disk.seq_mb_s"));
+
+    for (arg, want) in [
+        ("machine.cpu=1", "unknown machine field `cpu`; valid: "),
+        (
+            "machine.cpu_mhz=fast",
+            "field `machine.cpu_mhz`: `fast` is not a number",
+        ),
+        (
+            "catalog.unfle.misses=3",
+            "unknown catalog item `unfle`; valid: unfile, ",
+        ),
+        ("catalog.unfile.misses=-1", "field `catalog.unfile.misses`"),
+    ] {
+        let out = latlab(&["run", file, "--vary", arg]);
+        assert_eq!(out.status.code(), Some(2), "{arg}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(want), "{arg}: {e}");
+    }
+}

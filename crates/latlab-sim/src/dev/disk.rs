@@ -3,8 +3,9 @@
 //! Requests are served one at a time in submission order (the queue completes in order, which
 //! the buffer cache relies on: a prefix of submitted buffers is complete). Service time is a
 //! positioning time when the head must move (seek curve `track_to_track + (full_stroke -
-//! track_to_track) * sqrt(distance / capacity)` plus half a rotation) and the media transfer
-//! time at the sustained rate. The queue has `nr_requests` slots of at most
+//! track_to_track) * sqrt(distance / capacity)` plus half a rotation, all four from the
+//! machine's [`DiskProfile`](crate::machine::DiskProfile)) and the media transfer time at the
+//! sustained rate. The queue has `nr_requests` slots of at most
 //! `max_request_kib` each; a submitter finding it full sleeps in `__get_request_wait`.
 
 use crate::kernel::path::Chan;
@@ -12,14 +13,6 @@ use crate::kernel::state::KReq;
 use crate::machine::MachineProfile;
 use latlab_core::Nanos;
 use std::collections::VecDeque;
-
-/// IBM DTLA-307020 spec: head switch 1.2 ms (track-to-track stand-in), full stroke 14.7 ms,
-/// 7200 rpm (half rotation 4.17 ms) — research notes, kernel-facts.md "Costs of the era".
-const TRACK_TO_TRACK_NS: f64 = 1.2e6;
-const FULL_STROKE_NS: f64 = 14.7e6;
-const HALF_ROTATION_NS: f64 = 4.17e6;
-/// Capacity used for seek distances: a 20 GB drive in 4 KiB blocks.
-const CAPACITY_BLOCKS: f64 = 20e9 / 4096.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dir {
@@ -54,6 +47,12 @@ pub struct Disk {
     nr_requests: u64,
     max_request_blocks: u64,
     xfer_ns_per_block: f64,
+    /// The seek curve (machine profile): shortest and longest seek, half a rotation, ns; the
+    /// capacity in 4 KiB blocks.
+    track_to_track_ns: f64,
+    full_stroke_ns: f64,
+    half_rotation_ns: f64,
+    capacity_blocks: f64,
     /// Requests served, blocks moved.
     pub served: u64,
     pub blocks_moved: u64,
@@ -71,6 +70,10 @@ impl Disk {
             nr_requests: m.disk.nr_requests as u64,
             max_request_blocks: (m.disk.max_request_kib / 4).max(1),
             xfer_ns_per_block: 4096.0 * 1000.0 / m.disk.seq_mb_s,
+            track_to_track_ns: m.disk.track_to_track_ns as f64,
+            full_stroke_ns: m.disk.full_stroke_ns as f64,
+            half_rotation_ns: m.disk.half_rotation_ns as f64,
+            capacity_blocks: m.disk.capacity_gb * 1e9 / 4096.0,
             served: 0,
             blocks_moved: 0,
             blocks_read: 0,
@@ -126,9 +129,9 @@ impl Disk {
         let position = if dist == 0.0 {
             0.0
         } else {
-            TRACK_TO_TRACK_NS
-                + (FULL_STROKE_NS - TRACK_TO_TRACK_NS) * (dist / CAPACITY_BLOCKS).min(1.0).sqrt()
-                + HALF_ROTATION_NS
+            self.track_to_track_ns
+                + (self.full_stroke_ns - self.track_to_track_ns) * (dist / self.capacity_blocks).min(1.0).sqrt()
+                + self.half_rotation_ns
         };
         (position + r.blocks as f64 * self.xfer_ns_per_block).round() as Nanos
     }
@@ -173,5 +176,39 @@ impl Disk {
 
     pub fn queued(&self) -> usize {
         self.queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Completion time of one read of `blocks` at `block` on an idle disk whose head is at 0.
+    fn service(m: &MachineProfile, block: u64, blocks: u64) -> Nanos {
+        let mut d = Disk::new(m);
+        let mut out = Vec::new();
+        d.submit(Dir::Read, block, blocks, Payload::Other, 0, &mut out);
+        match out[..] {
+            [KReq::DiskIrq { at, .. }] => at,
+            _ => panic!("one completion armed: {out:?}"),
+        }
+    }
+
+    #[test]
+    fn the_seek_curve_comes_from_the_machine_profile() {
+        let mut m = crate::kernel::tests::machine();
+        m.disk.track_to_track_ns = 1_000_000;
+        m.disk.full_stroke_ns = 9_000_000;
+        m.disk.half_rotation_ns = 4_000_000;
+        m.disk.capacity_gb = 4096.0 * 1e-9 * 10_000.0; // 10,000 blocks
+        let xfer = (4096.0 * 1000.0 / m.disk.seq_mb_s).round() as Nanos;
+        // No move: the transfer only.
+        assert_eq!(service(&m, 0, 1), xfer);
+        // A quarter of the platter: 1 + 8 * sqrt(1/4) + 4 ms.
+        assert_eq!(service(&m, 2_500, 1), 9_000_000 + xfer);
+        // Beyond the capacity: a full stroke.
+        assert_eq!(service(&m, 50_000, 1), 13_000_000 + xfer);
+        m.disk.half_rotation_ns = 0;
+        assert_eq!(service(&m, 50_000, 1), 9_000_000 + xfer);
     }
 }

@@ -421,35 +421,100 @@ pub const POINTS: &[PointInfo] = &[
     ),
 ];
 
-/// Per-operation costs of one machine, derived once per run from the profile.
-#[derive(Clone, Debug)]
-pub struct Costs {
+/// One per-item cost of the catalog: a loop body or an operation as the instructions and cache
+/// misses it takes, with where those numbers come from. [`MachineProfile::cost`] turns it into
+/// time; a machine profile's `catalog` table (and `--vary catalog.NAME.instr|misses=...`)
+/// can replace either number.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostItem {
+    pub name: &'static str,
+    pub instructions: f64,
+    pub misses: f64,
+    /// The code it follows and the arithmetic (the doc comment of the [`Costs`] field).
+    pub source: &'static str,
+}
+
+/// The catalog's costs as data, and the struct of times a run reads them from, from one list:
+/// each entry is `name: instructions, misses;` under its doc comment (the source).
+macro_rules! catalog_costs {
+    ($($(#[doc = $doc:literal])* $name:ident: $instr:expr, $misses:expr;)*) => {
+        /// Every per-item cost of the catalog, in [`Costs`]' order.
+        pub const COST_ITEMS: &[CostItem] = &[$(CostItem {
+            name: stringify!($name),
+            instructions: $instr,
+            misses: $misses,
+            source: concat!($($doc, "\n",)*),
+        },)*];
+
+        /// Per-operation costs of one machine, derived once per run from the profile (and its
+        /// catalog overrides); paths read the fields.
+        #[derive(Clone, Debug)]
+        pub struct Costs {
+            $($(#[doc = $doc])* pub $name: Nanos,)*
+            /// A 4 KiB copy to or from user space: not a catalog item, the machine's
+            /// `copy_mb_s` (vary that: `--vary machine.copy_mb_s=...`).
+            pub page_copy: Nanos,
+            /// Taking a signal for a handler on the way to user space: `do_signal`,
+            /// `dequeue_signal`, `setup_rt_frame`, and the handler's `sigreturn`: not a
+            /// catalog item, the machine's `signal_deliver_ns` (lmbench "sig hndl").
+            pub signal_deliver: Nanos,
+            /// `clone()` of a thread (`do_fork` with CLONE_VM: copy_process without an mm
+            /// copy): half of the machine's `thread_create_exit_ns` (NPTL create + exit).
+            pub clone_thread: Nanos,
+            /// A thread's `do_exit` (no `exit_mmap`: the mm lives on): the other half.
+            pub exit_thread: Nanos,
+        }
+
+        impl Costs {
+            /// The costs on machine `m`: each item's instructions and misses, or the
+            /// profile's `catalog` override of either, at the machine's CPI, clock and memory
+            /// latency.
+            pub fn new(m: &MachineProfile) -> Self {
+                let mut items = COST_ITEMS.iter();
+                let mut next = || {
+                    let it = items.next().expect("one item per field");
+                    let o = m.catalog.get(it.name).copied().unwrap_or_default();
+                    m.cost(o.instr.unwrap_or(it.instructions), o.misses.unwrap_or(it.misses))
+                };
+                Costs {
+                    $($name: next(),)*
+                    page_copy: m.copy_ns(4096),
+                    signal_deliver: m.signal_deliver_ns,
+                    clone_thread: m.thread_create_exit_ns / 2,
+                    exit_thread: m.thread_create_exit_ns - m.thread_create_exit_ns / 2,
+                }
+            }
+        }
+    };
+}
+
+catalog_costs! {
     /// jbd write_out_data, clean buffer: __journal_unfile_buffer, __journal_remove_journal_head,
     /// refile_buffer, __brelse: ~150 instructions; misses on the journal_head, two lines of
     /// the buffer_head, both LRU neighbours and the slab page: 6.
-    pub unfile: Nanos,
+    unfile: 150.0, 6.0;
     /// Any buffer-list walk passing a locked buffer: test of b_state, follow b_next_free:
     /// ~20 instructions, 1 miss (the buffer_head).
-    pub skip_locked: Nanos,
+    skip_locked: 20.0, 1.0;
     /// __refile_buffer of a completed buffer: unlink + relink on another LRU list: ~50
     /// instructions, 3 misses (buffer_head, prev and next neighbours).
-    pub refile: Nanos,
+    refile: 50.0, 3.0;
     /// write_some_buffers taking a dirty buffer: test_and_set lock, clean, refile, get_bh:
     /// ~60 instructions, 3 misses.
-    pub collect: Nanos,
+    collect: 60.0, 3.0;
     /// submit_bh -> generic_make_request -> __make_request (elevator merge at the queue
     /// tail): ~300 instructions, 2 misses.
-    pub submit_bh: Nanos,
+    submit_bh: 300.0, 2.0;
     /// prune_dcache passing a referenced dentry: flag clear, list_del + list_add: ~25
     /// instructions, 2 misses (dentry, list neighbour).
-    pub dcache_skip: Nanos,
+    dcache_skip: 25.0, 2.0;
     /// prune_one_dentry: d_free, dentry_iput, list and hash unlinks: ~300 instructions, 6 misses.
-    pub prune_dentry: Nanos,
+    prune_dentry: 300.0, 6.0;
     /// prune_icache visiting an inode: i_state, i_data.nrpages, i_count, list step: ~20
     /// instructions, 2 misses.
-    pub icache_visit: Nanos,
+    icache_visit: 20.0, 2.0;
     /// dispose_list freeing one inode (clear_inode, destroy): ~400 instructions, 5 misses.
-    pub dispose_inode: Nanos,
+    dispose_inode: 400.0, 5.0;
     /// zap_pte_range per present PTE, freeing an anonymous page (2.4.18 UP path:
     /// tlb_remove_page -> __free_pte -> free_page_and_swap_cache -> __free_pages ->
     /// __free_pages_ok): loop and pte tests ~15 instructions, __free_pte/set_page_dirty ~20,
@@ -459,53 +524,53 @@ pub struct Costs {
     /// and its two LRU neighbours (list_del writes both; they are whatever was added around
     /// the same fault); the 12 KiB order-0 buddy bitmap and the free-list head stay in L2, and
     /// buddies rarely merge (a busy box hands out scattered pages): 3.
-    pub zap_pte: Nanos,
+    zap_pte: 150.0, 3.0;
     /// zap_pte_range per swap PTE (2.4.17/2.4.18 mm/memory.c: `free_swap_and_cache`):
     /// swap_info_get (swap_list_lock, swap_device_lock), swap_entry_free (the count, lowest/
     /// highest bit, nr_swap_pages), find_trylock_page on swapper_space (pagecache_lock, page
     /// hash), swap_info_put, pte_clear: ~130 instructions. Misses: the swap_map entry, the
     /// page-hash bucket, the swap_info fields the entry's device line shares with nothing
     /// hot: 3.
-    pub free_swap_entry: Nanos,
+    free_swap_entry: 130.0, 3.0;
     /// swap_out_pmd per present PTE: ptep_test_and_clear_young: ~20 instructions, 1 miss
     /// (struct page).
-    pub swap_scan_pte: Nanos,
+    swap_scan_pte: 20.0, 1.0;
     /// try_to_swap_out of an old page besides the slot search: add_to_swap_cache, set the
     /// swap pte, flush: ~600 instructions, 6 misses.
-    pub swap_out_page: Nanos,
+    swap_out_page: 600.0, 6.0;
     /// __sync_one (fs/inode.c, 2.4.17/2.4.18) per dirty inode, for ext3: move it to
     /// s_locked_inodes, set I_LOCK, drop inode_lock, filemap_fdatasync and filemap_fdatawait
     /// (pagecache_lock, empty dirty/locked page lists: ext3 dirties buffers, not pages),
     /// ext3_write_inode (returns at once when not asked to wait), re-take inode_lock, file the
     /// inode on its list, wake_up(i_wait): ~250 instructions. Misses: the inode's list line,
     /// its state/mapping line, its wait queue, the two list neighbours: 5.
-    pub sync_one: Nanos,
+    sync_one: 250.0, 5.0;
     /// scan_swap_map per swap_map entry read: ~5 instructions; 16 two-byte entries per
     /// 32-byte PIII cache line, so 1/16 miss.
-    pub swap_map_entry: Nanos,
+    swap_map_entry: 5.0, 1.0 / 16.0;
     /// shrink_cache per inactive page: lock tests, page_count, mapping checks,
     /// __remove_inode_page for clean ones: ~100 instructions, 3 misses.
-    pub shrink_page: Nanos,
+    shrink_page: 100.0, 3.0;
     /// refill_inactive per active page moved: ~30 instructions, 2 misses.
-    pub refill_page: Nanos,
+    refill_page: 30.0, 2.0;
     /// truncate_complete_page + page_cache_release + list restart: ~200 instructions, 4 misses.
-    pub truncate_page: Nanos,
+    truncate_page: 200.0, 4.0;
     /// ext3_free_blocks per block of a run: clear bit, count: ~30 instructions, bitmap is hot.
-    pub free_block: Nanos,
+    free_block: 30.0, 0.0;
     /// ext3_clear_blocks per block pointer (2.4.18 fs/ext3/inode.c): zero the pointer, look
     /// the block up in the buffer hash (`sb_get_hash_table`, so journal_forget can drop a
     /// cached copy) and call ext3_forget, which returns at once for an ordered-mode data
     /// block: ~60 instructions. Misses: the hash bucket (buffer_init sizes the table for
     /// 768 MiB at order 6: 65,536 buckets, 256 KiB, as large as the PIII's L2) and one chain
     /// entry (the page cache's buffer_heads spread about one per bucket): 2.
-    pub clear_block: Nanos,
+    clear_block: 60.0, 2.0;
     /// ext3_free_branches per indirect block: bread hit + journal_get_write_access +
     /// ext3_free_data bookkeeping: ~1500 instructions, 10 misses.
-    pub free_indirect: Nanos,
+    free_indirect: 1500.0, 10.0;
     /// generic_file_write per page besides the copy: __grab_cache_page, ext3_prepare_write
     /// (block allocation, journal_start, get_write_access), commit_write (journal_dirty_data,
     /// mark dirty, balance_dirty): ~2000 instructions, 15 misses.
-    pub write_page: Nanos,
+    write_page: 2000.0, 15.0;
     /// ext3_dirty_inode (2.4.18 fs/ext3/inode.c), run by `mark_inode_dirty_sync` for an atime
     /// or mtime update: ext3_journal_start of a one-credit handle (kmalloc, start_this_handle)
     /// ~350 instructions; ext3_mark_inode_dirty: ext3_get_inode_loc (group descriptor, bread of
@@ -514,136 +579,73 @@ pub struct Costs {
     /// ~150; journal_stop and kfree ~300: ~1,500 instructions. Misses: the handle's slab, the
     /// in-core inode (2), the group descriptor, the hash bucket and buffer_head (2), the
     /// journal_head (2), the raw inode, the transaction and journal (3), the slab on free: 14.
-    pub dirty_inode: Nanos,
+    dirty_inode: 1_500.0, 14.0;
     /// do_generic_file_read per cached page besides the copy: __find_page_nolock, mark
     /// accessed, file_read_actor setup: ~300 instructions, 4 misses.
-    pub read_page: Nanos,
-    /// A 4 KiB copy to or from user space.
-    pub page_copy: Nanos,
+    read_page: 300.0, 4.0;
     /// Path lookup of one component pair (open/stat): ~1000 instructions, 8 misses.
-    pub lookup: Nanos,
+    lookup: 1000.0, 8.0;
     /// ext3_create / mkdir: inode allocation, directory entry, journal handles: ~4000
     /// instructions, 30 misses.
-    pub create: Nanos,
+    create: 4000.0, 30.0;
     /// ext3_unlink + iput bookkeeping besides truncation: ~3000 instructions, 25 misses.
-    pub unlink: Nanos,
+    unlink: 3000.0, 25.0;
     /// journal_write_metadata_buffer per metadata block: ~400 instructions, 4 misses.
-    pub journal_meta: Nanos,
+    journal_meta: 400.0, 4.0;
     /// getdents per entry: ~300 instructions, 2 misses.
-    pub readdir_entry: Nanos,
+    readdir_entry: 300.0, 2.0;
     /// do_fork + execve besides page-table copies: ~60000 instructions, 300 misses
     /// (lmbench on a PIII-868 gives fork+exec ~0.8 ms with page faults; the kernel part is
     /// a fraction).
-    pub fork_exec: Nanos,
+    fork_exec: 60000.0, 300.0;
     /// rtc_read: copy the count out, clear rtc_irq_data: ~200 instructions, 2 misses.
-    pub rtc_read: Nanos,
+    rtc_read: 200.0, 2.0;
     /// Rest of do_exit besides exit_mmap: files, fs, signals, notify parent: ~5000
     /// instructions, 40 misses.
-    pub exit_rest: Nanos,
+    exit_rest: 5000.0, 40.0;
     /// One NFS call over the loopback device besides its data copies, both trips: the
     /// client's XDR encode and `rpc_call_sync`/`xprt_transmit`, `udp_sendmsg`,
     /// `ip_build_xmit`, `loopback_xmit` and `netif_rx`; `net_rx_action`, `ip_rcv`, `udp_rcv`;
     /// nfsd's `svc_recv`, `svc_process` and XDR decode; the reply back the same way. About six
     /// stages of ~2,000 instructions each and ~10 misses (an estimate from the code path;
     /// no measurement of the era was found): 12,000 instructions, 60 misses.
-    pub rpc_call: Nanos,
+    rpc_call: 12_000.0, 60.0;
     /// ftruncate() besides the pages and blocks it frees: do_truncate, notify_change,
     /// ext3_setattr, inode_setattr, vmtruncate, ext3_block_truncate_page zeroing the tail of
     /// the last page, the journal handle: ~2,000 instructions, 15 misses (an estimate).
-    pub setattr: Nanos,
+    setattr: 2_000.0, 15.0;
     /// fstat(): fget, cp_new_stat, copy to user: ~400 instructions, 3 misses.
-    pub fstat: Nanos,
+    fstat: 400.0, 3.0;
     /// One SHA-1 transform of extract_entropy (2.4 drivers/char/random.c, USE_SHA), mixing
     /// the result back into the pool, per 10 bytes handed out: ~1,200 instructions, the pool
     /// in cache.
-    pub sha_transform: Nanos,
+    sha_transform: 1_200.0, 0.0;
     /// A fault that becomes a signal and its handler's return: exception entry,
     /// do_page_fault or do_invalid_op, force_sig_info, do_signal, setup_frame, and
     /// sys_sigreturn: ~3,000 instructions, 20 misses.
-    pub signal_fault: Nanos,
+    signal_fault: 3_000.0, 20.0;
     /// One TCP segment over the loopback device besides its data copies, both sides:
     /// `tcp_sendmsg`'s segment set-up, `tcp_transmit_skb`, `ip_queue_xmit`, `loopback_xmit`,
     /// `netif_rx`; `net_rx_action`, `ip_rcv`, `tcp_v4_rcv`, `tcp_rcv_established` with its
     /// ACK: ~5,000 instructions, ~30 misses (an estimate from the code path).
-    pub tcp_segment: Nanos,
+    tcp_segment: 5_000.0, 30.0;
     /// pipe_write or pipe_read besides the copy: the semaphore, the wait queue, the wake-up
     /// of the other end, `tcp_recvmsg`'s queue handling likewise: ~500 instructions, 4 misses.
-    pub pipe_op: Nanos,
+    pipe_op: 500.0, 4.0;
     /// An anonymous page fault: exception entry, do_anonymous_page, clear_page, return:
     /// lmbench "page fault" ~2 us on a PIII-868 (research notes §4), i.e. ~1000
     /// instructions and ~4 misses here.
-    pub page_fault: Nanos,
-    /// Taking a signal for a handler on the way to user space: `do_signal`,
-    /// `dequeue_signal`, `setup_rt_frame`, and the handler's `sigreturn`: the machine's
-    /// `signal_deliver_ns` (lmbench "sig hndl").
-    pub signal_deliver: Nanos,
+    page_fault: 1000.0, 4.0;
     /// `sigwaitinfo` taking a queued signal: `dequeue_signal` (collect_signal, the sigqueue
     /// freed back to its timer) and `copy_siginfo_to_user`: ~300 instructions, 3 misses (the
     /// sigpending list, the sigqueue, the user siginfo line). Arithmetic from kernel/signal.c.
-    pub signal_dequeue: Nanos,
-    /// `clone()` of a thread (`do_fork` with CLONE_VM: copy_process without an mm copy): half
-    /// of the machine's `thread_create_exit_ns` (NPTL create + exit), the other half being
-    /// [`Costs::exit_thread`].
-    pub clone_thread: Nanos,
-    /// A thread's `do_exit` (no `exit_mmap`: the mm lives on): the other half of
-    /// `thread_create_exit_ns`.
-    pub exit_thread: Nanos,
+    signal_dequeue: 300.0, 3.0;
 }
 
 impl Costs {
     /// Copying `bytes` to or from user space (or between kernel buffers): the page copy's rate.
     pub fn copy(&self, bytes: u64) -> Nanos {
         bytes * self.page_copy / 4096
-    }
-
-    pub fn new(m: &MachineProfile) -> Self {
-        Costs {
-            unfile: m.cost(150.0, 6.0),
-            skip_locked: m.cost(20.0, 1.0),
-            refile: m.cost(50.0, 3.0),
-            collect: m.cost(60.0, 3.0),
-            submit_bh: m.cost(300.0, 2.0),
-            dcache_skip: m.cost(25.0, 2.0),
-            prune_dentry: m.cost(300.0, 6.0),
-            icache_visit: m.cost(20.0, 2.0),
-            dispose_inode: m.cost(400.0, 5.0),
-            zap_pte: m.cost(150.0, 3.0),
-            free_swap_entry: m.cost(130.0, 3.0),
-            sync_one: m.cost(250.0, 5.0),
-            swap_scan_pte: m.cost(20.0, 1.0),
-            swap_out_page: m.cost(600.0, 6.0),
-            swap_map_entry: m.cost(5.0, 1.0 / 16.0),
-            shrink_page: m.cost(100.0, 3.0),
-            refill_page: m.cost(30.0, 2.0),
-            truncate_page: m.cost(200.0, 4.0),
-            free_block: m.cost(30.0, 0.0),
-            clear_block: m.cost(60.0, 2.0),
-            free_indirect: m.cost(1500.0, 10.0),
-            write_page: m.cost(2000.0, 15.0),
-            read_page: m.cost(300.0, 4.0),
-            dirty_inode: m.cost(1_500.0, 14.0),
-            page_copy: m.copy_ns(4096),
-            lookup: m.cost(1000.0, 8.0),
-            create: m.cost(4000.0, 30.0),
-            unlink: m.cost(3000.0, 25.0),
-            journal_meta: m.cost(400.0, 4.0),
-            readdir_entry: m.cost(300.0, 2.0),
-            fork_exec: m.cost(60000.0, 300.0),
-            rtc_read: m.cost(200.0, 2.0),
-            exit_rest: m.cost(5000.0, 40.0),
-            page_fault: m.cost(1000.0, 4.0),
-            rpc_call: m.cost(12_000.0, 60.0),
-            setattr: m.cost(2_000.0, 15.0),
-            fstat: m.cost(400.0, 3.0),
-            sha_transform: m.cost(1_200.0, 0.0),
-            signal_fault: m.cost(3_000.0, 20.0),
-            tcp_segment: m.cost(5_000.0, 30.0),
-            pipe_op: m.cost(500.0, 4.0),
-            signal_deliver: m.signal_deliver_ns,
-            signal_dequeue: m.cost(300.0, 3.0),
-            clone_thread: m.thread_create_exit_ns / 2,
-            exit_thread: m.thread_create_exit_ns - m.thread_create_exit_ns / 2,
-        }
     }
 }
 
@@ -854,6 +856,67 @@ impl Path for FaultIn {
 mod tests {
     use super::*;
     use crate::kernel::tests::{kstate, run_to_sleep};
+
+    #[test]
+    fn costs_are_the_table_at_the_machines_rates_unless_the_machine_overrides_them() {
+        let mut m = crate::kernel::tests::machine();
+        let c = Costs::new(&m);
+        // The table's numbers for every field (and the fields in the table's order).
+        let unfile = COST_ITEMS.iter().find(|i| i.name == "unfile").unwrap();
+        assert_eq!((unfile.instructions, unfile.misses), (150.0, 6.0));
+        assert!(unfile.source.contains("__journal_unfile_buffer"), "{}", unfile.source);
+        assert_eq!(c.unfile, m.cost(150.0, 6.0));
+        assert_eq!(c.pipe_op, m.cost(500.0, 4.0));
+        assert_eq!(c.page_copy, m.copy_ns(4096));
+        let mut names: Vec<&str> = COST_ITEMS.iter().map(|i| i.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), COST_ITEMS.len());
+        // An override replaces the number it gives, for that item only.
+        m.catalog.insert(
+            "unfile".into(),
+            crate::CostOverride {
+                instr: None,
+                misses: Some(3.0),
+            },
+        );
+        m.catalog.insert(
+            "sync_one".into(),
+            crate::CostOverride {
+                instr: Some(500.0),
+                misses: None,
+            },
+        );
+        let o = Costs::new(&m);
+        assert_eq!(o.unfile, m.cost(150.0, 3.0));
+        assert_eq!(o.sync_one, m.cost(500.0, 5.0));
+        assert_ne!(o.unfile, c.unfile);
+        assert_eq!((o.refile, o.prune_dentry), (c.refile, c.prune_dentry));
+    }
+
+    #[test]
+    fn a_machines_catalog_overrides_are_checked() {
+        let mut m = crate::kernel::tests::machine();
+        let set = |m: &mut MachineProfile, name: &str, instr: Option<f64>, misses: Option<f64>| {
+            m.catalog.clear();
+            m.catalog.insert(name.into(), crate::CostOverride { instr, misses });
+            m.validate()
+        };
+        assert!(set(&mut m, "unfile", Some(0.0), Some(3.5)).is_ok());
+        let (f, why) = set(&mut m, "unfle", None, Some(3.0)).unwrap_err();
+        assert!(
+            f == "catalog" && why.contains("unknown catalog item `unfle`") && why.contains("sync_one"),
+            "{why}"
+        );
+        let (_, why) = set(&mut m, "page_copy", Some(1.0), None).unwrap_err();
+        assert!(why.contains("copy_mb_s"), "{why}");
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 2e9] {
+            let (_, why) = set(&mut m, "unfile", Some(bad), None).unwrap_err();
+            assert!(why.contains("unfile.instr"), "{why}");
+        }
+        let (_, why) = set(&mut m, "unfile", None, Some(1e7)).unwrap_err();
+        assert!(why.contains("unfile.misses") && why.contains("0..=1000000"), "{why}");
+    }
 
     #[test]
     fn munmap_zaps_the_pages_it_is_given_under_page_table_lock() {

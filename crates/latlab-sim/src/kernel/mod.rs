@@ -864,12 +864,16 @@ pub(crate) mod tests {
             signal_deliver_ns: 1000,
             thread_create_exit_ns: 10_000,
             disk: DiskProfile {
-                position_ns: 1_000_000,
+                track_to_track_ns: 1_000_000,
+                full_stroke_ns: 10_000_000,
+                half_rotation_ns: 4_000_000,
+                capacity_gb: 20.0,
                 seq_mb_s: 50.0,
                 max_request_kib: 64,
                 nr_requests: 128,
             },
             net_mb_s: 10.0,
+            catalog: Default::default(),
         }
     }
 
