@@ -168,6 +168,9 @@ impl MachineProfile {
             ("ctx_switch_ns", self.ctx_switch_ns, 1_000_000_000),
             ("schedule_base_ns", self.schedule_base_ns, 1_000_000_000),
             ("goodness_per_task_ns", self.goodness_per_task_ns, 1_000_000_000),
+            ("hrtimer_handler_ns", self.hrtimer_handler_ns, 1_000_000_000),
+            ("signal_deliver_ns", self.signal_deliver_ns, 1_000_000_000),
+            ("thread_create_exit_ns", self.thread_create_exit_ns, 1_000_000_000),
             ("disk.full_stroke_ns", self.disk.full_stroke_ns, 60_000_000_000),
             ("disk.half_rotation_ns", self.disk.half_rotation_ns, 60_000_000_000),
         ] {
