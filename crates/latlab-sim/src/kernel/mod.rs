@@ -648,7 +648,7 @@ impl Kernel {
     fn enqueue_woken(&mut self, t: TaskId) {
         self.sched.enqueue(&self.tasks, t, self.now);
         if let Some(p) = self.ptrack.as_mut().filter(|p| p.watching(t)) {
-            if let Some(how) = self.sched.describe(t) {
+            if let Some(how) = self.sched.placement(t) {
                 p.on_placed(t, how);
             }
         }

@@ -7,9 +7,10 @@
 //! Each expiry opens a window, closed by the sample; SIGEV_THREAD windows overlap when a
 //! thread waits longer than a period. While a window is open every task's CPU time is
 //! tallied, so a sample says who ran ahead of the notify function and for how long, and the
-//! scheduler says where it placed the woken or new task (`Scheduler::describe`).
+//! scheduler says where it placed the woken or new task (`Scheduler::placement`).
 
 use crate::kernel::task::{Task, TaskId};
+use crate::sched::Placement;
 use latlab_core::{Attribution, Nanos, Sample, Stream, TaskSlice};
 use std::collections::BTreeMap;
 
@@ -36,7 +37,7 @@ pub struct PosixTracker {
     /// The test's threads (target, helper, notify threads).
     mine: Vec<bool>,
     /// Where the scheduler placed a task when it was woken or created: (task, description).
-    placed: Vec<(TaskId, String)>,
+    placed: Vec<(TaskId, Placement)>,
     pub epoch: Nanos,
 }
 
@@ -119,7 +120,7 @@ impl PosixTracker {
     }
 
     /// The scheduler placed test task `t` so (on its wakeup or creation).
-    pub fn on_placed(&mut self, t: TaskId, how: String) {
+    pub fn on_placed(&mut self, t: TaskId, how: Placement) {
         self.placed.retain(|(x, _)| *x != t);
         if self.placed.len() == KEEP_PLACEMENTS {
             self.placed.remove(0);

@@ -26,6 +26,7 @@
 //! CACHE_HOT_BUDDY and ASYM_GRAN refinements, `sched_yield`.
 
 use super::rt::FairClass;
+use super::Placement;
 use crate::kernel::task::{Task, TaskId};
 use crate::machine::MachineProfile;
 use crate::variant::CfsTunables;
@@ -244,11 +245,6 @@ impl Cfs {
         let levels = (usize::BITS - n.leading_zeros()) as f64;
         m.cost(RB_LEVEL_INSTR * levels, RB_LEVEL_MISSES * levels)
     }
-
-    /// A task's vruntime relative to `min_vruntime`, in ms (for explanations).
-    fn rel_ms(&self, t: TaskId) -> f64 {
-        (self.se[t].vruntime as f64 - self.min_vruntime as f64) / 1e6
-    }
 }
 
 impl FairClass for Cfs {
@@ -403,13 +399,12 @@ impl FairClass for Cfs {
         self.nr_running
     }
 
-    fn describe(&self, t: TaskId) -> Option<String> {
-        self.se.get(t).filter(|e| e.known)?;
-        Some(format!(
-            "vruntime {:+.3} ms from min_vruntime, slice {:.3} ms",
-            self.rel_ms(t),
-            self.sched_slice(t) as f64 / 1e6
-        ))
+    fn placement(&self, t: TaskId) -> Option<Placement> {
+        let e = self.se.get(t).filter(|e| e.known)?;
+        Some(Placement::Cfs {
+            vruntime_rel: e.vruntime as i64 - self.min_vruntime as i64,
+            slice: self.sched_slice(t),
+        })
     }
 }
 

@@ -23,6 +23,7 @@
 
 use super::cfs::{calc_delta_fair, weight, PICK_FIXED_INSTR, RB_LEVEL_INSTR, RB_LEVEL_MISSES};
 use super::rt::FairClass;
+use super::Placement;
 use crate::kernel::task::{Task, TaskId};
 use crate::machine::MachineProfile;
 use crate::variant::EevdfTunables;
@@ -310,19 +311,14 @@ impl FairClass for Eevdf {
         self.nr_running
     }
 
-    fn describe(&self, t: TaskId) -> Option<String> {
+    fn placement(&self, t: TaskId) -> Option<Placement> {
         let e = self.se.get(t).filter(|e| e.known)?;
         let v = self.avg_vruntime();
-        Some(format!(
-            "lag {:+.3} ms, deadline {:+.3} ms from V{}",
-            (v - e.vruntime) as f64 / 1e6,
-            (e.deadline - v) as f64 / 1e6,
-            if self.eligible(t) {
-                ", eligible"
-            } else {
-                ", not eligible"
-            }
-        ))
+        Some(Placement::Eevdf {
+            lag: (v - e.vruntime) as i64,
+            deadline_rel: (e.deadline - v) as i64,
+            eligible: self.eligible(t),
+        })
     }
 }
 

@@ -43,10 +43,50 @@ pub trait Scheduler {
     fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool;
     /// Runnable tasks (including the running one).
     fn nr_running(&self) -> usize;
-    /// Where runnable task `t` stands in this scheduler's order, in the kernel's terms
-    /// (`vruntime 12.345 ms, 1.2 ms right of min_vruntime`), for explaining a late wakeup.
-    fn describe(&self, _t: TaskId) -> Option<String> {
+    /// Where runnable task `t` stands in this scheduler's order, in the kernel's terms, for
+    /// explaining a late wakeup. Numbers only: it is taken at every wakeup of a watched task
+    /// and formatted only for the samples a result keeps.
+    fn placement(&self, _t: TaskId) -> Option<Placement> {
         None
+    }
+}
+
+/// Where a fair-class scheduler put a task when it was woken or created.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Placement {
+    /// CFS: vruntime relative to the queue's `min_vruntime` and the task's `sched_slice`.
+    Cfs { vruntime_rel: i64, slice: Nanos },
+    /// EEVDF: lag (`V - vruntime`) and virtual deadline relative to the weighted average
+    /// vruntime `V`, and whether the task is eligible (lag >= 0).
+    Eevdf {
+        lag: i64,
+        deadline_rel: i64,
+        eligible: bool,
+    },
+}
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let ms = |ns: i64| ns as f64 / 1e6;
+        match *self {
+            Placement::Cfs { vruntime_rel, slice } => write!(
+                f,
+                "vruntime {:+.3} ms from min_vruntime, slice {:.3} ms",
+                ms(vruntime_rel),
+                ms(slice as i64)
+            ),
+            Placement::Eevdf {
+                lag,
+                deadline_rel,
+                eligible,
+            } => write!(
+                f,
+                "lag {:+.3} ms, deadline {:+.3} ms from V, {}",
+                ms(lag),
+                ms(deadline_rel),
+                if eligible { "eligible" } else { "not eligible" }
+            ),
+        }
     }
 }
 

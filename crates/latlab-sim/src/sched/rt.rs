@@ -6,7 +6,7 @@
 //! class ([`FairClass`]: CFS or EEVDF) sees only SCHED_OTHER tasks and never learns that an
 //! RT task ran, except as time its current task did not run (`put_prev`).
 
-use super::Scheduler;
+use super::{Placement, Scheduler};
 use crate::kernel::task::{Policy, Task, TaskId};
 use crate::machine::MachineProfile;
 use latlab_core::Nanos;
@@ -40,7 +40,7 @@ pub trait FairClass {
     /// Fair tasks runnable, the running one included.
     fn nr_running(&self) -> usize;
     /// Where `t` stands in this class's order.
-    fn describe(&self, t: TaskId) -> Option<String>;
+    fn placement(&self, t: TaskId) -> Option<Placement>;
 }
 
 /// The RT class over fair class `F`.
@@ -186,7 +186,7 @@ impl<F: FairClass> Scheduler for WithRt<F> {
         self.nr_rt + self.fair.nr_running()
     }
 
-    fn describe(&self, t: TaskId) -> Option<String> {
-        self.fair.describe(t)
+    fn placement(&self, t: TaskId) -> Option<Placement> {
+        self.fair.placement(t)
     }
 }
