@@ -217,14 +217,55 @@ fn line_of_value(text: &str, key: &str, value: &str) -> usize {
         .map_or(0, |i| i + 1)
 }
 
+/// A TOML or serde error. One about a value (`sched = "bfs"`, an unknown point in `points`)
+/// names the field it sets, dotted with its table (`cfs.latency_ns`).
 fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
-    let (line, col) = e.span().map_or((0, 0), |s| line_of(text, s.start));
-    ExpError::Syntax {
-        origin: origin.into(),
-        line,
-        col,
-        msg: e.message().replace('\n', " "),
+    let msg = e.message().replace('\n', " ");
+    let Some(span) = e.span() else {
+        return ExpError::Syntax {
+            origin: origin.into(),
+            line: 0,
+            col: 0,
+            msg,
+        };
+    };
+    let (line, col) = line_of(text, span.start);
+    match field_set_at(text, span.start) {
+        Some(field) => ExpError::Field {
+            origin: origin.into(),
+            line,
+            field,
+            why: msg,
+        },
+        None => ExpError::Syntax {
+            origin: origin.into(),
+            line,
+            col,
+            msg,
+        },
     }
+}
+
+/// The key whose value starts at byte `at` (`key = ` before it on its line), prefixed with the
+/// table it sits in.
+fn field_set_at(text: &str, at: usize) -> Option<String> {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let key = text[start..at].trim_end().strip_suffix('=')?.trim();
+    let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
+    if key.is_empty() || !key.chars().all(bare) {
+        return None;
+    }
+    let table = text[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim());
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{key}"),
+        _ => key.to_string(),
+    })
 }
 
 /// Reads a file an experiment names by path (`variant = "./my-kernel.toml"`): given the path as
@@ -941,6 +982,63 @@ published_max_ms = 84.0
             "{err}"
         );
         assert!(is_path("k.toml") && is_path("a/b") && !is_path("2.4.18+mini-ll"));
+    }
+
+    #[test]
+    fn a_variant_files_unknown_subsystem_point_or_impossible_kernel_names_line_field_and_valid_values() {
+        let kernel = builtin_text(builtin::VARIANTS, "2.4.18+mini-ll");
+        let text = GOOD.replace("variant = \"2.4.18\"", "variant = \"./kernel.toml\"");
+        let err_for = |from: &str, to: &str| {
+            let bad = kernel.replacen(from, to, 1);
+            assert_ne!(bad, kernel, "{from}");
+            let map = [("kernel.toml", bad.clone())];
+            let key = to.split([' ', '=']).next().unwrap().to_string();
+            let line = bad.lines().position(|l| l.starts_with(&key)).unwrap() + 1;
+            let err = parse("x.toml", &text, &user_files(&map)).unwrap_err().to_string();
+            (err, line)
+        };
+        for (from, to, field, want) in [
+            ("sched = \"goodness24\"", "sched = \"bfs\"", "sched", ["`bfs`", "eevdf"]),
+            ("preempt = \"none\"", "preempt = \"rt\"", "preempt", ["`rt`", "lazy"]),
+            ("timer = \"jiffies\"", "timer = \"tsc\"", "timer", ["`tsc`", "hrtimer"]),
+            (
+                "writeback = \"bdflush-2.4\"",
+                "writeback = \"pdflush\"",
+                "writeback",
+                ["`pdflush`", "bdflush-2.4"],
+            ),
+            (
+                "points = [",
+                "points = [\"bred\", ",
+                "points",
+                ["unknown rescheduling point `bred`", "dentry_iput"],
+            ),
+            (
+                "points = [",
+                "points = [\"ret_from_exception\", ",
+                "points",
+                ["every kernel has", "ret_from_exception"],
+            ),
+            (
+                "preempt = \"none\"",
+                "preempt = \"lazy\"",
+                "preempt",
+                ["6.13", "none, voluntary, full"],
+            ),
+            (
+                "timer = \"jiffies\"",
+                "timer = \"hrtimer\"",
+                "timer",
+                ["2.6.16", "jiffies"],
+            ),
+        ] {
+            let (err, line) = err_for(from, to);
+            assert!(
+                err.starts_with(&format!("dir/kernel.toml:{line}: field `{field}`: "))
+                    && want.iter().all(|w| err.contains(w)),
+                "{to}: {err}"
+            );
+        }
     }
 
     #[test]

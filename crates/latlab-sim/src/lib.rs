@@ -30,6 +30,7 @@ pub use machine::{CostOverride, DiskProfile, MachineProfile};
 pub use variant::{PreemptModel, SchedClass, Variant};
 pub use workload::script::CommandSpec;
 
+use kernel::catalog::Point;
 use kernel::state::KState;
 use kernel::task::Policy;
 use kernel::Kernel;
@@ -453,7 +454,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
     settings.insert("preempt".into(), format!("{:?}", cfg.variant.preempt));
     settings.insert(
         "points".into(),
-        cfg.variant.points.iter().cloned().collect::<Vec<_>>().join(","),
+        cfg.variant.points.iter().map(Point::name).collect::<Vec<_>>().join(","),
     );
     settings.insert("workload_finished".into(), k.st.workload_done.is_some().to_string());
     // Catalog items the machine (or a sweep) gave other numbers.

@@ -20,9 +20,12 @@ use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
 use crate::fs::flush::{disk_io, SubmitBatch};
 use crate::fs::jbd::{Region, WBUF};
-use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, PointUse, Step, Work};
+use crate::kernel::catalog::Point;
+use crate::kernel::lock::Lock;
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Points, Step, Work};
 use crate::kernel::state::KState;
 use latlab_core::Nanos;
+use smallvec::smallvec;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Walk {
@@ -52,12 +55,12 @@ pub fn journal_commit_transaction() -> Box<dyn Path> {
 
 /// A stretch of a `write_out_data` walk: `items` buffers at `per` each, under
 /// `journal_datalist_lock` (kept after it if `hold`).
-fn datalist_walk(items: u64, per: Nanos, points: Vec<PointUse>, hold: bool) -> Step {
+fn datalist_walk(items: u64, per: Nanos, points: Points, hold: bool) -> Step {
     LoopStep::locked(
         "journal_commit_transaction",
         items,
         per,
-        "journal_datalist_lock",
+        Lock::JournalDatalist,
         points,
         hold,
     )
@@ -100,13 +103,13 @@ impl Path for Commit {
             let hold = dirty > 0 || locked > 0;
             if completed > 0 {
                 self.walk = Walk::Unfile(region);
-                let pts = vec![point("journal_commit:write_out_data", 1)];
+                let pts = smallvec![point(Point::JournalCommitWriteOutData, 1)];
                 return datalist_walk(completed, k.c.unfile, pts, hold);
             }
             self.passed = true;
             if locked > 0 {
                 self.walk = Walk::Skip(region);
-                return datalist_walk(locked, k.c.skip_locked, vec![], dirty > 0);
+                return datalist_walk(locked, k.c.skip_locked, smallvec![], dirty > 0);
             }
         }
         self.passed = false;
@@ -119,12 +122,12 @@ impl Path for Commit {
                 self.sub.start(Box::new(SubmitBatch::new(
                     b,
                     Via::Journal,
-                    Some("journal_commit_transaction"),
+                    Some(Point::JournalCommitTransaction),
                 )));
                 return Work::locked(
                     "journal_commit_transaction",
                     n * k.c.collect,
-                    "journal_datalist_lock",
+                    Lock::JournalDatalist,
                     false,
                 );
             }
@@ -152,7 +155,7 @@ impl Path for Commit {
                 "journal_write_metadata_buffer",
                 meta,
                 k.c.journal_meta,
-                vec![point("journal_commit_transaction", WBUF)],
+                smallvec![point(Point::JournalCommitTransaction, WBUF)],
             );
         }
         // Checkpoint: the metadata is now dirty in place, for bdflush/kupdated to write.

@@ -4,10 +4,13 @@
 
 use crate::dev::disk::Dir;
 use crate::fs::flush::{chain, disk_io, wait_for_buffers, write_some_buffers};
+use crate::kernel::catalog::Point;
+use crate::kernel::lock::Lock;
 use crate::kernel::path::{once, point, under_bkl, Chan, Ctx, LoopStep, Nested, Path, Script, Step, Work};
 use crate::kernel::state::KState;
 use crate::mm::vmscan::try_to_free_pages;
 use crate::mm::FileRec;
+use smallvec::smallvec;
 
 /// Pages per readahead request (2.4 `vm_max_readahead` 31 pages, rounded to 32).
 const READAHEAD: u64 = 32;
@@ -46,7 +49,12 @@ fn journal_start(k: &mut KState) -> Option<Step> {
 fn ext3_dirty_inode(k: &mut KState, file: u32) -> Box<dyn Path> {
     k.dcache.mark_inode_dirty(file);
     k.jbd.dirty_inode(file);
-    let step = LoopStep::plain("ext3_dirty_inode", 1, k.c.dirty_inode, vec![point("bread", 1)]);
+    let step = LoopStep::plain(
+        "ext3_dirty_inode",
+        1,
+        k.c.dirty_inode,
+        smallvec![point(Point::Bread, 1)],
+    );
     under_bkl(Box::new(Script {
         name: "ext3_dirty_inode",
         steps: [step].into(),
@@ -148,7 +156,7 @@ impl Path for FileWrite {
                 "generic_file_write",
                 n,
                 k.c.write_page + k.c.page_copy,
-                vec![point("generic_file_write", 1)],
+                smallvec![point(Point::GenericFileWrite, 1)],
             );
         }
     }
@@ -263,7 +271,7 @@ impl Path for FileRead {
                     "do_generic_file_read",
                     n,
                     k.c.read_page + k.c.page_copy,
-                    vec![point("do_generic_file_read", 1)],
+                    smallvec![point(Point::DoGenericFileRead, 1)],
                 );
             }
             // Page-cache miss: readpage + readahead of the pages missing from here on,
@@ -429,12 +437,12 @@ impl Path for Truncate {
         }
         match self.stage {
             1 if self.unlink => Work::plain("ext3_unlink", k.c.unlink),
-            1 => Work::locked("ext3_setattr", k.c.setattr, "BKL", false),
+            1 => Work::locked("ext3_setattr", k.c.setattr, Lock::Bkl, false),
             2 => LoopStep::plain(
                 "truncate_inode_pages",
                 past,
                 k.c.truncate_page,
-                vec![point("truncate_list_pages", 1)],
+                smallvec![point(Point::TruncateListPages, 1)],
             ),
             3 => {
                 // ext3_truncate: per block ext3_clear_blocks' hash lookup and
@@ -446,8 +454,8 @@ impl Path for Truncate {
                     "ext3_truncate",
                     size.saturating_sub(self.to),
                     per,
-                    "BKL",
-                    vec![point("ext3_free_data", 1), point("bread", PTRS_PER_BLOCK)],
+                    Lock::Bkl,
+                    smallvec![point(Point::Ext3FreeData, 1), point(Point::Bread, PTRS_PER_BLOCK)],
                     false,
                 )
             }
@@ -461,7 +469,12 @@ impl Path for Truncate {
                 // The inode, the directory block (as for creat), the indirect blocks freed.
                 k.jbd.dirty_inode(self.file);
                 k.jbd.add_meta32(1 + 32 * size / PTRS_PER_BLOCK);
-                LoopStep::plain("dentry_iput", 1, k.c.prune_dentry, vec![point("dentry_iput", 1)])
+                LoopStep::plain(
+                    "dentry_iput",
+                    1,
+                    k.c.prune_dentry,
+                    smallvec![point(Point::DentryIput, 1)],
+                )
             }
             4 => {
                 k.jbd.dirty_inode(self.file);

@@ -4,9 +4,12 @@
 
 use crate::dev::disk::{Dir, Payload};
 use crate::fs::buffer::{Batch, Via};
+use crate::kernel::catalog::Point;
+use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
 use latlab_core::Nanos;
+use smallvec::smallvec;
 
 /// NRSYNC: buffers written per write_some_buffers batch.
 pub const NRSYNC: u64 = 32;
@@ -28,12 +31,12 @@ pub struct SubmitBatch {
     batch: Option<Batch>,
     via: Via,
     n: u64,
-    end_point: Option<&'static str>,
+    end_point: Option<Point>,
     looped: bool,
 }
 
 impl SubmitBatch {
-    pub fn new(batch: Batch, via: Via, end_point: Option<&'static str>) -> Self {
+    pub fn new(batch: Batch, via: Via, end_point: Option<Point>) -> Self {
         let n = batch.hi - batch.lo;
         SubmitBatch {
             batch: Some(batch),
@@ -69,7 +72,7 @@ impl Path for SubmitBatch {
             return Step::Done;
         }
         self.looped = true;
-        let mut pts = vec![point("submit_bh", 1)];
+        let mut pts = smallvec![point(Point::SubmitBh, 1)];
         if let Some(p) = self.end_point {
             pts.push(point(p, self.n.max(1)));
         }
@@ -106,13 +109,16 @@ impl Path for WriteSomeBuffers {
             return Step::Done;
         }
         let Some(b) = k.buf.take(NRSYNC, None) else {
-            return Work::locked("write_some_buffers", 0, "lru_list_lock", false);
+            return Work::locked("write_some_buffers", 0, Lock::LruList, false);
         };
         let n = b.hi - b.lo;
         self.wrote = n;
-        self.sub
-            .start(Box::new(SubmitBatch::new(b, Via::Writer, Some("write_some_buffers"))));
-        Work::locked("write_some_buffers", n * k.c.collect, "lru_list_lock", false)
+        self.sub.start(Box::new(SubmitBatch::new(
+            b,
+            Via::Writer,
+            Some(Point::WriteSomeBuffers),
+        )));
+        Work::locked("write_some_buffers", n * k.c.collect, Lock::LruList, false)
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
@@ -147,8 +153,8 @@ impl Path for WaitForBuffers {
                     "wait_for_buffers",
                     n,
                     k.c.refile,
-                    "lru_list_lock",
-                    vec![point("wait_for_buffers", 1)],
+                    Lock::LruList,
+                    smallvec![point(Point::WaitForBuffers, 1)],
                     false,
                 )
             }
@@ -302,8 +308,8 @@ impl Path for WalkDirtyList {
             "wait_for_buffers",
             left,
             k.c.skip_locked,
-            "lru_list_lock",
-            vec![point("wait_for_buffers", 1)],
+            Lock::LruList,
+            smallvec![point(Point::WaitForBuffers, 1)],
             false,
         )
     }
@@ -337,7 +343,14 @@ impl Path for SyncInodes {
         if n == 0 {
             return Step::Done;
         }
-        LoopStep::locked(self.func, n, k.c.sync_one, "BKL", vec![point("__sync_one", 1)], false)
+        LoopStep::locked(
+            self.func,
+            n,
+            k.c.sync_one,
+            Lock::Bkl,
+            smallvec![point(Point::SyncOne, 1)],
+            false,
+        )
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
         k.dcache.synced(done);
@@ -467,8 +480,8 @@ mod tests {
         let Step::Loop(l) = p.next(&mut k, &cx) else {
             panic!("a loop")
         };
-        assert_eq!((l.items, l.lock, l.per_item), (99, Some("BKL"), k.c.sync_one));
-        assert_eq!(l.points.iter().map(|p| p.name).collect::<Vec<_>>(), ["__sync_one"]);
+        assert_eq!((l.items, l.lock, l.per_item), (99, Some(Lock::Bkl), k.c.sync_one));
+        assert_eq!(l.points.iter().map(|p| p.point).collect::<Vec<_>>(), [Point::SyncOne]);
         // Cut after 40 by the low-latency patch's point: the walk goes on with the rest.
         p.advanced(&mut k, &cx, 40);
         k.dcache.mark_inode_dirty(500); // dirtied meanwhile: sync_list goes on until s_dirty is empty

@@ -7,10 +7,12 @@
 //! pointer dereference to a cold structure (a buffer_head, a journal_head, a list
 //! neighbour); hot, sequential or just-touched data count as hits.
 
+use crate::kernel::lock::Lock;
 use crate::kernel::path::{Chan, Ctx, LoopStep, Path, Step, Work};
 use crate::kernel::state::KState;
 use crate::machine::MachineProfile;
 use latlab_core::Nanos;
+use smallvec::smallvec;
 
 /// Where a rescheduling point comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,405 +23,238 @@ pub enum Origin {
     MiniLl,
     /// Andrew Morton's full low-latency patch (research notes §1).
     LowLatency,
+    /// Present in every kernel (a variant does not list it).
+    Every,
 }
 
 /// A rescheduling point or lock-break, named after its kernel function.
 #[derive(Clone, Copy, Debug)]
 pub struct PointInfo {
+    pub point: Point,
     pub name: &'static str,
     pub file: &'static str,
     pub origin: Origin,
     /// Drops a spinlock to schedule (a lock-break) rather than calling schedule() lock-free.
-    pub lock_break: Option<&'static str>,
+    pub lock_break: Option<Lock>,
     pub what: &'static str,
 }
 
-const fn pt(
-    name: &'static str,
-    file: &'static str,
-    origin: Origin,
-    lock_break: Option<&'static str>,
-    what: &'static str,
-) -> PointInfo {
-    PointInfo {
-        name,
-        file,
-        origin,
-        lock_break,
-        what,
+/// Declares [`Point`], one variant per catalog entry, and [`POINTS`] in the same order.
+macro_rules! points {
+    ($($id:ident: $name:literal, $file:literal, $origin:ident, $lock:expr, $what:expr;)*) => {
+        /// A rescheduling point or lock-break the model knows: a typed identifier, checked
+        /// against [`POINTS`] when a variant is loaded.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Point {
+            $($id),*
+        }
+
+        /// Every point the model knows, by kernel function (research notes §1 for the
+        /// low-latency patch's list), indexed by [`Point`]. A variant lists the ones its
+        /// kernel has. Points whose description says "no path in the model yet" are named so
+        /// a variant can list its patch completely; no modelled code path checks them, so
+        /// they change nothing until such a path exists.
+        pub const POINTS: &[PointInfo] = &[
+            $(PointInfo {
+                point: Point::$id,
+                name: $name,
+                file: $file,
+                origin: Origin::$origin,
+                lock_break: $lock,
+                what: $what,
+            }),*
+        ];
+    };
+}
+
+points! {
+    RetFromException: "ret_from_exception", "arch/i386/kernel/entry.S", Every, None,
+        "return to user space after a page fault: every kernel has it, so no variant lists it";
+    TruncateListPages: "truncate_list_pages", "mm/filemap.c", Stock, None,
+        "need_resched check after each truncated page (pagecache_lock already dropped)";
+    ShrinkCache: "shrink_cache", "mm/vmscan.c", Stock, Some(Lock::PagemapLru),
+        "per inactive page scanned";
+    SwapOut: "swap_out", "mm/vmscan.c", Stock, None,
+        "before each address space scanned";
+    JournalCommitTransaction: "journal_commit_transaction", "fs/jbd/commit.c", Stock, None,
+        "after each wbuf[64] submission: if (current->need_resched) schedule()";
+    KswapdBalance: "kswapd_balance", "mm/vmscan.c", Stock, None,
+        "between kswapd's try_to_free_pages rounds";
+    ReadZero: "read_zero", "drivers/char/mem.c", Stock, None,
+        "per page cleared by read(/dev/zero)";
+    ExtractEntropy: "extract_entropy", "drivers/char/random.c", Stock, None,
+        "per 10 bytes handed to a reader of /dev/random or /dev/urandom (EXTRACT_ENTROPY_USER)";
+    WaitForBuffers: "wait_for_buffers", "fs/buffer.c", MiniLl, Some(Lock::LruList),
+        "per buffer walked, for a global sync (dev == NODEV)";
+    Bread: "bread", "fs/buffer.c", MiniLl, None,
+        "on a buffer-cache hit (the low-latency patch has it in getblk, which bread calls)";
+    DentryIput: "dentry_iput", "fs/dcache.c", MiniLl, None,
+        "after each dentry's inode is released";
+    JournalCommitWriteOutData: "journal_commit:write_out_data", "fs/jbd/commit.c", MiniLl, Some(Lock::JournalDatalist),
+        "after unfiling each clean data buffer";
+    StatmPteRange: "statm_pte_range", "fs/proc/array.c", MiniLl, None,
+        "per PTE of /proc/PID/statm";
+    ProcFileRead: "proc_file_read", "fs/proc/generic.c", MiniLl, None,
+        "per page of /proc output";
+    FilemapFdatasync: "filemap_fdatasync", "mm/filemap.c", MiniLl, None,
+        "per dirty page synced";
+    DoGenericFileRead: "do_generic_file_read", "mm/filemap.c", MiniLl, None,
+        "per page read";
+    GenericFileWrite: "generic_file_write", "mm/filemap.c", MiniLl, None,
+        "per page written";
+    SubmitBh: "submit_bh", "drivers/block/ll_rw_blk.c", MiniLl, None,
+        "after each buffer submitted";
+    WriteSomeBuffers: "write_some_buffers", "fs/buffer.c", LowLatency, None,
+        "after each 32-buffer batch";
+    PruneDcache: "prune_dcache", "fs/dcache.c", LowLatency, Some(Lock::Dcache),
+        "every 100 dentries walked (TEST_RESCHED_COUNT(100))";
+    PruneIcache: "prune_icache", "fs/inode.c", LowLatency, Some(Lock::Inode),
+        "per inode walked";
+    DisposeList: "dispose_list", "fs/inode.c", LowLatency, None,
+        "per inode freed";
+    Ext3FreeData: "ext3_free_data", "fs/ext3/inode.c", LowLatency, None,
+        "per block pointer freed";
+    ZapPageRange: "zap_page_range", "mm/memory.c", LowLatency, Some(Lock::PageTable),
+        "every 256 PTEs (MAX_ZAP_BYTES, 1 MB)";
+    SwapOutPmd: "swap_out_pmd", "mm/vmscan.c", LowLatency, Some(Lock::PageTable),
+        "every 4 present pages scanned";
+    CloseFiles: "close_files", "kernel/exit.c", LowLatency, None,
+        "per fd closed at exit (no path in the model yet)";
+    Getblk: "getblk", "fs/buffer.c", LowLatency, None,
+        "on a hash hit (the low-latency patch's form of mini-ll's bread point)";
+    InvalidateBdev: "invalidate_bdev", "fs/buffer.c", LowLatency, Some(Lock::LruList),
+        "per buffer, at most 10 breaks (no path in the model yet)";
+    FsyncBuffersList: "fsync_buffers_list", "fs/buffer.c", LowLatency, Some(Lock::LruList),
+        "per buffer and every 32 (no path in the model yet)";
+    OsyncBuffersList: "osync_buffers_list", "fs/buffer.c", LowLatency, Some(Lock::LruList),
+        "every 32 buffers (no path in the model yet)";
+    InvalidateInodeBuffers: "invalidate_inode_buffers", "fs/buffer.c", LowLatency, Some(Lock::LruList),
+        "per buffer (no path in the model yet)";
+    SelectParent: "select_parent", "fs/dcache.c", LowLatency, Some(Lock::Dcache),
+        "bails out every 500 dentries (no path in the model yet)";
+    ShrinkDcacheParent: "shrink_dcache_parent", "fs/dcache.c", LowLatency, None,
+        "per select/prune round (no path in the model yet)";
+    SyncOne: "__sync_one", "fs/inode.c", LowLatency, None,
+        "per inode written by sync_unlocked_inodes (kupdated) and sync_inodes (sync)";
+    InvalidateList: "invalidate_list", "fs/inode.c", LowLatency, Some(Lock::Inode),
+        "per inode at umount (no path in the model yet)";
+    GetNewInode: "get_new_inode", "fs/inode.c", LowLatency, None,
+        "after each inode allocation (no path in the model yet)";
+    JournalCommitAsyncDatalist: "journal_commit:async_datalist", "fs/jbd/commit.c", LowLatency, Some(Lock::JournalDatalist),
+        "per buffer of t_async_datalist (no path in the model yet)";
+    JournalCommitIobufWait: "journal_commit:iobuf_wait", "fs/jbd/commit.c", LowLatency, None,
+        "per metadata buffer waited on, phase 4 (no path in the model yet)";
+    JournalCommitForget: "journal_commit:forget", "fs/jbd/commit.c", LowLatency, None,
+        "per buffer of t_forget, phase 7 (no path in the model yet)";
+    Ext3ClearBlocks: "ext3_clear_blocks", "fs/ext3/inode.c", LowLatency, None,
+        "per pointer of a contiguous run (folded into ext3_free_data in the model)";
+    Ext3FreeBlocks: "ext3_free_blocks", "fs/ext3/balloc.c", LowLatency, None,
+        "per block bit cleared (folded into ext3_free_data in the model)";
+    Ext3FindEntry: "ext3_find_entry", "fs/ext3/namei.c", LowLatency, None,
+        "per directory block searched (no path in the model yet)";
+    CopyStrings: "copy_strings", "fs/exec.c", LowLatency, None,
+        "per 4 KB of argv/env copied (no path in the model yet)";
+    InvalidateInodePages: "invalidate_inode_pages", "mm/filemap.c", LowLatency, Some(Lock::PagemapLru),
+        "per page, at most 100 restarts (no path in the model yet)";
+    DoBufferFdatasync: "do_buffer_fdatasync", "mm/filemap.c", LowLatency, None,
+        "per page (no path in the model yet)";
+    FilemapFdatawait: "filemap_fdatawait", "mm/filemap.c", LowLatency, Some(Lock::Pagecache),
+        "every 32 locked pages (no path in the model yet)";
+    PageCacheRead: "page_cache_read", "mm/filemap.c", LowLatency, None,
+        "on a cache hit in readahead (no path in the model yet)";
+    FindLockPageHelper: "__find_lock_page_helper", "mm/filemap.c", LowLatency, Some(Lock::Pagecache),
+        "at entry and on repeat (no path in the model yet)";
+    FilemapSyncPteRange: "filemap_sync_pte_range", "mm/filemap.c", LowLatency, Some(Lock::PageTable),
+        "per PMD of msync (no path in the model yet)";
+    GetUserPages: "get_user_pages", "mm/memory.c", LowLatency, None,
+        "before each fault (no path in the model yet)";
+    ZeromapPteRange: "zeromap_pte_range", "mm/memory.c", LowLatency, Some(Lock::PageTable),
+        "per PMD of a /dev/zero mmap (no path in the model yet)";
+    SwapOutMm: "swap_out_mm", "mm/vmscan.c", LowLatency, Some(Lock::PageTable),
+        "per VMA, resuming from mm->swap_address (the model breaks in swap_out_pmd)";
+    KmemCacheReap: "kmem_cache_reap", "mm/slab.c", LowLatency, None,
+        "per slab destroyed (no path in the model yet)";
+}
+
+impl std::fmt::Display for Point {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
-/// Every point the model knows, by kernel function (research notes §1 for the low-latency
-/// patch's list). A variant lists the ones its kernel has. Points whose description says
-/// "no path in the model yet" are named so a variant can list its patch completely; no
-/// modelled code path checks them, so they change nothing until such a path exists.
-pub const POINTS: &[PointInfo] = &[
-    pt(
-        "truncate_list_pages",
-        "mm/filemap.c",
-        Origin::Stock,
-        None,
-        "need_resched check after each truncated page (pagecache_lock already dropped)",
-    ),
-    pt(
-        "shrink_cache",
-        "mm/vmscan.c",
-        Origin::Stock,
-        Some("pagemap_lru_lock"),
-        "per inactive page scanned",
-    ),
-    pt(
-        "swap_out",
-        "mm/vmscan.c",
-        Origin::Stock,
-        None,
-        "before each address space scanned",
-    ),
-    pt(
-        "journal_commit_transaction",
-        "fs/jbd/commit.c",
-        Origin::Stock,
-        None,
-        "after each wbuf[64] submission: if (current->need_resched) schedule()",
-    ),
-    pt(
-        "kswapd_balance",
-        "mm/vmscan.c",
-        Origin::Stock,
-        None,
-        "between kswapd's try_to_free_pages rounds",
-    ),
-    pt(
-        "read_zero",
-        "drivers/char/mem.c",
-        Origin::Stock,
-        None,
-        "per page cleared by read(/dev/zero)",
-    ),
-    pt(
-        "extract_entropy",
-        "drivers/char/random.c",
-        Origin::Stock,
-        None,
-        "per 10 bytes handed to a reader of /dev/random or /dev/urandom (EXTRACT_ENTROPY_USER)",
-    ),
-    pt(
-        "wait_for_buffers",
-        "fs/buffer.c",
-        Origin::MiniLl,
-        Some("lru_list_lock"),
-        "per buffer walked, for a global sync (dev == NODEV)",
-    ),
-    pt(
-        "bread",
-        "fs/buffer.c",
-        Origin::MiniLl,
-        None,
-        "on a buffer-cache hit (the low-latency patch has it in getblk, which bread calls)",
-    ),
-    pt(
-        "dentry_iput",
-        "fs/dcache.c",
-        Origin::MiniLl,
-        None,
-        "after each dentry's inode is released",
-    ),
-    pt(
-        "journal_commit:write_out_data",
-        "fs/jbd/commit.c",
-        Origin::MiniLl,
-        Some("journal_datalist_lock"),
-        "after unfiling each clean data buffer",
-    ),
-    pt(
-        "statm_pte_range",
-        "fs/proc/array.c",
-        Origin::MiniLl,
-        None,
-        "per PTE of /proc/PID/statm",
-    ),
-    pt(
-        "proc_file_read",
-        "fs/proc/generic.c",
-        Origin::MiniLl,
-        None,
-        "per page of /proc output",
-    ),
-    pt(
-        "filemap_fdatasync",
-        "mm/filemap.c",
-        Origin::MiniLl,
-        None,
-        "per dirty page synced",
-    ),
-    pt(
-        "do_generic_file_read",
-        "mm/filemap.c",
-        Origin::MiniLl,
-        None,
-        "per page read",
-    ),
-    pt(
-        "generic_file_write",
-        "mm/filemap.c",
-        Origin::MiniLl,
-        None,
-        "per page written",
-    ),
-    pt(
-        "submit_bh",
-        "drivers/block/ll_rw_blk.c",
-        Origin::MiniLl,
-        None,
-        "after each buffer submitted",
-    ),
-    pt(
-        "write_some_buffers",
-        "fs/buffer.c",
-        Origin::LowLatency,
-        None,
-        "after each 32-buffer batch",
-    ),
-    pt(
-        "prune_dcache",
-        "fs/dcache.c",
-        Origin::LowLatency,
-        Some("dcache_lock"),
-        "every 100 dentries walked (TEST_RESCHED_COUNT(100))",
-    ),
-    pt(
-        "prune_icache",
-        "fs/inode.c",
-        Origin::LowLatency,
-        Some("inode_lock"),
-        "per inode walked",
-    ),
-    pt(
-        "dispose_list",
-        "fs/inode.c",
-        Origin::LowLatency,
-        None,
-        "per inode freed",
-    ),
-    pt(
-        "ext3_free_data",
-        "fs/ext3/inode.c",
-        Origin::LowLatency,
-        None,
-        "per block pointer freed",
-    ),
-    pt(
-        "zap_page_range",
-        "mm/memory.c",
-        Origin::LowLatency,
-        Some("page_table_lock"),
-        "every 256 PTEs (MAX_ZAP_BYTES, 1 MB)",
-    ),
-    pt(
-        "swap_out_pmd",
-        "mm/vmscan.c",
-        Origin::LowLatency,
-        Some("page_table_lock"),
-        "every 4 present pages scanned",
-    ),
-    pt(
-        "close_files",
-        "kernel/exit.c",
-        Origin::LowLatency,
-        None,
-        "per fd closed at exit (no path in the model yet)",
-    ),
-    pt(
-        "getblk",
-        "fs/buffer.c",
-        Origin::LowLatency,
-        None,
-        "on a hash hit (the low-latency patch's form of mini-ll's bread point)",
-    ),
-    pt(
-        "invalidate_bdev",
-        "fs/buffer.c",
-        Origin::LowLatency,
-        Some("lru_list_lock"),
-        "per buffer, at most 10 breaks (no path in the model yet)",
-    ),
-    pt(
-        "fsync_buffers_list",
-        "fs/buffer.c",
-        Origin::LowLatency,
-        Some("lru_list_lock"),
-        "per buffer and every 32 (no path in the model yet)",
-    ),
-    pt(
-        "osync_buffers_list",
-        "fs/buffer.c",
-        Origin::LowLatency,
-        Some("lru_list_lock"),
-        "every 32 buffers (no path in the model yet)",
-    ),
-    pt(
-        "invalidate_inode_buffers",
-        "fs/buffer.c",
-        Origin::LowLatency,
-        Some("lru_list_lock"),
-        "per buffer (no path in the model yet)",
-    ),
-    pt(
-        "select_parent",
-        "fs/dcache.c",
-        Origin::LowLatency,
-        Some("dcache_lock"),
-        "bails out every 500 dentries (no path in the model yet)",
-    ),
-    pt(
-        "shrink_dcache_parent",
-        "fs/dcache.c",
-        Origin::LowLatency,
-        None,
-        "per select/prune round (no path in the model yet)",
-    ),
-    pt(
-        "__sync_one",
-        "fs/inode.c",
-        Origin::LowLatency,
-        None,
-        "per inode written by sync_unlocked_inodes (kupdated) and sync_inodes (sync)",
-    ),
-    pt(
-        "invalidate_list",
-        "fs/inode.c",
-        Origin::LowLatency,
-        Some("inode_lock"),
-        "per inode at umount (no path in the model yet)",
-    ),
-    pt(
-        "get_new_inode",
-        "fs/inode.c",
-        Origin::LowLatency,
-        None,
-        "after each inode allocation (no path in the model yet)",
-    ),
-    pt(
-        "journal_commit:async_datalist",
-        "fs/jbd/commit.c",
-        Origin::LowLatency,
-        Some("journal_datalist_lock"),
-        "per buffer of t_async_datalist (no path in the model yet)",
-    ),
-    pt(
-        "journal_commit:iobuf_wait",
-        "fs/jbd/commit.c",
-        Origin::LowLatency,
-        None,
-        "per metadata buffer waited on, phase 4 (no path in the model yet)",
-    ),
-    pt(
-        "journal_commit:forget",
-        "fs/jbd/commit.c",
-        Origin::LowLatency,
-        None,
-        "per buffer of t_forget, phase 7 (no path in the model yet)",
-    ),
-    pt(
-        "ext3_clear_blocks",
-        "fs/ext3/inode.c",
-        Origin::LowLatency,
-        None,
-        "per pointer of a contiguous run (folded into ext3_free_data in the model)",
-    ),
-    pt(
-        "ext3_free_blocks",
-        "fs/ext3/balloc.c",
-        Origin::LowLatency,
-        None,
-        "per block bit cleared (folded into ext3_free_data in the model)",
-    ),
-    pt(
-        "ext3_find_entry",
-        "fs/ext3/namei.c",
-        Origin::LowLatency,
-        None,
-        "per directory block searched (no path in the model yet)",
-    ),
-    pt(
-        "copy_strings",
-        "fs/exec.c",
-        Origin::LowLatency,
-        None,
-        "per 4 KB of argv/env copied (no path in the model yet)",
-    ),
-    pt(
-        "invalidate_inode_pages",
-        "mm/filemap.c",
-        Origin::LowLatency,
-        Some("pagemap_lru_lock"),
-        "per page, at most 100 restarts (no path in the model yet)",
-    ),
-    pt(
-        "do_buffer_fdatasync",
-        "mm/filemap.c",
-        Origin::LowLatency,
-        None,
-        "per page (no path in the model yet)",
-    ),
-    pt(
-        "filemap_fdatawait",
-        "mm/filemap.c",
-        Origin::LowLatency,
-        Some("pagecache_lock"),
-        "every 32 locked pages (no path in the model yet)",
-    ),
-    pt(
-        "page_cache_read",
-        "mm/filemap.c",
-        Origin::LowLatency,
-        None,
-        "on a cache hit in readahead (no path in the model yet)",
-    ),
-    pt(
-        "__find_lock_page_helper",
-        "mm/filemap.c",
-        Origin::LowLatency,
-        Some("pagecache_lock"),
-        "at entry and on repeat (no path in the model yet)",
-    ),
-    pt(
-        "filemap_sync_pte_range",
-        "mm/filemap.c",
-        Origin::LowLatency,
-        Some("page_table_lock"),
-        "per PMD of msync (no path in the model yet)",
-    ),
-    pt(
-        "get_user_pages",
-        "mm/memory.c",
-        Origin::LowLatency,
-        None,
-        "before each fault (no path in the model yet)",
-    ),
-    pt(
-        "zeromap_pte_range",
-        "mm/memory.c",
-        Origin::LowLatency,
-        Some("page_table_lock"),
-        "per PMD of a /dev/zero mmap (no path in the model yet)",
-    ),
-    pt(
-        "swap_out_mm",
-        "mm/vmscan.c",
-        Origin::LowLatency,
-        Some("page_table_lock"),
-        "per VMA, resuming from mm->swap_address (the model breaks in swap_out_pmd)",
-    ),
-    pt(
-        "kmem_cache_reap",
-        "mm/slab.c",
-        Origin::LowLatency,
-        None,
-        "per slab destroyed (no path in the model yet)",
-    ),
-];
+impl Point {
+    /// The catalog entry.
+    pub fn info(self) -> &'static PointInfo {
+        &POINTS[self as usize]
+    }
+
+    /// The kernel function the point is named after.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The point named `name`, if the catalog knows it (used when a variant loads).
+    pub fn from_name(name: &str) -> Option<Point> {
+        POINTS.iter().find(|p| p.name == name).map(|p| p.point)
+    }
+}
+
+/// A set of points, one bit per [`Point`]: what a variant's kernel has. It reads and writes
+/// as a list of kernel function names; reading refuses a name the catalog does not know, and
+/// the points every kernel has, with the valid names in the message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PointSet(u128);
+
+const _: () = assert!(POINTS.len() <= 128, "PointSet holds at most 128 points");
+
+impl PointSet {
+    pub fn contains(self, p: Point) -> bool {
+        self.0 & (1 << p as u32) != 0
+    }
+
+    pub fn insert(&mut self, p: Point) {
+        self.0 |= 1 << p as u32;
+    }
+
+    /// The points in catalog order.
+    pub fn iter(self) -> impl Iterator<Item = Point> {
+        POINTS.iter().map(|i| i.point).filter(move |p| self.contains(*p))
+    }
+
+    /// The set of the points named, or the reason a name is refused.
+    pub fn from_names<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Result<PointSet, String> {
+        let mut set = PointSet::default();
+        for n in names {
+            let n = n.as_ref();
+            match Point::from_name(n) {
+                Some(p) if p.info().origin != Origin::Every => set.insert(p),
+                Some(_) => return Err(format!("`{n}` is a point every kernel has; do not list it")),
+                None => {
+                    let valid: Vec<&str> = POINTS
+                        .iter()
+                        .filter(|i| i.origin != Origin::Every)
+                        .map(|i| i.name)
+                        .collect();
+                    return Err(format!("unknown rescheduling point `{n}`; valid: {}", valid.join(", ")));
+                }
+            }
+        }
+        Ok(set)
+    }
+}
+
+impl serde::Serialize for PointSet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter().map(Point::name))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PointSet {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let names = Vec::<String>::deserialize(d)?;
+        PointSet::from_names(&names).map_err(serde::de::Error::custom)
+    }
+}
 
 /// One per-item cost of the catalog: a loop body or an operation as the instructions and cache
 /// misses it takes, with where those numbers come from. [`MachineProfile::cost`] turns it into
@@ -736,8 +571,8 @@ fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
         "zap_page_range",
         ptes.min(limit),
         per,
-        "page_table_lock",
-        vec![crate::kernel::path::point("zap_page_range", 256)],
+        Lock::PageTable,
+        smallvec![crate::kernel::path::point(Point::ZapPageRange, 256)],
         false,
     )
 }
@@ -836,10 +671,7 @@ impl Path for FaultIn {
                 "do_anonymous_page",
                 n,
                 k.c.page_fault,
-                vec![crate::kernel::path::point(
-                    crate::kernel::preempt::RET_FROM_EXCEPTION,
-                    1,
-                )],
+                smallvec![crate::kernel::path::point(Point::RetFromException, 1)],
             );
         }
     }
@@ -927,7 +759,7 @@ mod tests {
         let Step::Loop(l) = p.next(&mut k, &cx) else {
             panic!("a loop")
         };
-        assert_eq!((l.items, l.lock), (600, Some("page_table_lock")));
+        assert_eq!((l.items, l.lock), (600, Some(Lock::PageTable)));
         p.advanced(&mut k, &cx, 600);
         assert!(matches!(p.next(&mut k, &cx), Step::Done));
         assert_eq!(k.mm.mms[&9].rss, 400);

@@ -9,6 +9,7 @@
 //! preemption, IRQ return and the unlock that brings `preempt_count` to 0.
 
 pub mod catalog;
+pub mod lock;
 pub mod path;
 pub mod posix_timer;
 pub mod preempt;
@@ -22,7 +23,9 @@ use crate::measure::Mark;
 use crate::sched::Scheduler;
 use crate::variant::{TimerSubsystem, Variant};
 use crate::workload::{Action, ProgCx, TaskSpec};
+use catalog::Point;
 use latlab_core::{Nanos, Stream};
+use lock::Lock;
 use path::{Chan, Ctx, Step};
 use preempt::Boundary;
 use state::{KReq, KState};
@@ -76,8 +79,8 @@ pub struct Stats {
 /// Why the CPU left a context: recorded for attribution and traces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SwitchReason {
-    Point(&'static str),
-    Unlock(&'static str),
+    Point(Point),
+    Unlock(Lock),
     IrqExit,
     UserReturn,
     Block,
@@ -333,7 +336,7 @@ impl Kernel {
         }
         let t = &mut self.tasks[cur];
         t.cpu_ns += d;
-        let mut at: (&'static str, Option<&'static str>) = ("user", None);
+        let mut at: (&'static str, Option<Lock>) = ("user", None);
         match &mut t.exec {
             Exec::User { left } => *left -= d.min(*left),
             Exec::Kernel { step: Some(r), .. } => {
@@ -398,11 +401,12 @@ impl Kernel {
                             let at_point =
                                 preempt::loop_point(l, &self.v, bkl).filter(|p| done > 0 && done % p.every == 0);
                             if let (Some(p), true) = (at_point, self.tasks[cur].need_resched) {
-                                self.tracker.on_step(self.now, cur, p.name, l.func, l.lock.is_some());
-                                resched_here = Some(match (p.name, l.lock) {
-                                    ("spin_unlock", Some(lock)) => SwitchReason::Unlock(lock),
-                                    ("preempt", _) => SwitchReason::IrqExit,
-                                    (name, _) => SwitchReason::Point(name),
+                                self.tracker
+                                    .on_step(self.now, cur, p.at.name(), l.func, l.lock.is_some());
+                                resched_here = Some(match p.at {
+                                    preempt::Resched::Unlock(lock) => SwitchReason::Unlock(lock),
+                                    preempt::Resched::Preempt => SwitchReason::IrqExit,
+                                    preempt::Resched::Point(p) => SwitchReason::Point(p),
                                 });
                             } else if let (Some(lock), false, true) =
                                 (l.lock, l.hold, preempt::unlock_preempts(&self.v, bkl))
@@ -835,6 +839,7 @@ fn step_locked(s: &Step) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::kernel::catalog::PointSet;
     use crate::kernel::path::{Chan, Ctx, LoopStep, Path, Script, Step};
     use crate::machine::{DiskProfile, MachineProfile};
     use crate::sched::goodness24::Goodness24;
@@ -878,13 +883,16 @@ pub(crate) mod tests {
     }
 
     /// A 2.4-style test kernel: `sched` at HZ 100, jiffies timers, bdflush.
-    pub(crate) fn variant_with(sched: SchedClass, preempt: PreemptModel, points: &[&str]) -> Variant {
+    pub(crate) fn variant_with(sched: SchedClass, preempt: PreemptModel, points: &[Point]) -> Variant {
         Variant {
             name: "t".into(),
             description: String::new(),
             base: "t".into(),
             preempt,
-            points: points.iter().map(|s| s.to_string()).collect(),
+            points: points.iter().fold(PointSet::default(), |mut s, p| {
+                s.insert(*p);
+                s
+            }),
             hz: 100,
             sched,
             timer: TimerSubsystem::Jiffies,
@@ -895,7 +903,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn variant(preempt: PreemptModel, points: &[&str]) -> Variant {
+    fn variant(preempt: PreemptModel, points: &[Point]) -> Variant {
         variant_with(SchedClass::Goodness24, preempt, points)
     }
 
@@ -903,8 +911,8 @@ pub(crate) mod tests {
     struct OneLoop {
         items: u64,
         per_item: Nanos,
-        point: Option<&'static str>,
-        lock: Option<&'static str>,
+        point: Option<Point>,
+        lock: Option<Lock>,
         /// Run the loop under the big kernel lock.
         bkl: bool,
         done: bool,
@@ -916,7 +924,10 @@ pub(crate) mod tests {
                 return Action::Compute(u64::MAX / 4);
             }
             self.done = true;
-            let points = self.point.map(|p| vec![path::point(p, 1)]).unwrap_or_default();
+            let points = self
+                .point
+                .map(|p| smallvec::smallvec![path::point(p, 1)])
+                .unwrap_or_default();
             let step = match self.lock {
                 Some(l) => LoopStep::locked("test_loop", self.items, self.per_item, l, points, false),
                 None => LoopStep::plain("test_loop", self.items, self.per_item, points),
@@ -993,7 +1004,7 @@ pub(crate) mod tests {
     }
 
     /// Latency a SCHED_FIFO task woken by a timer sees while another task runs a loop.
-    fn wake_latency(v: Variant, point: Option<&'static str>, lock: Option<&'static str>, bkl: bool) -> Nanos {
+    fn wake_latency(v: Variant, point: Option<Point>, lock: Option<Lock>, bkl: bool) -> Nanos {
         struct Sleeper {
             woke: std::rc::Rc<std::cell::Cell<Nanos>>,
             phase: u8,
@@ -1053,22 +1064,32 @@ pub(crate) mod tests {
         let stock = wake_latency(variant(PreemptModel::None, &[]), None, None, false);
         assert!(stock > 100_000_000, "{stock}");
         // A rescheduling point every item the variant has: microseconds.
-        let pt = wake_latency(variant(PreemptModel::None, &["p"]), Some("p"), None, false);
+        let pt = wake_latency(
+            variant(PreemptModel::None, &[Point::ReadZero]),
+            Some(Point::ReadZero),
+            None,
+            false,
+        );
         assert!(pt < 100_000, "{pt}");
         // The point exists in the code but not in this kernel: no help.
-        let absent = wake_latency(variant(PreemptModel::None, &[]), Some("p"), None, false);
+        let absent = wake_latency(variant(PreemptModel::None, &[]), Some(Point::ReadZero), None, false);
         assert_eq!(absent, stock);
         // Kernel preemption: no lock held, preempted at IRQ return.
         let kp = wake_latency(variant(PreemptModel::Full, &[]), None, None, false);
         assert!(kp < 100_000, "{kp}");
         // Kernel preemption cannot help inside a spinlock.
-        let locked = wake_latency(variant(PreemptModel::Full, &[]), None, Some("l"), false);
+        let locked = wake_latency(variant(PreemptModel::Full, &[]), None, Some(Lock::Test), false);
         assert!(locked > 100_000_000, "{locked}");
         // Nor in a path holding the big kernel lock (kjournald), though no spinlock is held...
         let bkl = wake_latency(variant(PreemptModel::Full, &[]), None, None, true);
         assert!(bkl > 100_000_000, "{bkl}");
         // ...where an explicit rescheduling point still works (schedule() drops the BKL).
-        let bkl_pt = wake_latency(variant(PreemptModel::Full, &["p"]), Some("p"), None, true);
+        let bkl_pt = wake_latency(
+            variant(PreemptModel::Full, &[Point::ReadZero]),
+            Some(Point::ReadZero),
+            None,
+            true,
+        );
         assert!(bkl_pt < 100_000, "{bkl_pt}");
     }
 }

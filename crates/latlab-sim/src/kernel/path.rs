@@ -12,8 +12,11 @@
 //! the moment the loop starts, so a loop that breaks its lock and restarts sees the state as
 //! it is after the break, exactly like the kernel's `goto restart`.
 
+use crate::kernel::catalog::Point;
+use crate::kernel::lock::Lock;
 use crate::kernel::state::KState;
 use latlab_core::Nanos;
+use smallvec::SmallVec;
 
 /// A wait channel: what a sleeping task waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -58,7 +61,7 @@ pub struct Work {
     pub func: &'static str,
     pub ns: Nanos,
     /// Spinlock held for the whole stretch (not preemptible under any model).
-    pub lock: Option<&'static str>,
+    pub lock: Option<Lock>,
     /// Interrupts disabled for the whole stretch.
     pub irqs_off: bool,
     /// The lock (or an outer one) stays held after the step.
@@ -72,10 +75,10 @@ pub struct LoopStep {
     pub items: u64,
     pub per_item: Nanos,
     /// Spinlock held across the loop.
-    pub lock: Option<&'static str>,
+    pub lock: Option<Lock>,
     /// Rescheduling points checked inside the loop; the CPU loop uses the most frequent one
     /// the variant has.
-    pub points: Vec<PointUse>,
+    pub points: Points,
     /// The loop body drops and re-takes `lock` once per item (e.g. `dentry_iput` inside
     /// `prune_dcache`): under kernel preemption each item end is an opportunity.
     pub unlock_each: bool,
@@ -88,9 +91,12 @@ pub struct LoopStep {
 /// the path restarts the loop from the kernel state it then finds.
 #[derive(Clone, Copy, Debug)]
 pub struct PointUse {
-    pub name: &'static str,
+    pub point: Point,
     pub every: u64,
 }
+
+/// The points a loop checks (no loop of the model checks more than two).
+pub type Points = SmallVec<[PointUse; 2]>;
 
 /// Context a path sees when asked for its next step.
 pub struct Ctx {
@@ -129,7 +135,7 @@ impl Work {
         })
     }
     /// Under `lock`, released at the end (`hold` false) or kept.
-    pub fn locked(func: &'static str, ns: Nanos, lock: &'static str, hold: bool) -> Step {
+    pub fn locked(func: &'static str, ns: Nanos, lock: Lock, hold: bool) -> Step {
         Step::Work(Work {
             func,
             ns,
@@ -142,7 +148,7 @@ impl Work {
 
 impl LoopStep {
     /// A loop without a lock.
-    pub fn plain(func: &'static str, items: u64, per_item: Nanos, points: Vec<PointUse>) -> Step {
+    pub fn plain(func: &'static str, items: u64, per_item: Nanos, points: Points) -> Step {
         Step::Loop(LoopStep {
             func,
             items,
@@ -154,14 +160,7 @@ impl LoopStep {
         })
     }
     /// A loop under `lock`; `hold` keeps the lock after the last item.
-    pub fn locked(
-        func: &'static str,
-        items: u64,
-        per_item: Nanos,
-        lock: &'static str,
-        points: Vec<PointUse>,
-        hold: bool,
-    ) -> Step {
+    pub fn locked(func: &'static str, items: u64, per_item: Nanos, lock: Lock, points: Points, hold: bool) -> Step {
         Step::Loop(LoopStep {
             func,
             items,
@@ -174,9 +173,9 @@ impl LoopStep {
     }
 }
 
-/// `conditional_schedule()` named `name`, checked every `every` items.
-pub fn point(name: &'static str, every: u64) -> PointUse {
-    PointUse { name, every }
+/// `conditional_schedule()` at `point`, checked every `every` items.
+pub fn point(point: Point, every: u64) -> PointUse {
+    PointUse { point, every }
 }
 
 /// A path that runs a fixed list of steps (for simple system calls and tests).

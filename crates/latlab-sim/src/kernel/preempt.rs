@@ -13,14 +13,13 @@
 //!   which return to user space honours and the next tick promotes (kernel/sched/core.c
 //!   `resched_curr_lazy`, `sched_tick`).
 
-use super::path::{LoopStep, PointUse, Step};
+use super::catalog::{Origin, Point};
+use super::lock::Lock;
+use super::path::{LoopStep, Step};
 use super::task::{Exec, Task};
 use super::SwitchReason;
 use crate::variant::{PreemptModel, Variant};
 use latlab_core::Nanos;
-
-/// Page faults return to user space after each page: an opportunity every kernel has.
-pub const RET_FROM_EXCEPTION: &str = "ret_from_exception";
 
 /// Can the interrupted context reschedule on IRQ return?
 pub enum Boundary {
@@ -51,29 +50,61 @@ pub fn resched_is_lazy(v: &Variant, curr_fair: bool, wakee_fair: bool) -> bool {
     v.preempt == PreemptModel::Lazy && curr_fair && wakee_fair
 }
 
-/// The rescheduling opportunity inside loop `l` under variant `v`: the most frequent point the
-/// variant has, or, under kernel preemption, every item of a loop that drops its lock per item
-/// (or holds none) in a path that does not hold the big kernel lock (`bkl`).
-pub fn loop_point(l: &LoopStep, v: &Variant, bkl: bool) -> Option<PointUse> {
-    let named = l
-        .points
-        .iter()
-        .filter(|p| p.name == RET_FROM_EXCEPTION || v.has_point(p.name))
-        .min_by_key(|p| p.every)
-        .copied();
-    let preempt = unlock_preempts(v, bkl) && (l.unlock_each || l.lock.is_none());
-    match (named, preempt) {
-        (_, true) => Some(PointUse {
-            name: if l.lock.is_some() { "spin_unlock" } else { "preempt" },
-            every: 1,
-        }),
-        (n, false) => n,
+/// How a loop gets to schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resched {
+    /// A rescheduling point (or lock-break) of the catalog.
+    Point(Point),
+    /// Kernel preemption at the per-item spin_unlock of this lock.
+    Unlock(Lock),
+    /// Kernel preemption of a lock-free loop (at the next interrupt return).
+    Preempt,
+}
+
+impl Resched {
+    /// The function the trace names for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Resched::Point(p) => p.name(),
+            Resched::Unlock(_) => "spin_unlock",
+            Resched::Preempt => "preempt",
+        }
     }
 }
 
-/// Time from `elapsed` ns into loop `l` until its next rescheduling point `p`: the point is
+/// A loop's rescheduling opportunity: checked after every `every`-th item.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopChance {
+    pub at: Resched,
+    pub every: u64,
+}
+
+/// Does kernel `v` have rescheduling point `p`? Points every kernel has count always.
+fn has(v: &Variant, p: Point) -> bool {
+    p.info().origin == Origin::Every || v.points.contains(p)
+}
+
+/// The rescheduling opportunity inside loop `l` under variant `v`: the most frequent point the
+/// variant has, or, under kernel preemption, every item of a loop that drops its lock per item
+/// (or holds none) in a path that does not hold the big kernel lock (`bkl`).
+pub fn loop_point(l: &LoopStep, v: &Variant, bkl: bool) -> Option<LoopChance> {
+    if unlock_preempts(v, bkl) && (l.unlock_each || l.lock.is_none()) {
+        let at = l.lock.map_or(Resched::Preempt, Resched::Unlock);
+        return Some(LoopChance { at, every: 1 });
+    }
+    l.points
+        .iter()
+        .filter(|p| has(v, p.point))
+        .min_by_key(|p| p.every)
+        .map(|p| LoopChance {
+            at: Resched::Point(p.point),
+            every: p.every,
+        })
+}
+
+/// Time from `elapsed` ns into loop `l` until its next rescheduling opportunity `p`: it is
 /// checked after every `p.every`-th item. Zero when the loop sits exactly on a point.
-pub fn to_next_point(elapsed: Nanos, l: &LoopStep, p: PointUse) -> Nanos {
+pub fn to_next_point(elapsed: Nanos, l: &LoopStep, p: LoopChance) -> Nanos {
     let per = l.per_item.max(1);
     let every = p.every.max(1);
     let items_begun = elapsed.div_ceil(per);
@@ -113,7 +144,7 @@ pub struct CauseSnap {
     pub task: super::task::TaskId,
     pub path: &'static str,
     pub func: &'static str,
-    pub lock: Option<&'static str>,
+    pub lock: Option<Lock>,
     pub since: Nanos,
     pub user: bool,
 }
@@ -134,7 +165,7 @@ pub fn cause_of(t: &Task, id: super::task::TaskId, idle: bool, ran_since: Nanos)
                 },
                 None => (path.name(), None, ran_since),
             };
-            let lock = lock.or(path.holds_bkl().then_some("BKL"));
+            let lock = lock.or(path.holds_bkl().then_some(Lock::Bkl));
             Some(CauseSnap {
                 task: id,
                 path: path.name(),
@@ -165,7 +196,7 @@ mod tests {
             items,
             per_item: per,
             lock: None,
-            points: vec![],
+            points: Default::default(),
             unlock_each: false,
             hold: false,
         }
@@ -174,12 +205,18 @@ mod tests {
     #[test]
     fn next_point_lands_on_multiples_of_every() {
         let l = lp(1000, 10);
-        let p = PointUse { name: "p", every: 100 };
+        let p = LoopChance {
+            at: Resched::Preempt,
+            every: 100,
+        };
         assert_eq!(to_next_point(0, &l, p), 1000); // after item 100
         assert_eq!(to_next_point(5, &l, p), 995);
         assert_eq!(to_next_point(1000, &l, p), 0); // exactly on the point
         assert_eq!(to_next_point(1001, &l, p), 999); // next one after item 200
-        let p1 = PointUse { name: "p", every: 1 };
+        let p1 = LoopChance {
+            at: Resched::Preempt,
+            every: 1,
+        };
         assert_eq!(to_next_point(0, &l, p1), 10);
         assert_eq!(to_next_point(15, &l, p1), 5);
     }

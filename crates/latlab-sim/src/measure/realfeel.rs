@@ -10,6 +10,7 @@
 //! sample costs no allocation unless it is among the worst.
 
 use super::Mark;
+use crate::kernel::lock::Lock;
 use crate::kernel::preempt::CauseSnap;
 use crate::kernel::task::{Task, TaskId};
 use crate::kernel::{Irq, SwitchReason};
@@ -51,7 +52,7 @@ struct RawEntry {
     parent: Parent,
 }
 
-type FuncLock = (&'static str, Option<&'static str>);
+type FuncLock = (&'static str, Option<Lock>);
 
 #[derive(Default)]
 struct Window {
@@ -211,7 +212,7 @@ impl Tracker {
             w.left_at = Some((now, why));
         }
         let f = match why {
-            SwitchReason::Point(p) => p,
+            SwitchReason::Point(p) => p.name(),
             SwitchReason::Unlock(_) | SwitchReason::IrqExit => "preempt_schedule",
             _ => "schedule",
         };
@@ -263,7 +264,7 @@ impl Tracker {
                 } else {
                     format!("{func} <- {}", c.path)
                 },
-                lock: lock.map(str::to_string),
+                lock: lock.map(|l| l.name().to_string()),
                 since_ns: c.since.saturating_sub(self.epoch),
                 until_ns: ended_at - self.epoch,
                 ended_by: why.describe(),

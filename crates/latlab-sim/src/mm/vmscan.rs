@@ -17,10 +17,13 @@
 //! the launder buffers when it gets past the clean cache into the dirty and locked pages,
 //! where they are the oldest; it then sleeps on the oldest one still under write.
 
+use crate::kernel::catalog::Point;
+use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step};
 use crate::kernel::state::KState;
 use crate::mm::ScanLimits;
 use latlab_core::Nanos;
+use smallvec::smallvec;
 
 /// SWAP_CLUSTER_MAX: pages a try_to_free_pages call aims to free.
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -112,8 +115,8 @@ impl TryToFreePages {
                         "refill_inactive",
                         k.mm.plan_refill(ratio),
                         k.c.refill_page,
-                        "pagemap_lru_lock",
-                        vec![],
+                        Lock::PagemapLru,
+                        smallvec![],
                         false,
                     );
                 }
@@ -145,8 +148,8 @@ impl TryToFreePages {
                         "shrink_cache",
                         plan.scanned,
                         k.c.shrink_page,
-                        "pagemap_lru_lock",
-                        vec![point("shrink_cache", 1)],
+                        Lock::PagemapLru,
+                        smallvec![point(Point::ShrinkCache, 1)],
                         false,
                     );
                 }
@@ -154,7 +157,7 @@ impl TryToFreePages {
                     // swap_out(): stock need_resched check before each address space.
                     self.stage = Stage::SwapOutScan;
                     self.swap_mm = Some(0);
-                    return LoopStep::plain("swap_out", 1, k.c.refill_page, vec![point("swap_out", 1)]);
+                    return LoopStep::plain("swap_out", 1, k.c.refill_page, smallvec![point(Point::SwapOut, 1)]);
                 }
                 Stage::SwapOutScan => {
                     self.stage = Stage::Dcache;
@@ -200,8 +203,8 @@ impl TryToFreePages {
                             "prune_dcache",
                             p.skipped,
                             k.c.dcache_skip,
-                            "dcache_lock",
-                            vec![point("prune_dcache", 100)],
+                            Lock::Dcache,
+                            smallvec![point(Point::PruneDcache, 100)],
                             true,
                         );
                     }
@@ -211,8 +214,11 @@ impl TryToFreePages {
                         func: "prune_dcache",
                         items: p.pruned,
                         per_item: gap * k.c.dcache_skip + k.c.prune_dentry,
-                        lock: Some("dcache_lock"),
-                        points: vec![point("dentry_iput", 1), point("prune_dcache", (100 / (gap + 1)).max(1))],
+                        lock: Some(Lock::Dcache),
+                        points: smallvec![
+                            point(Point::DentryIput, 1),
+                            point(Point::PruneDcache, (100 / (gap + 1)).max(1))
+                        ],
                         unlock_each: true,
                         hold: false,
                     });
@@ -225,8 +231,8 @@ impl TryToFreePages {
                         func: "prune_dcache",
                         items: pruned,
                         per_item: k.c.prune_dentry,
-                        lock: Some("dcache_lock"),
-                        points: vec![point("dentry_iput", 1)],
+                        lock: Some(Lock::Dcache),
+                        points: smallvec![point(Point::DentryIput, 1)],
                         unlock_each: true,
                         hold: false,
                     });
@@ -243,8 +249,8 @@ impl TryToFreePages {
                         "prune_icache",
                         visited,
                         k.c.icache_visit,
-                        "inode_lock",
-                        vec![point("prune_icache", 1)],
+                        Lock::Inode,
+                        smallvec![point(Point::PruneIcache, 1)],
                         false,
                     );
                 }
@@ -254,7 +260,12 @@ impl TryToFreePages {
                     if freed == 0 {
                         continue;
                     }
-                    return LoopStep::plain("dispose_list", freed, k.c.dispose_inode, vec![point("dispose_list", 1)]);
+                    return LoopStep::plain(
+                        "dispose_list",
+                        freed,
+                        k.c.dispose_inode,
+                        smallvec![point(Point::DisposeList, 1)],
+                    );
                 }
                 Stage::NextPriority => {
                     // try_to_free_pages_zone: priorities 6 down to 1 until shrink_caches reaches
@@ -403,8 +414,8 @@ impl Path for SwapOutMm {
                 "swap_out_pmd",
                 self.scan,
                 k.c.swap_scan_pte,
-                "page_table_lock",
-                vec![point("swap_out_pmd", 4)],
+                Lock::PageTable,
+                smallvec![point(Point::SwapOutPmd, 4)],
                 true,
             ),
             2 => {
@@ -427,7 +438,7 @@ impl Path for SwapOutMm {
                 }
                 let ns: Nanos = entries * k.c.swap_map_entry + old * k.c.swap_out_page;
                 let _ = longest;
-                crate::kernel::path::Work::locked("scan_swap_map", ns, "swap_list_lock", false)
+                crate::kernel::path::Work::locked("scan_swap_map", ns, Lock::SwapList, false)
             }
             _ => Step::Done,
         }

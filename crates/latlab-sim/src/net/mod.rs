@@ -10,6 +10,7 @@
 //! write or read copies up to a page (PIPE_BUF, 4 KiB) under the pipe inode's semaphore,
 //! which a preemptible kernel may preempt.
 
+use crate::kernel::lock::Lock;
 use crate::kernel::path::{Path, Script, Work};
 use crate::kernel::state::KState;
 
@@ -20,7 +21,7 @@ pub fn tcp_send(k: &KState, bytes: u64) -> Box<dyn Path> {
         name: "sys_sendto",
         steps: [
             Work::plain("tcp_sendmsg", k.c.copy(bytes) + k.c.tcp_segment / 2),
-            Work::locked("net_rx_action", k.c.tcp_segment / 2, "softirq", false),
+            Work::locked("net_rx_action", k.c.tcp_segment / 2, Lock::Softirq, false),
         ]
         .into(),
     })

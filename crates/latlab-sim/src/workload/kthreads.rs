@@ -6,9 +6,11 @@ use super::{Action, ProgCx, Program};
 use crate::fs::commit::journal_commit_transaction;
 use crate::fs::flush::{bdflush_pass, kupdate_pass, KUPDATE_INTERVAL_NS};
 use crate::fs::jbd::COMMIT_INTERVAL_NS;
+use crate::kernel::catalog::Point;
 use crate::kernel::catalog::WaitOn;
 use crate::kernel::path::{point, Chan, LoopStep, Path};
 use crate::mm::vmscan::try_to_free_pages;
+use smallvec::smallvec;
 
 /// Which kernel thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +95,7 @@ impl Path for KswapdPass {
             }
             if !self.checked {
                 self.checked = true;
-                return LoopStep::plain("kswapd_balance", 1, 0, vec![point("kswapd_balance", 1)]);
+                return LoopStep::plain("kswapd_balance", 1, 0, smallvec![point(Point::KswapdBalance, 1)]);
             }
             if k.mm.free >= k.mm.pages_high || self.rounds >= KSWAPD_MAX_ROUNDS {
                 return crate::kernel::path::Step::Done;

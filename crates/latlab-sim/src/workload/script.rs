@@ -9,10 +9,12 @@ use super::stress::{RunTest, StressTest};
 use super::{Action, ProgCx, Program, TaskSpec};
 use crate::fs::ext3::{sys_create, sys_lookup, sys_lstat_tree, sys_read, sys_rewrite, sys_unlink, sys_write};
 use crate::fs::flush::sys_sync;
+use crate::kernel::catalog::Point;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Path, Step};
 use crate::kernel::state::{KReq, KState};
 use latlab_core::Nanos;
 use rand::Rng as _;
+use smallvec::smallvec;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
@@ -165,7 +167,12 @@ impl Path for ReadZero {
             return Step::Done;
         }
         self.done = true;
-        LoopStep::plain("read_zero", self.pages, k.c.page_copy, vec![point("read_zero", 1)])
+        LoopStep::plain(
+            "read_zero",
+            self.pages,
+            k.c.page_copy,
+            smallvec![point(Point::ReadZero, 1)],
+        )
     }
 }
 

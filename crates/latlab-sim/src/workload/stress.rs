@@ -18,11 +18,13 @@ use crate::fs::ext3::{sys_create, sys_ftruncate, sys_read, sys_rewrite, sys_unli
 use crate::fs::flush::sys_sync;
 use crate::fs::nfs::{self, NfsFile};
 use crate::kernel::catalog::sys_munmap;
+use crate::kernel::catalog::Point;
 use crate::kernel::path::{once, point, LoopStep, Path, Script};
 use crate::kernel::state::KState;
 use crate::net::{pipe_rw, tcp_recv, tcp_send};
 use latlab_core::Nanos;
 use rand::Rng as _;
+use smallvec::smallvec;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -492,7 +494,7 @@ fn urandom_read(k: &KState, bytes: u64) -> Box<dyn Path> {
             "extract_entropy",
             bytes.div_ceil(10),
             k.c.sha_transform,
-            vec![point("extract_entropy", 1)],
+            smallvec![point(Point::ExtractEntropy, 1)],
         )]
         .into(),
     })
