@@ -36,7 +36,7 @@ use kernel::task::Policy;
 use kernel::Kernel;
 use latlab_core::{Engine, LatencyTrace, Nanos, RunMeta, RunResult};
 use std::collections::BTreeMap;
-use workload::kthreads::{Kthread, KthreadProg};
+use workload::kthreads::KthreadProg;
 use workload::script::Shell;
 use workload::TaskSpec;
 
@@ -255,21 +255,10 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     let rng = engine::rng_for(cfg.seed, 1);
     let mut k = Kernel::new(cfg.variant.clone(), cfg.machine.clone(), sched, st, rng);
 
-    // Kernel threads, then the measurement task, then the workload's shell.
-    for (comm, kind) in [
-        ("kswapd", Kthread::Kswapd),
-        ("bdflush", Kthread::Bdflush),
-        ("kupdated", Kthread::Kupdated),
-        ("kjournald", Kthread::Kjournald),
-    ] {
-        let pid = k.spawn(TaskSpec::kthread(comm, KthreadProg::new(kind)), None);
-        let p = &mut k.st.kthreads;
-        match kind {
-            Kthread::Kswapd => p.kswapd = pid,
-            Kthread::Bdflush => p.bdflush = pid,
-            Kthread::Kupdated => p.kupdated = pid,
-            Kthread::Kjournald => p.kjournald = pid,
-        }
+    // The variant's kernel threads, then the measurement task, then the workload's shell.
+    for kind in workload::kthreads::for_variant(&cfg.variant) {
+        let pid = k.spawn(TaskSpec::kthread(kind.comm(), KthreadProg::new(kind)), None);
+        kind.register(&mut k.st.kthreads, pid);
     }
     if cfg.workload.preload.cache_full && cfg.workload.preload.reclaimed_before {
         run_history(&mut k, cfg);

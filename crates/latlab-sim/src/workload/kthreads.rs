@@ -1,6 +1,7 @@
-//! The kernel threads of a 2.4 ext3 box: kjournald (fs/jbd/journal.c), bdflush and kupdated
-//! (fs/buffer.c), kswapd (mm/vmscan.c). Each sleeps on its own wait channel and runs one pass
-//! of its work per wakeup.
+//! The kernel threads of an ext3 box: kjournald (fs/jbd/journal.c), kswapd (mm/vmscan.c) and
+//! the writeback implementation's own, 2.4's bdflush and kupdated (fs/buffer.c). Each sleeps
+//! on its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
+//! starts follows from its variant's subsystems ([`for_variant`]).
 
 use super::{Action, ProgCx, Program};
 use crate::fs::commit::journal_commit_transaction;
@@ -9,7 +10,9 @@ use crate::fs::jbd::COMMIT_INTERVAL_NS;
 use crate::kernel::catalog::Point;
 use crate::kernel::catalog::WaitOn;
 use crate::kernel::path::{point, Chan, LoopStep, Path};
+use crate::kernel::state::KthreadPids;
 use crate::mm::vmscan::try_to_free_pages;
+use crate::variant::{Variant, Writeback};
 use smallvec::smallvec;
 
 /// Which kernel thread.
@@ -19,6 +22,41 @@ pub enum Kthread {
     Bdflush,
     Kupdated,
     Kswapd,
+}
+
+impl Kthread {
+    /// The thread's `comm`.
+    pub fn comm(self) -> &'static str {
+        match self {
+            Kthread::Kjournald => "kjournald",
+            Kthread::Bdflush => "bdflush",
+            Kthread::Kupdated => "kupdated",
+            Kthread::Kswapd => "kswapd",
+        }
+    }
+
+    /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
+    pub fn register(self, pids: &mut KthreadPids, pid: u32) {
+        match self {
+            Kthread::Kswapd => pids.kswapd = pid,
+            Kthread::Bdflush => pids.bdflush = pid,
+            Kthread::Kupdated => pids.kupdated = pid,
+            Kthread::Kjournald => pids.kjournald = pid,
+        }
+    }
+}
+
+/// The kernel threads variant `v`'s kernel starts, in start order: page reclaim's kswapd
+/// (every generation), the writeback implementation's threads, and the journal thread of the
+/// model's one filesystem, ext3.
+pub fn for_variant(v: &Variant) -> Vec<Kthread> {
+    let writeback: &[Kthread] = match v.writeback {
+        Writeback::Bdflush24 => &[Kthread::Bdflush, Kthread::Kupdated],
+    };
+    let mut threads = vec![Kthread::Kswapd];
+    threads.extend_from_slice(writeback);
+    threads.push(Kthread::Kjournald);
+    threads
 }
 
 pub struct KthreadProg {
@@ -107,5 +145,30 @@ impl Path for KswapdPass {
     }
     fn advanced(&mut self, k: &mut crate::kernel::state::KState, cx: &crate::kernel::path::Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::tests::variant_with;
+    use crate::variant::{PreemptModel, SchedClass};
+
+    #[test]
+    fn the_threads_follow_the_writeback_choice_and_each_registers_its_pid() {
+        let v = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        let threads = for_variant(&v);
+        assert_eq!(
+            threads,
+            [Kthread::Kswapd, Kthread::Bdflush, Kthread::Kupdated, Kthread::Kjournald]
+        );
+        let mut pids = KthreadPids::default();
+        for (i, t) in threads.iter().enumerate() {
+            t.register(&mut pids, 10 + i as u32);
+        }
+        assert_eq!(
+            (pids.kswapd, pids.bdflush, pids.kupdated, pids.kjournald),
+            (10, 11, 12, 13)
+        );
     }
 }
