@@ -26,8 +26,8 @@ struct Window {
     sched: Nanos,
     /// CPU time of the measuring tasks (the target, the helper, the new thread).
     wakee: Nanos,
-    /// Every other task's CPU time inside the window.
-    slices: Vec<(TaskId, Nanos)>,
+    /// Where the window's share of [`PosixTracker::ran`] begins.
+    from: usize,
 }
 
 /// Measurement state of one POSIX-timer stream.
@@ -38,6 +38,9 @@ pub struct PosixTracker {
     mine: Vec<bool>,
     /// Where the scheduler placed a task when it was woken or created: (task, description).
     placed: Vec<(TaskId, Placement)>,
+    /// Every other task's CPU stretches, in order, since the oldest open window opened: a
+    /// window's tasks that ran ahead are summed from it when its sample is taken.
+    ran: Vec<(TaskId, Nanos)>,
     pub epoch: Nanos,
 }
 
@@ -48,6 +51,7 @@ impl PosixTracker {
             open: Vec::new(),
             mine: Vec::new(),
             placed: Vec::new(),
+            ran: Vec::new(),
             epoch: 0,
         }
     }
@@ -76,7 +80,7 @@ impl PosixTracker {
             handler: h,
             sched: 0,
             wakee: 0,
-            slices: Vec::new(),
+            from: self.ran.len(),
         });
     }
 
@@ -95,16 +99,12 @@ impl PosixTracker {
         if self.open.is_empty() {
             return;
         }
-        let mine = self.owns(task);
-        for w in &mut self.open {
-            if mine {
+        if self.owns(task) {
+            for w in &mut self.open {
                 w.wakee += d;
-            } else {
-                match w.slices.iter_mut().find(|(t, _)| *t == task) {
-                    Some((_, n)) => *n += d,
-                    None => w.slices.push((task, d)),
-                }
             }
+        } else {
+            self.ran.push((task, d));
         }
     }
 
@@ -138,10 +138,22 @@ impl PosixTracker {
         self.stream.hist.record(latency);
         let enters =
             self.stream.worst.len() < KEEP_WORST || self.stream.worst.last().is_some_and(|s| s.latency_ns < latency);
+        // Each task's CPU time inside the window, in the order the tasks first ran.
+        let mut slices: Vec<(TaskId, Nanos)> = Vec::new();
+        if enters {
+            for &(task, d) in &self.ran[w.from..] {
+                match slices.iter_mut().find(|(t, _)| *t == task) {
+                    Some((_, n)) => *n += d,
+                    None => slices.push((task, d)),
+                }
+            }
+        }
+        if self.open.is_empty() {
+            self.ran.clear();
+        }
         if !enters {
             return;
         }
-        let mut slices = w.slices;
         slices.sort_by_key(|(_, ns)| std::cmp::Reverse(*ns));
         let ran_ahead: Nanos = slices.iter().map(|(_, ns)| ns).sum();
         let placed = self

@@ -48,6 +48,9 @@ pub struct WithRt<F> {
     fair: F,
     /// Runnable RT tasks per `rt_priority` (index 0..=99), FIFO within a priority.
     queues: Vec<VecDeque<TaskId>>,
+    /// Bit p set while `queues[p]` is not empty (`rt_prio_array.bitmap`, found with
+    /// `sched_find_first_bit` in kernel/sched_rt.c).
+    bitmap: u128,
     nr_rt: usize,
     /// RR slice left, by task.
     rr_left: Vec<Nanos>,
@@ -66,6 +69,7 @@ impl<F: FairClass> WithRt<F> {
         WithRt {
             fair,
             queues: vec![VecDeque::new(); 100],
+            bitmap: 0,
             nr_rt: 0,
             rr_left: Vec::new(),
             fair_running: false,
@@ -78,7 +82,8 @@ impl<F: FairClass> WithRt<F> {
     }
 
     fn highest(&self) -> Option<TaskId> {
-        self.queues.iter().rev().find_map(|q| q.front().copied())
+        let p = u128::BITS.checked_sub(self.bitmap.leading_zeros() + 1)?;
+        self.queues[p as usize].front().copied()
     }
 }
 
@@ -100,9 +105,11 @@ impl<F: FairClass> Scheduler for WithRt<F> {
 
     fn enqueue(&mut self, tasks: &[Task], t: TaskId, now: Nanos) {
         if is_rt(&tasks[t]) {
-            let q = &mut self.queues[Self::prio(&tasks[t])];
+            let p = Self::prio(&tasks[t]);
+            let q = &mut self.queues[p];
             if !q.contains(&t) {
                 q.push_back(t);
+                self.bitmap |= 1 << p;
                 self.nr_rt += 1;
             }
         } else {
@@ -112,9 +119,13 @@ impl<F: FairClass> Scheduler for WithRt<F> {
 
     fn dequeue(&mut self, tasks: &[Task], t: TaskId, now: Nanos) {
         if is_rt(&tasks[t]) {
-            let q = &mut self.queues[Self::prio(&tasks[t])];
+            let p = Self::prio(&tasks[t]);
+            let q = &mut self.queues[p];
             if let Some(i) = q.iter().position(|&x| x == t) {
                 q.remove(i);
+                if q.is_empty() {
+                    self.bitmap &= !(1 << p);
+                }
                 self.nr_rt -= 1;
             }
         } else {
