@@ -9,6 +9,10 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+// The allocator the `latlab` binary runs the model with.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn config(history: bool) -> latlab_sim::SimConfig {
     let exp = latlab_exp::builtin_experiment("mini-ll").expect("built-in experiment");
     let mut cfg = exp.runs[0].config.clone();

@@ -108,26 +108,33 @@ pub struct DiskProfile {
     pub nr_requests: u32,
 }
 
+/// `ns` rounded to the nearest nanosecond, halves up, as `f64::round` rounds a non-negative
+/// time (validate() bounds every constant, so a derived cost is far below 2^52 ns): a cast
+/// rather than a libm call, since costs are computed on the simulator's hot path.
+fn round_ns(ns: f64) -> Nanos {
+    (ns + 0.5) as Nanos
+}
+
 impl MachineProfile {
     /// Time for a code stretch of `instr` instructions and `misses` cache misses.
     pub fn cost(&self, instr: f64, misses: f64) -> Nanos {
         let ns = instr * self.kernel_cpi * 1000.0 / self.cpu_mhz + misses * self.mem_latency_ns;
-        ns.round() as Nanos
+        round_ns(ns)
     }
 
     /// Time to copy `bytes` between user and page cache.
     pub fn copy_ns(&self, bytes: u64) -> Nanos {
-        (bytes as f64 * 1000.0 / self.copy_mb_s).round() as Nanos
+        round_ns(bytes as f64 * 1000.0 / self.copy_mb_s)
     }
 
     /// Media transfer time of `bytes`.
     pub fn disk_xfer_ns(&self, bytes: u64) -> Nanos {
-        (bytes as f64 * 1000.0 / self.disk.seq_mb_s).round() as Nanos
+        round_ns(bytes as f64 * 1000.0 / self.disk.seq_mb_s)
     }
 
     /// Network transfer time of `bytes`.
     pub fn net_ns(&self, bytes: u64) -> Nanos {
-        (bytes as f64 * 1000.0 / self.net_mb_s).round() as Nanos
+        round_ns(bytes as f64 * 1000.0 / self.net_mb_s)
     }
 
     /// RAM in 4 KiB pages.

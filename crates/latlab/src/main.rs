@@ -10,6 +10,11 @@ mod sim_cmd;
 mod swap_cmd;
 mod vs_cyclictest;
 
+// The model allocates a path per system call and a task per SIGEV_THREAD expiry; mimalloc
+// serves that faster than glibc's malloc (BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(name = "latlab", version, about = "A laboratory for Linux scheduling latency")]
 struct Cli {

@@ -57,7 +57,7 @@ fn ext3_dirty_inode(k: &mut KState, file: u32) -> Box<dyn Path> {
     );
     under_bkl(Box::new(Script {
         name: "ext3_dirty_inode",
-        steps: [step].into(),
+        steps: smallvec![step],
     }))
 }
 

@@ -28,6 +28,7 @@ use latlab_core::{Nanos, Stream};
 use lock::Lock;
 use path::{Chan, Ctx, Step};
 use preempt::Boundary;
+use smallvec::SmallVec;
 use state::{KReq, KState};
 use std::collections::BTreeMap;
 use task::{Exec, Policy, Running, Task, TaskId, TaskState};
@@ -112,7 +113,7 @@ pub struct Kernel {
     pub v: Variant,
     pub m: MachineProfile,
     pub st: KState,
-    waiters: BTreeMap<Chan, Vec<TaskId>>,
+    waiters: BTreeMap<Chan, SmallVec<[TaskId; 2]>>,
     /// Time still owed to schedule()/context switch, run with interrupts off before the
     /// current task continues.
     overhead: Nanos,
@@ -364,6 +365,11 @@ impl Kernel {
             return;
         }
         let cur = self.current;
+        // A user burst with time left goes on (the commonest boundary: an interrupt's end),
+        // without moving the Exec out and back.
+        if matches!(self.tasks[cur].exec, Exec::User { left } if left > 0) {
+            return;
+        }
         let exec = std::mem::replace(&mut self.tasks[cur].exec, Exec::Ready);
         match exec {
             Exec::Idle => {
@@ -373,7 +379,6 @@ impl Kernel {
                 }
             }
             Exec::Ready => self.dispatch(),
-            Exec::User { left } if left > 0 => self.tasks[cur].exec = Exec::User { left },
             Exec::User { .. } => self.dispatch(),
             Exec::Kernel {
                 mut path,
@@ -498,7 +503,7 @@ impl Kernel {
                 self.tasks[cur].exec = Exec::Idle;
                 return;
             };
-            let mut marks = Vec::new();
+            let mut marks = SmallVec::new();
             let action = {
                 let mut cx = ProgCx {
                     now: self.now,
@@ -934,7 +939,7 @@ pub(crate) mod tests {
             };
             let script = Script {
                 name: "sys_test",
-                steps: [step].into(),
+                steps: smallvec::smallvec![step],
             };
             if self.bkl {
                 return Action::Syscall(path::under_bkl(Box::new(script)));

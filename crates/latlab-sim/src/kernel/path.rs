@@ -92,7 +92,7 @@ pub struct LoopStep {
 #[derive(Clone, Copy, Debug)]
 pub struct PointUse {
     pub point: Point,
-    pub every: u64,
+    pub every: u32,
 }
 
 /// The points a loop checks (no loop of the model checks more than two).
@@ -175,13 +175,18 @@ impl LoopStep {
 
 /// `conditional_schedule()` at `point`, checked every `every` items.
 pub fn point(point: Point, every: u64) -> PointUse {
-    PointUse { point, every }
+    // u32 keeps a loop step (and so every Exec) small; a point every 2^32 items is none.
+    PointUse {
+        point,
+        every: u32::try_from(every).unwrap_or(u32::MAX),
+    }
 }
 
 /// A path that runs a fixed list of steps (for simple system calls and tests).
 pub struct Script {
     pub name: &'static str,
-    pub steps: std::collections::VecDeque<Step>,
+    /// In order; inline up to two (most scripts: one allocation, the path's box).
+    pub steps: SmallVec<[Step; 2]>,
 }
 
 impl Path for Script {
@@ -189,7 +194,10 @@ impl Path for Script {
         self.name
     }
     fn next(&mut self, _k: &mut KState, _cx: &Ctx) -> Step {
-        self.steps.pop_front().unwrap_or(Step::Done)
+        if self.steps.is_empty() {
+            return Step::Done;
+        }
+        self.steps.remove(0)
     }
 }
 
@@ -259,6 +267,6 @@ impl Path for UnderBkl {
 pub fn once(func: &'static str, ns: Nanos) -> Box<dyn Path> {
     Box::new(Script {
         name: func,
-        steps: std::collections::VecDeque::from([Work::plain(func, ns)]),
+        steps: smallvec::smallvec![Work::plain(func, ns)],
     })
 }

@@ -98,7 +98,7 @@ pub fn loop_point(l: &LoopStep, v: &Variant, bkl: bool) -> Option<LoopChance> {
         .min_by_key(|p| p.every)
         .map(|p| LoopChance {
             at: Resched::Point(p.point),
-            every: p.every,
+            every: u64::from(p.every),
         })
 }
 

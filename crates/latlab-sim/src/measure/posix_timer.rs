@@ -16,9 +16,8 @@ use std::collections::BTreeMap;
 
 /// Worst samples kept with their attribution.
 const KEEP_WORST: usize = 10;
-/// Placements remembered while windows are open (the newest ones).
-const KEEP_PLACEMENTS: usize = 64;
 
+/// An expiry whose notification has not run yet: its interval so far.
 struct Window {
     due: Nanos,
     irq_delay: Nanos,
@@ -36,8 +35,8 @@ pub struct PosixTracker {
     open: Vec<Window>,
     /// The test's threads (target, helper, notify threads).
     mine: Vec<bool>,
-    /// Where the scheduler placed a task when it was woken or created: (task, description).
-    placed: Vec<(TaskId, Placement)>,
+    /// Where the scheduler last placed each task when it was woken or created, by task id.
+    placed: Vec<Option<Placement>>,
     /// Every other task's CPU stretches, in order, since the oldest open window opened: a
     /// window's tasks that ran ahead are summed from it when its sample is taken.
     ran: Vec<(TaskId, Nanos)>,
@@ -121,11 +120,10 @@ impl PosixTracker {
 
     /// The scheduler placed test task `t` so (on its wakeup or creation).
     pub fn on_placed(&mut self, t: TaskId, how: Placement) {
-        self.placed.retain(|(x, _)| *x != t);
-        if self.placed.len() == KEEP_PLACEMENTS {
-            self.placed.remove(0);
+        if self.placed.len() <= t {
+            self.placed.resize(t + 1, None);
         }
-        self.placed.push((t, how));
+        self.placed[t] = Some(how);
     }
 
     /// The notify function for the expiry due at `due` runs now, in task `cur`.
@@ -156,12 +154,10 @@ impl PosixTracker {
         }
         slices.sort_by_key(|(_, ns)| std::cmp::Reverse(*ns));
         let ran_ahead: Nanos = slices.iter().map(|(_, ns)| ns).sum();
-        let placed = self
-            .placed
-            .iter()
-            .rev()
-            .find(|(t, _)| *t == cur)
-            .map_or_else(String::new, |(_, s)| format!("{} placed: {s}; ", tasks[cur].label()));
+        let placed = match self.placed.get(cur) {
+            Some(Some(how)) => format!("{} placed: {how}; ", tasks[cur].label()),
+            _ => String::new(),
+        };
         let ahead: Vec<String> = slices
             .iter()
             .take(6)

@@ -83,7 +83,8 @@ pub struct ProgCx<'a> {
     pub st: &'a mut KState,
     pub rng: &'a mut Rng,
     pub pid: u32,
-    pub marks: &'a mut Vec<Mark>,
+    /// Measurement marks of this step (at most a couple; inline, no allocation).
+    pub marks: &'a mut smallvec::SmallVec<[Mark; 2]>,
     /// The task's address space (its pages live in `st.mm.mms`).
     pub mm: u32,
 }

@@ -490,12 +490,11 @@ fn truncate_loop(file: u32) -> Box<dyn Program> {
 fn urandom_read(k: &KState, bytes: u64) -> Box<dyn Path> {
     Box::new(Script {
         name: "urandom_read",
-        steps: [LoopStep::plain(
+        steps: smallvec![LoopStep::plain(
             "extract_entropy",
             bytes.div_ceil(10),
             k.c.sha_transform,
             smallvec![point(Point::ExtractEntropy, 1)],
-        )]
-        .into(),
+        )],
     })
 }
