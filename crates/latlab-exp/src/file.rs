@@ -2,7 +2,7 @@
 
 use crate::builtin;
 use latlab_sim::dev::rtc::periodic_rate_ok;
-use latlab_sim::workload::hogs;
+use latlab_sim::workload::sizes;
 use latlab_sim::{MachineProfile, Notify, PosixTest, Preload, SimConfig, Variant};
 use serde::Deserialize;
 
@@ -448,7 +448,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
         workload.preload = p.apply(&workload.preload);
     }
     if let Some(n) = f.hogs {
-        hogs::set_tasks(&mut workload.commands, n).map_err(|why| field("hogs", why))?;
+        sizes::set(&mut workload.commands, "hogs", n.into()).map_err(|why| field("hogs", why))?;
     }
     workload
         .preload
@@ -493,12 +493,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                         "runs with `notify` need the timer's period".into(),
                     ));
                 };
-                if !(100..=10_000_000).contains(&us) {
-                    return Err(field(
-                        "timer_period_us",
-                        format!("must be 100 ..= 10,000,000 us, got {us}"),
-                    ));
-                }
+                check_timer_period(us).map_err(|why| field("timer_period_us", why))?;
                 if v.sched == latlab_sim::SchedClass::Goodness24 {
                     return Err(field(
                         "notify",
@@ -549,13 +544,24 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
     })
 }
 
-/// What `--vary` can change: the PRNG seed, realfeel's RTC rate, the number of CPU-bound
-/// tasks of a workload that runs them, or one field of the preload (the machine's state
-/// when the script starts).
+/// A POSIX timer's period in us: 100 us (below it every expiry of a loaded box is an
+/// overrun) to 10 s (a run sees a few).
+fn check_timer_period(us: u64) -> Result<(), String> {
+    if (100..=10_000_000).contains(&us) {
+        Ok(())
+    } else {
+        Err(format!("must be 100 ..= 10,000,000 us, got {us}"))
+    }
+}
+
+/// What `--vary` can change besides the workload's sizes ([`sizes::SIZES`]: `hogs`,
+/// `video.*`, `make.*`): the PRNG seed, realfeel's RTC rate, every kernel's HZ, the POSIX
+/// timer's period, or one field of the preload (the machine's state when the script starts).
 pub const VARY_KEYS: &[&str] = &[
     "seed",
     "rtc_hz",
-    "hogs",
+    "hz",
+    "timer_period_us",
     "preload.unused_dentries",
     "preload.idle_anon_mib",
     "preload.swapped_mib",
@@ -612,9 +618,17 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
                 c.rtc_hz = *hz;
                 (c.min_duration_ns, c.max_duration_ns) = run_length(run.published.samples, *hz, run.max_seconds);
             }
-            Setting::Hogs(n) => {
-                hogs::set_tasks(&mut c.workload.commands, *n).map_err(bad)?;
+            Setting::Size(key, n) => {
+                sizes::set(&mut c.workload.commands, key, *n).map_err(bad)?;
             }
+            Setting::Hz(hz) => {
+                c.variant.hz = *hz;
+                c.variant.validate().map_err(|(_, why)| bad(why))?;
+            }
+            Setting::TimerPeriod(ns) => match &mut c.posix_timer {
+                Some(p) => p.period_ns = *ns,
+                None => return Err(bad("the run has no POSIX timer (only runs with `notify` do)".into())),
+            },
             Setting::Preload(p) => {
                 let w = &mut c.workload;
                 w.preload = p.apply(&w.preload);
@@ -738,7 +752,10 @@ fn set_catalog_cost(origin: &str, m: &MachineProfile, key: &str, value: &str) ->
 enum Setting {
     Seed(u64),
     RtcHz(u32),
-    Hogs(u32),
+    Hz(u32),
+    /// In ns.
+    TimerPeriod(u64),
+    Size(&'static str, u64),
     Preload(PreloadRepr),
 }
 
@@ -760,6 +777,9 @@ impl Setting {
                 .parse::<bool>()
                 .map_err(|_| bad(format!("`{value}` is not true or false")))
         };
+        if let Some(size) = sizes::SIZES.iter().find(|s| s.key == key) {
+            return Ok(Setting::Size(size.key, int()?));
+        }
         let mut p = PreloadRepr::default();
         match key {
             "seed" => return Ok(Setting::Seed(int()?)),
@@ -770,9 +790,14 @@ impl Setting {
                 }
                 return Ok(Setting::RtcHz(hz as u32));
             }
-            "hogs" => {
-                let n = int()?;
-                return Ok(Setting::Hogs(u32::try_from(n).unwrap_or(u32::MAX)));
+            "hz" => {
+                let hz = int()?;
+                return Ok(Setting::Hz(u32::try_from(hz).unwrap_or(u32::MAX)));
+            }
+            "timer_period_us" => {
+                let us = int()?;
+                check_timer_period(us).map_err(bad)?;
+                return Ok(Setting::TimerPeriod(us * 1_000));
             }
             "preload.unused_dentries" => p.unused_dentries = Some(int()?),
             "preload.idle_anon_mib" => p.idle_anon_mib = Some(int()?),
@@ -789,8 +814,9 @@ impl Setting {
                     what: "setting to vary",
                     name: key.into(),
                     valid: format!(
-                        "{}, machine.FIELD (a machine profile field: machine.cpu_mhz, machine.disk.seq_mb_s, ...), catalog.NAME.instr, catalog.NAME.misses (a code-path catalog item: catalog.unfile.misses, ...)",
-                        VARY_KEYS.join(", ")
+                        "{}, {}, machine.FIELD (a machine profile field: machine.cpu_mhz, machine.disk.seq_mb_s, ...), catalog.NAME.instr, catalog.NAME.misses (a code-path catalog item: catalog.unfile.misses, ...)",
+                        VARY_KEYS.join(", "),
+                        sizes::SIZES.iter().map(|s| s.key).collect::<Vec<_>>().join(", ")
                     ),
                 })
             }
@@ -1118,14 +1144,20 @@ published_max_ms = 84.0
             let err = vary(&e, "cli", k, val).unwrap_err().to_string();
             assert!(err.starts_with("cli: field") && err.contains(want), "{err}");
         }
-        // Every key the error lists is one vary accepts (`hogs` with a workload that runs
-        // CPU-bound tasks: hogs_set_the_cpu_bound_tasks_and_refuse_bad_input).
-        for k in VARY_KEYS.iter().filter(|k| **k != "hogs") {
-            assert!(["4", "true"].iter().any(|v| vary(&e, "cli", k, v).is_ok()), "{k}");
+        // Every key the error lists is one vary accepts (the workload sizes with a workload
+        // that has them, `timer_period_us` with a POSIX-timer run:
+        // workload_sizes_hz_and_the_timer_period_vary_by_name).
+        for k in VARY_KEYS.iter().filter(|k| **k != "timer_period_us") {
+            assert!(
+                ["4", "true", "100"].iter().any(|v| vary(&e, "cli", k, v).is_ok()),
+                "{k}"
+            );
         }
-        let err = vary(&e, "cli", "hz", "100").unwrap_err().to_string();
+        let err = vary(&e, "cli", "hertz", "100").unwrap_err().to_string();
         assert!(
-            err.contains("unknown setting to vary `hz`") && err.contains("preload.unused_dentries"),
+            err.contains("unknown setting to vary `hertz`")
+                && err.contains("preload.unused_dentries")
+                && err.contains("video.decode_us"),
             "{err}"
         );
     }
@@ -1256,6 +1288,52 @@ published_max_ms = 84.0
     }
 
     #[test]
+    fn workload_sizes_hz_and_the_timer_period_vary_by_name() {
+        let exp = crate::builtin_experiment("cfs-granularity").unwrap();
+        let video = |e: &Experiment| -> Vec<(u32, u64, u64)> {
+            let mut out = Vec::new();
+            for r in &e.runs {
+                if let CommandSpec::Parallel(v) = &r.config.workload.commands[0] {
+                    for c in v {
+                        if let CommandSpec::Video { fps, decode_us, x_us } = c {
+                            out.push((*fps, *decode_us, *x_us));
+                        }
+                    }
+                }
+            }
+            out
+        };
+        let v = vary(&exp, "cli", "video.decode_us", "9000").unwrap();
+        assert_eq!(video(&v), vec![(30, 9_000, 5_000); exp.runs.len()]);
+        let v = vary(&exp, "cli", "hz", "1000").unwrap();
+        assert!(v.runs.iter().all(|r| r.config.variant.hz == 1000));
+        assert_ne!(exp.runs[0].config.variant.hz, 1000);
+        let v = vary(&exp, "cli", "timer_period_us", "5000").unwrap();
+        assert!(v
+            .runs
+            .iter()
+            .all(|r| r.config.posix_timer.as_ref().unwrap().period_ns == 5_000_000));
+        for (k, val, want) in [
+            ("hz", "5", "10..=10000"),
+            ("timer_period_us", "50", "100 ..= 10,000,000"),
+            ("make.cc_ms_min", "800", "exceed the longest (750 ms)"),
+            ("make.jobs", "0", "1..=256"),
+            ("video.fps", "x", "whole number"),
+        ] {
+            let err = vary(&exp, "cli", k, val).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("cli: field `{k}`")) && err.contains(want),
+                "{err}"
+            );
+        }
+        let stock = parse("x.toml", GOOD, &no_files).unwrap();
+        let err = vary(&stock, "cli", "timer_period_us", "5000").unwrap_err().to_string();
+        assert!(err.contains("no POSIX timer"), "{err}");
+        let err = vary(&stock, "cli", "video.fps", "25").unwrap_err().to_string();
+        assert!(err.contains("no `video` command"), "{err}");
+    }
+
+    #[test]
     fn hogs_set_the_cpu_bound_tasks_and_refuse_bad_input() {
         let hogs = |e: &Experiment| -> Vec<CommandSpec> {
             e.runs.iter().map(|r| r.config.workload.commands[0].clone()).collect()
@@ -1279,7 +1357,7 @@ published_max_ms = 84.0
         let e = parse("x.toml", &GOOD.replace("[[run]]", "hogs = 5\n\n[[run]]"), &no_files)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("`hogs`") && e.contains("runs no CPU-bound tasks"), "{e}");
+        assert!(e.contains("`hogs`") && e.contains("no `hogs` command"), "{e}");
         // --vary: the same checks.
         for (val, want) in [
             ("4001", "1..=4000"),
@@ -1292,10 +1370,7 @@ published_max_ms = 84.0
         let err = vary(&parse("x.toml", GOOD, &no_files).unwrap(), "cli", "hogs", "10")
             .unwrap_err()
             .to_string();
-        assert!(
-            err.contains("`hogs`") && err.contains("runs no CPU-bound tasks"),
-            "{err}"
-        );
+        assert!(err.contains("`hogs`") && err.contains("no `hogs` command"), "{err}");
     }
 
     proptest::proptest! {

@@ -418,42 +418,60 @@ pub fn render_run_lengths(runs: &[RunView]) -> String {
     out
 }
 
-/// A sweep: each kernel's worst case (model) for every value of `key`, beside the seed's
+/// One row of a sweep: the run's kernel variant and, where one kernel runs several
+/// measurements (seed 004's SIGEV_THREAD and SIGEV_SIGNAL), its stream.
+pub struct SweepRow {
+    pub variant: String,
+    pub stream: Option<String>,
+    pub label: String,
+}
+
+/// A sweep: each run's worst case (model) for every value of `key`, beside the seed's
 /// figure, marked where it meets the fidelity bar. `columns[i]` holds the comparison rows of
-/// the run with `values[i]`; `labels` maps kernel variants to row labels, in row order.
+/// the runs with `values[i]`; `labels` names the rows, in order.
 pub fn render_sweep(
     title: &str,
     key: &str,
     values: &[&str],
     columns: &[Vec<CompareRow>],
-    labels: &[(String, String)],
+    labels: &[SweepRow],
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
-    let worst = |rows: &[CompareRow], variant: &str| {
+    let worst = |rows: &[CompareRow], row: &SweepRow| {
         rows.iter()
-            .find(|r| r.variant == variant && r.figure == "max_latency")
+            .find(|r| {
+                r.variant == row.variant
+                    && r.figure == "max_latency"
+                    && (row.stream.is_none() || r.stream == row.stream)
+            })
             .cloned()
     };
     // Rows with a published worst case: the only ones the bar can judge.
     let judged = labels
         .iter()
-        .filter(|(variant, _)| {
+        .filter(|row| {
             columns
                 .first()
-                .and_then(|c| worst(c, variant))
+                .and_then(|c| worst(c, row))
                 .is_some_and(|r| r.published.is_some() || r.published_range.is_some())
         })
         .count();
+    // The rows' own unit (seed 004's are us).
+    let unit = columns
+        .iter()
+        .flatten()
+        .find(|r| r.figure == "max_latency")
+        .map_or("ms", |r| r.unit.as_str());
     if judged == 0 {
-        let _ = writeln!(out, "Worst case (ms) by {key}; no published figures (a what-if)\n");
+        let _ = writeln!(out, "Worst case ({unit}) by {key}; no published figures (a what-if)\n");
     } else {
         let _ = writeln!(
             out,
-            "Worst case (ms) by {key}; * meets the bar (a number within 1.5x, a bucket within 2x of its edges)\n"
+            "Worst case ({unit}) by {key}; * meets the bar (a number within 1.5x, a bucket within 2x of its edges)\n"
         );
     }
-    let w = labels.iter().map(|(_, l)| l.len()).max().unwrap_or(6).max(6) + 2;
+    let w = labels.iter().map(|r| r.label.len()).max().unwrap_or(6).max(6) + 2;
     let cw = values.iter().map(|v| v.len()).max().unwrap_or(0).max(9) + 2;
     let _ = write!(out, "{:<w$}{:>14}", "Kernel", "seed");
     for v in values {
@@ -461,8 +479,9 @@ pub fn render_sweep(
     }
     let _ = writeln!(out);
     let mut met = vec![0usize; values.len()];
-    for (variant, label) in labels {
-        let first = columns.first().and_then(|c| worst(c, variant));
+    for row in labels {
+        let label = &row.label;
+        let first = columns.first().and_then(|c| worst(c, row));
         let seed = match first.as_ref().map(|r| (r.published, r.published_range)) {
             Some((Some(p), _)) => fmt_ms(p),
             Some((None, Some([lo, hi]))) => format!("{lo}-{hi}"),
@@ -470,7 +489,7 @@ pub fn render_sweep(
         };
         let _ = write!(out, "{label:<w$}{seed:>14}");
         for (i, col) in columns.iter().enumerate() {
-            let cell = match worst(col, variant) {
+            let cell = match worst(col, row) {
                 Some(r) => {
                     let ok = r.within_bar() == Some(true);
                     met[i] += usize::from(ok);
@@ -588,7 +607,13 @@ mod tests {
 
     #[test]
     fn a_sweep_counts_only_the_rows_the_bar_can_judge() {
-        let labels = vec![("a".to_string(), "A".to_string()), ("b".to_string(), "B".to_string())];
+        let labels: Vec<SweepRow> = [("a", "A"), ("b", "B")]
+            .map(|(variant, label)| SweepRow {
+                variant: variant.into(),
+                stream: None,
+                label: label.into(),
+            })
+            .into();
         let col = |a: CompareRow, b: CompareRow| {
             vec![
                 CompareRow {
@@ -623,6 +648,38 @@ mod tests {
         );
         assert!(
             !t.contains("within the bar") && t.contains("no published figures"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_sweep_keeps_apart_the_streams_of_one_kernel_in_their_unit() {
+        let posix = |stream: &str, model: f64, p: f64| CompareRow {
+            variant: "2.6.35".into(),
+            stream: Some(stream.into()),
+            unit: "us".into(),
+            ..row(model, Some(p), None)
+        };
+        let labels: Vec<SweepRow> = [("posix_timer_thread", "THREAD"), ("posix_timer_signal", "SIGNAL")]
+            .map(|(stream, label)| SweepRow {
+                variant: "2.6.35".into(),
+                stream: Some(stream.into()),
+                label: label.into(),
+            })
+            .into();
+        let col = vec![
+            posix("posix_timer_thread", 46001.3, 50107.8),
+            posix("posix_timer_signal", 4000.4, 8608.3),
+        ];
+        let t = render_sweep("t", "hz", &["250"], &[col], &labels);
+        assert!(t.contains("Worst case (us) by hz"), "{t}");
+        let line = |l: &str| t.lines().find(|x| x.starts_with(l)).unwrap().to_string();
+        assert!(
+            line("THREAD").contains("50107.8") && line("THREAD").contains("46001.3*"),
+            "{t}"
+        );
+        assert!(
+            line("SIGNAL").contains("8608.3") && line("SIGNAL").contains("4000.4 "),
             "{t}"
         );
     }

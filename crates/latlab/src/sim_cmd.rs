@@ -43,8 +43,9 @@ pub struct Opts {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Run the experiment once per value of a setting, the same for every kernel, and print
-    /// each kernel's worst case per value: `seed`, `rtc_hz`, `hogs` (the CPU-bound tasks of
-    /// the `cpu-hogs` workload), a preload field (`preload.unused_dentries=50000,100000`), a
+    /// each kernel's worst case per value: `seed`, `rtc_hz`, `hz`, `timer_period_us`, a
+    /// workload size (`hogs`, `video.fps`, `video.decode_us`, `video.x_us`, `make.jobs`,
+    /// `make.cc_ms_min`, `make.cc_ms_max`), a preload field (`preload.unused_dentries=50000,100000`), a
     /// machine profile field (`machine.cpu_mhz=500,1000`, `machine.disk.seq_mb_s=20,40`) or a
     /// code-path catalog cost (`catalog.unfile.misses=3,6,9`, `catalog.sync_one.instr=...`).
     #[arg(long, value_name = "KEY=V1,V2,...")]
@@ -135,10 +136,14 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&doc)?);
         return Ok(());
     }
-    let labels: Vec<(String, String)> = exp
+    let labels: Vec<seed_table::SweepRow> = exp
         .runs
         .iter()
-        .map(|r| (r.config.variant.name.clone(), r.label.clone()))
+        .map(|r| seed_table::SweepRow {
+            variant: r.config.variant.name.clone(),
+            stream: r.config.posix_timer.as_ref().map(|p| p.notify.stream().to_string()),
+            label: r.label.clone(),
+        })
         .collect();
     print!(
         "{}",

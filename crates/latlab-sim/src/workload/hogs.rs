@@ -11,7 +11,7 @@
 //! once released all N are on the runqueue together whatever the scheduler's fork policy
 //! (2.6's child-runs-first would otherwise run each hog's first slice before the next fork).
 
-use super::script::{CommandSpec, Ops};
+use super::script::Ops;
 use super::{Action, ProgCx, Program, TaskSpec};
 use latlab_core::Nanos;
 
@@ -32,33 +32,6 @@ pub(crate) fn spawn_all(o: &mut Ops, tasks: u32, start: Nanos) {
         o.spawn(move |_| TaskSpec::user("hog", Box::new(Hog { release, step: 0 })));
     }
     o.push(|_| Some(Action::WaitChildren));
-}
-
-/// Set the number of hogs of every `CpuHogs` command in `commands` (nested ones too). An
-/// error says why not: `tasks` out of 1..=[`MAX_TASKS`], or no such command.
-pub fn set_tasks(commands: &mut [CommandSpec], tasks: u32) -> Result<(), String> {
-    if !(1..=MAX_TASKS).contains(&tasks) {
-        return Err(format!("must be 1..={MAX_TASKS} CPU-bound tasks, got {tasks}"));
-    }
-    fn walk(cmds: &mut [CommandSpec], n: u32) -> bool {
-        let mut found = false;
-        for c in cmds {
-            match c {
-                CommandSpec::CpuHogs { tasks } => {
-                    *tasks = n;
-                    found = true;
-                }
-                CommandSpec::Parallel(v) => found |= walk(v, n),
-                _ => {}
-            }
-        }
-        found
-    }
-    if walk(commands, tasks) {
-        Ok(())
-    } else {
-        Err("the workload runs no CPU-bound tasks (only `cpu-hogs` does)".into())
-    }
 }
 
 /// One hog: nanosleep() until the release, then `for (;;);`.

@@ -10,6 +10,7 @@ pub mod kthreads;
 pub mod posix_test;
 pub mod realfeel;
 pub mod script;
+pub mod sizes;
 pub mod stress;
 pub mod video;
 

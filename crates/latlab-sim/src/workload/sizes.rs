@@ -1,0 +1,200 @@
+//! The sizes of a workload that a seed leaves open and an experiment may change (`--vary
+//! KEY=...`, an experiment file's `hogs`): each names one field of a command kind
+//! ([`CommandSpec`]), its unit and the range the model accepts. Setting one changes every
+//! command of that kind in the script, those inside `a & b` groups too.
+
+use super::hogs::MAX_TASKS;
+use super::script::CommandSpec;
+
+/// One settable size.
+pub struct Size {
+    /// `--vary` key.
+    pub key: &'static str,
+    /// What it sizes, with its unit.
+    pub what: &'static str,
+    pub min: u64,
+    pub max: u64,
+}
+
+/// Every settable size. The ranges keep a run's work finite and its arithmetic in range; they
+/// are not claims about real machines.
+pub const SIZES: &[Size] = &[
+    Size {
+        key: "hogs",
+        what: "CPU-bound tasks of `cpu-hogs`",
+        min: 1,
+        max: MAX_TASKS as u64,
+    },
+    Size {
+        key: "video.fps",
+        what: "frames a second of the video",
+        min: 1,
+        max: 240,
+    },
+    Size {
+        key: "video.decode_us",
+        what: "plugin's decode time per frame, us",
+        min: 0,
+        max: 1_000_000,
+    },
+    Size {
+        key: "video.x_us",
+        what: "X server's drawing time per frame, us",
+        min: 0,
+        max: 1_000_000,
+    },
+    Size {
+        key: "make.jobs",
+        what: "parallel jobs of the kernel build (make -jN)",
+        min: 1,
+        max: 256,
+    },
+    Size {
+        key: "make.cc_ms_min",
+        what: "shortest compile of one object, ms",
+        min: 1,
+        max: 60_000,
+    },
+    Size {
+        key: "make.cc_ms_max",
+        what: "longest compile of one object, ms",
+        min: 1,
+        max: 60_000,
+    },
+];
+
+/// Set size `key` to `value` in every command it names. An error says why not: an unknown
+/// key (with the valid ones), a value out of range, a compile-time range turned upside
+/// down, or a workload without such a command.
+pub fn set(commands: &mut [CommandSpec], key: &str, value: u64) -> Result<(), String> {
+    let Some(size) = SIZES.iter().find(|s| s.key == key) else {
+        let keys: Vec<&str> = SIZES.iter().map(|s| s.key).collect();
+        return Err(format!("no workload size `{key}`; valid: {}", keys.join(", ")));
+    };
+    if !(size.min..=size.max).contains(&value) {
+        return Err(format!(
+            "must be {}..={} ({}), got {value}",
+            size.min, size.max, size.what
+        ));
+    }
+    let mut found = false;
+    let mut err = None;
+    each_mut(commands, &mut |c| {
+        let hit = match (key, c) {
+            ("hogs", CommandSpec::CpuHogs { tasks }) => {
+                *tasks = value as u32;
+                true
+            }
+            ("video.fps", CommandSpec::Video { fps, .. }) => {
+                *fps = value as u32;
+                true
+            }
+            ("video.decode_us", CommandSpec::Video { decode_us, .. }) => {
+                *decode_us = value;
+                true
+            }
+            ("video.x_us", CommandSpec::Video { x_us, .. }) => {
+                *x_us = value;
+                true
+            }
+            ("make.jobs", CommandSpec::MakeKernel { jobs, .. }) => {
+                *jobs = value as u32;
+                true
+            }
+            ("make.cc_ms_min" | "make.cc_ms_max", CommandSpec::MakeKernel { cc_ms, .. }) => {
+                if key == "make.cc_ms_min" {
+                    cc_ms.0 = value;
+                } else {
+                    cc_ms.1 = value;
+                }
+                if cc_ms.0 > cc_ms.1 {
+                    err = Some(format!(
+                        "the shortest compile ({} ms) would exceed the longest ({} ms)",
+                        cc_ms.0, cc_ms.1
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
+        found |= hit;
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    if !found {
+        let kind = key.split('.').next().unwrap_or(key);
+        return Err(format!("the workload has no `{kind}` command to size ({})", size.what));
+    }
+    Ok(())
+}
+
+/// Call `f` on every command of `commands`, descending into `Parallel` groups.
+fn each_mut(commands: &mut [CommandSpec], f: &mut impl FnMut(&mut CommandSpec)) {
+    for c in commands {
+        match c {
+            CommandSpec::Parallel(v) => each_mut(v, f),
+            c => f(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script() -> Vec<CommandSpec> {
+        vec![CommandSpec::Parallel(vec![
+            CommandSpec::Video {
+                fps: 30,
+                decode_us: 20_000,
+                x_us: 5_000,
+            },
+            CommandSpec::MakeKernel {
+                jobs: 10,
+                objects: 10,
+                headers: 4,
+                cc_ms: (250, 750),
+                tree_files: 10,
+            },
+        ])]
+    }
+
+    #[test]
+    fn a_size_reaches_nested_commands_and_only_its_kind() {
+        let mut s = script();
+        set(&mut s, "video.decode_us", 9_000).unwrap();
+        set(&mut s, "make.jobs", 4).unwrap();
+        set(&mut s, "make.cc_ms_max", 900).unwrap();
+        let CommandSpec::Parallel(v) = &s[0] else { panic!() };
+        assert_eq!(
+            v[0],
+            CommandSpec::Video {
+                fps: 30,
+                decode_us: 9_000,
+                x_us: 5_000
+            }
+        );
+        assert!(matches!(
+            v[1],
+            CommandSpec::MakeKernel {
+                jobs: 4,
+                cc_ms: (250, 900),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_sizes_say_why() {
+        let mut s = script();
+        let e = set(&mut s, "video.colour", 1).unwrap_err();
+        assert!(e.contains("video.colour") && e.contains("video.fps"), "{e}");
+        let e = set(&mut s, "video.fps", 0).unwrap_err();
+        assert!(e.contains("1..=240"), "{e}");
+        let e = set(&mut s, "make.cc_ms_min", 800).unwrap_err();
+        assert!(e.contains("800 ms") && e.contains("750 ms"), "{e}");
+        let e = set(&mut s, "hogs", 3).unwrap_err();
+        assert!(e.contains("no `hogs` command"), "{e}");
+    }
+}
