@@ -495,10 +495,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
         }
         if let Some(ms) = r.published_max_ms {
             if !(ms.is_finite() && ms > 0.0) {
-                return Err(field(
-                    "published_max_ms",
-                    format!("must be a latency > 0 ms, got {ms}"),
-                ));
+                return Err(field("published_max_ms", format!("must be a latency > 0 ms, got {ms}")));
             }
         }
         if let Some(ms) = r.published_avg_ms {
@@ -527,8 +524,8 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 ),
             ));
         }
-        let (min_ns, max_ns) = run_length(r.published_samples, f.rtc_hz, r.max_seconds)
-            .map_err(|why| field("published_samples", why))?;
+        let (min_ns, max_ns) =
+            run_length(r.published_samples, f.rtc_hz, r.max_seconds).map_err(|why| field("published_samples", why))?;
         let posix_timer = match r.notify.as_deref() {
             None => None,
             Some(n) => {
@@ -1226,8 +1223,16 @@ published_max_ms = 84.0
             ("published_max_ms = -3.0", "published_max_ms", "got -3"),
             ("published_max_ms = inf", "published_max_ms", "got inf"),
             ("published_avg_ms = -1.0", "published_avg_ms", ">= 0 ms"),
-            ("published_buckets = [1.0, nan]", "published_buckets", "count >= 0, got NaN"),
-            ("published_listing = [[0.0, 5.0], [inf, 1.0]]", "published_listing", "got [inf, 1]"),
+            (
+                "published_buckets = [1.0, nan]",
+                "published_buckets",
+                "count >= 0, got NaN",
+            ),
+            (
+                "published_listing = [[0.0, 5.0], [inf, 1.0]]",
+                "published_listing",
+                "got [inf, 1]",
+            ),
             ("published_listing = [[1e300, 1.0]]", "published_listing", "an hour"),
             ("published_listing = [[0.5, -1.0]]", "published_listing", "count >= 0"),
         ] {
@@ -1238,7 +1243,10 @@ published_max_ms = 84.0
                 "{fields}: {e}"
             );
         }
-        let text = GOOD.replace("published_max_ms = 84.0", "published_listing = [[0.0, 5.0], [3600000.0, 1.0]]");
+        let text = GOOD.replace(
+            "published_max_ms = 84.0",
+            "published_listing = [[0.0, 5.0], [3600000.0, 1.0]]",
+        );
         assert!(parse("x.toml", &text, &no_files).is_ok());
     }
 

@@ -4,6 +4,8 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+#[macro_use]
+mod out;
 mod probe_cmd;
 mod report_cmd;
 mod sim_cmd;
@@ -42,11 +44,20 @@ fn main() -> ExitCode {
         Cmd::SwapBench(a) => swap_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
     };
-    match r {
+    match r.and_then(|code| Ok(out::flush().map(|()| code)?)) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("latlab: error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) => match e.chain().find_map(|c| c.downcast_ref::<out::StdoutError>()) {
+            // The reader is gone (`latlab reproduce | head`): end quietly, with the status a
+            // shell gives a tool that SIGPIPE ended (128 + 13).
+            Some(w) if w.reader_gone() => ExitCode::from(141),
+            Some(w) => {
+                eprintln!("latlab: error: {w}");
+                ExitCode::from(2)
+            }
+            None => {
+                eprintln!("latlab: error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

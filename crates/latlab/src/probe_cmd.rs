@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Most `--hist-buckets`: a second of 1 us buckets, 8 MB per stream.
+const MAX_HIST_BUCKETS: u32 = 1_000_000;
+
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
     #[command(subcommand)]
@@ -114,9 +117,9 @@ pub struct OutputOpts {
     /// Write a cyclictest `-h` style histogram (one column per stream).
     #[arg(long)]
     pub histfile: Option<PathBuf>,
-    /// Buckets (us) in --histfile.
-    #[arg(long, default_value_t = 1000)]
-    pub hist_buckets: usize,
+    /// Buckets (us) in --histfile, 1..=1000000 (a second of 1 us buckets).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=MAX_HIST_BUCKETS as i64))]
+    pub hist_buckets: u32,
     /// Exit with code 1 when the maximum latency exceeds this (`100`, `1ms`; bare = us).
     #[arg(long, value_parser = p_us)]
     pub fail_above: Option<u64>,
@@ -432,18 +435,18 @@ fn finish(m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
     if m.interrupted {
         eprintln!("latlab probe: interrupted; the figures below cover the partial run");
     }
-    let mut stdout = std::io::stdout();
-    output::print_summary(r, &mut stdout)?;
-    print!("{}", m.extra);
-    if let Some(t) = o.trace_above_ns() {
-        print!("{}", spikes(r, t));
-    }
+    // The files first: a closed standard output still leaves them written.
     if let Some(p) = &o.json {
         output::write_json(r, p).with_context(|| format!("--json {}", p.display()))?;
     }
     if let Some(p) = &o.histfile {
-        let text = latlab_report::cyclictest::render_streams(&r.streams, o.hist_buckets);
+        let text = latlab_report::cyclictest::render_streams(&r.streams, o.hist_buckets as usize);
         std::fs::write(p, text).with_context(|| format!("--histfile {}", p.display()))?;
+    }
+    output::print_summary(r, &mut std::io::stdout().lock()).map_err(crate::out::StdoutError)?;
+    out!("{}", m.extra)?;
+    if let Some(t) = o.trace_above_ns() {
+        out!("{}", spikes(r, t))?;
     }
     if m.interrupted {
         return Ok(ExitCode::from(128 + signals::stopped_by().unwrap_or(2) as u8));

@@ -119,7 +119,7 @@ fn check_stream(name: Option<&str>, runs: &[RunResult], paths: &[PathBuf]) -> an
 fn emit(text: &str, out: Option<&Path>) -> anyhow::Result<ExitCode> {
     match out {
         Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?,
-        None => print!("{text}"),
+        None => out!("{text}")?,
     }
     Ok(ExitCode::SUCCESS)
 }
