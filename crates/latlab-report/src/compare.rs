@@ -119,13 +119,7 @@ pub fn fmt_latency(ns: Nanos) -> String {
 fn render_table(rows: &[Vec<String>]) -> String {
     let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
     let width: Vec<usize> = (0..ncol)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|c| crate::column_width(rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()), 0))
         .collect();
     let mut out = String::new();
     for r in rows {
