@@ -254,9 +254,12 @@ pub fn compare(labels: &[&str], runs: &[&RunResult]) -> Comparison {
 pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
     let c = compare(labels, runs);
     let mut out = String::new();
-    for (i, l) in labels.iter().enumerate() {
+    for (i, (l, r)) in labels.iter().zip(runs).enumerate() {
         let first = if i == 0 { "  (first: ratios are to it)" } else { "" };
         let _ = writeln!(out, "run {}: {l}{first}", i + 1);
+        for f in &r.loads {
+            let _ = writeln!(out, "  load {}: {}", f.name, crate::summary::load_fate(f));
+        }
     }
     if let Some(n) = &c.note {
         let _ = writeln!(out, "note: {n}");

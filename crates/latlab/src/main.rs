@@ -34,8 +34,10 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    // A `--load` child re-executes this binary; it runs its load here and never returns.
+    // A `--load` child and the probe's guardian re-execute this binary; each runs here and
+    // never returns.
     latlab_probe::load::child_main_if_requested();
+    latlab_probe::guard::main_if_requested();
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Run(a) => sim_cmd::run(a),

@@ -71,6 +71,7 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
         "p99.9",
         "max (us)"
     )?;
+    let mut load_died = false;
     for cond in conditions {
         let label = cond.as_ref().map(LoadSpec::name).unwrap_or_else(|| "idle".into());
         let loads = start_loads(&LoadOpts {
@@ -78,6 +79,7 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
             scratch: a.scratch.clone(),
             zram: false,
             load_cpus: None,
+            allow_load_failure: false,
         })?;
         let (mut ct, mut ll) = (Vec::new(), Vec::new());
         for _ in 0..a.rounds {
@@ -114,7 +116,20 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
             for (k, v) in r.counters {
                 outln!("{:<10} load {k} = {v}", label)?;
             }
+            for f in &r.fates {
+                outln!(
+                    "{:<10} load {}: {}",
+                    label,
+                    f.name,
+                    latlab_report::summary::load_fate(f)
+                )?;
+            }
+            load_died |= r.fates.iter().any(|f| f.died.is_some());
         }
+    }
+    if load_died {
+        eprintln!("latlab: a load died before its condition's runs ended: its figures were not all taken under it");
+        return Ok(ExitCode::from(3));
     }
     if signals::stop_requested() {
         eprintln!("latlab: interrupted");
