@@ -6,12 +6,12 @@
 //!   its own process group, SIGINT/SIGHUP/SIGTERM ignored) reading a pipe whose only writer is
 //!   the probe (close-on-exec, so no load inherits it).
 //! - What needs undoing is [`Held`] while it exists: a load's process group, a scratch
-//!   directory, an ftrace instance. Creating a [`Held`] tells the guardian, dropping it (after
+//!   directory, an ftrace instance, a zram swap device. Creating a [`Held`] tells the guardian, dropping it (after
 //!   the probe undid the thing itself) tells it that it is gone.
 //! - When the pipe ends (the probe exited, whatever killed it) the guardian undoes what is
 //!   still held: SIGKILL to each process group (a load and everything it started: make, the
-//!   compilers), the ftrace instance's tracing off and the instance removed, the scratch
-//!   directories removed; it says so on stderr, then exits.
+//!   compilers), the ftrace instance's tracing off and the instance removed, the zram device
+//!   swapped off and reset, the scratch directories removed; it says so on stderr, then exits.
 //!
 //! Backstop for a guardian that could not run (or was killed too): [`sweep`], at the probe's
 //! start, removes the scratch directories, write files and ftrace instances named after a
@@ -39,6 +39,8 @@ enum Resource {
     Path(Vec<u8>),
     /// A private ftrace instance's directory (path bytes): tracing stopped, removed.
     Ftrace(Vec<u8>),
+    /// A zram swap device (`/dev/zram0`) made for `swap:SIZE --zram`: swapped off, reset.
+    Zram(String),
 }
 
 /// One line of the pipe.
@@ -101,6 +103,10 @@ impl Held {
     /// A private ftrace instance.
     pub fn ftrace(dir: &Path) -> Held {
         Held::new(Resource::Ftrace(dir.as_os_str().as_bytes().to_vec()))
+    }
+    /// A zram swap device.
+    pub fn zram(dev: &str) -> Held {
+        Held::new(Resource::Zram(dev.to_string()))
     }
 }
 
@@ -178,6 +184,10 @@ fn undo(held: &std::collections::BTreeSet<Resource>) -> Vec<String> {
                     Err(e) => format!("removing {}: {e}", p.display()),
                 });
             }
+            Resource::Zram(dev) => done.push(match crate::load::zram::teardown(dev) {
+                Ok(()) => format!("tore down zram swap device {dev}"),
+                Err(e) => format!("tearing down zram swap device {dev}: {e}"),
+            }),
             Resource::Group(_) => {}
         }
     }
