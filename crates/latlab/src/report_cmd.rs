@@ -94,10 +94,15 @@ enum TraceFormat {
     Chrome,
 }
 
+/// Longest result file the reports read: 256 MiB (a probe's with `--explain` is a few hundred
+/// KiB).
+const MAX_RESULT_BYTES: u64 = 256 << 20;
+
 /// Read and parse one result; errors name the file. A result whose load died says so on
 /// stderr, whatever the report (a CSV has no place for it).
 fn load(path: &Path) -> anyhow::Result<RunResult> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        crate::read::bounded(path, MAX_RESULT_BYTES).with_context(|| format!("cannot read {}", path.display()))?;
     let r = input::parse_result(&text).with_context(|| path.display().to_string())?;
     for (name, d) in r.dead_loads() {
         eprintln!(

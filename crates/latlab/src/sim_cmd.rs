@@ -55,20 +55,8 @@ pub struct Opts {
 /// few KiB). A longer one, or an endless one (`/dev/zero`), is refused.
 const MAX_FILE_BYTES: u64 = 1 << 20;
 
-/// The text of `path`, at most [`MAX_FILE_BYTES`] of UTF-8.
 fn read_bounded(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("longer than {MAX_FILE_BYTES} bytes (1 MiB), the most latlab reads of such a file"),
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    crate::read::bounded(path, MAX_FILE_BYTES)
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
