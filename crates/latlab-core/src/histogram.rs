@@ -125,6 +125,18 @@ impl LatencyHistogram {
             .sum()
     }
 
+    /// Samples per bin of `width` ns (bin `i` holds `i * width <= v < (i + 1) * width`), each
+    /// sample placed as [`Self::count_between`] places it; non-empty bins only, ascending. Its
+    /// cost follows the recorded buckets, not the range they span.
+    pub fn bins(&self, width: Nanos) -> std::collections::BTreeMap<u64, u64> {
+        let mut out = std::collections::BTreeMap::new();
+        for v in self.hist.iter_recorded() {
+            let x = self.hist.lowest_equivalent(v.value_iterated_to());
+            *out.entry(x / width.max(1)).or_insert(0) += v.count_at_value();
+        }
+        out
+    }
+
     /// Non-empty recorded values as (value_ns, count), ascending.
     pub fn iter_recorded(&self) -> impl Iterator<Item = (Nanos, u64)> + '_ {
         self.hist
@@ -174,6 +186,22 @@ impl Serialize for LatencyHistogram {
 impl<'de> Deserialize<'de> for LatencyHistogram {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let r = HistRepr::deserialize(d)?;
+        // A histogram no recording could have made would break every report's arithmetic
+        // (percentiles clamp into [min, max]).
+        if r.count > 0 && r.min_ns > r.max_ns {
+            return Err(serde::de::Error::custom(format!(
+                "histogram with min_ns {} above max_ns {}",
+                r.min_ns, r.max_ns
+            )));
+        }
+        let held = r.buckets.iter().try_fold(0u64, |a, (_, n)| a.checked_add(*n));
+        if held != Some(r.count) {
+            return Err(serde::de::Error::custom(format!(
+                "histogram whose buckets hold {} samples but whose count is {}",
+                held.map_or("more than 2^64".into(), |n| n.to_string()),
+                r.count
+            )));
+        }
         let mut h = LatencyHistogram::new();
         for (v, n) in r.buckets {
             h.hist.saturating_record_n(v.clamp(1, HIGHEST_NS), n);
@@ -224,6 +252,35 @@ mod tests {
         let j = serde_json::to_string(&h).unwrap();
         let back: LatencyHistogram = serde_json::from_str(&j).unwrap();
         assert_eq!(back.summary(), h.summary());
+    }
+
+    #[test]
+    fn a_histogram_no_recording_could_make_is_refused() {
+        let read = |j: &str| serde_json::from_str::<LatencyHistogram>(j).map_err(|e| e.to_string());
+        let e = read(r#"{"count":1,"min_ns":9,"max_ns":3,"sum_ns":9,"buckets":[[9,1]]}"#).unwrap_err();
+        assert!(e.contains("min_ns 9 above max_ns 3"), "{e}");
+        let e = read(r#"{"count":5,"min_ns":3,"max_ns":9,"sum_ns":9,"buckets":[[9,1]]}"#).unwrap_err();
+        assert!(e.contains("buckets hold 1 samples but whose count is 5"), "{e}");
+        let e = read(r#"{"count":5,"min_ns":3,"max_ns":9,"sum_ns":9,"buckets":[[9,18446744073709551615],[3,2]]}"#)
+            .unwrap_err();
+        assert!(e.contains("more than 2^64"), "{e}");
+        // An empty one says nothing of min and max.
+        let h = read(r#"{"count":0,"min_ns":9,"max_ns":0,"sum_ns":0,"buckets":[]}"#).unwrap();
+        assert_eq!((h.min(), h.quantile(0.5)), (0, 0));
+    }
+
+    #[test]
+    fn bins_place_samples_as_count_between_does() {
+        let mut h = LatencyHistogram::new();
+        h.record_n(50_000, 3);
+        h.record(150_000);
+        h.record(3_600_000_000_000);
+        let b = h.bins(100_000);
+        assert_eq!(b.len(), 3);
+        for (&i, &n) in &b {
+            assert_eq!(h.count_between(i * 100_000, (i + 1) * 100_000), n, "bin {i}");
+        }
+        assert_eq!(b.values().sum::<u64>(), 5);
     }
 
     #[test]

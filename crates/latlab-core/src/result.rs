@@ -111,6 +111,29 @@ pub struct RunResult {
     pub throughput: BTreeMap<String, f64>,
     /// The worst latency as a `/proc/latency_trace`-style trace, where the engine has one.
     pub trace: Option<LatencyTrace>,
+    /// What became of each load the probe ran beside its measurement (none for the model, and
+    /// in results written before loads were recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<LoadFate>,
+}
+
+/// One load the probe ran (`--load dd:1G`) and whether it lasted the whole measurement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadFate {
+    /// The load as `--load` names it (`dd:1G`; `tar#2` for a second `tar`).
+    pub name: String,
+    /// How it ended before the probe stopped it; `None`: it ran to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub died: Option<LoadDeath>,
+}
+
+/// How and when a load ended early.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadDeath {
+    /// `exited with status 1 (stderr: dd: No space left on device)`, `killed by signal 9`.
+    pub how: String,
+    /// When, in ns after the load started.
+    pub after_ns: Nanos,
 }
 
 impl RunResult {
@@ -121,7 +144,16 @@ impl RunResult {
             counters: BTreeMap::new(),
             throughput: BTreeMap::new(),
             trace: None,
+            loads: Vec::new(),
         }
+    }
+
+    /// The loads that ended before the probe stopped them: the measurement did not run under
+    /// the load the result names for all of its length.
+    pub fn dead_loads(&self) -> impl Iterator<Item = (&str, &LoadDeath)> {
+        self.loads
+            .iter()
+            .filter_map(|l| l.died.as_ref().map(|d| (l.name.as_str(), d)))
     }
 
     pub fn stream(&self, name: &str) -> Option<&Stream> {
@@ -162,6 +194,44 @@ mod tests {
             "SCHED_FIFO 95 on 1 of 2 threads, SCHED_OTHER on the rest".into(),
         );
         assert_eq!(m.measured_fifo_priority(), None);
+    }
+
+    #[test]
+    fn load_fates_round_trip_and_old_results_read_without_them() {
+        let mut r = RunResult::new(RunMeta {
+            engine: Engine::Probe,
+            machine: "m".into(),
+            kernel: "k".into(),
+            workload: "timer under dd:1G + tar".into(),
+            seed: 0,
+            duration_ns: 1,
+            version: "0".into(),
+            settings: BTreeMap::new(),
+        });
+        let old = serde_json::to_value(&r).unwrap();
+        assert!(
+            old.get("loads").is_none(),
+            "no loads, no key: the model's JSON is unchanged"
+        );
+        let back: RunResult = serde_json::from_value(old).unwrap();
+        assert!(back.loads.is_empty());
+        r.loads = vec![
+            LoadFate {
+                name: "dd:1G".into(),
+                died: Some(LoadDeath {
+                    how: "exited with status 1".into(),
+                    after_ns: 3_200_000_000,
+                }),
+            },
+            LoadFate {
+                name: "tar".into(),
+                died: None,
+            },
+        ];
+        let back: RunResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.loads, r.loads);
+        let dead: Vec<&str> = back.dead_loads().map(|(n, _)| n).collect();
+        assert_eq!(dead, ["dd:1G"]);
     }
 
     #[test]

@@ -179,14 +179,37 @@ pub struct Run {
     pub max_seconds: Option<u64>,
 }
 
+/// The longest run an experiment may imply without a `max_seconds` of its own: two simulated
+/// hours (the seeds' runs last 10 to 41 minutes). A `published_samples` that asks for more at
+/// the file's `rtc_hz` is refused unless the run gives `max_seconds`.
+pub const MAX_RUN_SECONDS: u64 = 7200;
+
 /// How long a run lasts: at least as long as the seed's run took to collect its `samples` at
 /// `rtc_hz` (the model idles after the workload), and at most `max_seconds` or, without one,
-/// twice that (or twice 600 s).
-fn run_length(samples: Option<f64>, rtc_hz: u32, max_seconds: Option<u64>) -> (u64, u64) {
-    let min_ns = samples.map_or(0, |s| (s / rtc_hz as f64 * 1e9) as u64);
-    let max_ns = max_seconds.map_or(min_ns.max(600_000_000_000) * 2, |s| s.saturating_mul(1_000_000_000));
-    (min_ns, max_ns)
+/// twice that (or twice 600 s). Without `max_seconds`, a seed's run longer than
+/// [`MAX_RUN_SECONDS`] is an error (the reason).
+fn run_length(samples: Option<f64>, rtc_hz: u32, max_seconds: Option<u64>) -> Result<(u64, u64), String> {
+    let seed_s = samples.map_or(0.0, |s| s / rtc_hz as f64);
+    if let Some(max) = max_seconds {
+        let max_ns = max.saturating_mul(1_000_000_000);
+        // `as` saturates: a seed's run beyond u64 nanoseconds is cut at max_seconds anyway.
+        return Ok((((seed_s * 1e9) as u64).min(max_ns), max_ns));
+    }
+    if seed_s > MAX_RUN_SECONDS as f64 {
+        return Err(format!(
+            "{} samples at rtc_hz = {rtc_hz} is a run of {seed_s:.0} simulated seconds, more than the \
+             {MAX_RUN_SECONDS} s a run may last without `max_seconds`; give the run a `max_seconds` \
+             to run that long (or to stop it sooner)",
+            samples.unwrap_or(0.0)
+        ));
+    }
+    let min_ns = (seed_s * 1e9) as u64;
+    Ok((min_ns, min_ns.max(600_000_000_000) * 2))
 }
+
+/// Highest latency a `published_listing` row may name, ms: an hour, the most a result's
+/// histogram resolves.
+const MAX_LISTING_MS: f64 = 3_600_000.0;
 
 /// A parsed, validated experiment.
 #[derive(Clone, Debug)]
@@ -470,7 +493,39 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 ));
             }
         }
-        let (min_ns, max_ns) = run_length(r.published_samples, f.rtc_hz, r.max_seconds);
+        if let Some(ms) = r.published_max_ms {
+            if !(ms.is_finite() && ms > 0.0) {
+                return Err(field("published_max_ms", format!("must be a latency > 0 ms, got {ms}")));
+            }
+        }
+        if let Some(ms) = r.published_avg_ms {
+            if !(ms.is_finite() && ms >= 0.0) {
+                return Err(field(
+                    "published_avg_ms",
+                    format!("must be a latency >= 0 ms, got {ms}"),
+                ));
+            }
+        }
+        if let Some(c) = r.published_buckets.iter().find(|c| !(c.is_finite() && **c >= 0.0)) {
+            return Err(field(
+                "published_buckets",
+                format!("every bucket must be a count >= 0, got {c}"),
+            ));
+        }
+        if let Some([at, n]) = r
+            .published_listing
+            .iter()
+            .find(|[at, n]| !(at.is_finite() && (0.0..=MAX_LISTING_MS).contains(at) && n.is_finite() && *n >= 0.0))
+        {
+            return Err(field(
+                "published_listing",
+                format!(
+                    "every row must be [ms, count] with 0 <= ms <= {MAX_LISTING_MS} (an hour) and count >= 0, got [{at}, {n}]"
+                ),
+            ));
+        }
+        let (min_ns, max_ns) =
+            run_length(r.published_samples, f.rtc_hz, r.max_seconds).map_err(|why| field("published_samples", why))?;
         let posix_timer = match r.notify.as_deref() {
             None => None,
             Some(n) => {
@@ -613,11 +668,9 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
         let c = &mut run.config;
         match &setting {
             Setting::Seed(seed) => c.seed = *seed,
-            Setting::RtcHz(hz) => {
-                // The run lasts as long as the seed's did, whatever the rate.
-                c.rtc_hz = *hz;
-                (c.min_duration_ns, c.max_duration_ns) = run_length(run.published.samples, *hz, run.max_seconds);
-            }
+            // The run lasts as long as the seed's did (its samples at the file's own rate),
+            // whatever rate realfeel now samples at.
+            Setting::RtcHz(hz) => c.rtc_hz = *hz,
             Setting::Size(key, n) => {
                 sizes::set(&mut c.workload.commands, key, *n).map_err(bad)?;
             }
@@ -1131,10 +1184,14 @@ published_max_ms = 84.0
         assert_eq!(v.runs[0].config.variant, e.runs[0].config.variant);
         let s = vary(&e, "cli", "seed", "9").unwrap();
         assert!(s.runs.iter().all(|r| r.config.seed == 9));
-        // The run lasts as long as the seed's whatever the rate: 2048 samples at 1024 Hz, 2 s.
-        let hz = vary(&e, "cli", "rtc_hz", "1024").unwrap();
-        assert_eq!(hz.runs[0].config.rtc_hz, 1024);
-        assert_eq!(hz.runs[0].config.min_duration_ns, 2_000_000_000);
+        // The run lasts as long as the seed's whatever the rate: 2048 samples at the file's
+        // 2048 Hz, 1 s, at 1024 Hz or 2 Hz too.
+        for rate in [1024, 2] {
+            let hz = vary(&e, "cli", "rtc_hz", &rate.to_string()).unwrap();
+            assert_eq!(hz.runs[0].config.rtc_hz, rate);
+            assert_eq!(hz.runs[0].config.min_duration_ns, 1_000_000_000);
+            assert_eq!(hz.runs[0].config.max_duration_ns, e.runs[0].config.max_duration_ns);
+        }
         for (k, val, want) in [
             ("rtc_hz", "1000", "power of two"),
             ("seed", "-1", "whole number"),
@@ -1160,6 +1217,69 @@ published_max_ms = 84.0
                 && err.contains("video.decode_us"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn run_lengths_beyond_the_bound_need_max_seconds() {
+        let with = |fields: &str| {
+            GOOD.replace("table = \"log-histogram\"", "table = \"log-histogram\"\nrtc_hz = 2")
+                .replace("published_max_ms = 84.0", fields)
+        };
+        // 2e10 samples at 2 Hz: 1e10 s, once an overflow; now refused by name with the bound.
+        let e = parse("x.toml", &with("published_samples = 2e10"), &no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.toml:13: field `published_samples`") && e.contains("7200 s") && e.contains("max_seconds"),
+            "{e}"
+        );
+        // At the bound it runs; max_seconds lets a longer seed's run through, cut at it.
+        let ok = parse("x.toml", &with("published_samples = 14400"), &no_files).unwrap();
+        assert_eq!(ok.runs[0].config.min_duration_ns, MAX_RUN_SECONDS * 1_000_000_000);
+        let cut = parse("x.toml", &with("published_samples = 2e10\nmax_seconds = 10"), &no_files).unwrap();
+        let c = &cut.runs[0].config;
+        assert_eq!((c.min_duration_ns, c.max_duration_ns), (10_000_000_000, 10_000_000_000));
+        let huge = parse(
+            "x.toml",
+            &with("published_samples = 9e11\nmax_seconds = 18446744073709551615"),
+            &no_files,
+        );
+        assert!(huge.is_err(), "max_seconds above i64 is not TOML");
+    }
+
+    #[test]
+    fn published_figures_are_checked_like_published_max_range_ms() {
+        for (fields, field, want) in [
+            ("published_max_ms = nan", "published_max_ms", "> 0 ms, got NaN"),
+            ("published_max_ms = 0.0", "published_max_ms", "> 0 ms, got 0"),
+            ("published_max_ms = -3.0", "published_max_ms", "got -3"),
+            ("published_max_ms = inf", "published_max_ms", "got inf"),
+            ("published_avg_ms = -1.0", "published_avg_ms", ">= 0 ms"),
+            (
+                "published_buckets = [1.0, nan]",
+                "published_buckets",
+                "count >= 0, got NaN",
+            ),
+            (
+                "published_listing = [[0.0, 5.0], [inf, 1.0]]",
+                "published_listing",
+                "got [inf, 1]",
+            ),
+            ("published_listing = [[1e300, 1.0]]", "published_listing", "an hour"),
+            ("published_listing = [[0.5, -1.0]]", "published_listing", "count >= 0"),
+        ] {
+            let text = GOOD.replace("published_max_ms = 84.0", fields);
+            let e = parse("x.toml", &text, &no_files).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("x.toml:12: field `{field}`")) && e.contains(want),
+                "{fields}: {e}"
+            );
+        }
+        let text = GOOD.replace(
+            "published_max_ms = 84.0",
+            "published_listing = [[0.0, 5.0], [3600000.0, 1.0]]",
+        );
+        assert!(parse("x.toml", &text, &no_files).is_ok());
     }
 
     /// GOOD with a second run, on another kernel.

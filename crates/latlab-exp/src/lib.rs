@@ -18,7 +18,7 @@ mod file;
 
 pub use file::{
     is_path, machine_fields, no_files, vary, ExpError, Experiment, Files, PreloadRepr, Published, Run, TableKind,
-    VARY_KEYS,
+    MAX_RUN_SECONDS, VARY_KEYS,
 };
 
 /// Parse and resolve an experiment from its text; `origin` names the file in errors. Its

@@ -25,6 +25,7 @@
 //! other tasks switched in ahead of T, idle/scheduler time, and T's own kernel exit path after
 //! its `sched_switch`. The parts add up to the latency.
 
+use crate::guard::Held;
 use latlab_core::attribution::{Attribution, Cause, TaskSlice};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,7 +65,8 @@ static STARTED: AtomicUsize = AtomicUsize::new(0);
 pub struct SchedTrace {
     dir: PathBuf,
     cpus: Vec<usize>,
-    removed: bool,
+    /// Until the instance is removed: the guardian removes it if the probe dies first.
+    held: Option<Held>,
 }
 
 impl SchedTrace {
@@ -92,11 +94,12 @@ impl SchedTrace {
         let mut cpus = cpus.to_vec();
         cpus.sort_unstable();
         cpus.dedup();
-        // From here on, Drop removes the instance if a step fails.
+        // From here on, Drop removes the instance if a step fails (the guardian if the probe
+        // dies).
         let t = SchedTrace {
+            held: Some(Held::ftrace(&dir)),
             dir,
             cpus,
-            removed: false,
         };
         write(&t.dir, "tracing_on", "0")?;
         write(&t.dir, "trace_clock", "mono")?;
@@ -128,33 +131,47 @@ impl SchedTrace {
         Ok(Recorded { cpus })
     }
 
-    /// Stop tracing and rmdir the instance (disabling its events first if it is busy).
+    /// Stop tracing and remove the instance.
     fn remove(&mut self) -> Result<(), String> {
-        if self.removed {
+        if self.held.is_none() {
             return Ok(());
         }
-        let _ = write(&self.dir, "tracing_on", "0");
-        let mut result = std::fs::remove_dir(&self.dir);
-        for _ in 0..20 {
-            match &result {
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    let _ = write(&self.dir, "events/enable", "0");
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                    result = std::fs::remove_dir(&self.dir);
-                }
-                _ => break,
+        remove_instance(&self.dir)?;
+        self.held = None;
+        Ok(())
+    }
+}
+
+/// Stop tracing in the ftrace instance `dir` and rmdir it (disabling its events first if it is
+/// busy); also what the guardian does with an instance a killed probe left
+/// ([`crate::guard`]).
+pub(crate) fn remove_instance(dir: &Path) -> Result<(), String> {
+    let _ = write(dir, "tracing_on", "0");
+    let mut result = std::fs::remove_dir(dir);
+    for _ in 0..20 {
+        match &result {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                let _ = write(dir, "events/enable", "0");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                result = std::fs::remove_dir(dir);
             }
-        }
-        match result {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(format!("cannot remove ftrace instance {}: {e}", self.dir.display()))
-            }
-            _ => {
-                self.removed = true;
-                Ok(())
-            }
+            _ => break,
         }
     }
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove ftrace instance {}: {e}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The mounted tracefs's `instances` directory, if there is one (nothing is mounted).
+pub(crate) fn instances_dir() -> Option<PathBuf> {
+    [TRACEFS, DEBUGFS_TRACING]
+        .iter()
+        .map(|p| Path::new(p).join("instances"))
+        .find(|p| p.is_dir())
 }
 
 impl Drop for SchedTrace {
@@ -178,11 +195,8 @@ fn tracefs_root() -> Result<PathBuf, String> {
             )
         };
     }
-    [TRACEFS, DEBUGFS_TRACING]
-        .iter()
-        .map(Path::new)
-        .find(|p| p.join("instances").is_dir())
-        .map(Path::to_path_buf)
+    instances_dir()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
         .ok_or_else(|| format!("tracefs not available at {TRACEFS} or {DEBUGFS_TRACING} (not root?)"))
 }
 

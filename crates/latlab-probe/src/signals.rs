@@ -1,4 +1,5 @@
-//! SIGINT/SIGTERM stop the run: the handler only sets a flag; every measuring loop checks it,
+//! SIGINT, SIGTERM and SIGHUP (a dropped SSH session) stop the run: the handler only sets a
+//! flag; every measuring loop checks it,
 //! then the partial result is written and guards (scratch files, cpu_dma_latency, loads) drop.
 //! The handler is installed without SA_RESTART, so a sleeping thread that takes the signal
 //! wakes at once; the others see the flag at their next wakeup.
@@ -13,17 +14,17 @@ extern "C" fn on_signal(sig: libc::c_int) {
     SIGNO.store(sig, Ordering::SeqCst);
 }
 
-/// Install the SIGINT/SIGTERM handler (idempotent).
+/// Install the SIGINT/SIGTERM/SIGHUP handler (idempotent).
 pub fn install() {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
     let act = SigAction::new(SigHandler::Handler(on_signal), SaFlags::empty(), SigSet::empty());
-    for s in [Signal::SIGINT, Signal::SIGTERM] {
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: the handler only touches atomics, which is async-signal-safe.
         let _ = unsafe { sigaction(s, &act) };
     }
 }
 
-/// True once SIGINT/SIGTERM arrived (or [`request_stop`] was called).
+/// True once SIGINT/SIGTERM/SIGHUP arrived (or [`request_stop`] was called).
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)
 }

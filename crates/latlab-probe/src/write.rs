@@ -8,8 +8,9 @@
 //! counts (/proc/vmstat) right after each slow record.
 //!
 //! The file lives in a scratch directory, is refused when it would leave less than
-//! [`MIN_FREE_SHARE`] of the file system free, and is removed when the run ends, also on
-//! SIGINT/SIGTERM (the loop checks [`crate::signals`] after every record).
+//! [`MIN_FREE_SHARE`] of the file system free, and is unlinked as soon as it is created, so
+//! nothing is left however the run ends (the loop also checks [`crate::signals`] after every
+//! record, so SIGINT/SIGTERM/SIGHUP end it at once).
 
 use crate::clock::mono_ns;
 use crate::sched_trace::SchedTrace;
@@ -96,16 +97,15 @@ pub fn check_space(dir: &Path, size: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The test file; removed on drop whatever happened.
-struct ScratchFile {
-    path: PathBuf,
-    file: File,
-}
-
-impl Drop for ScratchFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
+/// The test file, created and at once unlinked: it has no name while it is written, and the
+/// kernel frees it when the probe's descriptor closes, however the probe ends (SIGKILL
+/// included). A probe killed between the two calls leaves `latlab-write-PID.dat`, which the
+/// next probe's [`crate::guard::sweep`] removes.
+fn scratch_file(dir: &Path) -> Result<File, String> {
+    let path = dir.join(format!("latlab-write-{}.dat", std::process::id()));
+    let file = File::create(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
+    std::fs::remove_file(&path).map_err(|e| format!("unlink {}: {e}", path.display()))?;
+    Ok(file)
 }
 
 /// Write the file and time every record.
@@ -115,9 +115,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
     }
     check_space(&cfg.dir, cfg.size)?;
     signals::install();
-    let path = cfg.dir.join(format!("latlab-write-{}.dat", std::process::id()));
-    let file = File::create(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
-    let mut f = ScratchFile { path, file };
+    let mut file = scratch_file(&cfg.dir)?;
     let buf: Vec<u8> = (0..cfg.record).map(|i| (i % 251) as u8 + 1).collect();
     let records = cfg.size / cfg.record as u64;
     let mut stream = Stream::new("write", format!("write(2) of {} B", cfg.record));
@@ -138,9 +136,8 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
             break;
         }
         let t0 = mono_ns();
-        f.file
-            .write_all(&buf)
-            .map_err(|e| format!("write {} at {} KB: {e}", f.path.display(), bytes >> 10))?;
+        file.write_all(&buf)
+            .map_err(|e| format!("write to {} at {} KB: {e}", cfg.dir.display(), bytes >> 10))?;
         let lat = mono_ns() - t0;
         bytes += cfg.record as u64;
         stream.hist.record(lat);
@@ -179,7 +176,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         }
     }
     let t = mono_ns();
-    let _ = f.file.sync_all();
+    let _ = file.sync_all();
     let fsync_ns = mono_ns() - t;
     Ok(WriteOutcome {
         stream,

@@ -119,13 +119,7 @@ pub fn fmt_latency(ns: Nanos) -> String {
 fn render_table(rows: &[Vec<String>]) -> String {
     let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
     let width: Vec<usize> = (0..ncol)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|c| crate::column_width(rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()), 0))
         .collect();
     let mut out = String::new();
     for r in rows {
@@ -260,9 +254,12 @@ pub fn compare(labels: &[&str], runs: &[&RunResult]) -> Comparison {
 pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
     let c = compare(labels, runs);
     let mut out = String::new();
-    for (i, l) in labels.iter().enumerate() {
+    for (i, (l, r)) in labels.iter().zip(runs).enumerate() {
         let first = if i == 0 { "  (first: ratios are to it)" } else { "" };
         let _ = writeln!(out, "run {}: {l}{first}", i + 1);
+        for f in &r.loads {
+            let _ = writeln!(out, "  load {}: {}", f.name, crate::summary::load_fate(f));
+        }
     }
     if let Some(n) = &c.note {
         let _ = writeln!(out, "note: {n}");

@@ -2,8 +2,8 @@
 //! browser or attach to a bug report. Inline CSS only: no script, font, stylesheet or
 //! network fetch. It holds, in order:
 //!
-//! - per run, a header: engine, machine, kernel, workload, seed, duration, version, and the
-//!   settings in a collapsible `<details>`;
+//! - per run, a header: engine, machine, kernel, workload, what became of each load (a probe
+//!   run's), seed, duration, version, and the settings in a collapsible `<details>`;
 //! - the comparison [`crate::compare`] computes (count, min, percentiles, max, missed, ratios
 //!   to the first run, the log-bucket histogram) as HTML tables, per compared stream;
 //! - the distribution and percentile plots ([`crate::plot`]) as inline SVG;
@@ -90,15 +90,23 @@ fn run_header(i: usize, label: &str, r: &RunResult) -> String {
         i + 1,
         escape(label)
     );
-    out.push_str(&kv_table(&[
+    let mut rows = vec![
         ("engine".into(), input::engine_name(m.engine).into()),
         ("machine".into(), m.machine.clone()),
         ("kernel".into(), m.kernel.clone()),
         ("workload".into(), m.workload.clone()),
+    ];
+    rows.extend(
+        r.loads
+            .iter()
+            .map(|f| (format!("load {}", f.name), summary::load_fate(f))),
+    );
+    rows.extend([
         ("seed".into(), m.seed.to_string()),
         ("duration".into(), format!("{:.3} s", m.duration_ns as f64 / 1e9)),
         ("version".into(), m.version.clone()),
-    ]));
+    ]);
+    out.push_str(&kv_table(&rows));
     let _ = writeln!(out, "<details>\n<summary>settings ({})</summary>", m.settings.len());
     let settings: Vec<(String, String)> = m.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     out.push_str(&kv_table(&settings));

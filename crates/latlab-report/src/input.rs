@@ -63,9 +63,16 @@ pub fn engine_name(e: Engine) -> &'static str {
     }
 }
 
-/// How a run is named in tables, plot legends and trace tracks: `kernel (engine)`.
+/// How a run is named in tables, plot legends and trace tracks: `kernel (engine)`, and
+/// `kernel (probe; load dd:1G died)` when a load ended before the measurement did.
 pub fn label(r: &RunResult) -> String {
-    format!("{} ({})", r.meta.kernel, engine_name(r.meta.engine))
+    let dead: Vec<&str> = r.dead_loads().map(|(n, _)| n).collect();
+    let died = match dead.len() {
+        0 => String::new(),
+        1 => format!("; load {} died", dead[0]),
+        _ => format!("; loads {} died", dead.join(", ")),
+    };
+    format!("{} ({}{died})", r.meta.kernel, engine_name(r.meta.engine))
 }
 
 /// Labels for several runs, made unique by a `#n` suffix where two would read the same.
@@ -133,6 +140,24 @@ pub(crate) mod tests {
         r.streams.clear();
         let e = parse_result(&serde_json::to_string(&r).unwrap()).unwrap_err();
         assert!(matches!(e, InputError::NoStreams));
+    }
+
+    #[test]
+    fn a_dead_load_is_in_the_label() {
+        let mut r = result(Engine::Probe, "6.1", "cpu0", &[1]);
+        let fate = |name: &str, died: bool| latlab_core::LoadFate {
+            name: name.into(),
+            died: died.then(|| latlab_core::LoadDeath {
+                how: "exited with status 1".into(),
+                after_ns: 1,
+            }),
+        };
+        r.loads = vec![fate("tar", false)];
+        assert_eq!(label(&r), "6.1 (probe)");
+        r.loads.push(fate("dd:1G", true));
+        assert_eq!(label(&r), "6.1 (probe; load dd:1G died)");
+        r.loads.push(fate("sync", true));
+        assert_eq!(label(&r), "6.1 (probe; loads dd:1G, sync died)");
     }
 
     #[test]

@@ -31,3 +31,10 @@ pub mod plot;
 pub mod seed_table;
 pub mod summary;
 pub mod timeline;
+
+/// Width of a text column whose cells are `lens` long, at least `min`: the widest cell, capped
+/// at the most a format width can be (`u16::MAX`; a longer cell, a 64 KiB label, then prints
+/// whole and unpadded instead of stopping the formatter).
+pub(crate) fn column_width(lens: impl Iterator<Item = usize>, min: usize) -> usize {
+    lens.max().unwrap_or(0).max(min).min(u16::MAX as usize)
+}

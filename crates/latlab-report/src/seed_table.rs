@@ -7,6 +7,7 @@
 
 use latlab_core::{ms, RunResult};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Log-bucket edges in ms: 0-1, 1-2, 2-4 ... 128-256, 256-512.
@@ -162,7 +163,7 @@ pub fn render_posix_timer(title: &str, source: &str, runs: &[RunView], rows: &[C
         out,
         "(seed: {source}; bars: maximum within 1.5x, average within 2x, missed equal)\n"
     );
-    let w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    let w = label_width(runs.iter().map(|v| v.label));
     let _ = writeln!(
         out,
         "{:<w$}{:>30}{:>30}{:>16}",
@@ -251,7 +252,7 @@ pub fn render_log_histogram(title: &str, source: &str, runs: &[RunView]) -> Stri
         out,
         "(seed: {source}; model = latlab's kernel model, seed = published)\n"
     );
-    let label_w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    let label_w = label_width(runs.iter().map(|v| v.label));
     let _ = write!(out, "{:<label_w$}{:<7}", "", "");
     let _ = writeln!(out, "Latency (milliseconds)");
     let _ = write!(out, "{:<label_w$}{:<7}", "Kernel", "");
@@ -293,7 +294,7 @@ pub fn render_max_latency(title: &str, source: &str, runs: &[RunView]) -> String
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
     let _ = writeln!(out, "(seed: {source})\n");
-    let label_w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    let label_w = label_width(runs.iter().map(|v| v.label));
     let _ = writeln!(out, "{:<label_w$}{:>16}{:>16}", "Kernel", "Max. latency", "model");
     for v in runs {
         let Some(s) = realfeel(v.result) else { continue };
@@ -321,7 +322,7 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
             .find(|(v, _)| *v == variant)
             .map_or(variant.to_string(), |(_, l)| l.to_string())
     };
-    let w = labels.iter().map(|(_, l)| l.len()).max().unwrap_or(6).max(6) + 2;
+    let w = label_width(labels.iter().map(|(_, l)| *l));
     let _ = writeln!(
         out,
         "\nWorst case, model vs seed (bar: a number within 1.5x, a bucket within 2x of its edges)"
@@ -358,7 +359,7 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
 /// the seed gives no sample counts.
 pub fn render_run_lengths(runs: &[RunView]) -> String {
     let mut out = String::new();
-    let w = runs.iter().map(|v| v.label.len()).max().unwrap_or(6).max(6) + 2;
+    let w = label_width(runs.iter().map(|v| v.label));
     // The box's history before the run (`preload.reclaimed_before`), where there was one.
     let history = |v: &RunView| v.result.counters.get("history_ms").copied();
     let with_history = runs.iter().any(|v| history(v).is_some());
@@ -471,8 +472,8 @@ pub fn render_sweep(
             "Worst case ({unit}) by {key}; * meets the bar (a number within 1.5x, a bucket within 2x of its edges)\n"
         );
     }
-    let w = labels.iter().map(|r| r.label.len()).max().unwrap_or(6).max(6) + 2;
-    let cw = values.iter().map(|v| v.len()).max().unwrap_or(0).max(9) + 2;
+    let w = label_width(labels.iter().map(|r| r.label.as_str()));
+    let cw = crate::column_width(values.iter().map(|v| v.len() + 2), 11);
     let _ = write!(out, "{:<w$}{:>14}", "Kernel", "seed");
     for v in values {
         let _ = write!(out, "{v:>cw$}");
@@ -511,27 +512,26 @@ pub fn render_sweep(
     out
 }
 
+/// Width of the label column: the longest label and two spaces, at least 8.
+fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> usize {
+    crate::column_width(labels.map(|l| l.len() + 2), 8)
+}
+
 /// A 0.1 ms listing (seed 000's low-latency histogram) beside the seed's.
 pub fn render_listing(label: &str, r: &RunResult, published: &[[f64; 2]]) -> String {
     let mut out = String::new();
     let Some(s) = realfeel(r) else { return out };
     let _ = writeln!(out, "\n{label}: 0.1 ms listing (ms  seed  model)");
-    let top = (ms(s.hist.max()) * 10.0).floor() as u64;
-    let ptop = published
-        .iter()
-        .map(|p| (p[0] * 10.0).round() as u64)
-        .max()
-        .unwrap_or(0);
-    for b in 0..=top.max(ptop) {
-        let lo = b * 100_000;
-        let model = s.hist.count_between(lo, lo + 100_000);
-        let seed = published
-            .iter()
-            .find(|p| (p[0] * 10.0).round() as u64 == b)
-            .map(|p| p[1]);
-        if model == 0 && seed.is_none() {
-            continue;
-        }
+    // Only the 0.1 ms rows that hold something, however far apart: (seed, model) by row.
+    let mut rows: BTreeMap<u64, (Option<f64>, u64)> = BTreeMap::new();
+    for (b, n) in s.hist.bins(100_000) {
+        rows.entry(b).or_default().1 = n;
+    }
+    for p in published {
+        let seed = &mut rows.entry((p[0] * 10.0).round() as u64).or_default().0;
+        seed.get_or_insert(p[1]);
+    }
+    for (b, (seed, model)) in rows {
         let _ = writeln!(
             out,
             "{:>5.1} {:>9} {:>9}",
@@ -603,6 +603,63 @@ mod tests {
             ["Stock", "37", "340", "586", "586"]
         );
         assert!(t.contains("its reclaim calls: 1338"), "{t}");
+    }
+
+    /// A model result with one realfeel stream holding `values` (ns).
+    fn realfeel_result(values: &[u64]) -> RunResult {
+        let mut r = RunResult::new(latlab_core::RunMeta {
+            engine: latlab_core::Engine::Sim,
+            machine: "m".into(),
+            kernel: "k".into(),
+            workload: "w".into(),
+            seed: 1,
+            duration_ns: 1_000_000_000,
+            version: "0".into(),
+            settings: Default::default(),
+        });
+        let mut s = latlab_core::Stream::new("realfeel", "wakeup");
+        for &v in values {
+            s.hist.record(v);
+        }
+        r.streams.push(s);
+        r
+    }
+
+    #[test]
+    fn a_label_beyond_a_format_width_prints_whole() {
+        let r = realfeel_result(&[500_000, 3_000_000]);
+        let label = "L".repeat(70_000);
+        let view = RunView {
+            label: &label,
+            result: &r,
+            published: Published {
+                max_ms: Some(2.0),
+                samples: Some(2.0),
+                ..Default::default()
+            },
+        };
+        let views = [view];
+        for t in [
+            render_log_histogram("t", "s", &views),
+            render_max_latency("t", "s", &views),
+            render_comparison(&compare_rows(&views, "s"), &[("k", &label)]),
+        ] {
+            assert!(t.contains(&label), "{}", &t[..200.min(t.len())]);
+        }
+    }
+
+    #[test]
+    fn a_listing_prints_only_the_rows_that_hold_something_however_far_apart() {
+        let r = realfeel_result(&[50_000, 50_000, 3_600_000_000_000]);
+        let t0 = std::time::Instant::now();
+        let t = render_listing("LL", &r, &[[0.0, 7.0], [0.3, 1.0], [3_600_000.0, 2.0]]);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        let rows: Vec<Vec<&str>> = t.lines().skip(2).map(|l| l.split_whitespace().collect()).collect();
+        // The hour-long sample lands where HDR's 3 digits put it, a little below the hour.
+        assert_eq!(rows.len(), 4, "{t}");
+        assert_eq!(rows[..2], [vec!["0.0", "7", "2"], vec!["0.3", "1"]], "{t}");
+        assert_eq!(rows[2].len(), 2, "{t}");
+        assert_eq!(rows[3], ["3600000.0", "2"], "{t}");
     }
 
     #[test]

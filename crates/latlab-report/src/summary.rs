@@ -1,6 +1,6 @@
 //! Percentile summaries and the explanation of the worst samples.
 
-use latlab_core::{ms, us, Attribution, Nanos, RunResult, Sample};
+use latlab_core::{ms, us, Attribution, LoadFate, Nanos, RunResult, Sample};
 use std::fmt::Write;
 
 /// One line per stream: count, min, p50, p90, p99, p99.9, max (us).
@@ -20,6 +20,28 @@ pub fn percentiles(label: &str, r: &RunResult) -> String {
             us(m.max_ns),
             s.missed
         );
+    }
+    out
+}
+
+/// What became of one load: `ran to the end`, or `died 3.2 s after it started: exited with
+/// status 1 (stderr: ...)`.
+pub fn load_fate(f: &LoadFate) -> String {
+    match &f.died {
+        None => "ran to the end".into(),
+        Some(d) => format!("died {:.1} s after it started: {}", d.after_ns as f64 / 1e9, d.how),
+    }
+}
+
+/// The loads a probe ran beside its measurement, one line each (`load dd:1G: died ...`);
+/// empty when it ran none.
+pub fn loads(r: &RunResult) -> String {
+    let mut out = String::new();
+    if !r.loads.is_empty() {
+        out.push('\n');
+    }
+    for f in &r.loads {
+        let _ = writeln!(out, "load {}: {}", f.name, load_fate(f));
     }
     out
 }

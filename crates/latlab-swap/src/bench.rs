@@ -28,6 +28,10 @@ pub const GROWTH_FACTOR: f64 = 4.0;
 /// (a handful of cache lines either way) does not count.
 pub const GROWTH_FLOOR: f64 = 10.0;
 
+/// Most measured allocations per cell: each is kept (40 bytes) for the cell's percentiles, and
+/// every cell of the sweep runs at once, so this bounds the sweep's memory (about 40 MiB a cell).
+pub const MAX_ALLOCS: usize = 1 << 20;
+
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchConfig {
@@ -77,10 +81,11 @@ impl BenchConfig {
                 "need at least one allocator, size and fill level".to_string(),
             ));
         }
-        if self.allocs == 0 {
-            return Err(SwapError::BadConfig(
-                "need at least one measured allocation per cell".to_string(),
-            ));
+        if !(1..=MAX_ALLOCS).contains(&self.allocs) {
+            return Err(SwapError::BadConfig(format!(
+                "measured allocations per cell must be 1..={MAX_ALLOCS}, got {}",
+                self.allocs
+            )));
         }
         self.stream.validate()
     }
@@ -335,6 +340,14 @@ mod tests {
                 ..small()
             },
             BenchConfig { allocs: 0, ..small() },
+            BenchConfig {
+                allocs: MAX_ALLOCS + 1,
+                ..small()
+            },
+            BenchConfig {
+                allocs: usize::MAX,
+                ..small()
+            },
         ];
         for cfg in bad {
             assert!(run(&cfg).is_err());

@@ -133,7 +133,7 @@ fn bad_bench_settings_are_refused_with_the_reason() {
                 allocs: 0,
                 ..BenchConfig::default()
             },
-            "at least one measured allocation",
+            "measured allocations per cell must be 1..=",
         ),
         (
             BenchConfig {

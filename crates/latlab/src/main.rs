@@ -4,7 +4,10 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+#[macro_use]
+mod out;
 mod probe_cmd;
+mod read;
 mod report_cmd;
 mod sim_cmd;
 mod swap_cmd;
@@ -37,8 +40,10 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    // A `--load` child re-executes this binary; it runs its load here and never returns.
+    // A `--load` child and the probe's guardian re-execute this binary; each runs here and
+    // never returns.
     latlab_probe::load::child_main_if_requested();
+    latlab_probe::guard::main_if_requested();
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Run(a) => sim_cmd::run(a),
@@ -47,11 +52,20 @@ fn main() -> ExitCode {
         Cmd::SwapBench(a) => swap_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
     };
-    match r {
+    match r.and_then(|code| Ok(out::flush().map(|()| code)?)) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("latlab: error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) => match e.chain().find_map(|c| c.downcast_ref::<out::StdoutError>()) {
+            // The reader is gone (`latlab reproduce | head`): end quietly, with the status a
+            // shell gives a tool that SIGPIPE ended (128 + 13).
+            Some(w) if w.reader_gone() => ExitCode::from(141),
+            Some(w) => {
+                eprintln!("latlab: error: {w}");
+                ExitCode::from(2)
+            }
+            None => {
+                eprintln!("latlab: error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

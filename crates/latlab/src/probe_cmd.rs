@@ -7,8 +7,11 @@ use latlab_probe::load::{LoadOptions, LoadReport, LoadSpec, Loads};
 use latlab_probe::posix_timer::Notify;
 use latlab_probe::{output, parse, signals, timer, write};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// Most `--hist-buckets`: a second of 1 us buckets, 8 MB per stream.
+const MAX_HIST_BUCKETS: u32 = 1_000_000;
 
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
@@ -103,6 +106,10 @@ pub struct LoadOpts {
     /// uniprocessor.
     #[arg(long, value_parser = p_cpus)]
     pub load_cpus: Option<CpuList>,
+    /// Exit 0 even when a load died before the measurement ended (by default: exit 3, since
+    /// the figures were not all taken under the load the result names).
+    #[arg(long)]
+    pub allow_load_failure: bool,
 }
 
 /// Output options shared by every probe.
@@ -114,9 +121,9 @@ pub struct OutputOpts {
     /// Write a cyclictest `-h` style histogram (one column per stream).
     #[arg(long)]
     pub histfile: Option<PathBuf>,
-    /// Buckets (us) in --histfile.
-    #[arg(long, default_value_t = 1000)]
-    pub hist_buckets: usize,
+    /// Buckets (us) in --histfile, 1..=1000000 (a second of 1 us buckets).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=MAX_HIST_BUCKETS as i64))]
+    pub hist_buckets: u32,
     /// Exit with code 1 when the maximum latency exceeds this (`100`, `1ms`; bare = us).
     #[arg(long, value_parser = p_us)]
     pub fail_above: Option<u64>,
@@ -180,8 +187,33 @@ pub struct WriteArgs {
     pub out: OutputOpts,
 }
 
+/// Before the probe makes anything: remove what killed probes left in the temp dir and in
+/// `dirs` (saying so), and start the guardian that undoes what this one makes should it be
+/// killed too (docs/probe.md, "Nothing outlives the probe").
+pub fn guard(dirs: &[Option<&Path>]) {
+    let tmp = std::env::temp_dir();
+    let mut all = vec![tmp.as_path()];
+    all.extend(dirs.iter().flatten());
+    for note in latlab_probe::guard::sweep(&all) {
+        eprintln!("latlab probe: {note}");
+    }
+    if let Err(e) = latlab_probe::guard::start(Path::new("/proc/self/exe")) {
+        eprintln!(
+            "latlab probe: warning: no guardian ({e}): a SIGKILL would leave the loads and scratch \
+             files until the next probe starts"
+        );
+    }
+}
+
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
+    match &a.cmd {
+        ProbeCmd::Timer(t) | ProbeCmd::PosixTimer(PosixTimerArgs { timer: t, .. }) => {
+            guard(&[t.load.scratch.as_deref()])
+        }
+        ProbeCmd::Write(w) => guard(&[w.load.scratch.as_deref(), w.dir.as_deref()]),
+        ProbeCmd::VsCyclictest(v) => guard(&[v.scratch.as_deref()]),
+    }
     match a.cmd {
         ProbeCmd::Timer(t) => {
             let cfg = periodic_config(&t.periodic, &t.out);
@@ -244,7 +276,7 @@ fn run_with_loads(
     if let (false, Some(c)) = (l.loads.is_empty(), &l.load_cpus) {
         m.result.meta.settings.insert("load_cpus".into(), format!("{:?}", c.0));
     }
-    finish(m, o)
+    finish(m, o, l.allow_load_failure)
 }
 
 /// A CPU list as `--cpus` takes it: `0`, `0,2`.
@@ -276,14 +308,24 @@ pub fn start_loads(l: &LoadOpts) -> anyhow::Result<Option<Loads>> {
         .map_err(|e| anyhow::anyhow!("--load: {e}"))
 }
 
+/// The loads' fates, counters and throughput into the result; the workload names each load,
+/// with when it died if it did (`timer under dd:1G (died at 3.2 s) + tar`).
 fn add_load_report(r: &mut RunResult, rep: &LoadReport, specs: &[LoadSpec]) {
     if specs.is_empty() {
         return;
     }
+    r.loads = rep.fates.clone();
     r.meta.workload = format!(
         "{} under {}",
         r.meta.workload,
-        specs.iter().map(LoadSpec::name).collect::<Vec<_>>().join(" + ")
+        rep.fates
+            .iter()
+            .map(|f| match &f.died {
+                Some(d) => format!("{} (died at {:.1} s)", f.name, d.after_ns as f64 / 1e9),
+                None => f.name.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(" + ")
     );
     let secs = r.meta.duration_ns as f64 / 1e9;
     for (k, &v) in &rep.counters {
@@ -426,27 +468,36 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Print, write the requested files, and choose the exit code.
-fn finish(m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
+/// Print, write the requested files, and choose the exit code: 128 + the signal that cut the
+/// run short, 3 when a load died (unless `allow_load_failure`), 1 above `--fail-above`.
+fn finish(m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Result<ExitCode> {
     let r = &m.result;
     if m.interrupted {
         eprintln!("latlab probe: interrupted; the figures below cover the partial run");
     }
-    let mut stdout = std::io::stdout();
-    output::print_summary(r, &mut stdout)?;
-    print!("{}", m.extra);
-    if let Some(t) = o.trace_above_ns() {
-        print!("{}", spikes(r, t));
-    }
+    // The files first: a closed standard output still leaves them written.
     if let Some(p) = &o.json {
         output::write_json(r, p).with_context(|| format!("--json {}", p.display()))?;
     }
     if let Some(p) = &o.histfile {
-        let text = latlab_report::cyclictest::render_streams(&r.streams, o.hist_buckets);
+        let text = latlab_report::cyclictest::render_streams(&r.streams, o.hist_buckets as usize);
         std::fs::write(p, text).with_context(|| format!("--histfile {}", p.display()))?;
     }
+    output::print_summary(r, &mut std::io::stdout().lock()).map_err(crate::out::StdoutError)?;
+    out!("{}", m.extra)?;
+    if let Some(t) = o.trace_above_ns() {
+        out!("{}", spikes(r, t))?;
+    }
+    out!("{}", latlab_report::summary::loads(r))?;
     if m.interrupted {
         return Ok(ExitCode::from(128 + signals::stopped_by().unwrap_or(2) as u8));
+    }
+    if r.dead_loads().next().is_some() && !allow_load_failure {
+        eprintln!(
+            "latlab probe: a load died before the measurement ended, so not all of it ran under the \
+             load it names (exit 3; --allow-load-failure accepts that)"
+        );
+        return Ok(ExitCode::from(3));
     }
     if let Some(limit) = o.fail_above {
         let max = output::max_ns(r);

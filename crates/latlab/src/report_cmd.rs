@@ -94,10 +94,26 @@ enum TraceFormat {
     Chrome,
 }
 
-/// Read and parse one result; errors name the file.
+/// Longest result file the reports read: 256 MiB (a probe's with `--explain` is a few hundred
+/// KiB).
+const MAX_RESULT_BYTES: u64 = 256 << 20;
+
+/// Read and parse one result; errors name the file. A result whose load died says so on
+/// stderr, whatever the report (a CSV has no place for it).
 fn load(path: &Path) -> anyhow::Result<RunResult> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    input::parse_result(&text).with_context(|| path.display().to_string())
+    let text =
+        crate::read::bounded(path, MAX_RESULT_BYTES).with_context(|| format!("cannot read {}", path.display()))?;
+    let r = input::parse_result(&text).with_context(|| path.display().to_string())?;
+    for (name, d) in r.dead_loads() {
+        eprintln!(
+            "latlab report: warning: {}: load {name} died {:.1} s after it started ({}); the figures \
+             were not all taken under it",
+            path.display(),
+            d.after_ns as f64 / 1e9,
+            d.how
+        );
+    }
+    Ok(r)
 }
 
 fn load_all(paths: &[PathBuf]) -> anyhow::Result<Vec<RunResult>> {
@@ -119,7 +135,7 @@ fn check_stream(name: Option<&str>, runs: &[RunResult], paths: &[PathBuf]) -> an
 fn emit(text: &str, out: Option<&Path>) -> anyhow::Result<ExitCode> {
     match out {
         Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?,
-        None => print!("{text}"),
+        None => out!("{text}")?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,7 @@ use latlab_exp::{Experiment, TableKind};
 use latlab_report::seed_table::{self, CompareRow, Published, RunView};
 use latlab_report::{latency_trace, summary};
 use rayon::prelude::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -52,15 +52,23 @@ pub struct Opts {
     pub vary: Option<String>,
 }
 
+/// Longest experiment, machine or variant file `latlab run` reads: 1 MiB (the built-ins are a
+/// few KiB). A longer one, or an endless one (`/dev/zero`), is refused.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    crate::read::bounded(path, MAX_FILE_BYTES)
+}
+
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let origin = a.file.display().to_string();
-    let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read experiment file {origin}"))?;
+    let text = read_bounded(&a.file).with_context(|| format!("cannot read experiment file {origin}"))?;
     // Machine and variant files the experiment names by path are read relative to it.
-    let dir = a.file.parent().unwrap_or(std::path::Path::new(""));
+    let dir = a.file.parent().unwrap_or(Path::new(""));
     let files = |p: &str| {
         let path = dir.join(p);
         let name = path.display().to_string();
-        std::fs::read_to_string(&path)
+        read_bounded(&path)
             .map(|text| (name.clone(), text))
             .map_err(|e| std::io::Error::new(e.kind(), format!("{name}: {e}")))
     };
@@ -133,7 +141,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             "vary": key,
             "runs": values.iter().zip(&columns).map(|(v, rows)| serde_json::json!({"value": v, "rows": rows})).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string(&doc)?);
+        outln!("{}", serde_json::to_string(&doc)?)?;
         return Ok(());
     }
     let labels: Vec<seed_table::SweepRow> = exp
@@ -145,15 +153,15 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             label: r.label.clone(),
         })
         .collect();
-    print!(
+    out!(
         "{}",
         seed_table::render_sweep(&heading(exp), key, &values, &columns, &labels)
-    );
-    println!(
+    )?;
+    outln!(
         "\n{} runs in {:.1} s",
         exps.iter().map(|e| e.runs.len()).sum::<usize>(),
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 
@@ -231,7 +239,7 @@ fn broken_invariant(payload: &(dyn std::any::Any + Send), seed: u64) -> anyhow::
 }
 
 /// Each run's full result as `DIR/EXPERIMENT-LABEL[SUFFIX].json`.
-fn write_out(exp: &Experiment, results: &[RunResult], dir: &std::path::Path, suffix: &str) -> anyhow::Result<()> {
+fn write_out(exp: &Experiment, results: &[RunResult], dir: &Path, suffix: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for (run, r) in exp.runs.iter().zip(results) {
         let name = format!("{}-{}{suffix}.json", exp.name, run.label).replace(['/', ' '], "_");
@@ -279,27 +287,27 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     let (rows, views) = compare(exp, &results);
     if o.json {
         let doc = serde_json::json!({ "experiment": exp.name, "rows": rows });
-        println!("{}", serde_json::to_string(&doc)?);
+        outln!("{}", serde_json::to_string(&doc)?)?;
         return Ok(());
     }
     let title = heading(exp);
-    print!(
+    out!(
         "{}",
         match exp.table {
             TableKind::LogHistogram => seed_table::render_log_histogram(&title, &exp.seed_file, &views),
             TableKind::MaxLatency => seed_table::render_max_latency(&title, &exp.seed_file, &views),
             TableKind::PosixTimer => seed_table::render_posix_timer(&title, &exp.seed_file, &views, &rows),
         }
-    );
+    )?;
     let posix = exp.table == TableKind::PosixTimer;
     if !posix {
         let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
-        print!("{}", seed_table::render_comparison(&rows, &labels));
-        print!("{}", seed_table::render_run_lengths(&views));
+        out!("{}", seed_table::render_comparison(&rows, &labels))?;
+        out!("{}", seed_table::render_run_lengths(&views))?;
     }
     for v in &views {
         if !v.published.listing.is_empty() {
-            print!("{}", seed_table::render_listing(v.label, v.result, v.published.listing));
+            out!("{}", seed_table::render_listing(v.label, v.result, v.published.listing))?;
         }
     }
     let measured = if posix {
@@ -307,41 +315,41 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     } else {
         "realfeel wakeup latency"
     };
-    println!("\nPercentiles ({measured})");
+    outln!("\nPercentiles ({measured})")?;
     for v in &views {
-        print!("{}", summary::percentiles(v.label, v.result));
+        out!("{}", summary::percentiles(v.label, v.result))?;
     }
     if !posix {
-        println!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited");
+        outln!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited")?;
         for v in &views {
-            print!("{}", summary::causes(v.label, v.result));
+            out!("{}", summary::causes(v.label, v.result))?;
         }
     }
-    println!("\nWhy the worst sample of each run took so long");
+    outln!("\nWhy the worst sample of each run took so long")?;
     for v in &views {
         if let Some(w) = v.result.streams.first().and_then(|s| s.worst.first()) {
-            println!("{}:", v.label);
-            print!("{}", summary::explain(w));
+            outln!("{}:", v.label)?;
+            out!("{}", summary::explain(w))?;
         }
     }
     if o.trace {
         for v in &views {
             if let Some(t) = &v.result.trace {
-                println!("\n{} — worst latency as /proc/latency_trace:", v.label);
-                print!("{}", latency_trace::render(t));
+                outln!("\n{} — worst latency as /proc/latency_trace:", v.label)?;
+                out!("{}", latency_trace::render(t))?;
             }
         }
     }
     for n in &exp.notes {
-        println!("\nnote: {n}");
+        outln!("\nnote: {n}")?;
     }
     let sim: f64 = results.iter().map(|r| r.meta.duration_ns as f64 / 1e9).sum();
-    println!(
+    outln!(
         "\n{} runs, {:.0} s simulated in {:.1} s",
         results.len(),
         sim,
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 

@@ -23,9 +23,10 @@ pub struct SwapBenchArgs {
     /// lockless-2.6.14, cluster-6.x, blist.
     #[arg(long = "allocator", value_name = "NAME")]
     allocators: Vec<String>,
-    /// Measured allocations per cell (after the fill).
-    #[arg(long, default_value_t = BenchConfig::default().allocs)]
-    allocs: usize,
+    /// Measured allocations per cell (after the fill), 1..=1048576.
+    #[arg(long, default_value_t = BenchConfig::default().allocs as u64,
+          value_parser = clap::value_parser!(u64).range(1..=bench::MAX_ALLOCS as u64))]
+    allocs: u64,
     /// Seed of the request streams; the same seed gives the same work figures.
     #[arg(long, default_value_t = BenchConfig::default().seed)]
     seed: u64,
@@ -75,7 +76,7 @@ fn parse_fill(s: &str) -> Result<f64, String> {
 
 fn config(a: &SwapBenchArgs) -> BenchConfig {
     let mut cfg = BenchConfig {
-        allocs: a.allocs,
+        allocs: a.allocs as usize,
         seed: a.seed,
         ..BenchConfig::default()
     };
@@ -103,9 +104,9 @@ pub fn run(a: SwapBenchArgs) -> anyhow::Result<ExitCode> {
         struct Out<'a> {
             rows: &'a [Row],
         }
-        println!("{}", serde_json::to_string_pretty(&Out { rows: &rows })?);
+        outln!("{}", serde_json::to_string_pretty(&Out { rows: &rows })?)?;
     } else {
-        print!("{}", render(&cfg, &rows));
+        out!("{}", render(&cfg, &rows))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -51,18 +51,27 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
     if a.under != "none" {
         conditions.push(Some(p_load(&a.under).map_err(|e| anyhow::anyhow!("--under: {e}"))?));
     }
-    println!(
+    outln!(
         "# cyclictest vs latlab probe timer: {} CPUs, SCHED_FIFO {}, {} us period, {} x {} s per tool per condition",
         cpus.len(),
         a.priority,
         a.interval_us,
         a.rounds,
         secs
-    );
-    println!(
+    )?;
+    outln!(
         "{:<10} {:<12} {:>9} {:>6} {:>6} {:>6} {:>6} {:>7} {:>8}",
-        "condition", "tool", "count", "min", "p50", "p90", "p99", "p99.9", "max (us)"
-    );
+        "condition",
+        "tool",
+        "count",
+        "min",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max (us)"
+    )?;
+    let mut load_died = false;
     for cond in conditions {
         let label = cond.as_ref().map(LoadSpec::name).unwrap_or_else(|| "idle".into());
         let loads = start_loads(&LoadOpts {
@@ -70,6 +79,7 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
             scratch: a.scratch.clone(),
             zram: false,
             load_cpus: None,
+            allow_load_failure: false,
         })?;
         let (mut ct, mut ll) = (Vec::new(), Vec::new());
         for _ in 0..a.rounds {
@@ -83,22 +93,43 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
         let (c, l) = (merge(&ct), merge(&ll));
         let rc = row(&c);
         let rl = row(&l);
-        print_row(&label, "cyclictest", &rc);
-        print_row(&label, "latlab", &rl);
+        print_row(&label, "cyclictest", &rc)?;
+        print_row(&label, "latlab", &rl)?;
         let ratio: Vec<f64> = rl
             .iter()
             .zip(&rc)
             .map(|(x, y)| *x as f64 / (*y).max(1) as f64)
             .collect();
-        println!(
+        outln!(
             "{:<10} {:<12} {:>9.2} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>7.2} {:>8.2}",
-            label, "ratio", ratio[0], ratio[1], ratio[2], ratio[3], ratio[4], ratio[5], ratio[6]
-        );
+            label,
+            "ratio",
+            ratio[0],
+            ratio[1],
+            ratio[2],
+            ratio[3],
+            ratio[4],
+            ratio[5],
+            ratio[6]
+        )?;
         if let Some(r) = report {
             for (k, v) in r.counters {
-                println!("{:<10} load {k} = {v}", label);
+                outln!("{:<10} load {k} = {v}", label)?;
             }
+            for f in &r.fates {
+                outln!(
+                    "{:<10} load {}: {}",
+                    label,
+                    f.name,
+                    latlab_report::summary::load_fate(f)
+                )?;
+            }
+            load_died |= r.fates.iter().any(|f| f.died.is_some());
         }
+    }
+    if load_died {
+        eprintln!("latlab: a load died before its condition's runs ended: its figures were not all taken under it");
+        return Ok(ExitCode::from(3));
     }
     if signals::stop_requested() {
         eprintln!("latlab: interrupted");
@@ -120,11 +151,19 @@ fn row(c: &Column) -> [u64; 7] {
     ]
 }
 
-fn print_row(cond: &str, tool: &str, r: &[u64; 7]) {
-    println!(
+fn print_row(cond: &str, tool: &str, r: &[u64; 7]) -> Result<(), crate::out::StdoutError> {
+    outln!(
         "{:<10} {:<12} {:>9} {:>6} {:>6} {:>6} {:>6} {:>7} {:>8}",
-        cond, tool, r[0], r[1], r[2], r[3], r[4], r[5], r[6]
-    );
+        cond,
+        tool,
+        r[0],
+        r[1],
+        r[2],
+        r[3],
+        r[4],
+        r[5],
+        r[6]
+    )
 }
 
 fn run_cyclictest(a: &VsArgs, cpus: &[usize], secs: u64) -> anyhow::Result<Vec<Column>> {

@@ -743,3 +743,280 @@ fn side_by_side_with_cyclictest() {
     assert!(c[0] > 500.0 && l[0] > 500.0, "both counted samples: {c:?} {l:?}");
     assert!(row("ratio").len() == 7);
 }
+
+/// Poll `cond` every 50 ms for up to `secs`; whether it held.
+fn within(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cond()
+}
+
+fn entries(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The probe's private ftrace instance, if tracefs is mounted.
+fn ftrace_instance(pid: u32) -> Option<PathBuf> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(|r| Path::new(r).join("instances"))
+        .find(|p| p.is_dir())
+        .map(|p| p.join(format!("latlab-{pid}")))
+}
+
+/// The pid of a process that has exited and been reaped: a probe that no longer runs.
+fn dead_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+#[test]
+fn sigkill_and_sighup_leave_no_load_scratch_file_or_ftrace_instance() {
+    let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
+    for who in users() {
+        for sig in [libc::SIGKILL, libc::SIGHUP] {
+            let d = scratch(&format!("kill-{who:?}-{sig}"));
+            let args = args_in(
+                &d,
+                &[
+                    "probe",
+                    "timer",
+                    "--duration",
+                    "60s",
+                    "--load",
+                    "make:2",
+                    "--load",
+                    "dd:64M",
+                    "--scratch",
+                    "{dir}",
+                    "--explain",
+                ],
+            );
+            let mut child = command(who, &args.iter().map(String::as_str).collect::<Vec<_>>())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // As nobody, setpriv execs the probe in place: the pid is the probe's.
+            let pid = child.id();
+            let traced = who == As::Invoker && is_root();
+            let ready = within(20, || {
+                let loads_ready = entries(&d).iter().filter(|n| n.starts_with("latlab-load-")).count() == 2
+                    && entries(&d)
+                        .iter()
+                        .all(|n| !n.starts_with("latlab-load-") || d.join(n).join("ready").exists());
+                loads_ready && (!traced || ftrace_instance(pid).is_some_and(|p| p.exists()))
+            });
+            assert!(ready, "{who:?}: loads and tracing never started: {:?}", entries(&d));
+            assert!(!load_children_in(&d).is_empty(), "loads running");
+            // SAFETY: kill has no memory preconditions; the pid is our child's.
+            unsafe { libc::kill(pid as i32, sig) };
+            let status = child.wait().unwrap();
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            if sig == libc::SIGHUP {
+                assert_eq!(status.code(), Some(128 + sig), "{who:?}: {err}");
+                check_streams(&json_at(&d));
+            }
+            let left = |d: &Path| -> Vec<String> { entries(d).into_iter().filter(|n| n != "r.json").collect() };
+            let clean = within(15, || {
+                load_children_in(&d).is_empty()
+                    && left(&d).is_empty()
+                    && ftrace_instance(pid).is_none_or(|p| !p.exists())
+            });
+            assert!(
+                clean,
+                "{who:?} signal {sig}: left processes {:?}, files {:?}, instance {:?}; stderr: {err}",
+                load_children_in(&d),
+                left(&d),
+                ftrace_instance(pid).filter(|p| p.exists())
+            );
+            std::fs::remove_dir_all(&d).unwrap();
+        }
+    }
+}
+
+fn json_at(d: &Path) -> serde_json::Value {
+    json(&d.join("r.json"))
+}
+
+#[test]
+fn write_leaves_no_name_for_its_file_while_it_writes() {
+    let d = scratch("write-unlinked");
+    let child = command(
+        As::Invoker,
+        &[
+            "probe",
+            "write",
+            "--size",
+            "2G",
+            "--record",
+            "4K",
+            "--dir",
+            d.to_str().unwrap(),
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    // Its descriptor to the file, open while it writes; the file has no name meanwhile.
+    let writing = within(10, || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .any(|t| t.to_string_lossy().contains("latlab-write-") && t.to_string_lossy().ends_with("(deleted)"))
+    });
+    let names = entries(&d);
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    if !writing && String::from_utf8_lossy(&out.stderr).contains("would leave less than") {
+        eprintln!("skip: not 2 GB free in the temp dir for a write run");
+        std::fs::remove_dir_all(&d).unwrap();
+        return;
+    }
+    assert!(
+        writing,
+        "no open, unlinked latlab-write file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(names.is_empty(), "a name while writing: {names:?}");
+    assert!(entries(&d).is_empty(), "left after SIGKILL: {:?}", entries(&d));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
+    let d = scratch("leftovers");
+    let dead = dead_pid();
+    let load_dir = d.join(format!("latlab-load-{dead}-0"));
+    std::fs::create_dir_all(load_dir.join("work/tree")).unwrap();
+    std::fs::write(load_dir.join("work/tree/a.o"), "x").unwrap();
+    let write_file = d.join(format!("latlab-write-{dead}.dat"));
+    std::fs::write(&write_file, "x").unwrap();
+    // A running probe's, and anything else, stays.
+    let live = d.join(format!("latlab-load-{}-0", std::process::id()));
+    std::fs::create_dir_all(&live).unwrap();
+    let instance = if is_root() {
+        ftrace_instance(dead).filter(|p| std::fs::create_dir(p).is_ok())
+    } else {
+        eprintln!("skip: not root, so no leftover ftrace instance can be made");
+        None
+    };
+    let out = latlab(
+        As::Invoker,
+        &[
+            "probe",
+            "timer",
+            "--loops",
+            "50",
+            "--load",
+            "sync",
+            "--scratch",
+            d.to_str().unwrap(),
+        ],
+    );
+    let err = ok(&out);
+    for p in [&load_dir, &write_file].into_iter().chain(instance.as_ref()) {
+        assert!(!p.exists(), "{} left: {err}", p.display());
+        let said = format!(
+            "latlab probe: removed {}, left by latlab probe {dead}, which no longer runs",
+            p.display()
+        );
+        assert!(err.contains(&said), "{err}");
+    }
+    assert!(live.exists(), "a running probe's scratch directory was removed");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_load_that_dies_is_in_the_result_every_report_and_the_exit_status() {
+    for allow in [false, true] {
+        let d = scratch(&format!("dies-{allow}"));
+        let mut args = args_in(
+            &d,
+            &[
+                "probe",
+                "timer",
+                "--duration",
+                "4s",
+                "--load",
+                "sync",
+                "--scratch",
+                "{dir}",
+            ],
+        );
+        if allow {
+            args.push("--allow-load-failure".into());
+        }
+        let child = command(As::Invoker, &args.iter().map(String::as_str).collect::<Vec<_>>())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(
+            within(10, || !load_children_in(&d).is_empty()),
+            "the load never started"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        for pid in load_children_in(&d) {
+            // SAFETY: kill has no memory preconditions; these are the probe's load children.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(if allow { 0 } else { 3 }), "{err}");
+        if !allow {
+            assert!(err.contains("--allow-load-failure"), "{err}");
+        }
+        let v = json_at(&d);
+        let fate = &v["loads"][0];
+        assert_eq!(fate["name"], "sync", "{v}");
+        assert_eq!(fate["died"]["how"], "killed by signal 9", "{v}");
+        assert!(fate["died"]["after_ns"].as_u64().unwrap() > 0);
+        assert!(
+            v["meta"]["workload"]
+                .as_str()
+                .unwrap()
+                .starts_with("timer under sync (died at "),
+            "{}",
+            v["meta"]["workload"]
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("load sync: died "), "{text}");
+        let r = d.join("r.json");
+        let r = r.to_str().unwrap();
+        let cmp = latlab(As::Invoker, &["report", "compare", r, r]);
+        let text = String::from_utf8_lossy(&cmp.stdout);
+        assert!(
+            text.contains("(probe; load sync died) #1") && text.contains("  load sync: died "),
+            "{text}"
+        );
+        let csv = latlab(As::Invoker, &["report", "csv", r]);
+        assert!(
+            String::from_utf8_lossy(&csv.stderr).contains("warning") && csv.status.success(),
+            "{}",
+            String::from_utf8_lossy(&csv.stderr)
+        );
+        let html = latlab(As::Invoker, &["report", "html", r]);
+        assert!(String::from_utf8_lossy(&html.stdout).contains("load sync"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -264,6 +264,26 @@ fn bad_input_is_named_and_explained() {
         v.to_string()
     });
     fail(&["report", "plot", &zero], &["no samples to plot", "zero.json"]);
+    // A histogram no recording could make (it once panicked in a clamp in every verb below),
+    // and a file without end.
+    let inverted = dir.file("inverted.json", &{
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let h = &mut v["streams"][0]["hist"];
+        h["min_ns"] = serde_json::json!(h["max_ns"].as_u64().unwrap() + 1);
+        v.to_string()
+    });
+    for verb in [
+        &["report", "compare", &p, &inverted][..],
+        &["report", "csv", "--percentiles", &inverted],
+        &["report", "plot", "--percentiles", &inverted],
+        &["report", "html", &inverted],
+    ] {
+        fail(verb, &["inverted.json", "min_ns", "above max_ns"]);
+    }
+    fail(
+        &["report", "compare", &p, "/dev/zero"],
+        &["cannot read /dev/zero", "longer than 268435456 bytes"],
+    );
     // Empty streams still compare (zero counts, no ratio to them).
     let out = stdout(&latlab(&["report", "compare", &zero, &p]));
     let count = out.lines().find(|l| l.starts_with("count")).unwrap();

@@ -304,3 +304,54 @@ fn vary_sweeps_machine_fields_and_catalog_costs() {
         assert!(e.contains(want), "{arg}: {e}");
     }
 }
+
+#[test]
+fn a_full_or_closed_standard_output_is_an_error_or_a_quiet_end_not_a_panic() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_latlab"))
+        .args(["reproduce", "sched-cost"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "latlab: error: cannot write to standard output: No space left on device (os error 28)"
+    );
+    // The reader goes away before the report is printed: no message, the status of a tool
+    // SIGPIPE ended.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_latlab"))
+        .args(["reproduce", "sched-cost"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn endless_files_and_endless_runs_are_refused_by_name() {
+    let out = latlab(&["run", "/dev/zero"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot read experiment file /dev/zero: longer than 1048576 bytes"),
+        "{err}"
+    );
+    let dir = Scratch::new("endless");
+    let f = dir.file(
+        "long.toml",
+        "name = \"long\"\ntitle = \"t\"\nseed_file = \"s\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\nrtc_hz = 2\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\npublished_samples = 2e10\n",
+    );
+    let out = latlab(&["run", &f]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("long.toml:11: field `published_samples`") && err.contains("7200 s"),
+        "{err}"
+    );
+}

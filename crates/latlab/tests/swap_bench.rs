@@ -116,12 +116,15 @@ fn tables_name_the_size_and_mark_where_cost_grows() {
 
 #[test]
 fn bad_input_is_a_clear_error_with_exit_code_2() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["--slots", "0"], "0 slots is too small"),
         (&["--slots", "99999999999"], "beyond the model's limit"),
         (&["--fill", "1"], "fill level 1 is outside [0, 1)"),
         (&["--allocator", "buddy"], "valid names: scan-2.4, vaddr-chunks"),
-        (&["--allocs", "0"], "at least one measured allocation"),
+        (&["--allocs", "0"], "not in 1..=1048576"),
+        // Once an abort (40 GB of results) and a capacity-overflow panic.
+        (&["--allocs", "1000000000"], "not in 1..=1048576"),
+        (&["--allocs", "18446744073709551615"], "not in 1..=1048576"),
     ];
     for (args, why) in cases {
         let out = latlab(args);

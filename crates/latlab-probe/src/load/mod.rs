@@ -19,7 +19,7 @@ mod swap;
 mod sync;
 mod tar;
 mod video;
-mod zram;
+pub(crate) mod zram;
 
 pub use child::child_main_if_requested;
 pub use parent::{LoadOptions, LoadReport, Loads};

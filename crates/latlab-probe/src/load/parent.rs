@@ -8,6 +8,8 @@ use super::child::{ENV_DIR, ENV_SPEC};
 use super::counters::{read_counters, read_notes, READY_FILE};
 use super::zram::{self, Zram};
 use super::LoadSpec;
+use crate::guard::{kill_group, kill_group_until_gone, remove_retrying, Held};
+use latlab_core::{LoadDeath, LoadFate};
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -43,7 +45,9 @@ pub struct LoadOptions {
 pub struct LoadReport {
     /// Counters keyed by load name, e.g. "make:2.builds", "dd:1G.bytes_written".
     pub counters: BTreeMap<String, u64>,
-    /// Remarks, e.g. "dd:1G: child killed by signal 9 at 3.2 s".
+    /// Each load, in `--load` order: ran to the end, or died (how, when).
+    pub fates: Vec<LoadFate>,
+    /// Remarks, e.g. "dd:1G: child killed by signal 9 when stopped".
     pub notes: Vec<String>,
 }
 
@@ -67,6 +71,9 @@ struct Child {
     dir: PathBuf,
     /// Blocks in waitid(WNOWAIT) until the child ends (leaves it unreaped).
     watch: JoinHandle<Option<Exit>>,
+    /// Its process group and scratch directory, for the guardian should the probe die first;
+    /// dropped once both are gone.
+    _held: [Held; 2],
 }
 
 /// Running loads. Dropping it stops them (kill process groups, wait, remove scratch dirs, tear
@@ -217,27 +224,26 @@ impl Drop for Loads {
     }
 }
 
-/// Kill what is left of `c`'s group, reap it, and move its counters and notes into `rep`.
+/// Kill what is left of `c`'s group, reap it, and move its fate, counters and notes into `rep`.
 fn finish(mut c: Child, rep: &mut LoadReport) {
     // The leader is unreaped until `wait` below, so the group id cannot be reused meanwhile.
     kill_group(c.pgid, libc::SIGKILL);
     let exit = c.watch.join().ok().flatten();
     let _ = c.proc.wait();
     // Grandchildren (cc1, busy loops) may outlive the leader by a moment.
-    for _ in 0..100 {
-        if !kill_group(c.pgid, libc::SIGKILL) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    kill_group_until_gone(c.pgid, Duration::from_secs(1));
+    let mut fate = LoadFate {
+        name: c.name.clone(),
+        died: None,
+    };
     match exit {
-        Some(e) if e.early => rep.notes.push(format!(
-            "{}: child {} at {:.1} s{}",
-            c.name,
-            e.how,
-            e.at.as_secs_f64(),
-            stderr_tail(&c.dir)
-        )),
+        // Any end before the stop, even status 0: the load stopped loading.
+        Some(e) if e.early => {
+            fate.died = Some(LoadDeath {
+                how: format!("{}{}", e.how, stderr_tail(&c.dir)),
+                after_ns: e.at.as_nanos() as u64,
+            })
+        }
         Some(e) if !e.clean => rep.notes.push(format!(
             "{}: child {} when stopped{}",
             c.name,
@@ -246,30 +252,15 @@ fn finish(mut c: Child, rep: &mut LoadReport) {
         )),
         _ => {}
     }
+    rep.fates.push(fate);
     for (k, v) in read_counters(&c.dir) {
         rep.counters.insert(format!("{}.{k}", c.name), v);
     }
     rep.notes
         .extend(read_notes(&c.dir).into_iter().map(|n| format!("{}: {n}", c.name)));
-    remove_dir_retrying(&c.dir, rep);
-}
-
-/// Remove a scratch directory, retrying while dying processes may still add files.
-fn remove_dir_retrying(dir: &Path, rep: &mut LoadReport) {
-    for attempt in 0..20 {
-        match std::fs::remove_dir_all(dir) {
-            Ok(()) => return,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(e) if attempt == 19 => rep.notes.push(format!("removing {}: {e}", dir.display())),
-            Err(_) => std::thread::sleep(Duration::from_millis(25)),
-        }
+    if let Err(e) = remove_retrying(&c.dir) {
+        rep.notes.push(format!("removing {}: {e}", c.dir.display()));
     }
-}
-
-/// Signal a whole process group; false once the group is empty (ESRCH).
-fn kill_group(pgid: libc::pid_t, sig: libc::c_int) -> bool {
-    // SAFETY: kill(2) has no memory-safety preconditions; pgid > 1 is one of our children's groups.
-    pgid > 1 && unsafe { libc::kill(-pgid, sig) } == 0
 }
 
 /// "exited with status 1" / "killed by signal 9" for a finished child, for start errors.
@@ -424,6 +415,7 @@ fn spawn(
             name: name.to_string(),
             proc,
             pgid: pid,
+            _held: [Held::group(pid), Held::path(&dir)],
             dir,
             watch,
         }),
@@ -502,6 +494,9 @@ mod tests {
         }
         let rep = loads.stop();
         assert!(rep.notes.is_empty(), "{:?}", rep.notes);
+        let names: Vec<&str> = rep.fates.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["tar", "dd:4M", "video", "tar#2", "make:1"]);
+        assert!(rep.fates.iter().all(|f| f.died.is_none()), "{:?}", rep.fates);
         assert!(rep.counters["tar.files_created"] > 0, "{:?}", rep.counters);
         assert!(rep.counters["tar#2.files_created"] > 0, "{:?}", rep.counters);
         assert!(rep.counters["dd:4M.bytes_written"] >= 1 << 20, "{:?}", rep.counters);
@@ -560,12 +555,13 @@ mod tests {
         unsafe { libc::kill(pid, libc::SIGKILL) };
         std::thread::sleep(Duration::from_millis(100));
         let rep = loads.stop();
-        assert_eq!(rep.notes.len(), 1, "{:?}", rep.notes);
-        assert!(
-            rep.notes[0].starts_with("dbench:1: child killed by signal 9 at "),
-            "{:?}",
-            rep.notes
+        assert!(rep.notes.is_empty(), "{:?}", rep.notes);
+        let died = rep.fates[0].died.as_ref().expect("dbench:1 died");
+        assert_eq!(
+            (rep.fates[0].name.as_str(), died.how.as_str()),
+            ("dbench:1", "killed by signal 9")
         );
+        assert!(died.after_ns > 0 && died.after_ns < 60_000_000_000, "{died:?}");
         assert!(rep.counters["dbench:1.ops"] > 0, "{:?}", rep.counters);
         assert!(scratch_is_empty(&tmp));
     }

@@ -13,10 +13,14 @@ pub fn swap_total() -> u64 {
         .unwrap_or(0)
 }
 
+use crate::guard::Held;
+
 /// An active zram swap device.
 #[derive(Debug)]
 pub struct Zram {
     dev: String,
+    /// Until it is dropped: the guardian tears the device down if the probe dies first.
+    _held: Held,
 }
 
 fn run(prog: &str, args: &[&str]) -> Result<String, String> {
@@ -45,7 +49,10 @@ impl Zram {
         if !dev.starts_with("/dev/") {
             return Err(format!("zramctl --find printed '{dev}', not a device"));
         }
-        let z = Zram { dev };
+        let z = Zram {
+            _held: Held::zram(&dev),
+            dev,
+        };
         let on = run("mkswap", &[&z.dev]).and_then(|_| run("swapon", &["--priority", "32767", &z.dev]));
         match on {
             Ok(_) => Ok(z),
@@ -63,8 +70,14 @@ impl Zram {
 
     /// Disable and reset the device.
     pub fn remove(&self) -> Result<(), String> {
-        let off = run("swapoff", &[&self.dev]);
-        let reset = run("zramctl", &["--reset", &self.dev]);
-        off.and(reset).map(|_| ())
+        teardown(&self.dev)
     }
+}
+
+/// `swapoff` and reset zram device `dev`; also what the guardian does with the device of a
+/// killed probe ([`crate::guard`]).
+pub(crate) fn teardown(dev: &str) -> Result<(), String> {
+    let off = run("swapoff", &[dev]);
+    let reset = run("zramctl", &["--reset", dev]);
+    off.and(reset).map(|_| ())
 }
