@@ -266,6 +266,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     let epoch = k.now;
     let before = counters(&k);
     k.tracker.epoch = epoch;
+    k.wtrack.epoch = epoch;
     match cfg.posix_timer {
         Some(p) => {
             let mut t = measure::posix_timer::PosixTracker::new(p.notify.stream(), p.notify.sigev());
@@ -517,6 +518,14 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
             r.meta.settings.remove("rtc_hz");
         }
         r.streams.push(s);
+    }
+    if let Some(w) = std::mem::take(&mut k.wtrack).finish() {
+        r.counters.insert("writes_over_100ms".into(), w.long_writes);
+        for (pass, kb_s) in w.rates {
+            // iozone's figure (KB/s over the record loop), in MB/s.
+            r.throughput.insert(format!("{pass}_MBps"), kb_s * 1024.0 / 1e6);
+        }
+        r.streams.push(w.stream);
     }
     if let Some(s) = k.take_stream() {
         r.counters.insert("rtc_missed".into(), s.missed);

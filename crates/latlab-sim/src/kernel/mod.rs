@@ -125,6 +125,8 @@ pub struct Kernel {
     pub tracker: Tracker,
     /// The POSIX-timer measurement, when the run has one.
     pub ptrack: Option<crate::measure::posix_timer::PosixTracker>,
+    /// iozone `-Q`'s timed write(2)s (idle unless a workload times one).
+    pub wtrack: crate::measure::write_latency::WriteTracker,
     /// Tasks by pid.
     pids: BTreeMap<u32, TaskId>,
     next_pid: u32,
@@ -175,6 +177,7 @@ impl Kernel {
             stats: Stats::default(),
             tracker: Tracker::default(),
             ptrack: None,
+            wtrack: Default::default(),
             pids: BTreeMap::new(),
             next_pid: 1,
             next_mm: 1,
@@ -327,6 +330,7 @@ impl Kernel {
             if let Some(p) = self.ptrack.as_mut() {
                 p.on_sched(x);
             }
+            self.wtrack.on_sched(x);
             return;
         }
         let cur = self.current;
@@ -353,6 +357,9 @@ impl Kernel {
                 at = ("cpu_idle", None);
             }
             _ => {}
+        }
+        if self.wtrack.measuring() {
+            self.wtrack.on_run(cur, d, at.0);
         }
         self.tracker.on_run(cur, d, at);
     }
@@ -522,6 +529,10 @@ impl Kernel {
                     (Mark::PosixTask, Some(p)) => p.adopt(cur),
                     (Mark::PosixSample { due }, Some(p)) => {
                         p.on_sample(due, self.now, cur, &self.tasks, self.sched.name())
+                    }
+                    (Mark::WriteStart { pass }, _) => self.wtrack.on_start(cur, pass.into(), self.now),
+                    (Mark::WriteDone { offset_kb, bytes }, _) => {
+                        self.wtrack.on_done(offset_kb, bytes, self.now, &self.tasks)
                     }
                     _ => self.tracker.on_mark(mark, self.now, cur, &self.tasks),
                 }

@@ -6,6 +6,7 @@
 
 pub mod posix_timer;
 pub mod realfeel;
+pub mod write_latency;
 
 use latlab_core::Nanos;
 
@@ -21,4 +22,8 @@ pub enum Mark {
     PosixTask,
     /// The notify function for the timer expiry due at `due` runs now.
     PosixSample { due: Nanos },
+    /// A timed write(2) of iozone `-Q` is about to be called (pass 0 write, 1 rewrite).
+    WriteStart { pass: u8 },
+    /// That write(2) returned, having written `bytes` at `offset_kb`.
+    WriteDone { offset_kb: u64, bytes: u64 },
 }

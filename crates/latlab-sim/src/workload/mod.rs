@@ -6,6 +6,7 @@
 //! lengths of the kernel loops inside them come from kernel state when they run.
 
 pub mod hogs;
+pub mod iozone;
 pub mod kthreads;
 pub mod posix_test;
 pub mod realfeel;

@@ -232,6 +232,9 @@ pub enum CommandSpec {
     /// Video playback in a browser plugin through the X server, `fps` frames a second, each
     /// decoded in `decode_us` and drawn in `x_us` ([`super::video`]); runs until the run ends.
     Video { fps: u32, decode_us: u64, x_us: u64 },
+    /// `iozone -i 0 -r RECORD_KB -s FILE_MB -Q`: write a new file of `file_mb` one
+    /// `record_kb` write(2) at a time, then rewrite it, each write timed ([`super::iozone`]).
+    Iozone { file_mb: u64, record_kb: u64 },
 }
 
 impl CommandSpec {
@@ -254,6 +257,7 @@ impl CommandSpec {
             CommandSpec::Updatedb { files, nights } => format!("updatedb ({files} names, {nights} nights)"),
             CommandSpec::CpuHogs { tasks } => format!("hogs x{tasks}"),
             CommandSpec::Video { fps, .. } => format!("video {fps} fps"),
+            CommandSpec::Iozone { file_mb, record_kb } => format!("iozone -i 0 -r {record_kb} -s {file_mb}m -Q"),
         }
     }
 }
@@ -574,6 +578,7 @@ impl Cmd {
                 }
                 false
             }
+            CommandSpec::Iozone { file_mb, record_kb } => super::iozone::refill(o, &reg, stage, file_mb, record_kb),
             CommandSpec::Sync => {
                 if stage > 0 {
                     return false;

@@ -61,6 +61,18 @@ pub const SIZES: &[Size] = &[
         min: 1,
         max: 60_000,
     },
+    Size {
+        key: "iozone.file_mb",
+        what: "iozone's file (-s), MB",
+        min: 1,
+        max: 1 << 20,
+    },
+    Size {
+        key: "iozone.record_kb",
+        what: "iozone's record (-r), KB, whole pages",
+        min: 4,
+        max: 16 << 10,
+    },
 ];
 
 /// Set size `key` to `value` in every command it names. An error says why not: an unknown
@@ -99,6 +111,17 @@ pub fn set(commands: &mut [CommandSpec], key: &str, value: u64) -> Result<(), St
             }
             ("make.jobs", CommandSpec::MakeKernel { jobs, .. }) => {
                 *jobs = value as u32;
+                true
+            }
+            ("iozone.file_mb", CommandSpec::Iozone { file_mb, .. }) => {
+                *file_mb = value;
+                true
+            }
+            ("iozone.record_kb", CommandSpec::Iozone { record_kb, .. }) => {
+                if !value.is_multiple_of(4) {
+                    err = Some(format!("{value} KB is not whole 4 KiB pages"));
+                }
+                *record_kb = value;
                 true
             }
             ("make.cc_ms_min" | "make.cc_ms_max", CommandSpec::MakeKernel { cc_ms, .. }) => {
