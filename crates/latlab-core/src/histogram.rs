@@ -68,6 +68,21 @@ impl LatencyHistogram {
         self.sum += v as u128 * n as u128;
     }
 
+    /// A histogram from recorded `(value_ns, count)` pairs whose exact minimum, maximum and
+    /// sum are known apart from them (a histogram read back from a file, where the pairs
+    /// are bucket edges). The count is the pairs' total.
+    pub fn from_parts(recorded: impl IntoIterator<Item = (Nanos, u64)>, min: Nanos, max: Nanos, sum: u128) -> Self {
+        let mut h = LatencyHistogram::new();
+        for (v, n) in recorded {
+            h.hist.saturating_record_n(v.clamp(1, HIGHEST_NS), n);
+            h.count += n;
+        }
+        h.min = if h.count == 0 { u64::MAX } else { min };
+        h.max = max;
+        h.sum = sum;
+        h
+    }
+
     /// Merge another histogram into this one.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         if other.count == 0 {
@@ -174,14 +189,12 @@ impl Serialize for LatencyHistogram {
 impl<'de> Deserialize<'de> for LatencyHistogram {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let r = HistRepr::deserialize(d)?;
-        let mut h = LatencyHistogram::new();
-        for (v, n) in r.buckets {
-            h.hist.saturating_record_n(v.clamp(1, HIGHEST_NS), n);
-        }
+        let mut h = LatencyHistogram::from_parts(r.buckets, r.min_ns, r.max_ns, r.sum_ns);
+        // The stored count stays authoritative (a file's buckets could disagree with it).
         h.count = r.count;
-        h.min = if r.count == 0 { u64::MAX } else { r.min_ns };
-        h.max = r.max_ns;
-        h.sum = r.sum_ns;
+        if r.count == 0 {
+            h.min = u64::MAX;
+        }
         Ok(h)
     }
 }
@@ -224,6 +237,15 @@ mod tests {
         let j = serde_json::to_string(&h).unwrap();
         let back: LatencyHistogram = serde_json::from_str(&j).unwrap();
         assert_eq!(back.summary(), h.summary());
+    }
+
+    #[test]
+    fn from_parts_keeps_the_exact_figures_given() {
+        let h = LatencyHistogram::from_parts([(1_000, 3), (5_000, 1)], 1_400, 5_900, 9_000);
+        assert_eq!((h.count(), h.min(), h.max()), (4, 1_400, 5_900));
+        assert_eq!(h.mean(), 2_250.0);
+        assert_eq!(h.count_between(0, 2_000), 3);
+        assert_eq!(LatencyHistogram::from_parts([], 7, 0, 0).min(), 0);
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub enum Engine {
     Sim,
     /// The host probe on a real kernel.
     Probe,
+    /// rt-tests' cyclictest, read back from its `--json` or `-h` histogram file.
+    Cyclictest,
 }
 
 /// Everything needed to say what was run and to run it again.

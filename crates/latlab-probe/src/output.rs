@@ -3,7 +3,6 @@
 use latlab_core::result::RunResult;
 use serde::Serialize;
 use std::io::Write;
-use std::path::Path;
 
 /// Flat per-stream figures in microseconds, for scripts (`streams_summary` in the JSON).
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -117,9 +116,9 @@ pub fn json_value(r: &RunResult) -> serde_json::Value {
     v
 }
 
-pub fn write_json(r: &RunResult, path: &Path) -> std::io::Result<()> {
-    let s = serde_json::to_string_pretty(&json_value(r))?;
-    std::fs::write(path, s + "\n")
+/// The `--json` text: [`json_value`], pretty-printed, ending in a newline.
+pub fn json_text(r: &RunResult) -> String {
+    serde_json::to_string_pretty(&json_value(r)).expect("a JSON value serializes") + "\n"
 }
 
 #[cfg(test)]

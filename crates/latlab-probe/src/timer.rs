@@ -36,6 +36,8 @@ pub struct PeriodicConfig {
     pub keep_worst: usize,
     /// Samples above this (ns) get a /proc-based attribution (`--explain`).
     pub trace_above_ns: Option<u64>,
+    /// Keep cyclictest's `-h N` histogram of each thread with this many 1 us buckets.
+    pub histogram_us: Option<usize>,
 }
 
 impl Default for PeriodicConfig {
@@ -50,6 +52,44 @@ impl Default for PeriodicConfig {
             mlock: true,
             keep_worst: 10,
             trace_above_ns: None,
+            histogram_us: None,
+        }
+    }
+}
+
+/// One thread's histogram kept as cyclictest's `-h N` keeps it: the latency truncated to
+/// whole microseconds counted in N buckets, samples of N us or more counted as overflows
+/// with the cycle numbers (0-based) of the first N of them, and the sum of the truncated
+/// latencies, whose integer division by the count is cyclictest's average.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CycleHistogram {
+    pub buckets: Vec<u64>,
+    pub overflow: u64,
+    pub overflow_cycles: Vec<u64>,
+    pub sum_us: u64,
+}
+
+impl CycleHistogram {
+    pub fn new(buckets: usize) -> Self {
+        CycleHistogram {
+            buckets: vec![0; buckets],
+            overflow_cycles: Vec::with_capacity(buckets),
+            ..Default::default()
+        }
+    }
+
+    /// Count cycle `cycle`'s latency.
+    pub fn record(&mut self, cycle: u64, latency_ns: u64) {
+        let us = latency_ns / 1000;
+        self.sum_us += us;
+        match self.buckets.get_mut(us as usize) {
+            Some(b) => *b += 1,
+            None => {
+                self.overflow += 1;
+                if self.overflow_cycles.len() < self.buckets.len() {
+                    self.overflow_cycles.push(cycle);
+                }
+            }
         }
     }
 }
@@ -59,6 +99,8 @@ impl Default for PeriodicConfig {
 pub struct PeriodicOutcome {
     /// One stream per CPU, in `cpus` order.
     pub streams: Vec<Stream>,
+    /// Each stream's cyclictest histogram, when `histogram_us` asked for them.
+    pub histograms: Vec<CycleHistogram>,
     pub caps: RunCaps,
     /// Wall time from the first thread's start to the last one's end.
     pub wall_ns: u64,
@@ -79,6 +121,7 @@ pub struct ThreadCtx {
     loops: Option<u64>,
     keep_worst: usize,
     pub stream: Stream,
+    histogram: Option<CycleHistogram>,
     explainer: Option<Explainer>,
     done: u64,
     errors: Vec<String>,
@@ -100,6 +143,9 @@ impl ThreadCtx {
     /// Record one wakeup where the woken thread was `tid` (SIGEV_THREAD's fresh threads).
     pub fn record_woken(&mut self, intended_ns: u64, woke_ns: u64, tid: u32) {
         let lat = woke_ns.saturating_sub(intended_ns);
+        if let Some(h) = self.histogram.as_mut() {
+            h.record(self.done, lat);
+        }
         self.done += 1;
         self.stream.hist.record(lat);
         let worth_keeping =
@@ -285,6 +331,7 @@ where
                     loops: cfg.loops,
                     keep_worst: cfg.keep_worst,
                     stream: Stream::new(name, measures),
+                    histogram: cfg.histogram_us.map(CycleHistogram::new),
                     explainer: cfg.trace_above_ns.map(|t| match with_tracer {
                         true => Explainer::steal_only(cpu, t),
                         false => Explainer::new(cpu, t),
@@ -293,7 +340,7 @@ where
                     errors: Vec::new(),
                 };
                 body(&mut ctx);
-                Some((ctx.stream, tc, ctx.errors, start))
+                Some((ctx.stream, ctx.histogram, tc, ctx.errors, start))
             });
         match spawned {
             Ok(h) => handles.push(h),
@@ -305,12 +352,14 @@ where
     }
     gate.open(handles.len(), errors.is_empty());
     let mut streams = Vec::new();
+    let mut histograms = Vec::new();
     let mut starts = Vec::new();
     for h in handles {
         match h.join() {
-            Ok(Some((s, tc, e, start))) => {
+            Ok(Some((s, hist, tc, e, start))) => {
                 rc.add_thread(&tc);
                 streams.push(s);
+                histograms.extend(hist);
                 errors.extend(e);
                 starts.push(start);
             }
@@ -334,6 +383,7 @@ where
     }
     PeriodicOutcome {
         streams,
+        histograms,
         caps: rc,
         wall_ns,
         interrupted: signals::stopped_by().is_some(),
@@ -422,6 +472,41 @@ mod tests {
         assert!(s.hist.min() <= s.hist.quantile(0.5) && s.hist.quantile(0.5) <= s.hist.max());
         assert!(!s.worst.is_empty());
         assert_eq!(s.worst[0].latency_ns, s.hist.max());
+    }
+
+    #[test]
+    fn cycle_histogram_counts_as_cyclictest() {
+        let mut h = CycleHistogram::new(3);
+        for (cycle, ns) in [999, 2_999, 3_000, 1_500, 80_000, 4_000, 5_000, 6_000]
+            .into_iter()
+            .enumerate()
+        {
+            h.record(cycle as u64, ns);
+        }
+        assert_eq!(h.buckets, [1, 1, 1]);
+        assert_eq!(h.overflow, 5);
+        // At most as many cycle numbers as buckets, as cyclictest keeps.
+        assert_eq!(h.overflow_cycles, [2, 4, 5]);
+        assert_eq!(h.sum_us, 2 + 3 + 1 + 80 + 4 + 5 + 6);
+    }
+
+    #[test]
+    fn short_run_keeps_the_cyclictest_histogram_when_asked() {
+        let cfg = PeriodicConfig {
+            cpus: vec![crate::parse::allowed_cpus()[0]],
+            loops: Some(40),
+            duration_ns: None,
+            dma_latency: false,
+            mlock: false,
+            histogram_us: Some(5),
+            ..Default::default()
+        };
+        let out = run(&cfg);
+        let h = &out.histograms[0];
+        assert_eq!(h.buckets.len(), 5);
+        assert_eq!(h.buckets.iter().sum::<u64>() + h.overflow, 40);
+        assert_eq!(h.overflow_cycles.len() as u64, h.overflow.min(5));
+        assert!(h.overflow_cycles.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

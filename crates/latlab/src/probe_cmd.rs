@@ -6,7 +6,9 @@ use latlab_core::result::{RunResult, Stream};
 use latlab_probe::load::{LoadOptions, LoadReport, LoadSpec, Loads};
 use latlab_probe::posix_timer::Notify;
 use latlab_probe::{output, parse, signals, timer, write};
+use latlab_report::cyclictest::Column;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -108,10 +110,11 @@ pub struct LoadOpts {
 /// Output options shared by every probe.
 #[derive(Args, Debug, Clone)]
 pub struct OutputOpts {
-    /// Write the RunResult (plus `streams_summary`) as JSON.
+    /// Write the RunResult (plus `streams_summary`) as JSON; `-` writes it to stdout (the
+    /// table and spikes then go to stderr).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Write a cyclictest `-h` style histogram (one column per stream).
+    /// Write a cyclictest `-h` histogram (one column per stream); `-` writes it to stdout.
     #[arg(long)]
     pub histfile: Option<PathBuf>,
     /// Buckets (us) in --histfile.
@@ -212,12 +215,29 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// What a probe body returns: the result, whether a signal cut it short, and lines to print
-/// after the summary.
+/// What a probe body returns: the result, whether a signal cut it short, lines to print
+/// after the summary, and the streams' cyclictest histograms where they were kept exactly.
 pub struct Measured {
     pub result: RunResult,
     pub interrupted: bool,
     pub extra: String,
+    pub histograms: Vec<timer::CycleHistogram>,
+}
+
+/// A stream's `--histfile` column: from its cyclictest histogram, kept sample by sample as
+/// cyclictest keeps it, where there is one; else from the stream's HDR histogram.
+pub fn histfile_column(s: &Stream, kept: Option<&timer::CycleHistogram>, buckets: usize) -> Column {
+    match kept {
+        Some(h) => Column {
+            buckets: h.buckets.clone(),
+            overflow: h.overflow,
+            overflow_cycles: h.overflow_cycles.clone(),
+            min_us: s.hist.min() / 1000,
+            avg_us: h.sum_us.checked_div(s.hist.count()).unwrap_or(0),
+            max_us: s.hist.max() / 1000,
+        },
+        None => Column::from_stream(s, buckets),
+    }
 }
 
 /// Start the loads, measure, stop the loads (also on error or signal), then report.
@@ -227,6 +247,7 @@ fn run_with_loads(
     o: &OutputOpts,
     body: impl FnOnce() -> anyhow::Result<Measured>,
 ) -> anyhow::Result<ExitCode> {
+    check_outputs(o)?;
     let loads = start_loads(l)?;
     if !l.loads.is_empty() {
         eprintln!(
@@ -314,6 +335,7 @@ fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig 
         // With --explain keep enough samples to list every spike, not only the top ten.
         keep_worst: if trace_above_ns.is_some() { 100 } else { 10 },
         trace_above_ns,
+        histogram_us: out.histfile.is_some().then_some(out.hist_buckets),
     }
 }
 
@@ -354,6 +376,7 @@ fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::Periodic
         result: r,
         interrupted: out.interrupted,
         extra,
+        histograms: out.histograms,
     })
 }
 
@@ -422,28 +445,66 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
             result: r,
             interrupted: out.interrupted,
             extra,
+            histograms: Vec::new(),
         })
     })
 }
 
-/// Print, write the requested files, and choose the exit code.
+/// True for the path `-`: standard output.
+fn is_stdout(p: &Option<PathBuf>) -> bool {
+    p.as_deref() == Some(std::path::Path::new("-"))
+}
+
+/// Refuse output options that cannot all be honoured, before anything runs.
+fn check_outputs(o: &OutputOpts) -> anyhow::Result<()> {
+    if is_stdout(&o.json) && is_stdout(&o.histfile) {
+        anyhow::bail!("--json - and --histfile - both ask for standard output: give one of them a file");
+    }
+    Ok(())
+}
+
+/// Write `text` to `path`, or to standard output for `-`.
+fn write_out(path: &std::path::Path, text: &str, what: &str) -> anyhow::Result<()> {
+    if path == std::path::Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .with_context(|| format!("{what} -: writing to standard output"))
+    } else {
+        std::fs::write(path, text).with_context(|| format!("{what} {}", path.display()))
+    }
+}
+
+/// Print, write the requested files, and choose the exit code. When a file goes to standard
+/// output, the table and spike list go to standard error, so standard output holds the file
+/// alone.
 fn finish(m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
     let r = &m.result;
     if m.interrupted {
         eprintln!("latlab probe: interrupted; the figures below cover the partial run");
     }
-    let mut stdout = std::io::stdout();
-    output::print_summary(r, &mut stdout)?;
-    print!("{}", m.extra);
+    let mut table: Box<dyn Write> = if is_stdout(&o.json) || is_stdout(&o.histfile) {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    output::print_summary(r, &mut table)?;
+    write!(table, "{}", m.extra)?;
     if let Some(t) = o.trace_above_ns() {
-        print!("{}", spikes(r, t));
+        write!(table, "{}", spikes(r, t))?;
     }
+    table.flush()?;
     if let Some(p) = &o.json {
-        output::write_json(r, p).with_context(|| format!("--json {}", p.display()))?;
+        write_out(p, &output::json_text(r), "--json")?;
     }
     if let Some(p) = &o.histfile {
-        let text = latlab_report::cyclictest::render_streams(&r.streams, o.hist_buckets);
-        std::fs::write(p, text).with_context(|| format!("--histfile {}", p.display()))?;
+        let cols: Vec<Column> = r
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| histfile_column(s, m.histograms.get(i), o.hist_buckets))
+            .collect();
+        write_out(p, &latlab_report::cyclictest::render(&cols), "--histfile")?;
     }
     if m.interrupted {
         return Ok(ExitCode::from(128 + signals::stopped_by().unwrap_or(2) as u8));

@@ -97,7 +97,7 @@ enum TraceFormat {
 /// Read and parse one result; errors name the file.
 fn load(path: &Path) -> anyhow::Result<RunResult> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    input::parse_result(&text).with_context(|| path.display().to_string())
+    input::parse_result(&text, &path.display().to_string()).with_context(|| path.display().to_string())
 }
 
 fn load_all(paths: &[PathBuf]) -> anyhow::Result<Vec<RunResult>> {

@@ -146,7 +146,16 @@ fn timer_runs_as_root_and_as_nobody() {
         let Run { out, v, dir: d } = probe(
             who,
             &format!("timer-{who:?}"),
-            &["probe", "timer", "--duration", "1s", "--histfile", "{dir}/h.txt"],
+            &[
+                "probe",
+                "timer",
+                "--duration",
+                "1s",
+                "--histfile",
+                "{dir}/h.txt",
+                "--hist-buckets",
+                "30",
+            ],
         );
         let err = ok(&out);
         let h = d.join("h.txt");
@@ -179,10 +188,86 @@ fn timer_runs_as_root_and_as_nobody() {
             assert_eq!(v["meta"]["settings"]["mlockall"], "current+future");
         }
         let hist = std::fs::read_to_string(&h).unwrap();
-        assert!(hist.starts_with("# Histogram\n000000 "), "{}", &hist[..40]);
-        assert!(hist.contains("# Max Latencies:"));
+        check_histfile(&hist, streams);
         std::fs::remove_dir_all(d).unwrap();
     }
+}
+
+/// The numbers after `label` on the histfile's line that starts with it.
+fn hist_line(hist: &str, label: &str) -> Vec<u64> {
+    let l = hist
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("{label} in {hist}"));
+    l[label.len()..]
+        .split('#')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect()
+}
+
+/// A `--histfile` of 30 buckets in cyclictest's layout, holding every sample of `streams`:
+/// `# Total` counts the rows (overflows not), the overflow cycle numbers are listed up to
+/// 30 per thread with `# N others` for the rest, and the file ends in an empty line.
+fn check_histfile(hist: &str, streams: &[serde_json::Value]) {
+    assert!(hist.starts_with("# Histogram\n000000 "), "{}", &hist[..40]);
+    let rows: Vec<Vec<u64>> = hist
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split_whitespace().map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 30);
+    let (total, over) = (hist_line(hist, "# Total:"), hist_line(hist, "# Histogram Overflows:"));
+    assert!(hist.contains("\n# Histogram Overflow at cycle number:\n"), "{hist}");
+    for (j, s) in streams.iter().enumerate() {
+        let in_rows: u64 = rows.iter().map(|r| r[j + 1]).sum();
+        assert_eq!(total[j], in_rows, "column {j}: # Total counts the rows");
+        assert_eq!(total[j] + over[j], s["hist"]["count"].as_u64().unwrap(), "column {j}");
+        let cycles = hist_line(hist, &format!("# Thread {j}:"));
+        assert_eq!(cycles.len() as u64, over[j].min(30), "{hist}");
+        assert!(cycles.windows(2).all(|w| w[0] < w[1]), "{cycles:?}");
+        let thread = hist.lines().find(|l| l.starts_with(&format!("# Thread {j}:"))).unwrap();
+        assert_eq!(
+            thread.ends_with(&format!("# {:05} others", over[j].saturating_sub(30))),
+            over[j] > 30,
+            "{thread}"
+        );
+    }
+    // cyclictest's average: the truncated latencies' sum divided by the count, truncated.
+    let avg = hist_line(hist, "# Avg Latencies:");
+    let max = hist_line(hist, "# Max Latencies:");
+    for (j, s) in streams.iter().enumerate() {
+        let mean = s["hist"]["sum_ns"].as_f64().unwrap() / s["hist"]["count"].as_f64().unwrap() / 1000.0;
+        assert!(
+            avg[j] as f64 <= mean && mean < avg[j] as f64 + 2.0,
+            "{} vs {mean}",
+            avg[j]
+        );
+        assert_eq!(max[j], s["hist"]["max_ns"].as_u64().unwrap() / 1000);
+    }
+    assert!(hist.ends_with("\n\n"));
+}
+
+#[test]
+fn json_dash_writes_the_result_to_stdout_alone() {
+    for who in users() {
+        let out = latlab(who, &["probe", "timer", "--loops", "50", "--cpus", "0", "--json", "-"]);
+        let err = ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(check_streams(&v), 50);
+        // The table went to stderr, and no file named `-` was made.
+        assert!(err.contains("stream ") && err.contains("cpu0 "), "{err}");
+        assert!(!Path::new("-").exists());
+    }
+    let out = latlab(
+        As::Invoker,
+        &["probe", "timer", "--loops", "5", "--json", "-", "--histfile", "-"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("both ask for standard output"));
 }
 
 #[test]
@@ -742,4 +827,58 @@ fn side_by_side_with_cyclictest() {
     let (c, l) = (row("cyclictest"), row("latlab"));
     assert!(c[0] > 500.0 && l[0] > 500.0, "both counted samples: {c:?} {l:?}");
     assert!(row("ratio").len() == 7);
+}
+
+/// cyclictest's own `--json` and `-h` files, read by `latlab report` beside a probe result.
+#[test]
+fn report_reads_cyclictest_files() {
+    if Command::new("cyclictest").arg("--help").output().is_err() {
+        eprintln!("skip: cyclictest (rt-tests) not installed; scripts/install-deps installs it as root");
+        return;
+    }
+    if !is_root() {
+        eprintln!("skip: cyclictest needs root for SCHED_FIFO and mlockall");
+        return;
+    }
+    let d = scratch("cyclictest-files");
+    let (cj, ch) = (d.join("c.json"), d.join("h.txt"));
+    let ct = Command::new("cyclictest")
+        .args(["-m", "-q", "-p95", "-i1000", "-l300", "-t1", "-a0", "-h20"])
+        .arg(format!("--json={}", cj.display()))
+        .arg(format!("--histfile={}", ch.display()))
+        .output()
+        .unwrap();
+    assert!(ct.status.success(), "{}", String::from_utf8_lossy(&ct.stderr));
+    let p = d.join("p.json");
+    ok(&latlab(
+        As::Invoker,
+        &[
+            "probe",
+            "timer",
+            "--loops",
+            "300",
+            "--cpus",
+            "0",
+            "--json",
+            p.to_str().unwrap(),
+        ],
+    ));
+    let out = latlab(
+        As::Invoker,
+        &["report", "compare", cj.to_str().unwrap(), p.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    ok(&out);
+    assert!(text.contains("(cyclictest)") && text.contains("stream cpu0 "), "{text}");
+    let count = text.lines().find(|l| l.starts_with("count ")).unwrap();
+    assert_eq!(
+        count.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["count", "300", "300"],
+        "{text}"
+    );
+    let out = latlab(As::Invoker, &["report", "csv", "--percentiles", ch.to_str().unwrap()]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    ok(&out);
+    assert!(csv.lines().nth(1).unwrap().starts_with("thread0,300,"), "{csv}");
+    std::fs::remove_dir_all(d).unwrap();
 }
