@@ -2,7 +2,7 @@
 
 use crate::attribution::Attribution;
 use crate::histogram::LatencyHistogram;
-use crate::trace::LatencyTrace;
+use crate::trace::{LatencyTrace, RecordedEvents};
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -75,6 +75,10 @@ pub struct Stream {
     pub missed: u64,
     /// The worst samples, worst first, each with its attribution.
     pub worst: Vec<Sample>,
+    /// Kernel trace events recorded around worst samples (the probe's explained spikes),
+    /// one window per sample that has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded: Vec<RecordedEvents>,
 }
 
 impl Stream {
@@ -85,7 +89,13 @@ impl Stream {
             hist: LatencyHistogram::new(),
             missed: 0,
             worst: Vec::new(),
+            recorded: Vec::new(),
         }
+    }
+
+    /// The events recorded around worst sample `s`, if any were.
+    pub fn recorded_for(&self, s: &Sample) -> Option<&RecordedEvents> {
+        self.recorded.iter().find(|r| r.sample_at_ns == s.at_ns)
     }
 
     /// Keep `s` if it is among the `keep` worst seen so far (ties: the earlier stays first).

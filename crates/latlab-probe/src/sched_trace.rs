@@ -26,6 +26,7 @@
 //! its `sched_switch`. The parts add up to the latency.
 
 use latlab_core::attribution::{Attribution, Cause, TaskSlice};
+use latlab_core::trace::{RecordedEvent, RecordedEvents};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -309,15 +310,26 @@ struct Event {
 struct Head<'a> {
     comm: &'a str,
     pid: u32,
+    /// The irq-info column (`d.h2.`), empty when the line has none.
+    flags: &'a str,
     ts: u64,
     event: &'a str,
     fields: &'a str,
 }
 
-/// Lines holding an event (not the `#` header, not a `CPU:N [LOST M EVENTS]` marker), in
-/// both the text and the raw output.
+/// Lines holding an event (not the `#` header, not a `CPU:N [LOST M EVENTS]` marker, not a
+/// stack's frame), in both the text and the raw output.
 fn is_event_line(line: &str) -> bool {
-    !line.trim().is_empty() && !line.starts_with('#') && !line.starts_with("CPU:")
+    !line.trim().is_empty() && !line.starts_with('#') && !line.starts_with("CPU:") && !is_stack_frame(line)
+}
+
+/// How the text output names a kernel stack (the `stacktrace` trigger's event).
+const STACK_EVENT: &str = "<stack trace>";
+
+/// A frame of a `<stack trace>` event: ` => function+0x1a/0x40` on a line of its own (the
+/// raw output prints the event on one line, without them).
+fn is_stack_frame(line: &str) -> bool {
+    line.starts_with(" => ")
 }
 
 fn parse_head(line: &str) -> Option<Head<'_>> {
@@ -332,19 +344,21 @@ fn parse_head(line: &str) -> Option<Head<'_>> {
         // The flags column (options/irq-info) is optional.
         let mut words = rest.split_whitespace();
         let first = words.next()?;
-        let stamp = match first.strip_suffix(':') {
-            Some(s) => s,
-            None => words.next()?.strip_suffix(':')?,
+        let (flags, stamp) = match first.strip_suffix(':') {
+            Some(s) => ("", s),
+            None => (first, words.next()?.strip_suffix(':')?),
         };
         let ts = parse_secs(stamp)?;
-        let after = &rest[rest.find(stamp)? + stamp.len() + 1..];
-        let (event, fields) = after.trim_start().split_once(':')?;
-        if event.is_empty() || event.contains(' ') {
-            return None;
-        }
+        let after = rest[rest.find(stamp)? + stamp.len() + 1..].trim_start();
+        let (event, fields) = match after.split_once(':') {
+            _ if after.trim_end() == STACK_EVENT => (STACK_EVENT, ""),
+            Some((event, fields)) if !event.is_empty() && !event.contains(' ') => (event, fields),
+            _ => return None,
+        };
         Some(Head {
             comm,
             pid,
+            flags,
             ts,
             event,
             fields: fields.trim(),
@@ -425,11 +439,23 @@ fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
     })
 }
 
+/// One event's text in a CPU's buffer: its time and where its line (with a stack's `=>`
+/// frame lines after it) lies in the text.
+#[derive(Clone, Debug)]
+struct Line {
+    ts: u64,
+    text: std::ops::Range<usize>,
+}
+
 /// One CPU's parsed buffer.
 #[derive(Clone, Debug, Default)]
 struct CpuTrace {
     /// Sorted by time.
     events: Vec<Event>,
+    /// The text pass, kept for the events' own lines ([`CpuTrace::recorded`]).
+    text: String,
+    /// Every event line whose columns parsed, whatever its event, sorted by time.
+    lines: Vec<Line>,
     /// Events the ring buffer overwrote or dropped.
     lost: u64,
     /// Event lines that did not parse.
@@ -445,10 +471,39 @@ impl CpuTrace {
         let mut events = Vec::new();
         let mut lines_of_events = Vec::new();
         let mut heads = Vec::new();
+        let mut lines: Vec<Line> = Vec::new();
+        // For each of `lines`, its place among the event lines (to find its raw stamp).
+        let mut line_index = Vec::new();
         let mut skipped = 0;
-        for (n, line) in text.lines().filter(|l| is_event_line(l)).enumerate() {
+        let mut offset = 0;
+        let mut n = 0;
+        let mut kept_last = false;
+        for l in text.split_inclusive('\n') {
+            let at = offset;
+            offset += l.len();
+            let line = l.trim_end_matches(['\n', '\r']);
+            if is_stack_frame(line) {
+                // A frame of the stack the event line before printed (`<stack trace>`).
+                if let Some(last) = lines.last_mut().filter(|_| kept_last) {
+                    last.text.end = at + line.len();
+                }
+                continue;
+            }
+            if !is_event_line(line) {
+                kept_last = false;
+                continue;
+            }
+            n += 1;
             let head = parse_head(line);
             heads.push(head.as_ref().map(|h| (h.pid, h.ts)));
+            kept_last = head.is_some();
+            if let Some(h) = &head {
+                lines.push(Line {
+                    ts: h.ts,
+                    text: at..at + line.len(),
+                });
+                line_index.push(n - 1);
+            }
             match head.and_then(|h| Some((parse_kind(h.event, h.fields)?, h))) {
                 Some((kind, h)) => {
                     events.push(Event {
@@ -457,7 +512,7 @@ impl CpuTrace {
                         comm: h.comm.to_string(),
                         kind,
                     });
-                    lines_of_events.push(n);
+                    lines_of_events.push(n - 1);
                 }
                 None => skipped += 1,
             }
@@ -487,14 +542,48 @@ impl CpuTrace {
                     e.ts = t;
                 }
             }
+            for (l, &n) in lines.iter_mut().zip(&line_index) {
+                if let Some((_, t)) = stamps[n] {
+                    l.ts = t;
+                }
+            }
         }
         events.sort_by_key(|e| e.ts);
+        lines.sort_by_key(|l| l.ts);
         CpuTrace {
             events,
+            text: text.to_string(),
+            lines,
             lost,
             skipped,
             ns,
         }
+    }
+
+    /// The event lines of `[from, to]` as the kernel printed them, on `cpu`.
+    fn recorded(&self, cpu: usize, from: u64, to: u64) -> Vec<RecordedEvent> {
+        let lo = self.lines.partition_point(|l| l.ts < from);
+        self.lines[lo..]
+            .iter()
+            .take_while(|l| l.ts <= to)
+            .filter_map(|l| {
+                let text = &self.text[l.text.clone()];
+                let (first, frames) = text.split_once('\n').unwrap_or((text, ""));
+                let h = parse_head(first)?;
+                Some(RecordedEvent {
+                    ts_ns: l.ts,
+                    cpu: cpu as u32,
+                    comm: h.comm.to_string(),
+                    pid: h.pid,
+                    flags: h.flags.to_string(),
+                    event: h.event.to_string(),
+                    fields: match frames.is_empty() {
+                        true => h.fields.to_string(),
+                        false => frames.to_string(),
+                    },
+                })
+            })
+            .collect()
     }
 
     /// Index of the first event at or after `t`.
@@ -888,30 +977,38 @@ impl Recorded {
         self.cpus.get(&cpu).map_or(0, |c| c.lost)
     }
 
+    /// Where a wakeup of thread `tid` measured on `cpu` over `[intended, woke]` is recorded:
+    /// the CPU it was switched in on (a notification thread may not run where its stream is
+    /// pinned), and its wakeup with that wakeup's CPU when another CPU recorded it (a waker
+    /// running there). `None` when `cpu` was not traced.
+    fn locate(&self, cpu: usize, tid: u32, intended: u64, woke: u64) -> Option<(usize, Option<(usize, &Event)>)> {
+        let c = self.cpus.get(&cpu)?;
+        let ran_on = match c.switched_in(tid, intended, woke) {
+            true => cpu,
+            false => self
+                .cpus
+                .iter()
+                .find(|(_, o)| o.switched_in(tid, intended, woke))
+                .map_or(cpu, |(&k, _)| k),
+        };
+        let foreign = match self.cpus[&ran_on].wakeup_of(tid, intended, woke) {
+            Some(_) => None,
+            None => self
+                .cpus
+                .iter()
+                .filter(|(&other, _)| other != ran_on)
+                .find_map(|(&k, o)| Some((k, o.wakeup_of(tid, intended, woke)?))),
+        };
+        Some((ran_on, foreign))
+    }
+
     /// Explain one late wakeup of thread `tid` on `cpu`.
     pub fn attribute(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Attribution {
-        match self.cpus.get(&cpu) {
-            Some(c) => {
-                let woke_ns = woke_ns.max(intended_ns);
-                // The CPU the thread was switched in on (a notification thread may not run
-                // where its stream is pinned), then its wakeup, on another CPU if need be.
-                let (ran_on, c) = match c.switched_in(tid, intended_ns, woke_ns) {
-                    true => (cpu, c),
-                    false => self
-                        .cpus
-                        .iter()
-                        .find(|(_, o)| o.switched_in(tid, intended_ns, woke_ns))
-                        .map_or((cpu, c), |(&k, o)| (k, o)),
-                };
-                let foreign = match c.wakeup_of(tid, intended_ns, woke_ns) {
-                    Some(_) => None,
-                    None => self
-                        .cpus
-                        .iter()
-                        .filter(|(&other, _)| other != ran_on)
-                        .find_map(|(_, o)| o.wakeup_of(tid, intended_ns, woke_ns)),
-                };
-                let mut a = c.attribute(tid, intended_ns, woke_ns, foreign);
+        let woke_ns = woke_ns.max(intended_ns);
+        match self.locate(cpu, tid, intended_ns, woke_ns) {
+            Some((ran_on, foreign)) => {
+                let c = &self.cpus[&ran_on];
+                let mut a = c.attribute(tid, intended_ns, woke_ns, foreign.map(|(_, e)| e));
                 if ran_on != cpu {
                     a.note = format!("ran on CPU {ran_on}, not CPU {cpu}; {}", a.note);
                 }
@@ -923,7 +1020,76 @@ impl Recorded {
             },
         }
     }
+
+    /// The CPUs whose events tell a wakeup of `tid` measured on `cpu` over `[intended,
+    /// woke]`: its own, the one the thread ran on, the waker's.
+    pub fn wakeup_cpus(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Vec<usize> {
+        let mut v = vec![cpu];
+        if let Some((ran_on, foreign)) = self.locate(cpu, tid, intended_ns, woke_ns.max(intended_ns)) {
+            v.push(ran_on);
+            v.extend(foreign.map(|(k, _)| k));
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The traced CPUs on which thread `tid` ran, was switched or woken during `[start,
+    /// end]`; every traced CPU when none recorded it.
+    pub fn cpus_of(&self, tid: u32, start: u64, end: u64) -> Vec<usize> {
+        let seen: Vec<usize> = self
+            .cpus
+            .iter()
+            .filter(|(_, c)| {
+                c.events[c.at(start)..].iter().take_while(|e| e.ts <= end).any(|e| {
+                    e.pid == tid
+                        || matches!(e.kind, Kind::Switch { prev_pid, next_pid, .. } if prev_pid == tid || next_pid == tid)
+                        || matches!(e.kind, Kind::Waking { pid } if pid == tid)
+                })
+            })
+            .map(|(&k, _)| k)
+            .collect();
+        match seen.is_empty() {
+            true => self.cpus.keys().copied().collect(),
+            false => seen,
+        }
+    }
+
+    /// The events recorded on `cpus` around a sample whose stimulus was at `start` and
+    /// which ended at `end` (CLOCK_MONOTONIC), as the kernel printed them: from
+    /// [`WINDOW_BEFORE_NS`] before to [`WINDOW_AFTER_NS`] after, at most
+    /// [`MAX_WINDOW_EVENTS`] (the earliest left out). `sample_at_ns` names the sample.
+    pub fn window(&self, cpus: &[usize], sample_at_ns: u64, start: u64, end: u64) -> RecordedEvents {
+        let (from, to) = (start.saturating_sub(WINDOW_BEFORE_NS), end.max(start) + WINDOW_AFTER_NS);
+        let mut events: Vec<RecordedEvent> = cpus
+            .iter()
+            .filter_map(|cpu| Some(self.cpus.get(cpu)?.recorded(*cpu, from, to)))
+            .flatten()
+            .collect();
+        events.sort_by_key(|e| (e.ts_ns, e.cpu));
+        let left_out = events.len().saturating_sub(MAX_WINDOW_EVENTS);
+        events.drain(..left_out);
+        let ns = cpus.iter().filter_map(|c| self.cpus.get(c)).all(|c| c.ns);
+        RecordedEvents {
+            sample_at_ns,
+            clock: format!("mono (CLOCK_MONOTONIC), {} resolution", if ns { "ns" } else { "µs" }),
+            stimulus_ns: start,
+            from_ns: from,
+            to_ns: to,
+            cpus: cpus.iter().map(|&c| c as u32).collect(),
+            left_out: left_out as u64,
+            events,
+        }
+    }
 }
+
+/// A sample's recorded window starts this long before its stimulus (the task that held the
+/// CPU is usually switched in inside it) ...
+pub const WINDOW_BEFORE_NS: u64 = 1_000_000;
+/// ... and ends this long after the sample.
+pub const WINDOW_AFTER_NS: u64 = 100_000;
+/// At most this many events are kept per sample (about 150 bytes each in the JSON).
+pub const MAX_WINDOW_EVENTS: usize = 1000;
 
 /// Where the measured thread was during a timed call, in [`Recorded::off_cpu`]'s walk.
 #[derive(Clone, Copy, PartialEq)]

@@ -403,6 +403,9 @@ fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, 
         let intended = start + w.at_ns;
         let steal_ns = w.attribution.steal_ns;
         w.attribution = rec.attribute(cpu, tid, intended, intended + w.latency_ns);
+        let cpus = rec.wakeup_cpus(cpu, tid, intended, intended + w.latency_ns);
+        s.recorded
+            .push(rec.window(&cpus, w.at_ns, intended, intended + w.latency_ns));
         // The trace speaks CLOCK_MONOTONIC; the result speaks time since the stream began.
         if let Some(c) = w.attribution.cause.as_mut() {
             c.since_ns = c.since_ns.saturating_sub(start);

@@ -173,6 +173,8 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
                     let dirty = std::mem::take(&mut w.attribution.note);
                     w.attribution = rec.off_cpu(tid, t0, t0 + w.latency_ns);
                     w.attribution.note = format!("{}; {dirty}", w.attribution.note);
+                    let cpus = rec.cpus_of(tid, t0, t0 + w.latency_ns);
+                    stream.recorded.push(rec.window(&cpus, w.at_ns, t0, t0 + w.latency_ns));
                 }
             }
             Err(e) => trace_error = Some(e),

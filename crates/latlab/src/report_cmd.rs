@@ -4,8 +4,8 @@
 //! or to `--out FILE`. See docs/reports.md.
 
 use anyhow::{bail, Context};
-use latlab_core::RunResult;
-use latlab_report::{chrome_trace, compare, csv, ftrace, html, input, plot, timeline};
+use latlab_core::{Engine, RunResult};
+use latlab_report::{chrome_trace, compare, csv, ftrace, html, input, plot, recorded, timeline};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -174,17 +174,45 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
         } => {
             let r = load(&file)?;
             check_stream(stream.as_deref(), std::slice::from_ref(&r), std::slice::from_ref(&file))?;
-            let w = timeline::windows(&r, stream.as_deref(), samples as usize);
-            if w.is_empty() {
-                bail!(
+            let none = || {
+                anyhow::anyhow!(
                     "{}: the result keeps no worst samples (Stream.worst is empty): nothing to export",
                     file.display()
-                );
-            }
+                )
+            };
             let title = input::label(&r);
-            let text = match format {
-                TraceFormat::Ftrace => ftrace::render(&title, &w),
-                TraceFormat::Chrome => chrome_trace::render(&title, &w).to_string() + "\n",
+            let text = match r.meta.engine {
+                Engine::Sim => {
+                    let w = timeline::windows(&r, stream.as_deref(), samples as usize);
+                    if w.is_empty() {
+                        return Err(none());
+                    }
+                    match format {
+                        TraceFormat::Ftrace => ftrace::render(&title, &w),
+                        TraceFormat::Chrome => chrome_trace::render(&title, &w).to_string() + "\n",
+                    }
+                }
+                Engine::Probe => {
+                    let picked = recorded::pick(&r, stream.as_deref(), samples as usize);
+                    if picked.is_empty() {
+                        return Err(none());
+                    }
+                    if picked.iter().all(|p| p.recorded.is_none()) {
+                        eprintln!(
+                            "latlab report trace: {}: no kernel events were recorded around these samples \
+                             (record them with `latlab probe ... --explain` as root); the trace says so and draws nothing",
+                            file.display()
+                        );
+                    }
+                    match format {
+                        TraceFormat::Ftrace => recorded::ftrace(&title, &picked),
+                        TraceFormat::Chrome => recorded::chrome(&title, &picked).to_string() + "\n",
+                    }
+                }
+                Engine::Cyclictest => bail!(
+                    "{}: a cyclictest result records no kernel events and no samples: nothing to export",
+                    file.display()
+                ),
             };
             emit(&text, out.as_deref())
         }
