@@ -750,6 +750,79 @@ fn fail_above_gates_and_explain_lists_spikes() {
     std::fs::remove_dir_all(d).unwrap();
 }
 
+/// Root with tracefs keeps the kernel's events around every explained sample, and `report
+/// trace` writes those and nothing else; without tracefs (nobody) nothing is kept, and the
+/// export says so.
+#[test]
+fn explain_keeps_recorded_events_and_report_trace_exports_only_those() {
+    let tracefs = is_root() && Path::new("/sys/kernel/tracing/instances").is_dir();
+    if !tracefs {
+        eprintln!("skip (recording half): no tracefs instances as this user");
+    }
+    for who in users() {
+        let Run { out, v, dir: d } = probe(
+            who,
+            &format!("recorded-{who:?}"),
+            &[
+                "probe",
+                "timer",
+                "--loops",
+                "300",
+                "--cpus",
+                "0",
+                "--trace-above",
+                "1ns",
+            ],
+        );
+        ok(&out);
+        let s = &v["streams"][0];
+        let recorded = s["recorded"].as_array().cloned().unwrap_or_default();
+        let trace = latlab(
+            As::Invoker,
+            &["report", "trace", d.join("r.json").to_str().unwrap(), "--samples", "3"],
+        );
+        let text = String::from_utf8_lossy(&trace.stdout).to_string();
+        ok(&trace);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        if who == As::Invoker && tracefs {
+            // One window per kept sample, each holding the measuring thread's switch-in.
+            assert_eq!(recorded.len(), s["worst"].as_array().unwrap().len());
+            for r in &recorded {
+                let w = s["worst"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|w| w["at_ns"] == r["sample_at_ns"])
+                    .expect("a window names its sample");
+                let tid = w["tag"]["tid"].as_str().unwrap();
+                let (from, to) = (r["from_ns"].as_u64().unwrap(), r["to_ns"].as_u64().unwrap());
+                let events = r["events"].as_array().unwrap();
+                assert!(events.iter().all(|e| {
+                    let ts = e["ts_ns"].as_u64().unwrap();
+                    from <= ts && ts <= to && e["cpu"] == 0
+                }));
+                assert!(
+                    events.iter().any(|e| e["event"] == "sched_switch"
+                        && e["fields"].as_str().unwrap().contains(&format!("next_pid={tid} "))),
+                    "{r}"
+                );
+            }
+            // The export: event lines in the kernel's layout, all on CPU 0, nothing made up.
+            assert!(!lines.is_empty(), "{text}");
+            assert!(lines.iter().all(|l| l.contains(" [000] ")), "{text}");
+            assert!(
+                !text.contains("1073741824") && !text.contains("no kernel events were recorded"),
+                "{text}"
+            );
+        } else {
+            assert!(recorded.is_empty());
+            assert!(lines.is_empty(), "{text}");
+            assert!(text.contains("no kernel events were recorded for it"), "{text}");
+        }
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
 #[test]
 fn bad_options_get_clear_errors() {
     for (args, expect) in [
