@@ -81,7 +81,8 @@ impl Explainer {
             note: format!(
                 "coarse (/proc): interrupts and steal are deltas on CPU {} since the previous spike or the \
                  start, not the latency window; tasks are those runnable on the CPU just after the wakeup \
-                 (ns unknown, 0)",
+                 (ns unknown, 0); no kernel function or stack: that needs the scheduler tracepoints and \
+                 their stacktrace trigger, in tracefs (root)",
                 self.cpu
             ),
             ..Default::default()

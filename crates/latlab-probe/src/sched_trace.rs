@@ -52,6 +52,27 @@ const EVENTS: [&str; 9] = [
 /// Recorded when the kernel has them (a missing one is not an error).
 const OPTIONAL_EVENTS: [&str; 1] = ["writeback/balance_dirty_pages"];
 
+/// The kernel stack of the task a sleeper's timer interrupted: a `stacktrace` trigger on the
+/// timer-expiry event (Documentation/trace/events.rst, "Event triggers"), which unwinds
+/// through the interrupt into the interrupted context. Only for the expiries that wake a
+/// sleeping thread (`clock_nanosleep`'s `hrtimer_wakeup`, a POSIX timer's `posix_timer_fn`),
+/// and not when the CPU was idle: the unwinding costs a few µs inside the interrupt.
+const STACK_TRIGGER_FILE: &str = "events/timer/hrtimer_expire_entry/trigger";
+/// The trigger, then one for kernels whose filters cannot match a function pointer by name
+/// (`.function`, Linux 6.1+): every expiry interrupting a task.
+const STACK_TRIGGERS: [&str; 2] = [
+    "stacktrace if (function.function == hrtimer_wakeup || function.function == posix_timer_fn) && common_pid != 0",
+    "stacktrace if common_pid != 0",
+];
+
+/// Why the kernel refused the stack trigger, in words.
+fn stack_refused(dir: &Path) -> String {
+    match dir.join(STACK_TRIGGER_FILE).exists() {
+        true => "the kernel refused the stacktrace trigger on timer:hrtimer_expire_entry".into(),
+        false => "this kernel has no event triggers (CONFIG_EVENT_TRACING without triggers)".into(),
+    }
+}
+
 /// Events this much before `intended` still count as the wakeup (µs rounding of the text).
 const SLACK_NS: u64 = 1_000;
 /// How far before the window to look for handler entries still open at its start.
@@ -66,6 +87,8 @@ pub struct SchedTrace {
     dir: PathBuf,
     cpus: Vec<usize>,
     removed: bool,
+    /// Why kernel stacks are not recorded, if they are not.
+    stack_error: Option<String>,
 }
 
 impl SchedTrace {
@@ -94,10 +117,11 @@ impl SchedTrace {
         cpus.sort_unstable();
         cpus.dedup();
         // From here on, Drop removes the instance if a step fails.
-        let t = SchedTrace {
+        let mut t = SchedTrace {
             dir,
             cpus,
             removed: false,
+            stack_error: None,
         };
         write(&t.dir, "tracing_on", "0")?;
         write(&t.dir, "trace_clock", "mono")?;
@@ -117,6 +141,11 @@ impl SchedTrace {
         for e in OPTIONAL_EVENTS {
             let _ = write(&t.dir, &format!("events/{e}/enable"), "1");
         }
+        t.stack_error = STACK_TRIGGERS
+            .iter()
+            .map(|trigger| write(&t.dir, STACK_TRIGGER_FILE, trigger))
+            .find_map(Result::ok)
+            .map_or_else(|| Some(stack_refused(&t.dir)), |()| None);
         write(&t.dir, "tracing_on", "1")?;
         Ok(t)
     }
@@ -126,7 +155,10 @@ impl SchedTrace {
         write(&self.dir, "tracing_on", "0")?;
         let cpus = read_cpus(&self.dir, &self.cpus)?;
         self.remove()?;
-        Ok(Recorded { cpus })
+        Ok(Recorded {
+            cpus,
+            stack_error: self.stack_error.take(),
+        })
     }
 
     /// Stop tracing and rmdir the instance (disabling its events first if it is busy).
@@ -286,6 +318,10 @@ enum Kind {
         now: Option<u64>,
     },
     TimerExit,
+    /// A kernel stack (the `stacktrace` trigger): frames innermost first, without offsets.
+    Stack {
+        frames: Vec<String>,
+    },
     /// `writeback:balance_dirty_pages`: the current task was throttled for dirtying pages.
     Throttle {
         /// Pause imposed (ms).
@@ -430,6 +466,7 @@ fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
             now: value(fields, "now").and_then(|n| n.parse().ok()),
         },
         "hrtimer_expire_exit" => Kind::TimerExit,
+        STACK_EVENT => Kind::Stack { frames: Vec::new() },
         "balance_dirty_pages" => Kind::Throttle {
             pause_ms: value(fields, "pause")?.parse().ok()?,
             dirty: value(fields, "dirty")?.parse().ok()?,
@@ -478,6 +515,8 @@ impl CpuTrace {
         let mut offset = 0;
         let mut n = 0;
         let mut kept_last = false;
+        // The last event line was a `<stack trace>`, parsed: its frames follow.
+        let mut stack_open = false;
         for l in text.split_inclusive('\n') {
             let at = offset;
             offset += l.len();
@@ -487,12 +526,21 @@ impl CpuTrace {
                 if let Some(last) = lines.last_mut().filter(|_| kept_last) {
                     last.text.end = at + line.len();
                 }
+                if let Some(Event {
+                    kind: Kind::Stack { frames },
+                    ..
+                }) = events.last_mut().filter(|_| stack_open)
+                {
+                    let frame = line[" => ".len()..].trim();
+                    frames.push(frame.split_once('+').map_or(frame, |(f, _)| f).to_string());
+                }
                 continue;
             }
             if !is_event_line(line) {
-                kept_last = false;
+                (kept_last, stack_open) = (false, false);
                 continue;
             }
+            stack_open = false;
             n += 1;
             let head = parse_head(line);
             heads.push(head.as_ref().map(|h| (h.pid, h.ts)));
@@ -506,6 +554,7 @@ impl CpuTrace {
             }
             match head.and_then(|h| Some((parse_kind(h.event, h.fields)?, h))) {
                 Some((kind, h)) => {
+                    stack_open = matches!(kind, Kind::Stack { .. });
                     events.push(Event {
                         ts: h.ts,
                         pid: h.pid,
@@ -723,13 +772,21 @@ impl CpuTrace {
         // POSIX timer expiry of the window: the notification chain may span later expiries.
         let timer = |i: usize| match &ev[i].kind {
             Kind::TimerEntry { function, now } if function == "hrtimer_wakeup" || function == "posix_timer_fn" => {
-                Some(now.unwrap_or(ev[i].ts))
+                Some((i, now.unwrap_or(ev[i].ts)))
             }
             _ => None,
         };
-        let expiry = waking.and_then(|(w, _)| match created {
+        let fired = waking.and_then(|(w, _)| match created {
             true => (lo..w).find_map(timer),
             false => (lo..w).rev().find_map(timer),
+        });
+        let expiry = fired.map(|(_, now)| now);
+        // The kernel stack the stacktrace trigger took in that expiry: what it interrupted.
+        let stack = fired.and_then(|(i, _)| {
+            ev[i + 1..].iter().take(4).find_map(|e| match &e.kind {
+                Kind::Stack { frames } => Some((e.pid, interrupted(frames))),
+                _ => None,
+            })
         });
         let switch_in = waking.and_then(|(w, _)| self.switch_in(tid, w..hi));
         let e = expiry
@@ -794,7 +851,14 @@ impl CpuTrace {
                     _ => a.sched_ns += kept,
                 }
                 split(&mut a, first_switch, s);
-                a.cause = cause(&slices, &handlers, woken_at, s, woke - intended);
+                a.cause = cause(&slices, &handlers, woken_at, s, woke - intended, stack.as_ref());
+                if a.cause.as_ref().is_some_and(|c| c.path == IN_KERNEL) {
+                    warnings.push(match &stack {
+                        None => "no kernel stack recorded at the timer's expiry".to_string(),
+                        Some((_, None)) => "the stack at the timer's expiry has no interrupt entry frame to tell the interrupted context by".to_string(),
+                        Some(_) => "the stack at the timer's expiry is another task's".to_string(),
+                    });
+                }
                 if switch_in.is_none() {
                     warnings.push(format!("no sched_switch to tid {tid} after its wakeup"));
                 }
@@ -911,9 +975,50 @@ fn task_list(slices: &[Slice], tid: u32) -> Vec<TaskSlice> {
     v
 }
 
+/// What a task running in the kernel without a preemption point is said to be doing when no
+/// stack tells the function.
+const IN_KERNEL: &str = "kernel (non-preemptible section)";
+
+/// The frames of the context an interrupt interrupted, innermost first: those below the
+/// interrupt's entry (`asm_sysvec_*`, `asm_common_interrupt` on x86-64; `ret_from_intr`,
+/// `apic_timer_interrupt` before 5.8); empty when it interrupted user space. `None` when the
+/// stack has no entry frame known here.
+fn interrupted(frames: &[String]) -> Option<Vec<String>> {
+    let entry = frames.iter().position(|f| {
+        f.starts_with("asm_sysvec_")
+            || f.starts_with("asm_common_interrupt")
+            || f == "ret_from_intr"
+            || f == "apic_timer_interrupt"
+    })?;
+    Some(frames[entry + 1..].to_vec())
+}
+
+/// A stack as a code path, as the model prints its paths: the innermost frames,
+/// `copy_folio_from_iter_atomic <- generic_perform_write <- ext4_buffered_write_iter <- vfs_write`.
+fn path_of(frames: &[String]) -> String {
+    frames
+        .iter()
+        .take(PATH_FRAMES)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" <- ")
+}
+
+/// Frames of a stack named in a cause's path (the recorded window keeps the whole stack).
+const PATH_FRAMES: usize = 4;
+
 /// The task that held the CPU between the wakeup and the switch to the woken task for more
-/// than half the latency, and what it was doing as far as the tracepoints tell.
-fn cause(slices: &[Slice], handlers: &[Interval], woken_at: u64, switch_at: u64, latency: u64) -> Option<Cause> {
+/// than half the latency, and what it was doing as far as the tracepoints tell: where the
+/// task was running at the wakeup, its kernel stack when the timer fired (`stack`: the
+/// interrupted task's pid and frames), when one was recorded.
+fn cause(
+    slices: &[Slice],
+    handlers: &[Interval],
+    woken_at: u64,
+    switch_at: u64,
+    latency: u64,
+    stack: Option<&(u32, Option<Vec<String>>)>,
+) -> Option<Cause> {
     let clipped: Vec<(&Slice, u64, u64)> = slices
         .iter()
         .map(|sl| (sl, sl.start.max(woken_at), sl.end.min(switch_at)))
@@ -951,7 +1056,10 @@ fn cause(slices: &[Slice], handlers: &[Interval], woken_at: u64, switch_at: u64,
     } else if first.0.comm.starts_with("ksoftirqd") {
         "softirq (ksoftirqd)".to_string()
     } else if first.1 == woken_at {
-        "kernel (non-preemptible section)".to_string()
+        match stack {
+            Some((p, Some(frames))) if *p == pid && !frames.is_empty() => path_of(frames),
+            _ => IN_KERNEL.to_string(),
+        }
     } else {
         "ran ahead of the woken task (higher priority or woken earlier)".to_string()
     };
@@ -969,6 +1077,8 @@ fn cause(slices: &[Slice], handlers: &[Interval], woken_at: u64, switch_at: u64,
 #[derive(Clone, Debug, Default)]
 pub struct Recorded {
     cpus: BTreeMap<usize, CpuTrace>,
+    /// Why no kernel stacks were recorded, if none were.
+    stack_error: Option<String>,
 }
 
 impl Recorded {
@@ -1009,6 +1119,9 @@ impl Recorded {
             Some((ran_on, foreign)) => {
                 let c = &self.cpus[&ran_on];
                 let mut a = c.attribute(tid, intended_ns, woke_ns, foreign.map(|(_, e)| e));
+                if let Some(e) = self.stack_error.as_ref().filter(|_| a.cause.is_some()) {
+                    a.note.push_str(&format!("; kernel stacks not recorded: {e}"));
+                }
                 if ran_on != cpu {
                     a.note = format!("ran on CPU {ran_on}, not CPU {cpu}; {}", a.note);
                 }
@@ -1221,6 +1334,7 @@ mod tests {
     fn recorded(text: &str) -> Recorded {
         Recorded {
             cpus: BTreeMap::from([(0, CpuTrace::parse(text, None, 0))]),
+            stack_error: None,
         }
     }
 
@@ -1310,6 +1424,7 @@ mod tests {
         // Captured: `chrt -f 50 sleep 0.005` (pid 15524) woken from idle on CPU 0.
         let rec = Recorded {
             cpus: BTreeMap::from([(0, CpuTrace::parse(TEXT, Some(RAW), 0))]),
+            stack_error: None,
         };
         let intended = 9_121_128_100_000;
         let woke = 9_121_128_140_000;
@@ -1366,6 +1481,76 @@ mod tests {
         assert_eq!(c.path, "kernel (non-preemptible section)");
         assert_eq!((c.since_ns, c.until_ns), (100_000_051_000, 100_000_250_000));
         assert!(a.note.contains("µs resolution"), "{}", a.note);
+        assert!(
+            a.note.contains("no kernel stack recorded at the timer's expiry"),
+            "{}",
+            a.note
+        );
+    }
+
+    /// KWORKER_HELD with the stack the stacktrace trigger takes in the expiry: dd's write,
+    /// as this kernel printed it under `--load dd`.
+    fn kworker_with_stack(frames_after_entry: &str) -> String {
+        let (head, tail) = KWORKER_HELD.split_at(KWORKER_HELD.find("     kworker/0:1-42      [000] d.h3.").unwrap());
+        format!(
+            "{head}     kworker/0:1-42      [000] d.h1.   100.000050: <stack trace>
+ => trace_event_raw_event_hrtimer_expire_entry
+ => __hrtimer_run_queues
+ => hrtimer_interrupt
+ => __sysvec_apic_timer_interrupt
+ => sysvec_apic_timer_interrupt
+ => asm_sysvec_apic_timer_interrupt
+{frames_after_entry}{tail}"
+        )
+    }
+
+    #[test]
+    fn the_stack_at_the_expiry_names_the_function_that_held_the_cpu() {
+        let text = kworker_with_stack(
+            " => copy_folio_from_iter_atomic+0x1a/0x40\n => generic_perform_write\n => ext4_buffered_write_iter\n \
+             => vfs_write\n => ksys_write\n => do_syscall_64\n",
+        );
+        let (intended, woke) = (100_000_040_000, 100_000_255_000);
+        let rec = recorded(&text);
+        assert_eq!(rec.cpus[&0].skipped, 0);
+        let a = rec.attribute(0, 777, intended, woke);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        let c = a.cause.expect("cause");
+        assert_eq!(
+            format!("{} in {}", c.task, c.path),
+            "kworker/0:1/42 in copy_folio_from_iter_atomic <- generic_perform_write <- ext4_buffered_write_iter <- vfs_write"
+        );
+        assert!(!a.note.contains("stack"), "{}", a.note);
+        // The recorded window keeps the whole stack, frames as printed.
+        let w = rec.window(&[0], 40_000, intended, woke);
+        let stack = w.events.iter().find(|e| e.event == "<stack trace>").expect("the stack");
+        assert_eq!(stack.fields.lines().count(), 12);
+        assert_eq!(
+            stack.fields.lines().nth(6),
+            Some(" => copy_folio_from_iter_atomic+0x1a/0x40")
+        );
+        assert_eq!(w.events.len(), 10);
+        // Interrupted in user space: no kernel function to name.
+        let a = recorded(&kworker_with_stack("")).attribute(0, 777, intended, woke);
+        assert_eq!(a.cause.unwrap().path, "kernel (non-preemptible section)");
+    }
+
+    #[test]
+    fn a_stack_keeps_the_raw_pass_in_step() {
+        let text = kworker_with_stack(" => vfs_write\n");
+        // The raw pass prints the stack as one line, as the kernel does (`type: 4`).
+        let raw: String = text
+            .lines()
+            .filter(|l| is_event_line(l))
+            .map(|l| {
+                let h = parse_head(l).unwrap();
+                format!("{} 0 {} type: 4\n", h.pid, h.ts + 300)
+            })
+            .collect();
+        let c = CpuTrace::parse(&text, Some(&raw), 0);
+        assert!(c.ns);
+        assert_eq!(c.events.len(), 10);
+        assert!(c.events.iter().all(|e| e.ts % 1000 == 300));
     }
 
     /// SIGEV_THREAD: posix_timer_fn signals glibc's helper thread (500), which creates the
@@ -1413,6 +1598,7 @@ mod tests {
                 (0, CpuTrace::parse(HELPER_ELSEWHERE_CPU0, None, 0)),
                 (1, CpuTrace::parse(HELPER_ELSEWHERE_CPU1, None, 0)),
             ]),
+            stack_error: None,
         };
         let (intended, woke) = (400_000_010_000, 400_000_095_000);
         let a = rec.attribute(0, 778, intended, woke);
@@ -1550,6 +1736,7 @@ mod tests {
 ";
         let rec = Recorded {
             cpus: BTreeMap::from([(0, CpuTrace::parse(cpu0, None, 0)), (1, CpuTrace::parse(cpu1, None, 0))]),
+            stack_error: None,
         };
         let (start, end) = (10_000_000_000, 10_015_000_000);
         let a = rec.off_cpu(100, start, end);

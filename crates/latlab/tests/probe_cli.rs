@@ -823,6 +823,63 @@ fn explain_keeps_recorded_events_and_report_trace_exports_only_those() {
     }
 }
 
+/// Under dd on the measured CPU, the stacktrace trigger records the kernel stacks of the
+/// tasks the timers interrupted, and spikes where dd kept the CPU name its kernel function.
+#[test]
+fn explain_records_kernel_stacks_under_load() {
+    if !(is_root() && Path::new("/sys/kernel/tracing/instances").is_dir()) {
+        eprintln!("skip: kernel stacks need tracefs (root)");
+        return;
+    }
+    let Run { out, v, dir: d } = probe(
+        As::Invoker,
+        "stacks",
+        &[
+            "probe",
+            "timer",
+            "--duration",
+            "2s",
+            "--cpus",
+            "0",
+            "--load-cpus",
+            "0",
+            "--load",
+            "dd:64M",
+            "--scratch",
+            "{dir}",
+            "--trace-above",
+            "1ns",
+        ],
+    );
+    ok(&out);
+    let s = &v["streams"][0];
+    let stacks: Vec<&serde_json::Value> = s["recorded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["events"].as_array().unwrap())
+        .filter(|e| e["event"] == "<stack trace>")
+        .collect();
+    assert!(!stacks.is_empty(), "no kernel stack recorded under dd");
+    for e in &stacks {
+        let frames = e["fields"].as_str().unwrap();
+        assert!(frames.lines().all(|l| l.starts_with(" => ")), "{frames}");
+        assert!(frames.contains("hrtimer_interrupt"), "{frames}");
+    }
+    // A cause named from a stack is its frames below the interrupt entry.
+    let paths: Vec<&str> = s["worst"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["attribution"]["cause"]["path"].as_str())
+        .collect();
+    eprintln!("causes: {paths:?}");
+    for p in paths.iter().filter(|p| p.contains(" <- ")) {
+        assert!(!p.contains("asm_sysvec") && !p.contains("hrtimer_interrupt"), "{p}");
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 #[test]
 fn bad_options_get_clear_errors() {
     for (args, expect) in [
