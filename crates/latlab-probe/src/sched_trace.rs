@@ -150,6 +150,13 @@ impl SchedTrace {
         Ok(t)
     }
 
+    /// A handle that stops the recording at once from any thread, leaving the buffers to
+    /// [`SchedTrace::finish`] (`--break-above`: the window around the breaking sample stays
+    /// as it was when it happened).
+    pub fn freezer(&self) -> Freezer {
+        Freezer(self.dir.join("tracing_on"))
+    }
+
     /// Stop, read and parse the buffers, remove the instance.
     pub fn finish(mut self) -> Result<Recorded, String> {
         write(&self.dir, "tracing_on", "0")?;
@@ -193,6 +200,19 @@ impl SchedTrace {
 impl Drop for SchedTrace {
     fn drop(&mut self) {
         let _ = self.remove();
+    }
+}
+
+/// The instance's `tracing_on`: [`Freezer::freeze`] stops recording. It holds the path, not
+/// an open file, which would keep the instance from being removed.
+#[derive(Debug)]
+pub struct Freezer(PathBuf);
+
+impl Freezer {
+    /// Stop recording (`0` to `tracing_on`); a failure leaves the recording running, which
+    /// [`SchedTrace::finish`] stops anyway.
+    pub fn freeze(&self) {
+        let _ = std::fs::write(&self.0, "0");
     }
 }
 

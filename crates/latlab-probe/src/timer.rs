@@ -38,6 +38,9 @@ pub struct PeriodicConfig {
     pub trace_above_ns: Option<u64>,
     /// Keep cyclictest's `-h N` histogram of each thread with this many 1 us buckets.
     pub histogram_us: Option<usize>,
+    /// Stop every thread at the first sample of at least this (ns), freezing the trace
+    /// (cyclictest's `-b`).
+    pub break_above_ns: Option<u64>,
 }
 
 impl Default for PeriodicConfig {
@@ -53,6 +56,7 @@ impl Default for PeriodicConfig {
             keep_worst: 10,
             trace_above_ns: None,
             histogram_us: None,
+            break_above_ns: None,
         }
     }
 }
@@ -94,9 +98,47 @@ impl CycleHistogram {
     }
 }
 
+/// The sample that stopped a run with `break_above_ns`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Break {
+    pub stream: String,
+    /// The sample's `at_ns` and latency.
+    pub at_ns: u64,
+    pub latency_ns: u64,
+}
+
+/// `--break-above`: the threshold, the first sample above it, and the recording to freeze.
+#[derive(Debug)]
+struct Breaker {
+    above_ns: u64,
+    tripped: std::sync::OnceLock<Break>,
+    freezer: Option<crate::sched_trace::Freezer>,
+}
+
+impl Breaker {
+    /// Stop the run at `s` if it is the first sample above the threshold.
+    fn offer(&self, stream: &str, at_ns: u64, latency_ns: u64) {
+        if latency_ns < self.above_ns || self.tripped.get().is_some() {
+            return;
+        }
+        let b = Break {
+            stream: stream.to_string(),
+            at_ns,
+            latency_ns,
+        };
+        if self.tripped.set(b).is_ok() {
+            if let Some(f) = &self.freezer {
+                f.freeze();
+            }
+        }
+    }
+}
+
 /// What a periodic run produced.
 #[derive(Debug)]
 pub struct PeriodicOutcome {
+    /// The sample that stopped the run (`break_above_ns`).
+    pub broke: Option<Break>,
     /// One stream per CPU, in `cpus` order.
     pub streams: Vec<Stream>,
     /// Each stream's cyclictest histogram, when `histogram_us` asked for them.
@@ -122,6 +164,7 @@ pub struct ThreadCtx {
     keep_worst: usize,
     pub stream: Stream,
     histogram: Option<CycleHistogram>,
+    breaker: Option<Arc<Breaker>>,
     explainer: Option<Explainer>,
     done: u64,
     errors: Vec<String>,
@@ -131,6 +174,7 @@ impl ThreadCtx {
     /// True when the loop should end (loops done, duration over, or a stop signal).
     pub fn finished(&self, now_ns: u64) -> bool {
         signals::stop_requested()
+            || self.breaker.as_ref().is_some_and(|b| b.tripped.get().is_some())
             || self.loops.is_some_and(|l| self.done >= l)
             || self.deadline_ns.is_some_and(|d| now_ns >= d)
     }
@@ -148,6 +192,10 @@ impl ThreadCtx {
         }
         self.done += 1;
         self.stream.hist.record(lat);
+        let at_ns = intended_ns.saturating_sub(self.run_start_ns);
+        if let Some(b) = &self.breaker {
+            b.offer(&self.stream.name, at_ns, lat);
+        }
         let worth_keeping =
             self.stream.worst.len() < self.keep_worst || self.stream.worst.last().is_some_and(|w| w.latency_ns < lat);
         if worth_keeping {
@@ -159,7 +207,7 @@ impl ThreadCtx {
                 None => Attribution::default(),
             };
             let s = Sample {
-                at_ns: intended_ns.saturating_sub(self.run_start_ns),
+                at_ns,
                 latency_ns: lat,
                 tag,
                 attribution,
@@ -292,6 +340,13 @@ where
         None => None,
     };
     let with_tracer = tracer.is_some();
+    let breaker = cfg.break_above_ns.map(|above_ns| {
+        Arc::new(Breaker {
+            above_ns,
+            tripped: std::sync::OnceLock::new(),
+            freezer: tracer.as_ref().map(SchedTrace::freezer),
+        })
+    });
     let body = Arc::new(body);
     let gate = Arc::new(StartGate::default());
     let t0 = mono_ns();
@@ -301,6 +356,7 @@ where
         let body = body.clone();
         let gate = gate.clone();
         let cfg = cfg.clone();
+        let breaker = breaker.clone();
         let name = naming.name(cpu, cfg.cpus.len());
         let measures = naming.measures(measures, cpu);
         let spawned = std::thread::Builder::new()
@@ -332,6 +388,7 @@ where
                     keep_worst: cfg.keep_worst,
                     stream: Stream::new(name, measures),
                     histogram: cfg.histogram_us.map(CycleHistogram::new),
+                    breaker,
                     explainer: cfg.trace_above_ns.map(|t| match with_tracer {
                         true => Explainer::steal_only(cpu, t),
                         false => Explainer::new(cpu, t),
@@ -382,6 +439,7 @@ where
         caps::unlock_memory();
     }
     PeriodicOutcome {
+        broke: breaker.and_then(|b| b.tripped.get().cloned()),
         streams,
         histograms,
         caps: rc,

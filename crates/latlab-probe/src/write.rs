@@ -14,6 +14,7 @@
 use crate::clock::mono_ns;
 use crate::sched_trace::SchedTrace;
 use crate::signals;
+use crate::timer::Break;
 use latlab_core::attribution::Attribution;
 use latlab_core::result::{Sample, Stream};
 use std::collections::BTreeMap;
@@ -36,6 +37,8 @@ pub struct WriteConfig {
     pub keep_worst: usize,
     /// Note /proc/vmstat dirty/writeback figures after records slower than this (ns).
     pub explain_above_ns: Option<u64>,
+    /// Stop at the first record of at least this (ns), freezing the trace.
+    pub break_above_ns: Option<u64>,
 }
 
 /// What a write run produced.
@@ -47,6 +50,8 @@ pub struct WriteOutcome {
     pub write_ns: u64,
     pub fsync_ns: u64,
     pub interrupted: bool,
+    /// The record that stopped the run (`break_above_ns`).
+    pub broke: Option<Break>,
     /// Why the scheduler tracepoints could not be used, when `--explain` wanted them.
     pub trace_error: Option<String>,
 }
@@ -128,10 +133,12 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
             Err(e) => trace_error = Some(e),
         }
     }
+    let freezer = tracer.as_ref().map(SchedTrace::freezer);
     let tid = crate::clock::gettid();
     let start = mono_ns();
     let mut bytes = 0;
     let mut interrupted = false;
+    let mut broke = None;
     for i in 0..records {
         if signals::stop_requested() {
             interrupted = true;
@@ -163,6 +170,17 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
                 cfg.keep_worst,
             );
         }
+        if cfg.break_above_ns.is_some_and(|b| lat >= b) {
+            if let Some(f) = &freezer {
+                f.freeze();
+            }
+            broke = Some(Break {
+                stream: stream.name.clone(),
+                at_ns: t0 - start,
+                latency_ns: lat,
+            });
+            break;
+        }
     }
     let write_ns = mono_ns() - start;
     if let (Some(t), Some(threshold)) = (tracer, cfg.explain_above_ns) {
@@ -189,6 +207,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         write_ns,
         fsync_ns,
         interrupted,
+        broke,
         trace_error,
     })
 }

@@ -130,6 +130,16 @@ pub struct OutputOpts {
     /// Explain samples above this latency (`200us`; bare = us); implies --explain.
     #[arg(long, value_parser = p_us)]
     pub trace_above: Option<u64>,
+    /// Stop at the first sample of at least this latency (`2ms`; bare = us), as cyclictest's
+    /// -b: the recording stops there, the events recorded around the sample go to
+    /// --break-trace, the result to --json; exits 1. Explains samples above it unless
+    /// --explain/--trace-above say otherwise.
+    #[arg(long, value_parser = p_us)]
+    pub break_above: Option<u64>,
+    /// Where --break-above writes the recorded events around the breaking sample (ftrace
+    /// text, as `latlab report trace` writes it; `-` for stdout).
+    #[arg(long, default_value = "latlab-break.txt")]
+    pub break_trace: PathBuf,
 }
 
 impl OutputOpts {
@@ -137,7 +147,7 @@ impl OutputOpts {
         match (self.explain, self.trace_above) {
             (_, Some(t)) => Some(t),
             (true, None) => Some(100_000),
-            (false, None) => None,
+            (false, None) => self.break_above,
         }
     }
 }
@@ -222,6 +232,8 @@ pub struct Measured {
     pub interrupted: bool,
     pub extra: String,
     pub histograms: Vec<timer::CycleHistogram>,
+    /// The sample that stopped the run (`--break-above`).
+    pub broke: Option<timer::Break>,
 }
 
 /// A stream's `--histfile` column: from its cyclictest histogram, kept sample by sample as
@@ -336,6 +348,7 @@ fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig 
         keep_worst: if trace_above_ns.is_some() { 100 } else { 10 },
         trace_above_ns,
         histogram_us: out.histfile.is_some().then_some(out.hist_buckets),
+        break_above_ns: out.break_above,
     }
 }
 
@@ -377,6 +390,7 @@ fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::Periodic
         interrupted: out.interrupted,
         extra,
         histograms: out.histograms,
+        broke: out.broke,
     })
 }
 
@@ -412,6 +426,7 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         record,
         keep_worst: w.worst,
         explain_above_ns: w.out.trace_above_ns(),
+        break_above_ns: w.out.break_above,
     };
     // Refuse before the loads start, so a full disk fails fast.
     write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
@@ -446,19 +461,39 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
             interrupted: out.interrupted,
             extra,
             histograms: Vec::new(),
+            broke: out.broke,
         })
     })
 }
 
 /// True for the path `-`: standard output.
-fn is_stdout(p: &Option<PathBuf>) -> bool {
-    p.as_deref() == Some(std::path::Path::new("-"))
+fn is_stdout(p: Option<&std::path::Path>) -> bool {
+    p == Some(std::path::Path::new("-"))
+}
+
+impl OutputOpts {
+    /// The options whose file goes to standard output (`-`).
+    fn to_stdout(&self) -> Vec<&'static str> {
+        [
+            ("--json", self.json.as_deref()),
+            ("--histfile", self.histfile.as_deref()),
+            ("--break-trace", self.break_above.and(Some(self.break_trace.as_path()))),
+        ]
+        .into_iter()
+        .filter(|(_, p)| is_stdout(*p))
+        .map(|(name, _)| name)
+        .collect()
+    }
 }
 
 /// Refuse output options that cannot all be honoured, before anything runs.
 fn check_outputs(o: &OutputOpts) -> anyhow::Result<()> {
-    if is_stdout(&o.json) && is_stdout(&o.histfile) {
-        anyhow::bail!("--json - and --histfile - both ask for standard output: give one of them a file");
+    let named = o.to_stdout();
+    if named.len() > 1 {
+        anyhow::bail!(
+            "{} all ask for standard output (`-`): give all but one of them a file",
+            named.join(" and ")
+        );
     }
     Ok(())
 }
@@ -478,12 +513,24 @@ fn write_out(path: &std::path::Path, text: &str, what: &str) -> anyhow::Result<(
 /// Print, write the requested files, and choose the exit code. When a file goes to standard
 /// output, the table and spike list go to standard error, so standard output holds the file
 /// alone.
-fn finish(m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
+fn finish(mut m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
+    if let (Some(b), Some(above)) = (&m.broke, o.break_above) {
+        m.result.meta.settings.insert(
+            "stopped_by".into(),
+            format!(
+                "--break-above {:.1} us: {}'s sample of {:.1} us at t={:.3} s",
+                above as f64 / 1000.0,
+                b.stream,
+                b.latency_ns as f64 / 1000.0,
+                b.at_ns as f64 / 1e9
+            ),
+        );
+    }
     let r = &m.result;
     if m.interrupted {
         eprintln!("latlab probe: interrupted; the figures below cover the partial run");
     }
-    let mut table: Box<dyn Write> = if is_stdout(&o.json) || is_stdout(&o.histfile) {
+    let mut table: Box<dyn Write> = if !o.to_stdout().is_empty() {
         Box::new(std::io::stderr())
     } else {
         Box::new(std::io::stdout())
@@ -506,6 +553,19 @@ fn finish(m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
             .collect();
         write_out(p, &latlab_report::cyclictest::render(&cols), "--histfile")?;
     }
+    if let Some(b) = &m.broke {
+        write_out(&o.break_trace, &break_trace(r, b), "--break-trace")?;
+        eprintln!(
+            "latlab probe: stopped at {}'s sample of {:.1} us at t={:.3} s (--break-above {:.1} us); \
+             the events recorded around it are in {}",
+            b.stream,
+            b.latency_ns as f64 / 1000.0,
+            b.at_ns as f64 / 1e9,
+            o.break_above.unwrap_or(0) as f64 / 1000.0,
+            o.break_trace.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
     if m.interrupted {
         return Ok(ExitCode::from(128 + signals::stopped_by().unwrap_or(2) as u8));
     }
@@ -521,6 +581,26 @@ fn finish(m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The ftrace text of the events recorded around the sample that stopped the run.
+fn break_trace(r: &RunResult, b: &timer::Break) -> String {
+    let picked: Vec<latlab_report::recorded::Picked> = r
+        .streams
+        .iter()
+        .filter(|s| s.name == b.stream)
+        .flat_map(|s| {
+            s.worst
+                .iter()
+                .filter(|w| w.at_ns == b.at_ns)
+                .map(move |w| latlab_report::recorded::Picked {
+                    stream: s,
+                    sample: w,
+                    recorded: s.recorded_for(w),
+                })
+        })
+        .collect();
+    latlab_report::recorded::ftrace(&latlab_report::input::label(r), &picked)
 }
 
 /// The readable list of explained spikes, worst first per stream.

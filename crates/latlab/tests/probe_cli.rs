@@ -267,7 +267,7 @@ fn json_dash_writes_the_result_to_stdout_alone() {
         &["probe", "timer", "--loops", "5", "--json", "-", "--histfile", "-"],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("both ask for standard output"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--json and --histfile all ask for standard output"));
 }
 
 #[test]
@@ -878,6 +878,55 @@ fn explain_records_kernel_stacks_under_load() {
         assert!(!p.contains("asm_sysvec") && !p.contains("hrtimer_interrupt"), "{p}");
     }
     std::fs::remove_dir_all(d).unwrap();
+}
+
+/// `--break-above` stops at the first sample above it (here the first of all), writes the
+/// result and the events recorded around that sample, and exits 1.
+#[test]
+fn break_above_stops_and_writes_the_trace() {
+    let tracefs = is_root() && Path::new("/sys/kernel/tracing/instances").is_dir();
+    for who in users() {
+        let Run { out, v, dir: d } = probe(
+            who,
+            &format!("break-{who:?}"),
+            &[
+                "probe",
+                "timer",
+                "--loops",
+                "5000",
+                "--cpus",
+                "0",
+                "--break-above",
+                "1ns",
+                "--break-trace",
+                "{dir}/break.txt",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("stopped at cpu0's sample of"), "{err}");
+        let s = &v["streams"][0];
+        let count = s["hist"]["count"].as_u64().unwrap();
+        assert!((1..5000).contains(&count), "stopped early: {count} samples");
+        let stopped = v["meta"]["settings"]["stopped_by"].as_str().unwrap();
+        assert!(
+            stopped.starts_with("--break-above 0.0 us: cpu0's sample of"),
+            "{stopped}"
+        );
+        let trace = std::fs::read_to_string(d.join("break.txt")).unwrap();
+        assert!(trace.starts_with("# tracer: nop\n"), "{trace}");
+        let events = trace.lines().filter(|l| !l.starts_with('#')).count();
+        if who == As::Invoker && tracefs {
+            // The first sample's window: the measuring thread's wakeup and switch-in.
+            let tid = s["worst"][0]["tag"]["tid"].as_str().unwrap();
+            assert!(trace.contains(&format!("next_pid={tid} ")), "{trace}");
+            assert!(events > 0);
+        } else {
+            assert_eq!(events, 0, "{trace}");
+            assert!(trace.contains("no kernel events were recorded"), "{trace}");
+        }
+        std::fs::remove_dir_all(d).unwrap();
+    }
 }
 
 #[test]
