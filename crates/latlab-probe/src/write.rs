@@ -276,8 +276,10 @@ mod tests {
             record: 4096,
             keep_worst: 10,
             explain_above_ns: Some(0),
+            break_above_ns: None,
         };
         let out = run(&cfg).unwrap();
+        assert_eq!(out.broke, None);
         assert_eq!(out.stream.hist.count(), 1024);
         assert_eq!(out.bytes, 4 << 20);
         assert_eq!(out.stream.worst.len(), 10);
@@ -288,6 +290,26 @@ mod tests {
         let lat = |s: &str| s.split(' ').nth(1).unwrap().parse::<u64>().unwrap();
         assert!(lat(lines[0]) <= lat(lines[9]));
         assert!(lines[9].ends_with(" 4096"));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn break_above_stops_at_the_first_record_above_it() {
+        let dir = tmpdir("break");
+        let cfg = WriteConfig {
+            dir: dir.clone(),
+            size: 4 << 20,
+            record: 4096,
+            keep_worst: 10,
+            explain_above_ns: None,
+            break_above_ns: Some(1),
+        };
+        let out = run(&cfg).unwrap();
+        assert_eq!(out.stream.hist.count(), 1);
+        assert_eq!(out.bytes, 4096);
+        let b = out.broke.expect("broke");
+        assert_eq!((b.stream.as_str(), b.latency_ns), ("write", out.stream.hist.max()));
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");
         std::fs::remove_dir_all(dir).unwrap();
     }
