@@ -64,6 +64,19 @@ pub struct Sample {
     pub attribution: Attribution,
 }
 
+/// A stream's latency split as rtla timerlat splits it, for the samples a kernel trace
+/// covered: from the timer's expiry to its interrupt handler, and from the handler to the
+/// measured thread switched in.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LatencySplit {
+    /// Intended expiry to the timer's handler (the hrtimer base clock it read).
+    pub irq: LatencyHistogram,
+    /// The handler to the measured thread switched in.
+    pub thread: LatencyHistogram,
+    /// Where the figures come from and which samples they cover.
+    pub note: String,
+}
+
 /// One measurement stream: realfeel wakeups, a CPU's timer wakeups, write(2) calls, ...
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Stream {
@@ -79,6 +92,9 @@ pub struct Stream {
     /// one window per sample that has one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recorded: Vec<RecordedEvents>,
+    /// The IRQ / thread split of the samples (the probe's, when it traced the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<LatencySplit>,
 }
 
 impl Stream {
@@ -90,6 +106,7 @@ impl Stream {
             missed: 0,
             worst: Vec::new(),
             recorded: Vec::new(),
+            split: None,
         }
     }
 

@@ -6,7 +6,7 @@
 //! [`load`] (built-in load generators), [`caps`] (what privileges the run got), [`dma_latency`]
 //! (the `/dev/cpu_dma_latency` guard), [`signals`] (SIGINT/SIGTERM stop the run cleanly),
 //! [`output`] (terminal summary and JSON), [`parse`] (option values), [`explain`] (coarse spike
-//! attribution from /proc).
+//! attribution from /proc), [`smi`] (SMI counts from MSR_SMI_COUNT).
 
 pub mod caps;
 pub mod clock;
@@ -19,5 +19,6 @@ pub mod parse;
 pub mod posix_timer;
 pub mod sched_trace;
 pub mod signals;
+pub mod smi;
 pub mod timer;
 pub mod write;

@@ -25,25 +25,39 @@ fn us(ns: u64) -> f64 {
 }
 
 pub fn summaries(r: &RunResult) -> Vec<StreamSummary> {
+    r.streams.iter().map(|s| summary(&s.name, &s.hist, s.missed)).collect()
+}
+
+/// Rows of the streams' IRQ / thread split (`cpu0 irq`, `cpu0 thread`), where they have one.
+pub fn split_summaries(r: &RunResult) -> Vec<StreamSummary> {
     r.streams
         .iter()
-        .map(|s| {
-            let m = s.hist.summary();
-            StreamSummary {
-                name: s.name.clone(),
-                count: m.count,
-                missed: s.missed,
-                min_us: us(m.min_ns),
-                mean_us: (m.mean_ns / 1000.0 * 1000.0).round() / 1000.0,
-                p50_us: us(m.p50_ns),
-                p90_us: us(m.p90_ns),
-                p99_us: us(m.p99_ns),
-                p999_us: us(m.p999_ns),
-                p9999_us: us(m.p9999_ns),
-                max_us: us(m.max_ns),
-            }
+        .filter_map(|s| Some((s, s.split.as_ref()?)))
+        .flat_map(|(s, p)| {
+            [
+                summary(&format!("{} irq", s.name), &p.irq, 0),
+                summary(&format!("{} thread", s.name), &p.thread, 0),
+            ]
         })
         .collect()
+}
+
+/// One row: a histogram's figures in microseconds.
+fn summary(name: &str, h: &latlab_core::LatencyHistogram, missed: u64) -> StreamSummary {
+    let m = h.summary();
+    StreamSummary {
+        name: name.to_string(),
+        count: m.count,
+        missed,
+        min_us: us(m.min_ns),
+        mean_us: (m.mean_ns / 1000.0 * 1000.0).round() / 1000.0,
+        p50_us: us(m.p50_ns),
+        p90_us: us(m.p90_ns),
+        p99_us: us(m.p99_ns),
+        p999_us: us(m.p999_ns),
+        p9999_us: us(m.p9999_ns),
+        max_us: us(m.max_ns),
+    }
 }
 
 /// The run's maximum latency over all streams (ns).
@@ -62,7 +76,8 @@ pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
         r.meta.kernel,
         settings_line(r)
     )?;
-    let rows = summaries(r);
+    let split = split_summaries(r);
+    let rows: Vec<StreamSummary> = summaries(r).into_iter().chain(split.iter().cloned()).collect();
     let w = rows.iter().map(|s| s.name.chars().count()).max().unwrap_or(0).max(10);
     writeln!(
         out,
@@ -84,6 +99,12 @@ pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
             s.p999_us,
             s.p9999_us,
             s.max_us
+        )?;
+    }
+    if !split.is_empty() {
+        writeln!(
+            out,
+            "(irq: timer expiry to its handler; thread: handler to the thread switched in, as rtla timerlat splits them)"
         )?;
     }
     for (k, v) in &r.counters {

@@ -774,6 +774,36 @@ impl CpuTrace {
         self.switch_in(tid, self.window(intended, woke)).is_some()
     }
 
+    /// The expiry of the woken thread's timer among events `lo..w` (`w`: its wakeup): the last
+    /// expiry of a sleeper's timer (`hrtimer_wakeup`) or of a POSIX timer (`posix_timer_fn`,
+    /// which signals it) before the wakeup; for a thread `created` to be notified, the first
+    /// POSIX timer expiry (the notification chain may span later ones). Its index and the
+    /// clock its handler read.
+    fn timer_fired(&self, lo: usize, w: usize, created: bool) -> Option<(usize, u64)> {
+        let ev = &self.events;
+        let timer = |i: usize| match &ev[i].kind {
+            Kind::TimerEntry { function, now } if function == "hrtimer_wakeup" || function == "posix_timer_fn" => {
+                Some((i, now.unwrap_or(ev[i].ts)))
+            }
+            _ => None,
+        };
+        match created {
+            true => (lo..w).find_map(timer),
+            false => (lo..w).rev().find_map(timer),
+        }
+    }
+
+    /// rtla timerlat's split of one wakeup of `tid` over `[intended, woke]` recorded here:
+    /// intended expiry to the timer's handler, handler to the thread switched in.
+    fn split(&self, tid: u32, intended: u64, woke: u64) -> Option<(u64, u64)> {
+        let r = self.window(intended, woke);
+        let w = self.wakeup_in(tid, r.clone())?;
+        let created = matches!(self.events[w].kind, Kind::WakeupNew { .. });
+        let (_, now) = self.timer_fired(r.start, w, created)?;
+        let s = self.switch_in(tid, w..r.end)?;
+        Some((now.saturating_sub(intended), self.events[s].ts.saturating_sub(now)))
+    }
+
     /// Explain one late wakeup of `tid` on this CPU; `foreign` is its wakeup when another
     /// CPU recorded it (a waker running there).
     fn attribute(&self, tid: u32, intended: u64, woke: u64, foreign: Option<&Event>) -> Attribution {
@@ -790,16 +820,7 @@ impl CpuTrace {
         // T's own timer: the last expiry before its wakeup of a sleeper (hrtimer_wakeup) or of a
         // POSIX timer (posix_timer_fn, which signals T). A created thread's timer is the first
         // POSIX timer expiry of the window: the notification chain may span later expiries.
-        let timer = |i: usize| match &ev[i].kind {
-            Kind::TimerEntry { function, now } if function == "hrtimer_wakeup" || function == "posix_timer_fn" => {
-                Some((i, now.unwrap_or(ev[i].ts)))
-            }
-            _ => None,
-        };
-        let fired = waking.and_then(|(w, _)| match created {
-            true => (lo..w).find_map(timer),
-            false => (lo..w).rev().find_map(timer),
-        });
+        let fired = waking.and_then(|(w, _)| self.timer_fired(lo, w, created));
         let expiry = fired.map(|(_, now)| now);
         // The kernel stack the stacktrace trigger took in that expiry: what it interrupted.
         let stack = fired.and_then(|(i, _)| {
@@ -1154,6 +1175,16 @@ impl Recorded {
         }
     }
 
+    /// rtla timerlat's split of one wakeup of thread `tid` measured on `cpu` over
+    /// `[intended, woke]`: intended expiry to the timer's handler, handler to the thread
+    /// switched in; `None` unless the timer, the wakeup and the switch were all recorded on
+    /// the CPU the thread ran on.
+    pub fn split(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Option<(u64, u64)> {
+        let woke_ns = woke_ns.max(intended_ns);
+        let (ran_on, _) = self.locate(cpu, tid, intended_ns, woke_ns)?;
+        self.cpus[&ran_on].split(tid, intended_ns, woke_ns)
+    }
+
     /// The CPUs whose events tell a wakeup of `tid` measured on `cpu` over `[intended,
     /// woke]`: its own, the one the thread ran on, the waker's.
     pub fn wakeup_cpus(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Vec<usize> {
@@ -1506,6 +1537,18 @@ mod tests {
             "{}",
             a.note
         );
+    }
+
+    #[test]
+    fn splits_a_wakeup_as_timerlat() {
+        let rec = recorded(KWORKER_HELD);
+        // Expiry due at 40 us, its handler read 49 us; the thread switched in at 250 us.
+        assert_eq!(
+            rec.split(0, 777, 100_000_040_000, 100_000_255_000),
+            Some((9_000, 201_000))
+        );
+        assert_eq!(rec.split(0, 778, 100_000_040_000, 100_000_255_000), None);
+        assert_eq!(rec.split(5, 777, 100_000_040_000, 100_000_255_000), None);
     }
 
     /// KWORKER_HELD with the stack the stacktrace trigger takes in the expiry: dd's write,

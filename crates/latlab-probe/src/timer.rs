@@ -12,7 +12,8 @@ use crate::explain::Explainer;
 use crate::sched_trace::{Recorded, SchedTrace};
 use crate::signals;
 use latlab_core::attribution::Attribution;
-use latlab_core::result::{Sample, Stream};
+use latlab_core::result::{LatencySplit, Sample, Stream};
+use latlab_core::LatencyHistogram;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -98,6 +99,41 @@ impl CycleHistogram {
     }
 }
 
+/// A thread's last wakeups (intended, woke, woken tid), kept while the run is traced so
+/// that every sample the trace buffer still covers can be split after the run. A ring of
+/// [`WAKEUP_LOG`] entries, allocated before the run starts.
+#[derive(Debug)]
+struct WakeupLog {
+    entries: Vec<(u64, u64, u32)>,
+    next: usize,
+}
+
+/// Wakeups a [`WakeupLog`] keeps: more than the trace buffer holds the events of (each
+/// wakeup takes at least four: the expiry's entry and exit, the wakeup, the switch in).
+const WAKEUP_LOG: usize = 1 << 16;
+
+impl WakeupLog {
+    fn new() -> Self {
+        WakeupLog {
+            entries: Vec::with_capacity(WAKEUP_LOG),
+            next: 0,
+        }
+    }
+
+    fn push(&mut self, e: (u64, u64, u32)) {
+        match self.entries.len() < WAKEUP_LOG {
+            true => self.entries.push(e),
+            false => self.entries[self.next] = e,
+        }
+        self.next = (self.next + 1) % WAKEUP_LOG;
+    }
+
+    /// The wakeups the log still holds (the last [`WAKEUP_LOG`]).
+    fn kept(&self) -> &[(u64, u64, u32)] {
+        &self.entries
+    }
+}
+
 /// The sample that stopped a run with `break_above_ns`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Break {
@@ -165,6 +201,7 @@ pub struct ThreadCtx {
     pub stream: Stream,
     histogram: Option<CycleHistogram>,
     breaker: Option<Arc<Breaker>>,
+    wakeups: Option<WakeupLog>,
     explainer: Option<Explainer>,
     done: u64,
     errors: Vec<String>,
@@ -192,6 +229,9 @@ impl ThreadCtx {
         }
         self.done += 1;
         self.stream.hist.record(lat);
+        if let Some(log) = self.wakeups.as_mut() {
+            log.push((intended_ns, woke_ns, tid));
+        }
         let at_ns = intended_ns.saturating_sub(self.run_start_ns);
         if let Some(b) = &self.breaker {
             b.offer(&self.stream.name, at_ns, lat);
@@ -389,6 +429,7 @@ where
                     stream: Stream::new(name, measures),
                     histogram: cfg.histogram_us.map(CycleHistogram::new),
                     breaker,
+                    wakeups: with_tracer.then(WakeupLog::new),
                     explainer: cfg.trace_above_ns.map(|t| match with_tracer {
                         true => Explainer::steal_only(cpu, t),
                         false => Explainer::new(cpu, t),
@@ -397,7 +438,7 @@ where
                     errors: Vec::new(),
                 };
                 body(&mut ctx);
-                Some((ctx.stream, ctx.histogram, tc, ctx.errors, start))
+                Some((ctx.stream, ctx.histogram, ctx.wakeups, tc, ctx.errors, start))
             });
         match spawned {
             Ok(h) => handles.push(h),
@@ -410,13 +451,15 @@ where
     gate.open(handles.len(), errors.is_empty());
     let mut streams = Vec::new();
     let mut histograms = Vec::new();
+    let mut logs = Vec::new();
     let mut starts = Vec::new();
     for h in handles {
         match h.join() {
-            Ok(Some((s, hist, tc, e, start))) => {
+            Ok(Some((s, hist, log, tc, e, start))) => {
                 rc.add_thread(&tc);
                 streams.push(s);
                 histograms.extend(hist);
+                logs.push(log);
                 errors.extend(e);
                 starts.push(start);
             }
@@ -427,8 +470,11 @@ where
     if let (Some(t), Some(threshold)) = (tracer, cfg.trace_above_ns) {
         match t.finish() {
             Ok(rec) => {
-                for ((s, &cpu), &start) in streams.iter_mut().zip(&cfg.cpus).zip(&starts) {
+                for (((s, &cpu), &start), log) in streams.iter_mut().zip(&cfg.cpus).zip(&starts).zip(&logs) {
                     attribute_from_trace(s, &rec, cpu, start, threshold);
+                    if let Some(log) = log {
+                        s.split = Some(split_from_trace(s.hist.count(), log.kept(), &rec, cpu));
+                    }
                 }
             }
             Err(e) => rc.trace_error = Some(e),
@@ -477,6 +523,28 @@ fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, 
             ));
         }
     }
+}
+
+/// rtla timerlat's split of every logged wakeup the trace covers: intended expiry to the
+/// timer's handler, handler to the thread switched in. `count` is the stream's samples.
+fn split_from_trace(count: u64, log: &[(u64, u64, u32)], rec: &Recorded, cpu: usize) -> LatencySplit {
+    let mut split = LatencySplit {
+        irq: LatencyHistogram::new(),
+        thread: LatencyHistogram::new(),
+        note: String::new(),
+    };
+    for &(intended, woke, tid) in log {
+        if let Some((irq, thread)) = rec.split(cpu, tid, intended, woke) {
+            split.irq.record(irq);
+            split.thread.record(thread);
+        }
+    }
+    split.note = format!(
+        "{} of {count} samples split from the ftrace recording (timer:hrtimer_expire_entry's clock, \
+         sched_waking, sched_switch); the others fell outside what the trace buffer kept",
+        split.irq.count()
+    );
+    split
 }
 
 /// The cyclictest loop: sleep to an absolute time, measure how late the wakeup was.
@@ -549,6 +617,18 @@ mod tests {
         // At most as many cycle numbers as buckets, as cyclictest keeps.
         assert_eq!(h.overflow_cycles, [2, 4, 5]);
         assert_eq!(h.sum_us, 2 + 3 + 1 + 80 + 4 + 5 + 6);
+    }
+
+    #[test]
+    fn wakeup_log_keeps_the_last_entries() {
+        let mut log = WakeupLog::new();
+        for i in 0..WAKEUP_LOG as u64 + 3 {
+            log.push((i, i + 1, 7));
+        }
+        assert_eq!(log.kept().len(), WAKEUP_LOG);
+        assert_eq!(log.kept()[0], (WAKEUP_LOG as u64, WAKEUP_LOG as u64 + 1, 7));
+        assert_eq!(log.kept()[3], (3, 4, 7));
+        assert!(!log.kept().iter().any(|e| e.0 < 3));
     }
 
     #[test]

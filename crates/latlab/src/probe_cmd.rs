@@ -5,6 +5,7 @@ use clap::{Args, Subcommand};
 use latlab_core::result::{RunResult, Stream};
 use latlab_probe::load::{LoadOptions, LoadReport, LoadSpec, Loads};
 use latlab_probe::posix_timer::Notify;
+use latlab_probe::smi::SmiCount;
 use latlab_probe::{output, parse, signals, timer, write};
 use latlab_report::cyclictest::Column;
 use std::collections::BTreeMap;
@@ -140,6 +141,10 @@ pub struct OutputOpts {
     /// text, as `latlab report trace` writes it; `-` for stdout).
     #[arg(long, default_value = "latlab-break.txt")]
     pub break_trace: PathBuf,
+    /// Count System Management Interrupts on every CPU during the run (MSR_SMI_COUNT through
+    /// /dev/cpu/N/msr: Intel, root, the msr driver); says what is missing otherwise.
+    #[arg(long)]
+    pub smi: bool,
 }
 
 impl OutputOpts {
@@ -270,14 +275,33 @@ fn run_with_loads(
                 .map_or(String::new(), |c| format!(" on CPUs {}", cpu_list_text(&c.0)))
         );
     }
+    let smi = o.smi.then(|| SmiCount::start(&parse::allowed_cpus()));
     let measured = body();
     let report = loads.map(Loads::stop).unwrap_or_default();
     let mut m = measured?;
+    if let Some(smi) = smi {
+        add_smi(&mut m.result, smi.and_then(|c| c.finish()));
+    }
     add_load_report(&mut m.result, &report, &l.loads);
     if let (false, Some(c)) = (l.loads.is_empty(), &l.load_cpus) {
         m.result.meta.settings.insert("load_cpus".into(), format!("{:?}", c.0));
     }
     finish(m, o)
+}
+
+/// `--smi`: SMIs per CPU as counters (`smi cpuN`), or why they could not be counted.
+fn add_smi(r: &mut RunResult, counted: Result<Vec<(usize, u64)>, String>) {
+    match counted {
+        Ok(per_cpu) => {
+            for (cpu, n) in per_cpu {
+                r.counters.insert(format!("smi cpu{cpu}"), n);
+            }
+        }
+        Err(e) => {
+            eprintln!("latlab probe: warning: --smi: SMIs not counted: {e}");
+            r.meta.settings.insert("smi".into(), format!("not counted: {e}"));
+        }
+    }
 }
 
 /// A CPU list as `--cpus` takes it: `0`, `0,2`.

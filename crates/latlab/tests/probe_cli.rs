@@ -807,6 +807,16 @@ fn explain_keeps_recorded_events_and_report_trace_exports_only_those() {
                     "{r}"
                 );
             }
+            // Every sample the trace covered is split as timerlat splits it.
+            let split = &s["split"];
+            let n = split["irq"]["count"].as_u64().unwrap();
+            assert!(n > 0 && n <= s["hist"]["count"].as_u64().unwrap(), "{split}");
+            assert_eq!(split["thread"]["count"].as_u64(), Some(n));
+            let out_text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out_text.contains("\ncpu0 irq ") && out_text.contains("\ncpu0 thread "),
+                "{out_text}"
+            );
             // The export: event lines in the kernel's layout, all on CPU 0, nothing made up.
             assert!(!lines.is_empty(), "{text}");
             assert!(lines.iter().all(|l| l.contains(" [000] ")), "{text}");
@@ -816,6 +826,7 @@ fn explain_keeps_recorded_events_and_report_trace_exports_only_those() {
             );
         } else {
             assert!(recorded.is_empty());
+            assert!(s["split"].is_null());
             assert!(lines.is_empty(), "{text}");
             assert!(text.contains("no kernel events were recorded for it"), "{text}");
         }
