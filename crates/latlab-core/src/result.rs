@@ -40,6 +40,28 @@ pub struct RunMeta {
 }
 
 impl RunMeta {
+    /// The settings that describe the system a run measured, in the order reports show them
+    /// (the probe records them): the preemption model in force, the kernel command line, the
+    /// clocksource, the CPU frequency governor, the hypervisor's steal time during the run,
+    /// and the kernel's own latency tracers.
+    pub const SYSTEM: [&'static str; 6] = [
+        "preemption",
+        "cmdline",
+        "clocksource",
+        "cpufreq_governor",
+        "steal",
+        "latency_tracers",
+    ];
+
+    /// The run's system settings that it records, as (key, value), in [`RunMeta::SYSTEM`]'s
+    /// order.
+    pub fn system(&self) -> Vec<(&'static str, &str)> {
+        RunMeta::SYSTEM
+            .iter()
+            .filter_map(|&k| Some((k, self.settings.get(k)?.as_str())))
+            .collect()
+    }
+
     /// The `policy` setting of a run whose every measuring thread ran SCHED_FIFO at `prio`,
     /// as both engines write it (`SCHED_FIFO 95`).
     pub fn fifo_policy(prio: impl std::fmt::Display) -> String {

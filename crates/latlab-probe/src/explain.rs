@@ -98,7 +98,7 @@ fn snap(cpu: usize) -> Snap {
 }
 
 /// Steal time of `cpu` from /proc/stat (USER_HZ ticks, converted to ns).
-fn steal_ns(cpu: usize) -> Option<u64> {
+pub(crate) fn steal_ns(cpu: usize) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/stat").ok()?;
     let key = format!("cpu{cpu} ");
     let line = s.lines().find(|l| l.starts_with(&key))?;

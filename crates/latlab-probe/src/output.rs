@@ -1,6 +1,6 @@
 //! Terminal summary and JSON output of a probe run.
 
-use latlab_core::result::RunResult;
+use latlab_core::result::{RunMeta, RunResult};
 use serde::Serialize;
 use std::io::Write;
 
@@ -76,6 +76,9 @@ pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
         r.meta.kernel,
         settings_line(r)
     )?;
+    for (k, v) in r.meta.system() {
+        writeln!(out, "# {k}: {v}")?;
+    }
     let split = split_summaries(r);
     let rows: Vec<StreamSummary> = summaries(r).into_iter().chain(split.iter().cloned()).collect();
     let w = rows.iter().map(|s| s.name.chars().count()).max().unwrap_or(0).max(10);
@@ -116,10 +119,12 @@ pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
     Ok(())
 }
 
+/// The run's settings as `key=value`, less the system facts (printed a line each).
 fn settings_line(r: &RunResult) -> String {
     r.meta
         .settings
         .iter()
+        .filter(|(k, _)| !RunMeta::SYSTEM.contains(&k.as_str()))
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
@@ -175,7 +180,9 @@ mod tests {
         let mut buf = Vec::new();
         print_summary(&r, &mut buf).unwrap();
         let text = String::from_utf8(buf).unwrap();
-        let lines: Vec<&str> = text.lines().skip(1).take(3).collect();
+        // The header line, the system facts (a `#` line each), then the table.
+        assert!(text.contains("\n# clocksource: "), "{text}");
+        let lines: Vec<&str> = text.lines().skip_while(|l| l.starts_with('#')).take(3).collect();
         assert!(lines[1].starts_with("posix_timer_thread.cpu0 "), "{text}");
         // Every row ends at the same column (the max), and the count column starts after the name.
         assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{text}");

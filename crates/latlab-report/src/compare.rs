@@ -263,6 +263,9 @@ pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
     for (i, l) in labels.iter().enumerate() {
         let first = if i == 0 { "  (first: ratios are to it)" } else { "" };
         let _ = writeln!(out, "run {}: {l}{first}", i + 1);
+        for (k, v) in runs[i].meta.system() {
+            let _ = writeln!(out, "    {k}: {v}");
+        }
     }
     if let Some(n) = &c.note {
         let _ = writeln!(out, "note: {n}");

@@ -90,7 +90,7 @@ fn run_header(i: usize, label: &str, r: &RunResult) -> String {
         i + 1,
         escape(label)
     );
-    out.push_str(&kv_table(&[
+    let mut head = vec![
         ("engine".into(), input::engine_name(m.engine).into()),
         ("machine".into(), m.machine.clone()),
         ("kernel".into(), m.kernel.clone()),
@@ -98,9 +98,17 @@ fn run_header(i: usize, label: &str, r: &RunResult) -> String {
         ("seed".into(), m.seed.to_string()),
         ("duration".into(), format!("{:.3} s", m.duration_ns as f64 / 1e9)),
         ("version".into(), m.version.clone()),
-    ]));
-    let _ = writeln!(out, "<details>\n<summary>settings ({})</summary>", m.settings.len());
-    let settings: Vec<(String, String)> = m.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    ];
+    let system = m.system();
+    head.extend(system.iter().map(|(k, v)| (k.replace('_', " "), v.to_string())));
+    out.push_str(&kv_table(&head));
+    let settings: Vec<(String, String)> = m
+        .settings
+        .iter()
+        .filter(|(k, _)| !system.iter().any(|(s, _)| s == k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let _ = writeln!(out, "<details>\n<summary>settings ({})</summary>", settings.len());
     out.push_str(&kv_table(&settings));
     out.push_str("</details>\n</section>\n");
     out

@@ -195,6 +195,10 @@ fn from_cyclictest_json(v: &Value) -> Result<RunResult, String> {
     settings.insert("cmdline".into(), text(v, "cmdline:"));
     settings.insert("start_time".into(), text(v, "start_time"));
     settings.insert("end_time".into(), text(v, "end_time"));
+    settings.insert(
+        "preemption".into(),
+        format!("not recorded (cyclictest's uname -v: {})", text(sys, "version")),
+    );
     if let Some(n) = overflow_note(&cols) {
         settings.insert("overflows".into(), n);
     }
@@ -261,19 +265,32 @@ pub fn label(r: &RunResult) -> String {
     format!("{} ({})", r.meta.kernel, engine_name(r.meta.engine))
 }
 
-/// Labels for several runs, made unique by a `#n` suffix where two would read the same.
+/// Labels for several runs. Runs that would read the same (`kernel (engine)`) are told
+/// apart by their workload (`6.1.0 (probe): timer under dd:64M`), and those still alike by
+/// a `#n` suffix, their position on the command line.
 pub fn labels(runs: &[RunResult]) -> Vec<String> {
+    let dedup = |base: &[String], suffix: &dyn Fn(usize) -> String| -> Vec<String> {
+        base.iter()
+            .enumerate()
+            .map(|(i, l)| match base.iter().filter(|b| *b == l).count() {
+                1 => l.clone(),
+                _ => format!("{l}{}", suffix(i)),
+            })
+            .collect()
+    };
     let base: Vec<String> = runs.iter().map(label).collect();
-    base.iter()
-        .enumerate()
-        .map(|(i, l)| {
-            if base.iter().filter(|b| *b == l).count() > 1 {
-                format!("{l} #{}", i + 1)
-            } else {
-                l.clone()
-            }
-        })
-        .collect()
+    // The workload names a run only among alike runs whose workloads differ.
+    let workload_tells = |i: usize| {
+        let alike = |j: &usize| base[*j] == base[i];
+        (0..runs.len())
+            .filter(alike)
+            .any(|j| runs[j].meta.workload != runs[i].meta.workload)
+    };
+    let named = dedup(&base, &|i| match workload_tells(i) {
+        true => format!(": {}", runs[i].meta.workload),
+        false => String::new(),
+    });
+    dedup(&named, &|i| format!(" #{}", i + 1))
 }
 
 #[cfg(test)]
@@ -428,8 +445,28 @@ pub(crate) mod tests {
         let a = result(Engine::Sim, "2.4.18", "realfeel", &[1]);
         let b = result(Engine::Probe, "6.1", "cpu0", &[1]);
         assert_eq!(
-            labels(&[a.clone(), b, a]),
+            labels(&[a.clone(), b, a.clone()]),
             ["2.4.18 (model) #1", "6.1 (probe)", "2.4.18 (model) #3"]
+        );
+        // Runs of one kernel under different loads are named by their workload.
+        let load = |w: &str| {
+            let mut r = result(Engine::Probe, "6.1", "cpu0", &[1]);
+            r.meta.workload = w.into();
+            r
+        };
+        assert_eq!(
+            labels(&[
+                load("timer"),
+                load("timer under dd:64M"),
+                load("timer under make:2"),
+                load("timer")
+            ]),
+            [
+                "6.1 (probe): timer #1",
+                "6.1 (probe): timer under dd:64M",
+                "6.1 (probe): timer under make:2",
+                "6.1 (probe): timer #4"
+            ]
         );
     }
 }

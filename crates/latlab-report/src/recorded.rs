@@ -113,9 +113,14 @@ fn event_line(e: &RecordedEvent) -> String {
 }
 
 /// The ftrace text of the recorded events around `picked`; `title` names the run.
-pub fn ftrace(title: &str, picked: &[Picked]) -> String {
+/// `system` is the run's system facts ([`latlab_core::RunMeta::system`]), one comment line
+/// each.
+pub fn ftrace(title: &str, system: &[(&str, &str)], picked: &[Picked]) -> String {
     let mut out = String::from("# tracer: nop\n#\n");
     let _ = writeln!(out, "# latlab report trace: {title}");
+    for (k, v) in system {
+        let _ = writeln!(out, "# {k}: {v}");
+    }
     out.push_str("# kernel events as the probe's ftrace instance recorded them around each sample; nothing added\n");
     for p in picked {
         match p.recorded {
@@ -268,8 +273,9 @@ fn segment_events(cpu: u32, evs: &[&RecordedEvent], out: &mut Vec<Value>) {
     ));
 }
 
-/// The trace-event JSON of the recorded events around `picked`; `title` names the run.
-pub fn chrome(title: &str, picked: &[Picked]) -> Value {
+/// The trace-event JSON of the recorded events around `picked`; `title` names the run,
+/// `system` its system facts (in `otherData.system`).
+pub fn chrome(title: &str, system: &[(&str, &str)], picked: &[Picked]) -> Value {
     let mut cpus: Vec<u32> = picked
         .iter()
         .filter_map(|p| p.recorded)
@@ -363,7 +369,12 @@ pub fn chrome(title: &str, picked: &[Picked]) -> Value {
     json!({
         "traceEvents": events,
         "displayTimeUnit": "ns",
-        "otherData": {"run": title, "source": "kernel events recorded by the probe's ftrace instance; nothing added", "not_recorded": notes},
+        "otherData": {
+            "run": title,
+            "system": system.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<String, Value>>(),
+            "source": "kernel events recorded by the probe's ftrace instance; nothing added",
+            "not_recorded": notes,
+        },
     })
 }
 
@@ -481,7 +492,7 @@ pub(crate) mod tests {
     #[test]
     fn ftrace_text_holds_the_recorded_events_only() {
         let r = probe_with_events();
-        let text = ftrace("6.1.0 (probe)", &pick(&r, None, 1));
+        let text = ftrace("6.1.0 (probe)", &[("clocksource", "tsc")], &pick(&r, None, 1));
         let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
         assert_eq!(lines.len(), 6, "{text}");
         assert_eq!(
@@ -523,7 +534,8 @@ pub(crate) mod tests {
     #[test]
     fn chrome_json_tracks_come_from_recorded_events() {
         let r = probe_with_events();
-        let doc = chrome("6.1.0 (probe)", &pick(&r, None, 1));
+        let doc = chrome("6.1.0 (probe)", &[("clocksource", "tsc")], &pick(&r, None, 1));
+        assert_eq!(doc["otherData"]["system"]["clocksource"], "tsc");
         let ev = doc["traceEvents"].as_array().unwrap();
         let slices = |tid: u32| -> Vec<(&str, u64, f64, f64)> {
             ev.iter()

@@ -276,9 +276,11 @@ fn run_with_loads(
         );
     }
     let smi = o.smi.then(|| SmiCount::start(&parse::allowed_cpus()));
+    let steal = latlab_probe::meta::Steal::start();
     let measured = body();
     let report = loads.map(Loads::stop).unwrap_or_default();
     let mut m = measured?;
+    m.result.meta.settings.insert("steal".into(), steal.finish());
     if let Some(smi) = smi {
         add_smi(&mut m.result, smi.and_then(|c| c.finish()));
     }
@@ -624,7 +626,7 @@ fn break_trace(r: &RunResult, b: &timer::Break) -> String {
                 })
         })
         .collect();
-    latlab_report::recorded::ftrace(&latlab_report::input::label(r), &picked)
+    latlab_report::recorded::ftrace(&latlab_report::input::label(r), &r.meta.system(), &picked)
 }
 
 /// The readable list of explained spikes, worst first per stream.

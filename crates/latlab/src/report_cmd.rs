@@ -205,8 +205,8 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
                         );
                     }
                     match format {
-                        TraceFormat::Ftrace => recorded::ftrace(&title, &picked),
-                        TraceFormat::Chrome => recorded::chrome(&title, &picked).to_string() + "\n",
+                        TraceFormat::Ftrace => recorded::ftrace(&title, &r.meta.system(), &picked),
+                        TraceFormat::Chrome => recorded::chrome(&title, &r.meta.system(), &picked).to_string() + "\n",
                     }
                 }
                 Engine::Cyclictest => bail!(

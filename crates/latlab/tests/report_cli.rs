@@ -36,7 +36,15 @@ fn probe_result(dir: &Scratch) -> String {
         seed: 0,
         duration_ns: 10_000_000_000,
         version: "0".into(),
-        settings: Default::default(),
+        settings: [
+            (
+                "preemption".to_string(),
+                "none (CONFIG_PREEMPT_NONE in the kernel config)".to_string(),
+            ),
+            ("clocksource".to_string(), "tsc".to_string()),
+            ("policy".to_string(), "SCHED_FIFO 95".to_string()),
+        ]
+        .into(),
     });
     for cpu in 0..2u32 {
         let mut s = Stream::new(format!("cpu{cpu}"), "timer wakeup");
@@ -109,6 +117,11 @@ fn compare_model_with_probe() {
     );
     assert!(out.contains("comparing the first stream of each"), "{out}");
     assert!(out.contains("stream realfeel vs cpu0"), "{out}");
+    // The probe's system facts under its run line.
+    assert!(
+        out.contains("run 2: 6.1.0-test (probe)\n    preemption: none (CONFIG_PREEMPT_NONE in the kernel config)\n    clocksource: tsc\n"),
+        "{out}"
+    );
     let count: Vec<&str> = out
         .lines()
         .find(|l| l.starts_with("count"))
@@ -239,6 +252,12 @@ fn html_page_of_both_engines() {
     assert_eq!(html.matches("<h4>").count(), 4, "{html}");
     assert!(html.contains("<td>kworker/u8:2/77 0.210 ms</td>"), "{html}");
     assert!(html.contains("<td>irq 39 virtio2-output.0 x1</td>"), "{html}");
+    // The system facts in the run's table, not hidden among the settings.
+    assert!(
+        html.contains("<tr><th>preemption</th><td>none (CONFIG_PREEMPT_NONE in the kernel config)</td></tr>"),
+        "{html}"
+    );
+    assert!(html.contains("<summary>settings (1)</summary>"), "{html}");
     // One result, to stdout; no trace section for a probe result.
     let one = stdout(&latlab(&["report", "html", &p]));
     assert_balanced(&one);
