@@ -192,7 +192,6 @@ fn from_cyclictest_json(v: &Value) -> Result<RunResult, String> {
         .collect();
     let sys = &v["sysinfo"];
     let mut settings = BTreeMap::new();
-    settings.insert("cmdline".into(), text(v, "cmdline:"));
     settings.insert("start_time".into(), text(v, "start_time"));
     settings.insert("end_time".into(), text(v, "end_time"));
     settings.insert(
