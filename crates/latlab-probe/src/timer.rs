@@ -15,6 +15,7 @@ use latlab_core::attribution::Attribution;
 use latlab_core::result::{LatencySplit, Sample, Stream};
 use latlab_core::LatencyHistogram;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Settings shared by the periodic probes (`timer`, `posix-timer`).
@@ -42,6 +43,28 @@ pub struct PeriodicConfig {
     /// Stop every thread at the first sample of at least this (ns), freezing the trace
     /// (cyclictest's `-b`).
     pub break_above_ns: Option<u64>,
+    /// Running figures for a live display, one per CPU of `cpus`, in its order.
+    pub live: Option<Vec<Arc<LiveCpu>>>,
+}
+
+/// The running figures of one measuring thread, for a live display: every sample stores
+/// them with relaxed atomic writes (a reader may see one sample's figures half updated).
+#[derive(Debug, Default)]
+pub struct LiveCpu {
+    pub last_ns: AtomicU64,
+    pub count: AtomicU64,
+    pub sum_ns: AtomicU64,
+    pub max_ns: AtomicU64,
+}
+
+impl LiveCpu {
+    /// Count one sample of `ns`.
+    pub fn record(&self, ns: u64) {
+        self.last_ns.store(ns, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+    }
 }
 
 impl Default for PeriodicConfig {
@@ -58,6 +81,7 @@ impl Default for PeriodicConfig {
             trace_above_ns: None,
             histogram_us: None,
             break_above_ns: None,
+            live: None,
         }
     }
 }
@@ -202,6 +226,7 @@ pub struct ThreadCtx {
     histogram: Option<CycleHistogram>,
     breaker: Option<Arc<Breaker>>,
     wakeups: Option<WakeupLog>,
+    live: Option<Arc<LiveCpu>>,
     explainer: Option<Explainer>,
     done: u64,
     errors: Vec<String>,
@@ -231,6 +256,9 @@ impl ThreadCtx {
         self.stream.hist.record(lat);
         if let Some(log) = self.wakeups.as_mut() {
             log.push((intended_ns, woke_ns, tid));
+        }
+        if let Some(l) = &self.live {
+            l.record(lat);
         }
         let at_ns = intended_ns.saturating_sub(self.run_start_ns);
         if let Some(b) = &self.breaker {
@@ -392,7 +420,7 @@ where
     let t0 = mono_ns();
     let mut handles = Vec::new();
     let mut errors = Vec::new();
-    for &cpu in &cfg.cpus {
+    for (i, &cpu) in cfg.cpus.iter().enumerate() {
         let body = body.clone();
         let gate = gate.clone();
         let cfg = cfg.clone();
@@ -430,6 +458,7 @@ where
                     histogram: cfg.histogram_us.map(CycleHistogram::new),
                     breaker,
                     wakeups: with_tracer.then(WakeupLog::new),
+                    live: cfg.live.as_ref().and_then(|l| l.get(i).cloned()),
                     explainer: cfg.trace_above_ns.map(|t| match with_tracer {
                         true => Explainer::steal_only(cpu, t),
                         false => Explainer::new(cpu, t),

@@ -39,6 +39,8 @@ pub struct WriteConfig {
     pub explain_above_ns: Option<u64>,
     /// Stop at the first record of at least this (ns), freezing the trace.
     pub break_above_ns: Option<u64>,
+    /// Bytes written so far, for a live display.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// What a write run produced.
@@ -150,6 +152,9 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
             .map_err(|e| format!("write {} at {} KB: {e}", f.path.display(), bytes >> 10))?;
         let lat = mono_ns() - t0;
         bytes += cfg.record as u64;
+        if let Some(p) = &cfg.progress {
+            p.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        }
         stream.hist.record(lat);
         let keeps = stream.worst.len() < cfg.keep_worst || stream.worst.last().is_some_and(|w| w.latency_ns < lat);
         if keeps {
@@ -277,6 +282,7 @@ mod tests {
             keep_worst: 10,
             explain_above_ns: Some(0),
             break_above_ns: None,
+            progress: None,
         };
         let out = run(&cfg).unwrap();
         assert_eq!(out.broke, None);
@@ -304,10 +310,12 @@ mod tests {
             keep_worst: 10,
             explain_above_ns: None,
             break_above_ns: Some(1),
+            progress: Some(Default::default()),
         };
         let out = run(&cfg).unwrap();
         assert_eq!(out.stream.hist.count(), 1);
         assert_eq!(out.bytes, 4096);
+        assert_eq!(cfg.progress.unwrap().load(std::sync::atomic::Ordering::Relaxed), 4096);
         let b = out.broke.expect("broke");
         assert_eq!((b.stream.as_str(), b.latency_ns), ("write", out.stream.hist.max()));
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");

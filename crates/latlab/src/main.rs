@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod probe_cmd;
+mod progress;
 mod report_cmd;
 mod sim_cmd;
 mod swap_cmd;

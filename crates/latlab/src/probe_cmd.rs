@@ -1,5 +1,6 @@
 //! `latlab probe`: measure wakeup and write(2) latency on this machine (crates/latlab-probe),
 //! optionally under real load, and print/write the shared result.
+use crate::progress;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use latlab_core::result::{RunResult, Stream};
@@ -205,6 +206,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             let cfg = periodic_config(&t.periodic, &t.out);
             let name = "timer".to_string();
             run_with_loads(&name, &t.load, &t.out, || {
+                let _live = live_display(&cfg);
                 periodic_result(&name, &cfg, timer::run(&cfg))
             })
         }
@@ -221,6 +223,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             }
             let name = format!("posix-timer {}", notify.sigev_name());
             run_with_loads(&name, &t.load, &t.out, || {
+                let _live = live_display(&cfg);
                 let out = latlab_probe::posix_timer::run(&cfg, notify);
                 periodic_result(&name, &cfg, out)
             })
@@ -356,14 +359,21 @@ fn add_load_report(r: &mut RunResult, rep: &LoadReport, specs: &[LoadSpec]) {
     }
 }
 
+/// The live per-CPU lines of a periodic run, when it keeps live figures (on a terminal).
+fn live_display(cfg: &timer::PeriodicConfig) -> Option<progress::Display> {
+    cfg.live.as_ref().map(|l| progress::probe(&cfg.cpus, l))
+}
+
 fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig {
     let duration = match (p.duration, p.loops) {
         (None, None) => Some(10_000_000_000),
         (d, _) => d,
     };
     let trace_above_ns = out.trace_above_ns();
+    let cpus = p.cpus.clone().map_or_else(parse::allowed_cpus, |c| c.0);
     timer::PeriodicConfig {
-        cpus: p.cpus.clone().map_or_else(parse::allowed_cpus, |c| c.0),
+        live: progress::enabled().then(|| cpus.iter().map(|_| Default::default()).collect()),
+        cpus,
         priority: p.priority,
         interval_ns: p.interval,
         duration_ns: duration,
@@ -453,11 +463,15 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         keep_worst: w.worst,
         explain_above_ns: w.out.trace_above_ns(),
         break_above_ns: w.out.break_above,
+        progress: progress::enabled().then(Default::default),
     };
     // Refuse before the loads start, so a full disk fails fast.
     write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     run_with_loads("write", &w.load, &w.out, || {
-        let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e))?;
+        let display = cfg.progress.clone().map(|p| progress::bytes(cfg.size, p));
+        let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e));
+        drop(display);
+        let out = out?;
         if let Some(e) = &out.trace_error {
             eprintln!(
                 "latlab probe: warning: no scheduler tracepoints ({e}): slow records are explained from \

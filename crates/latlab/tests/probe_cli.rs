@@ -940,6 +940,47 @@ fn break_above_stops_and_writes_the_trace() {
     }
 }
 
+/// `latlab ARGS` on a pseudo-terminal (util-linux `script`): what the terminal showed.
+fn on_a_terminal(args: &str) -> Option<String> {
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_latlab"));
+    let out = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// On a terminal the probe shows a live line per CPU (current, average, maximum, samples),
+/// `probe write` its bytes and `swap-bench` its cells; with output to pipes, nothing of it.
+#[test]
+fn live_progress_on_a_terminal_only() {
+    let Some(tty) = on_a_terminal("probe timer --loops 700 --cpus 0") else {
+        eprintln!("skip (terminal half): util-linux `script` is not installed");
+        return;
+    };
+    let live = tty
+        .split(['\r', '\n'])
+        .find(|l| l.contains("samples") && l.contains("cpu0"))
+        .unwrap_or("");
+    assert!(
+        live.contains(" now ") && live.contains(" avg ") && live.contains(" max "),
+        "no live line in {tty:?}"
+    );
+    assert!(tty.contains("\nstream "), "the table follows: {tty:?}");
+    let d = scratch("write-tty");
+    let tty = on_a_terminal(&format!("probe write --size 64M --dir {}", d.display())).unwrap();
+    assert!(tty.contains("write ["), "{tty:?}");
+    std::fs::remove_dir_all(d).unwrap();
+    let tty = on_a_terminal("swap-bench --slots 65536 --fill 0.5").unwrap();
+    assert!(tty.contains("swap-bench [") && tty.contains(" cells"), "{tty:?}");
+    // Piped: no progress, no terminal escapes.
+    let out = latlab(As::Invoker, &["probe", "timer", "--loops", "300", "--cpus", "0"]);
+    let err = ok(&out);
+    for text in [err.as_str(), &String::from_utf8_lossy(&out.stdout)] {
+        assert!(
+            !text.contains("samples") && !text.contains('\x1b') && !text.contains('\r'),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn bad_options_get_clear_errors() {
     for (args, expect) in [
