@@ -53,8 +53,9 @@ enum Verb {
         #[arg(long, short, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-    /// The worst samples' timelines as a trace Perfetto (ui.perfetto.dev) or chrome://tracing
-    /// opens: ftrace text, or with --format chrome trace-event JSON.
+    /// The worst samples as a trace: a probe result's recorded kernel events as they were
+    /// recorded, a model result's timeline; ftrace text, or with --format chrome trace-event
+    /// JSON (both written for Perfetto's importers).
     Trace {
         #[arg(value_name = "FILE")]
         file: PathBuf,
