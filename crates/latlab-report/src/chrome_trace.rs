@@ -1,5 +1,5 @@
-//! The worst samples' timelines ([`crate::timeline`]) as Chrome trace-event JSON, which
-//! chrome://tracing and the Perfetto UI both open.
+//! The worst samples' timelines ([`crate::timeline`]) as Chrome trace-event JSON, written for
+//! Perfetto's JSON importer (docs/reports.md says which viewers were tried).
 //!
 //! Format: the Trace Event Format (the JSON Object Format: `{"traceEvents": [...],
 //! "displayTimeUnit": "ns"}`;
