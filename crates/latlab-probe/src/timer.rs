@@ -167,6 +167,18 @@ pub struct Break {
     pub latency_ns: u64,
 }
 
+impl Break {
+    /// `cpu1's sample of 2058.4 us at t=0.001 s`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}'s sample of {:.1} us at t={:.3} s",
+            self.stream,
+            self.latency_ns as f64 / 1000.0,
+            self.at_ns as f64 / 1e9
+        )
+    }
+}
+
 /// `--break-above`: the threshold, the first sample above it, and the recording to freeze.
 #[derive(Debug)]
 struct Breaker {

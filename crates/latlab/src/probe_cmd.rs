@@ -554,17 +554,12 @@ fn write_out(path: &std::path::Path, text: &str, what: &str) -> anyhow::Result<(
 /// output, the table and spike list go to standard error, so standard output holds the file
 /// alone.
 fn finish(mut m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
-    if let (Some(b), Some(above)) = (&m.broke, o.break_above) {
-        m.result.meta.settings.insert(
-            "stopped_by".into(),
-            format!(
-                "--break-above {:.1} us: {}'s sample of {:.1} us at t={:.3} s",
-                above as f64 / 1000.0,
-                b.stream,
-                b.latency_ns as f64 / 1000.0,
-                b.at_ns as f64 / 1e9
-            ),
-        );
+    let break_above = o
+        .break_above
+        .map_or(String::new(), |a| format!("--break-above {:.1} us", a as f64 / 1000.0));
+    if let Some(b) = &m.broke {
+        let why = format!("{break_above}: {}", b.describe());
+        m.result.meta.settings.insert("stopped_by".into(), why);
     }
     let r = &m.result;
     if m.interrupted {
@@ -596,12 +591,8 @@ fn finish(mut m: Measured, o: &OutputOpts) -> anyhow::Result<ExitCode> {
     if let Some(b) = &m.broke {
         write_out(&o.break_trace, &break_trace(r, b), "--break-trace")?;
         eprintln!(
-            "latlab probe: stopped at {}'s sample of {:.1} us at t={:.3} s (--break-above {:.1} us); \
-             the events recorded around it are in {}",
-            b.stream,
-            b.latency_ns as f64 / 1000.0,
-            b.at_ns as f64 / 1e9,
-            o.break_above.unwrap_or(0) as f64 / 1000.0,
+            "latlab probe: stopped at {} ({break_above}); the events recorded around it are in {}",
+            b.describe(),
             o.break_trace.display()
         );
         return Ok(ExitCode::from(1));
