@@ -130,7 +130,8 @@ fn settings_line(r: &RunResult) -> String {
         .join(" ")
 }
 
-/// The RunResult as JSON with a top-level `streams_summary` beside its own fields.
+/// The RunResult as JSON with a top-level `streams_summary` beside its own fields, and
+/// `split_summary` (the IRQ / thread rows) when the streams have a split.
 pub fn json_value(r: &RunResult) -> serde_json::Value {
     let mut v = serde_json::to_value(r).expect("RunResult serializes");
     if let Some(o) = v.as_object_mut() {
@@ -138,6 +139,13 @@ pub fn json_value(r: &RunResult) -> serde_json::Value {
             "streams_summary".into(),
             serde_json::to_value(summaries(r)).expect("summary serializes"),
         );
+        let split = split_summaries(r);
+        if !split.is_empty() {
+            o.insert(
+                "split_summary".into(),
+                serde_json::to_value(split).expect("summary serializes"),
+            );
+        }
     }
     v
 }
@@ -160,6 +168,7 @@ mod tests {
         s.hist.record(2500);
         r.streams.push(s);
         let v = json_value(&r);
+        assert!(v.get("split_summary").is_none());
         let ss = &v["streams_summary"][0];
         assert_eq!(ss["name"], "cpu0");
         assert_eq!(ss["count"], 2);

@@ -19,7 +19,8 @@
 //! event on that CPU, whose line names the task current then, to its last), each matched
 //! pair of `irq_handler_entry/exit`, `softirq_entry/exit` and `hrtimer_expire_entry/exit`,
 //! every event as an instant with its fields, and the probe's measured sample (stimulus to
-//! wakeup) on the stream's CPU. Windows that overlap on a CPU are merged, so slices on one
+//! wakeup) on the stream's CPU (a sample of no CPU of its own, a write(2), on every CPU of
+//! its window). Windows that overlap on a CPU are merged, so slices on one
 //! track never overlap.
 
 use crate::chrome_trace::{complete, instant, metadata};
@@ -279,7 +280,7 @@ pub fn chrome(title: &str, system: &[(&str, &str)], picked: &[Picked]) -> Value 
     let mut cpus: Vec<u32> = picked
         .iter()
         .filter_map(|p| p.recorded)
-        .flat_map(|r| r.events.iter().map(|e| e.cpu))
+        .flat_map(|r| r.events.iter().map(|e| e.cpu).chain(r.cpus.iter().copied()))
         .chain(picked.iter().filter(|p| p.recorded.is_some()).filter_map(Picked::cpu))
         .collect();
     cpus.sort_unstable();
@@ -339,28 +340,31 @@ pub fn chrome(title: &str, system: &[(&str, &str)], picked: &[Picked]) -> Value 
     }
     let mut notes = Vec::new();
     for p in picked {
-        match (p.recorded, p.cpu()) {
-            (Some(r), Some(cpu)) => {
-                let end = r.stimulus_ns + p.sample.latency_ns;
-                let args = json!({
-                    "stream": p.stream.name,
-                    "latency_ns": p.sample.latency_ns,
-                    "tags": p.sample.tag,
-                    "attribution": p.sample.attribution,
-                    "clock": r.clock,
-                });
-                timed.push(complete(
-                    cpu + 1,
-                    TRACK_SAMPLE,
-                    &p.headline(),
-                    "latency",
-                    r.stimulus_ns,
-                    end,
-                    args,
-                ));
-            }
-            (Some(_), None) => notes.push(format!("{}: recorded, on no CPU of its own (no cpu tag)", p.headline())),
-            (None, _) => notes.push(format!("{}: {}", p.headline(), not_recorded(p))),
+        let Some(r) = p.recorded else {
+            notes.push(format!("{}: {}", p.headline(), not_recorded(p)));
+            continue;
+        };
+        // On the sample's CPU; a sample of no CPU of its own (a write(2), which may move) on
+        // every CPU its window holds.
+        let on: Vec<u32> = p.cpu().map_or_else(|| r.cpus.clone(), |c| vec![c]);
+        let end = r.stimulus_ns + p.sample.latency_ns;
+        let args = json!({
+            "stream": p.stream.name,
+            "latency_ns": p.sample.latency_ns,
+            "tags": p.sample.tag,
+            "attribution": p.sample.attribution,
+            "clock": r.clock,
+        });
+        for cpu in on {
+            timed.push(complete(
+                cpu + 1,
+                TRACK_SAMPLE,
+                &p.headline(),
+                "latency",
+                r.stimulus_ns,
+                end,
+                args.clone(),
+            ));
         }
     }
     let key = |v: &Value| (v["ts"].as_f64().unwrap_or(0.0), -v["dur"].as_f64().unwrap_or(0.0));
@@ -568,5 +572,17 @@ pub(crate) mod tests {
         let notes = doc["otherData"]["not_recorded"].as_array().unwrap();
         assert_eq!(notes.len(), 1);
         assert!(notes[0].as_str().unwrap().starts_with("cpu1: 0.900 ms"), "{doc}");
+        // A sample of no CPU of its own (a write(2)) is drawn on each CPU its window holds.
+        let mut r = probe_with_events();
+        r.streams[0].worst[0].tag.remove("cpu");
+        let doc = chrome("6.1.0 (probe)", &[], &pick(&r, None, 1));
+        let on: Vec<u64> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["tid"] == TRACK_SAMPLE && e["ph"] == "X")
+            .map(|e| e["pid"].as_u64().unwrap())
+            .collect();
+        assert_eq!(on, [1, 2]);
     }
 }

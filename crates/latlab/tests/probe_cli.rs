@@ -812,6 +812,13 @@ fn explain_keeps_recorded_events_and_report_trace_exports_only_those() {
             let n = split["irq"]["count"].as_u64().unwrap();
             assert!(n > 0 && n <= s["hist"]["count"].as_u64().unwrap(), "{split}");
             assert_eq!(split["thread"]["count"].as_u64(), Some(n));
+            let rows: Vec<&str> = v["split_summary"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(rows, ["cpu0 irq", "cpu0 thread"]);
             let out_text = String::from_utf8_lossy(&out.stdout);
             assert!(
                 out_text.contains("\ncpu0 irq ") && out_text.contains("\ncpu0 thread "),
