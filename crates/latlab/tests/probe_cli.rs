@@ -774,7 +774,7 @@ fn explain_keeps_recorded_events_and_report_trace_exports_only_those() {
                 "1ns",
             ],
         );
-        ok(&out);
+        let err = ok(&out);
         let s = &v["streams"][0];
         let recorded = s["recorded"].as_array().cloned().unwrap_or_default();
         let trace = latlab(
@@ -834,6 +834,10 @@ fn explain_keeps_recorded_events_and_report_trace_exports_only_those() {
         } else {
             assert!(recorded.is_empty());
             assert!(s["split"].is_null());
+            assert!(
+                err.contains("no kernel stacks, recorded events or IRQ/thread split are kept"),
+                "{err}"
+            );
             assert!(lines.is_empty(), "{text}");
             assert!(text.contains("no kernel events were recorded for it"), "{text}");
         }
