@@ -58,8 +58,8 @@ const OPTIONAL_EVENTS: [&str; 1] = ["writeback/balance_dirty_pages"];
 /// sleeping thread (`clock_nanosleep`'s `hrtimer_wakeup`, a POSIX timer's `posix_timer_fn`),
 /// and not when the CPU was idle: the unwinding costs a few µs inside the interrupt.
 const STACK_TRIGGER_FILE: &str = "events/timer/hrtimer_expire_entry/trigger";
-/// The trigger, then one for kernels whose filters cannot match a function pointer by name
-/// (`.function`, Linux 6.1+): every expiry interrupting a task.
+/// The trigger, then one for kernels whose filters refuse the `.function` modifier (a
+/// function pointer matched by name): every expiry interrupting a task.
 const STACK_TRIGGERS: [&str; 2] = [
     "stacktrace if (function.function == hrtimer_wakeup || function.function == posix_timer_fn) && common_pid != 0",
     "stacktrace if common_pid != 0",
