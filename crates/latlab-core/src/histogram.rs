@@ -68,6 +68,21 @@ impl LatencyHistogram {
         self.sum += v as u128 * n as u128;
     }
 
+    /// A histogram from recorded `(value_ns, count)` pairs whose exact minimum, maximum and
+    /// sum are known apart from them (a histogram read back from a file, where the pairs
+    /// are bucket edges). The count is the pairs' total.
+    pub fn from_parts(recorded: impl IntoIterator<Item = (Nanos, u64)>, min: Nanos, max: Nanos, sum: u128) -> Self {
+        let mut h = LatencyHistogram::new();
+        for (v, n) in recorded {
+            h.hist.saturating_record_n(v.clamp(1, HIGHEST_NS), n);
+            h.count += n;
+        }
+        h.min = if h.count == 0 { u64::MAX } else { min };
+        h.max = max;
+        h.sum = sum;
+        h
+    }
+
     /// Merge another histogram into this one.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         if other.count == 0 {
@@ -202,14 +217,11 @@ impl<'de> Deserialize<'de> for LatencyHistogram {
                 r.count
             )));
         }
-        let mut h = LatencyHistogram::new();
-        for (v, n) in r.buckets {
-            h.hist.saturating_record_n(v.clamp(1, HIGHEST_NS), n);
-        }
+        let mut h = LatencyHistogram::from_parts(r.buckets, r.min_ns, r.max_ns, r.sum_ns);
         h.count = r.count;
-        h.min = if r.count == 0 { u64::MAX } else { r.min_ns };
-        h.max = r.max_ns;
-        h.sum = r.sum_ns;
+        if r.count == 0 {
+            h.min = u64::MAX;
+        }
         Ok(h)
     }
 }
@@ -281,6 +293,15 @@ mod tests {
             assert_eq!(h.count_between(i * 100_000, (i + 1) * 100_000), n, "bin {i}");
         }
         assert_eq!(b.values().sum::<u64>(), 5);
+    }
+
+    #[test]
+    fn from_parts_keeps_the_exact_figures_given() {
+        let h = LatencyHistogram::from_parts([(1_000, 3), (5_000, 1)], 1_400, 5_900, 9_000);
+        assert_eq!((h.count(), h.min(), h.max()), (4, 1_400, 5_900));
+        assert_eq!(h.mean(), 2_250.0);
+        assert_eq!(h.count_between(0, 2_000), 3);
+        assert_eq!(LatencyHistogram::from_parts([], 7, 0, 0).min(), 0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use crate::attribution::Attribution;
 use crate::histogram::LatencyHistogram;
-use crate::trace::LatencyTrace;
+use crate::trace::{LatencyTrace, RecordedEvents};
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -15,6 +15,8 @@ pub enum Engine {
     Sim,
     /// The host probe on a real kernel.
     Probe,
+    /// rt-tests' cyclictest, read back from its `--json` or `-h` histogram file.
+    Cyclictest,
 }
 
 /// Everything needed to say what was run and to run it again.
@@ -38,6 +40,28 @@ pub struct RunMeta {
 }
 
 impl RunMeta {
+    /// The settings that describe the system a run measured, in the order reports show them
+    /// (the probe records them): the preemption model in force, the kernel command line, the
+    /// clocksource, the CPU frequency governor, the hypervisor's steal time during the run,
+    /// and the kernel's own latency tracers.
+    pub const SYSTEM: [&'static str; 6] = [
+        "preemption",
+        "cmdline",
+        "clocksource",
+        "cpufreq_governor",
+        "steal",
+        "latency_tracers",
+    ];
+
+    /// The run's system settings that it records, as (key, value), in [`RunMeta::SYSTEM`]'s
+    /// order.
+    pub fn system(&self) -> Vec<(&'static str, &str)> {
+        RunMeta::SYSTEM
+            .iter()
+            .filter_map(|&k| Some((k, self.settings.get(k)?.as_str())))
+            .collect()
+    }
+
     /// The `policy` setting of a run whose every measuring thread ran SCHED_FIFO at `prio`,
     /// as both engines write it (`SCHED_FIFO 95`).
     pub fn fifo_policy(prio: impl std::fmt::Display) -> String {
@@ -62,6 +86,19 @@ pub struct Sample {
     pub attribution: Attribution,
 }
 
+/// A stream's latency split as rtla timerlat splits it, for the samples a kernel trace
+/// covered: from the timer's expiry to its interrupt handler, and from the handler to the
+/// measured thread switched in.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LatencySplit {
+    /// Intended expiry to the timer's handler (the hrtimer base clock it read).
+    pub irq: LatencyHistogram,
+    /// The handler to the measured thread switched in.
+    pub thread: LatencyHistogram,
+    /// Where the figures come from and which samples they cover.
+    pub note: String,
+}
+
 /// One measurement stream: realfeel wakeups, a CPU's timer wakeups, write(2) calls, ...
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Stream {
@@ -73,6 +110,13 @@ pub struct Stream {
     pub missed: u64,
     /// The worst samples, worst first, each with its attribution.
     pub worst: Vec<Sample>,
+    /// Kernel trace events recorded around worst samples (the probe's explained spikes),
+    /// one window per sample that has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded: Vec<RecordedEvents>,
+    /// The IRQ / thread split of the samples (the probe's, when it traced the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<LatencySplit>,
 }
 
 impl Stream {
@@ -83,7 +127,14 @@ impl Stream {
             hist: LatencyHistogram::new(),
             missed: 0,
             worst: Vec::new(),
+            recorded: Vec::new(),
+            split: None,
         }
+    }
+
+    /// The events recorded around worst sample `s`, if any were.
+    pub fn recorded_for(&self, s: &Sample) -> Option<&RecordedEvents> {
+        self.recorded.iter().find(|r| r.sample_at_ns == s.at_ns)
     }
 
     /// Keep `s` if it is among the `keep` worst seen so far (ties: the earlier stays first).

@@ -1,6 +1,10 @@
-//! A latency trace in the manner of `/proc/latency_trace` (voluntary-preempt v1.0.x, seed 003):
-//! a header naming the worst stretch and its task, and entries of
-//! `<preempt_count> <abs>ms (+<delta>ms): function (parent)`.
+//! Traces kept in a result.
+//!
+//! - [`LatencyTrace`]: the model's worst latency in the manner of `/proc/latency_trace`
+//!   (voluntary-preempt v1.0.x, seed 003): a header naming the worst stretch and its task,
+//!   and entries of `<preempt_count> <abs>ms (+<delta>ms): function (parent)`.
+//! - [`RecordedEvents`]: the kernel's own trace events (ftrace) the probe recorded around one
+//!   sample, each as the kernel printed it.
 
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
@@ -31,4 +35,43 @@ pub struct TraceEntry {
     pub t_ns: Nanos,
     pub func: String,
     pub parent: String,
+}
+
+/// The kernel trace events recorded around one sample (the probe's ftrace instance), each as
+/// the kernel printed it: a window of the recording, bounded, never added to.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedEvents {
+    /// The sample's `at_ns`: which of its stream's samples this window belongs to.
+    pub sample_at_ns: Nanos,
+    /// The trace clock and its resolution (`mono (CLOCK_MONOTONIC), ns`): the clock of every
+    /// time below.
+    pub clock: String,
+    /// The sample's stimulus (the intended wakeup, the call's start) on the trace clock.
+    pub stimulus_ns: Nanos,
+    /// The window asked for, on the trace clock.
+    pub from_ns: Nanos,
+    pub to_ns: Nanos,
+    /// The CPUs whose events the window holds.
+    pub cpus: Vec<u32>,
+    /// Events of the window left out, the earliest first, to stay within the bound.
+    pub left_out: u64,
+    /// In time order.
+    pub events: Vec<RecordedEvent>,
+}
+
+/// One event line of the kernel's trace: `comm-pid [cpu] flags secs.usecs: event: fields`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedEvent {
+    pub ts_ns: Nanos,
+    pub cpu: u32,
+    /// The task current on the CPU (`<idle>` for pid 0).
+    pub comm: String,
+    pub pid: u32,
+    /// The irq-info column (`d.h2.`: irqs off, need-resched, hardirq/softirq, preempt
+    /// depth, ...) as printed; empty when the tracer printed none.
+    pub flags: String,
+    /// `sched_switch`, `irq_handler_entry`, ...; `<stack trace>` for a kernel stack.
+    pub event: String,
+    /// The event's fields as printed; a stack's frames, innermost first, one per line.
+    pub fields: String,
 }

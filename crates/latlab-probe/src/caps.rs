@@ -159,7 +159,8 @@ impl RunCaps {
         }
         if let Some(e) = &self.trace_error {
             w.push(format!(
-                "no scheduler tracepoints ({e}): spikes are attributed from /proc deltas, which is coarser"
+                "no scheduler tracepoints ({e}): spikes are attributed from /proc deltas, which is coarser, \
+                 and no kernel stacks, recorded events or IRQ/thread split are kept"
             ));
         }
         if let DmaState::Failed(e) = &self.dma_latency {

@@ -81,7 +81,8 @@ impl Explainer {
             note: format!(
                 "coarse (/proc): interrupts and steal are deltas on CPU {} since the previous spike or the \
                  start, not the latency window; tasks are those runnable on the CPU just after the wakeup \
-                 (ns unknown, 0)",
+                 (ns unknown, 0); no kernel function or stack: that needs the scheduler tracepoints and \
+                 their stacktrace trigger, in tracefs (root)",
                 self.cpu
             ),
             ..Default::default()
@@ -97,7 +98,7 @@ fn snap(cpu: usize) -> Snap {
 }
 
 /// Steal time of `cpu` from /proc/stat (USER_HZ ticks, converted to ns).
-fn steal_ns(cpu: usize) -> Option<u64> {
+pub(crate) fn steal_ns(cpu: usize) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/stat").ok()?;
     let key = format!("cpu{cpu} ");
     let line = s.lines().find(|l| l.starts_with(&key))?;

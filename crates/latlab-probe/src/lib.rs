@@ -7,7 +7,7 @@
 //! (the `/dev/cpu_dma_latency` guard), [`signals`] (SIGINT/SIGTERM/SIGHUP stop the run cleanly), [`guard`] (the guardian that
 //! undoes what a killed probe leaves),
 //! [`output`] (terminal summary and JSON), [`parse`] (option values), [`explain`] (coarse spike
-//! attribution from /proc).
+//! attribution from /proc), [`smi`] (SMI counts from MSR_SMI_COUNT).
 
 pub mod caps;
 pub mod clock;
@@ -21,5 +21,6 @@ pub mod parse;
 pub mod posix_timer;
 pub mod sched_trace;
 pub mod signals;
+pub mod smi;
 pub mod timer;
 pub mod write;

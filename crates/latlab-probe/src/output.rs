@@ -1,9 +1,8 @@
 //! Terminal summary and JSON output of a probe run.
 
-use latlab_core::result::RunResult;
+use latlab_core::result::{RunMeta, RunResult};
 use serde::Serialize;
 use std::io::Write;
-use std::path::Path;
 
 /// Flat per-stream figures in microseconds, for scripts (`streams_summary` in the JSON).
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -26,25 +25,39 @@ fn us(ns: u64) -> f64 {
 }
 
 pub fn summaries(r: &RunResult) -> Vec<StreamSummary> {
+    r.streams.iter().map(|s| summary(&s.name, &s.hist, s.missed)).collect()
+}
+
+/// Rows of the streams' IRQ / thread split (`cpu0 irq`, `cpu0 thread`), where they have one.
+pub fn split_summaries(r: &RunResult) -> Vec<StreamSummary> {
     r.streams
         .iter()
-        .map(|s| {
-            let m = s.hist.summary();
-            StreamSummary {
-                name: s.name.clone(),
-                count: m.count,
-                missed: s.missed,
-                min_us: us(m.min_ns),
-                mean_us: (m.mean_ns / 1000.0 * 1000.0).round() / 1000.0,
-                p50_us: us(m.p50_ns),
-                p90_us: us(m.p90_ns),
-                p99_us: us(m.p99_ns),
-                p999_us: us(m.p999_ns),
-                p9999_us: us(m.p9999_ns),
-                max_us: us(m.max_ns),
-            }
+        .filter_map(|s| Some((s, s.split.as_ref()?)))
+        .flat_map(|(s, p)| {
+            [
+                summary(&format!("{} irq", s.name), &p.irq, 0),
+                summary(&format!("{} thread", s.name), &p.thread, 0),
+            ]
         })
         .collect()
+}
+
+/// One row: a histogram's figures in microseconds.
+fn summary(name: &str, h: &latlab_core::LatencyHistogram, missed: u64) -> StreamSummary {
+    let m = h.summary();
+    StreamSummary {
+        name: name.to_string(),
+        count: m.count,
+        missed,
+        min_us: us(m.min_ns),
+        mean_us: (m.mean_ns / 1000.0 * 1000.0).round() / 1000.0,
+        p50_us: us(m.p50_ns),
+        p90_us: us(m.p90_ns),
+        p99_us: us(m.p99_ns),
+        p999_us: us(m.p999_ns),
+        p9999_us: us(m.p9999_ns),
+        max_us: us(m.max_ns),
+    }
 }
 
 /// The run's maximum latency over all streams (ns).
@@ -63,7 +76,11 @@ pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
         r.meta.kernel,
         settings_line(r)
     )?;
-    let rows = summaries(r);
+    for (k, v) in r.meta.system() {
+        writeln!(out, "# {k}: {v}")?;
+    }
+    let split = split_summaries(r);
+    let rows: Vec<StreamSummary> = summaries(r).into_iter().chain(split.iter().cloned()).collect();
     let w = rows.iter().map(|s| s.name.chars().count()).max().unwrap_or(0).max(10);
     writeln!(
         out,
@@ -87,6 +104,12 @@ pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
             s.max_us
         )?;
     }
+    if !split.is_empty() {
+        writeln!(
+            out,
+            "(irq: timer expiry to its handler; thread: handler to the thread switched in, as rtla timerlat splits them)"
+        )?;
+    }
     for (k, v) in &r.counters {
         writeln!(out, "counter {k} = {v}")?;
     }
@@ -96,16 +119,19 @@ pub fn print_summary(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
     Ok(())
 }
 
+/// The run's settings as `key=value`, less the system facts (printed a line each).
 fn settings_line(r: &RunResult) -> String {
     r.meta
         .settings
         .iter()
+        .filter(|(k, _)| !RunMeta::SYSTEM.contains(&k.as_str()))
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
 }
 
-/// The RunResult as JSON with a top-level `streams_summary` beside its own fields.
+/// The RunResult as JSON with a top-level `streams_summary` beside its own fields, and
+/// `split_summary` (the IRQ / thread rows) when the streams have a split.
 pub fn json_value(r: &RunResult) -> serde_json::Value {
     let mut v = serde_json::to_value(r).expect("RunResult serializes");
     if let Some(o) = v.as_object_mut() {
@@ -113,13 +139,20 @@ pub fn json_value(r: &RunResult) -> serde_json::Value {
             "streams_summary".into(),
             serde_json::to_value(summaries(r)).expect("summary serializes"),
         );
+        let split = split_summaries(r);
+        if !split.is_empty() {
+            o.insert(
+                "split_summary".into(),
+                serde_json::to_value(split).expect("summary serializes"),
+            );
+        }
     }
     v
 }
 
-pub fn write_json(r: &RunResult, path: &Path) -> std::io::Result<()> {
-    let s = serde_json::to_string_pretty(&json_value(r))?;
-    std::fs::write(path, s + "\n")
+/// The `--json` text: [`json_value`], pretty-printed, ending in a newline.
+pub fn json_text(r: &RunResult) -> String {
+    serde_json::to_string_pretty(&json_value(r)).expect("a JSON value serializes") + "\n"
 }
 
 #[cfg(test)]
@@ -135,6 +168,7 @@ mod tests {
         s.hist.record(2500);
         r.streams.push(s);
         let v = json_value(&r);
+        assert!(v.get("split_summary").is_none());
         let ss = &v["streams_summary"][0];
         assert_eq!(ss["name"], "cpu0");
         assert_eq!(ss["count"], 2);
@@ -155,7 +189,9 @@ mod tests {
         let mut buf = Vec::new();
         print_summary(&r, &mut buf).unwrap();
         let text = String::from_utf8(buf).unwrap();
-        let lines: Vec<&str> = text.lines().skip(1).take(3).collect();
+        // The header line, the system facts (a `#` line each), then the table.
+        assert!(text.contains("\n# clocksource: "), "{text}");
+        let lines: Vec<&str> = text.lines().skip_while(|l| l.starts_with('#')).take(3).collect();
         assert!(lines[1].starts_with("posix_timer_thread.cpu0 "), "{text}");
         // Every row ends at the same column (the max), and the count column starts after the name.
         assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{text}");

@@ -27,6 +27,7 @@
 
 use crate::guard::Held;
 use latlab_core::attribution::{Attribution, Cause, TaskSlice};
+use latlab_core::trace::{RecordedEvent, RecordedEvents};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,6 +53,27 @@ const EVENTS: [&str; 9] = [
 /// Recorded when the kernel has them (a missing one is not an error).
 const OPTIONAL_EVENTS: [&str; 1] = ["writeback/balance_dirty_pages"];
 
+/// The kernel stack of the task a sleeper's timer interrupted: a `stacktrace` trigger on the
+/// timer-expiry event (Documentation/trace/events.rst, "Event triggers"), which unwinds
+/// through the interrupt into the interrupted context. Only for the expiries that wake a
+/// sleeping thread (`clock_nanosleep`'s `hrtimer_wakeup`, a POSIX timer's `posix_timer_fn`),
+/// and not when the CPU was idle: the unwinding costs a few µs inside the interrupt.
+const STACK_TRIGGER_FILE: &str = "events/timer/hrtimer_expire_entry/trigger";
+/// The trigger, then one for kernels whose filters refuse the `.function` modifier (a
+/// function pointer matched by name): every expiry interrupting a task.
+const STACK_TRIGGERS: [&str; 2] = [
+    "stacktrace if (function.function == hrtimer_wakeup || function.function == posix_timer_fn) && common_pid != 0",
+    "stacktrace if common_pid != 0",
+];
+
+/// Why the kernel refused the stack trigger, in words.
+fn stack_refused(dir: &Path) -> String {
+    match dir.join(STACK_TRIGGER_FILE).exists() {
+        true => "the kernel refused the stacktrace trigger on timer:hrtimer_expire_entry".into(),
+        false => "this kernel has no event triggers (CONFIG_EVENT_TRACING without triggers)".into(),
+    }
+}
+
 /// Events this much before `intended` still count as the wakeup (µs rounding of the text).
 const SLACK_NS: u64 = 1_000;
 /// How far before the window to look for handler entries still open at its start.
@@ -67,6 +89,8 @@ pub struct SchedTrace {
     cpus: Vec<usize>,
     /// Until the instance is removed: the guardian removes it if the probe dies first.
     held: Option<Held>,
+    /// Why kernel stacks are not recorded, if they are not.
+    stack_error: Option<String>,
 }
 
 impl SchedTrace {
@@ -96,10 +120,11 @@ impl SchedTrace {
         cpus.dedup();
         // From here on, Drop removes the instance if a step fails (the guardian if the probe
         // dies).
-        let t = SchedTrace {
+        let mut t = SchedTrace {
             held: Some(Held::ftrace(&dir)),
             dir,
             cpus,
+            stack_error: None,
         };
         write(&t.dir, "tracing_on", "0")?;
         write(&t.dir, "trace_clock", "mono")?;
@@ -119,8 +144,20 @@ impl SchedTrace {
         for e in OPTIONAL_EVENTS {
             let _ = write(&t.dir, &format!("events/{e}/enable"), "1");
         }
+        t.stack_error = STACK_TRIGGERS
+            .iter()
+            .map(|trigger| write(&t.dir, STACK_TRIGGER_FILE, trigger))
+            .find_map(Result::ok)
+            .map_or_else(|| Some(stack_refused(&t.dir)), |()| None);
         write(&t.dir, "tracing_on", "1")?;
         Ok(t)
+    }
+
+    /// A handle that stops the recording at once from any thread, leaving the buffers to
+    /// [`SchedTrace::finish`] (`--break-above`: the window around the breaking sample stays
+    /// as it was when it happened).
+    pub fn freezer(&self) -> Freezer {
+        Freezer(self.dir.join("tracing_on"))
     }
 
     /// Stop, read and parse the buffers, remove the instance.
@@ -128,7 +165,10 @@ impl SchedTrace {
         write(&self.dir, "tracing_on", "0")?;
         let cpus = read_cpus(&self.dir, &self.cpus)?;
         self.remove()?;
-        Ok(Recorded { cpus })
+        Ok(Recorded {
+            cpus,
+            stack_error: self.stack_error.take(),
+        })
     }
 
     /// Stop tracing and remove the instance.
@@ -177,6 +217,19 @@ pub(crate) fn instances_dir() -> Option<PathBuf> {
 impl Drop for SchedTrace {
     fn drop(&mut self) {
         let _ = self.remove();
+    }
+}
+
+/// The instance's `tracing_on`: [`Freezer::freeze`] stops recording. It holds the path, not
+/// an open file, which would keep the instance from being removed.
+#[derive(Debug)]
+pub struct Freezer(PathBuf);
+
+impl Freezer {
+    /// Stop recording (`0` to `tracing_on`); a failure leaves the recording running, which
+    /// [`SchedTrace::finish`] stops anyway.
+    pub fn freeze(&self) {
+        let _ = std::fs::write(&self.0, "0");
     }
 }
 
@@ -299,6 +352,10 @@ enum Kind {
         now: Option<u64>,
     },
     TimerExit,
+    /// A kernel stack (the `stacktrace` trigger): frames innermost first, without offsets.
+    Stack {
+        frames: Vec<String>,
+    },
     /// `writeback:balance_dirty_pages`: the current task was throttled for dirtying pages.
     Throttle {
         /// Pause imposed (ms).
@@ -323,15 +380,26 @@ struct Event {
 struct Head<'a> {
     comm: &'a str,
     pid: u32,
+    /// The irq-info column (`d.h2.`), empty when the line has none.
+    flags: &'a str,
     ts: u64,
     event: &'a str,
     fields: &'a str,
 }
 
-/// Lines holding an event (not the `#` header, not a `CPU:N [LOST M EVENTS]` marker), in
-/// both the text and the raw output.
+/// Lines holding an event (not the `#` header, not a `CPU:N [LOST M EVENTS]` marker, not a
+/// stack's frame), in both the text and the raw output.
 fn is_event_line(line: &str) -> bool {
-    !line.trim().is_empty() && !line.starts_with('#') && !line.starts_with("CPU:")
+    !line.trim().is_empty() && !line.starts_with('#') && !line.starts_with("CPU:") && !is_stack_frame(line)
+}
+
+/// How the text output names a kernel stack (the `stacktrace` trigger's event).
+const STACK_EVENT: &str = "<stack trace>";
+
+/// A frame of a `<stack trace>` event: ` => function+0x1a/0x40` on a line of its own (the
+/// raw output prints the event on one line, without them).
+fn is_stack_frame(line: &str) -> bool {
+    line.starts_with(" => ")
 }
 
 fn parse_head(line: &str) -> Option<Head<'_>> {
@@ -346,19 +414,21 @@ fn parse_head(line: &str) -> Option<Head<'_>> {
         // The flags column (options/irq-info) is optional.
         let mut words = rest.split_whitespace();
         let first = words.next()?;
-        let stamp = match first.strip_suffix(':') {
-            Some(s) => s,
-            None => words.next()?.strip_suffix(':')?,
+        let (flags, stamp) = match first.strip_suffix(':') {
+            Some(s) => ("", s),
+            None => (first, words.next()?.strip_suffix(':')?),
         };
         let ts = parse_secs(stamp)?;
-        let after = &rest[rest.find(stamp)? + stamp.len() + 1..];
-        let (event, fields) = after.trim_start().split_once(':')?;
-        if event.is_empty() || event.contains(' ') {
-            return None;
-        }
+        let after = rest[rest.find(stamp)? + stamp.len() + 1..].trim_start();
+        let (event, fields) = match after.split_once(':') {
+            _ if after.trim_end() == STACK_EVENT => (STACK_EVENT, ""),
+            Some((event, fields)) if !event.is_empty() && !event.contains(' ') => (event, fields),
+            _ => return None,
+        };
         Some(Head {
             comm,
             pid,
+            flags,
             ts,
             event,
             fields: fields.trim(),
@@ -430,6 +500,7 @@ fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
             now: value(fields, "now").and_then(|n| n.parse().ok()),
         },
         "hrtimer_expire_exit" => Kind::TimerExit,
+        STACK_EVENT => Kind::Stack { frames: Vec::new() },
         "balance_dirty_pages" => Kind::Throttle {
             pause_ms: value(fields, "pause")?.parse().ok()?,
             dirty: value(fields, "dirty")?.parse().ok()?,
@@ -439,11 +510,23 @@ fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
     })
 }
 
+/// One event's text in a CPU's buffer: its time and where its line (with a stack's `=>`
+/// frame lines after it) lies in the text.
+#[derive(Clone, Debug)]
+struct Line {
+    ts: u64,
+    text: std::ops::Range<usize>,
+}
+
 /// One CPU's parsed buffer.
 #[derive(Clone, Debug, Default)]
 struct CpuTrace {
     /// Sorted by time.
     events: Vec<Event>,
+    /// The text pass, kept for the events' own lines ([`CpuTrace::recorded`]).
+    text: String,
+    /// Every event line whose columns parsed, whatever its event, sorted by time.
+    lines: Vec<Line>,
     /// Events the ring buffer overwrote or dropped.
     lost: u64,
     /// Event lines that did not parse.
@@ -459,19 +542,60 @@ impl CpuTrace {
         let mut events = Vec::new();
         let mut lines_of_events = Vec::new();
         let mut heads = Vec::new();
+        let mut lines: Vec<Line> = Vec::new();
+        // For each of `lines`, its place among the event lines (to find its raw stamp).
+        let mut line_index = Vec::new();
         let mut skipped = 0;
-        for (n, line) in text.lines().filter(|l| is_event_line(l)).enumerate() {
+        let mut offset = 0;
+        let mut n = 0;
+        let mut kept_last = false;
+        // The last event line was a `<stack trace>`, parsed: its frames follow.
+        let mut stack_open = false;
+        for l in text.split_inclusive('\n') {
+            let at = offset;
+            offset += l.len();
+            let line = l.trim_end_matches(['\n', '\r']);
+            if is_stack_frame(line) {
+                // A frame of the stack the event line before printed (`<stack trace>`).
+                if let Some(last) = lines.last_mut().filter(|_| kept_last) {
+                    last.text.end = at + line.len();
+                }
+                if let Some(Event {
+                    kind: Kind::Stack { frames },
+                    ..
+                }) = events.last_mut().filter(|_| stack_open)
+                {
+                    let frame = line[" => ".len()..].trim();
+                    frames.push(frame.split_once('+').map_or(frame, |(f, _)| f).to_string());
+                }
+                continue;
+            }
+            if !is_event_line(line) {
+                (kept_last, stack_open) = (false, false);
+                continue;
+            }
+            stack_open = false;
+            n += 1;
             let head = parse_head(line);
             heads.push(head.as_ref().map(|h| (h.pid, h.ts)));
+            kept_last = head.is_some();
+            if let Some(h) = &head {
+                lines.push(Line {
+                    ts: h.ts,
+                    text: at..at + line.len(),
+                });
+                line_index.push(n - 1);
+            }
             match head.and_then(|h| Some((parse_kind(h.event, h.fields)?, h))) {
                 Some((kind, h)) => {
+                    stack_open = matches!(kind, Kind::Stack { .. });
                     events.push(Event {
                         ts: h.ts,
                         pid: h.pid,
                         comm: h.comm.to_string(),
                         kind,
                     });
-                    lines_of_events.push(n);
+                    lines_of_events.push(n - 1);
                 }
                 None => skipped += 1,
             }
@@ -501,14 +625,48 @@ impl CpuTrace {
                     e.ts = t;
                 }
             }
+            for (l, &n) in lines.iter_mut().zip(&line_index) {
+                if let Some((_, t)) = stamps[n] {
+                    l.ts = t;
+                }
+            }
         }
         events.sort_by_key(|e| e.ts);
+        lines.sort_by_key(|l| l.ts);
         CpuTrace {
             events,
+            text: text.to_string(),
+            lines,
             lost,
             skipped,
             ns,
         }
+    }
+
+    /// The event lines of `[from, to]` as the kernel printed them, on `cpu`.
+    fn recorded(&self, cpu: usize, from: u64, to: u64) -> Vec<RecordedEvent> {
+        let lo = self.lines.partition_point(|l| l.ts < from);
+        self.lines[lo..]
+            .iter()
+            .take_while(|l| l.ts <= to)
+            .filter_map(|l| {
+                let text = &self.text[l.text.clone()];
+                let (first, frames) = text.split_once('\n').unwrap_or((text, ""));
+                let h = parse_head(first)?;
+                Some(RecordedEvent {
+                    ts_ns: l.ts,
+                    cpu: cpu as u32,
+                    comm: h.comm.to_string(),
+                    pid: h.pid,
+                    flags: h.flags.to_string(),
+                    event: h.event.to_string(),
+                    fields: match frames.is_empty() {
+                        true => h.fields.to_string(),
+                        false => frames.to_string(),
+                    },
+                })
+            })
+            .collect()
     }
 
     /// Index of the first event at or after `t`.
@@ -630,6 +788,36 @@ impl CpuTrace {
         self.switch_in(tid, self.window(intended, woke)).is_some()
     }
 
+    /// The expiry of the woken thread's timer among events `lo..w` (`w`: its wakeup): the last
+    /// expiry of a sleeper's timer (`hrtimer_wakeup`) or of a POSIX timer (`posix_timer_fn`,
+    /// which signals it) before the wakeup; for a thread `created` to be notified, the first
+    /// POSIX timer expiry (the notification chain may span later ones). Its index and the
+    /// clock its handler read.
+    fn timer_fired(&self, lo: usize, w: usize, created: bool) -> Option<(usize, u64)> {
+        let ev = &self.events;
+        let timer = |i: usize| match &ev[i].kind {
+            Kind::TimerEntry { function, now } if function == "hrtimer_wakeup" || function == "posix_timer_fn" => {
+                Some((i, now.unwrap_or(ev[i].ts)))
+            }
+            _ => None,
+        };
+        match created {
+            true => (lo..w).find_map(timer),
+            false => (lo..w).rev().find_map(timer),
+        }
+    }
+
+    /// rtla timerlat's split of one wakeup of `tid` over `[intended, woke]` recorded here:
+    /// intended expiry to the timer's handler, handler to the thread switched in.
+    fn split(&self, tid: u32, intended: u64, woke: u64) -> Option<(u64, u64)> {
+        let r = self.window(intended, woke);
+        let w = self.wakeup_in(tid, r.clone())?;
+        let created = matches!(self.events[w].kind, Kind::WakeupNew { .. });
+        let (_, now) = self.timer_fired(r.start, w, created)?;
+        let s = self.switch_in(tid, w..r.end)?;
+        Some((now.saturating_sub(intended), self.events[s].ts.saturating_sub(now)))
+    }
+
     /// Explain one late wakeup of `tid` on this CPU; `foreign` is its wakeup when another
     /// CPU recorded it (a waker running there).
     fn attribute(&self, tid: u32, intended: u64, woke: u64, foreign: Option<&Event>) -> Attribution {
@@ -646,15 +834,14 @@ impl CpuTrace {
         // T's own timer: the last expiry before its wakeup of a sleeper (hrtimer_wakeup) or of a
         // POSIX timer (posix_timer_fn, which signals T). A created thread's timer is the first
         // POSIX timer expiry of the window: the notification chain may span later expiries.
-        let timer = |i: usize| match &ev[i].kind {
-            Kind::TimerEntry { function, now } if function == "hrtimer_wakeup" || function == "posix_timer_fn" => {
-                Some(now.unwrap_or(ev[i].ts))
-            }
-            _ => None,
-        };
-        let expiry = waking.and_then(|(w, _)| match created {
-            true => (lo..w).find_map(timer),
-            false => (lo..w).rev().find_map(timer),
+        let fired = waking.and_then(|(w, _)| self.timer_fired(lo, w, created));
+        let expiry = fired.map(|(_, now)| now);
+        // The kernel stack the stacktrace trigger took in that expiry: what it interrupted.
+        let stack = fired.and_then(|(i, _)| {
+            ev[i + 1..].iter().take(4).find_map(|e| match &e.kind {
+                Kind::Stack { frames } => Some((e.pid, interrupted(frames))),
+                _ => None,
+            })
         });
         let switch_in = waking.and_then(|(w, _)| self.switch_in(tid, w..hi));
         let e = expiry
@@ -719,7 +906,14 @@ impl CpuTrace {
                     _ => a.sched_ns += kept,
                 }
                 split(&mut a, first_switch, s);
-                a.cause = cause(&slices, &handlers, woken_at, s, woke - intended);
+                a.cause = cause(&slices, &handlers, woken_at, s, woke - intended, stack.as_ref());
+                if a.cause.as_ref().is_some_and(|c| c.path == IN_KERNEL) {
+                    warnings.push(match &stack {
+                        None => "no kernel stack recorded at the timer's expiry".to_string(),
+                        Some((_, None)) => "the stack at the timer's expiry has no interrupt entry frame to tell the interrupted context by".to_string(),
+                        Some(_) => "the stack at the timer's expiry is another task's".to_string(),
+                    });
+                }
                 if switch_in.is_none() {
                     warnings.push(format!("no sched_switch to tid {tid} after its wakeup"));
                 }
@@ -836,9 +1030,50 @@ fn task_list(slices: &[Slice], tid: u32) -> Vec<TaskSlice> {
     v
 }
 
+/// What a task running in the kernel without a preemption point is said to be doing when no
+/// stack tells the function.
+const IN_KERNEL: &str = "kernel (non-preemptible section)";
+
+/// The frames of the context an interrupt interrupted, innermost first: those below the
+/// interrupt's entry (`asm_sysvec_*`, `asm_common_interrupt` on x86-64; `ret_from_intr`,
+/// `apic_timer_interrupt` before 5.8); empty when it interrupted user space. `None` when the
+/// stack has no entry frame known here.
+fn interrupted(frames: &[String]) -> Option<Vec<String>> {
+    let entry = frames.iter().position(|f| {
+        f.starts_with("asm_sysvec_")
+            || f.starts_with("asm_common_interrupt")
+            || f == "ret_from_intr"
+            || f == "apic_timer_interrupt"
+    })?;
+    Some(frames[entry + 1..].to_vec())
+}
+
+/// A stack as a code path, as the model prints its paths: the innermost frames,
+/// `copy_folio_from_iter_atomic <- generic_perform_write <- ext4_buffered_write_iter <- vfs_write`.
+fn path_of(frames: &[String]) -> String {
+    frames
+        .iter()
+        .take(PATH_FRAMES)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" <- ")
+}
+
+/// Frames of a stack named in a cause's path (the recorded window keeps the whole stack).
+const PATH_FRAMES: usize = 4;
+
 /// The task that held the CPU between the wakeup and the switch to the woken task for more
-/// than half the latency, and what it was doing as far as the tracepoints tell.
-fn cause(slices: &[Slice], handlers: &[Interval], woken_at: u64, switch_at: u64, latency: u64) -> Option<Cause> {
+/// than half the latency, and what it was doing as far as the tracepoints tell: where the
+/// task was running at the wakeup, its kernel stack when the timer fired (`stack`: the
+/// interrupted task's pid and frames), when one was recorded.
+fn cause(
+    slices: &[Slice],
+    handlers: &[Interval],
+    woken_at: u64,
+    switch_at: u64,
+    latency: u64,
+    stack: Option<&(u32, Option<Vec<String>>)>,
+) -> Option<Cause> {
     let clipped: Vec<(&Slice, u64, u64)> = slices
         .iter()
         .map(|sl| (sl, sl.start.max(woken_at), sl.end.min(switch_at)))
@@ -876,7 +1111,10 @@ fn cause(slices: &[Slice], handlers: &[Interval], woken_at: u64, switch_at: u64,
     } else if first.0.comm.starts_with("ksoftirqd") {
         "softirq (ksoftirqd)".to_string()
     } else if first.1 == woken_at {
-        "kernel (non-preemptible section)".to_string()
+        match stack {
+            Some((p, Some(frames))) if *p == pid && !frames.is_empty() => path_of(frames),
+            _ => IN_KERNEL.to_string(),
+        }
     } else {
         "ran ahead of the woken task (higher priority or woken earlier)".to_string()
     };
@@ -894,6 +1132,8 @@ fn cause(slices: &[Slice], handlers: &[Interval], woken_at: u64, switch_at: u64,
 #[derive(Clone, Debug, Default)]
 pub struct Recorded {
     cpus: BTreeMap<usize, CpuTrace>,
+    /// Why no kernel stacks were recorded, if none were.
+    stack_error: Option<String>,
 }
 
 impl Recorded {
@@ -902,30 +1142,41 @@ impl Recorded {
         self.cpus.get(&cpu).map_or(0, |c| c.lost)
     }
 
+    /// Where a wakeup of thread `tid` measured on `cpu` over `[intended, woke]` is recorded:
+    /// the CPU it was switched in on (a notification thread may not run where its stream is
+    /// pinned), and its wakeup with that wakeup's CPU when another CPU recorded it (a waker
+    /// running there). `None` when `cpu` was not traced.
+    fn locate(&self, cpu: usize, tid: u32, intended: u64, woke: u64) -> Option<(usize, Option<(usize, &Event)>)> {
+        let c = self.cpus.get(&cpu)?;
+        let ran_on = match c.switched_in(tid, intended, woke) {
+            true => cpu,
+            false => self
+                .cpus
+                .iter()
+                .find(|(_, o)| o.switched_in(tid, intended, woke))
+                .map_or(cpu, |(&k, _)| k),
+        };
+        let foreign = match self.cpus[&ran_on].wakeup_of(tid, intended, woke) {
+            Some(_) => None,
+            None => self
+                .cpus
+                .iter()
+                .filter(|(&other, _)| other != ran_on)
+                .find_map(|(&k, o)| Some((k, o.wakeup_of(tid, intended, woke)?))),
+        };
+        Some((ran_on, foreign))
+    }
+
     /// Explain one late wakeup of thread `tid` on `cpu`.
     pub fn attribute(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Attribution {
-        match self.cpus.get(&cpu) {
-            Some(c) => {
-                let woke_ns = woke_ns.max(intended_ns);
-                // The CPU the thread was switched in on (a notification thread may not run
-                // where its stream is pinned), then its wakeup, on another CPU if need be.
-                let (ran_on, c) = match c.switched_in(tid, intended_ns, woke_ns) {
-                    true => (cpu, c),
-                    false => self
-                        .cpus
-                        .iter()
-                        .find(|(_, o)| o.switched_in(tid, intended_ns, woke_ns))
-                        .map_or((cpu, c), |(&k, o)| (k, o)),
-                };
-                let foreign = match c.wakeup_of(tid, intended_ns, woke_ns) {
-                    Some(_) => None,
-                    None => self
-                        .cpus
-                        .iter()
-                        .filter(|(&other, _)| other != ran_on)
-                        .find_map(|(_, o)| o.wakeup_of(tid, intended_ns, woke_ns)),
-                };
-                let mut a = c.attribute(tid, intended_ns, woke_ns, foreign);
+        let woke_ns = woke_ns.max(intended_ns);
+        match self.locate(cpu, tid, intended_ns, woke_ns) {
+            Some((ran_on, foreign)) => {
+                let c = &self.cpus[&ran_on];
+                let mut a = c.attribute(tid, intended_ns, woke_ns, foreign.map(|(_, e)| e));
+                if let Some(e) = self.stack_error.as_ref().filter(|_| a.cause.is_some()) {
+                    a.note.push_str(&format!("; kernel stacks not recorded: {e}"));
+                }
                 if ran_on != cpu {
                     a.note = format!("ran on CPU {ran_on}, not CPU {cpu}; {}", a.note);
                 }
@@ -937,7 +1188,86 @@ impl Recorded {
             },
         }
     }
+
+    /// rtla timerlat's split of one wakeup of thread `tid` measured on `cpu` over
+    /// `[intended, woke]`: intended expiry to the timer's handler, handler to the thread
+    /// switched in; `None` unless the timer, the wakeup and the switch were all recorded on
+    /// the CPU the thread ran on.
+    pub fn split(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Option<(u64, u64)> {
+        let woke_ns = woke_ns.max(intended_ns);
+        let (ran_on, _) = self.locate(cpu, tid, intended_ns, woke_ns)?;
+        self.cpus[&ran_on].split(tid, intended_ns, woke_ns)
+    }
+
+    /// The CPUs whose events tell a wakeup of `tid` measured on `cpu` over `[intended,
+    /// woke]`: its own, the one the thread ran on, the waker's.
+    pub fn wakeup_cpus(&self, cpu: usize, tid: u32, intended_ns: u64, woke_ns: u64) -> Vec<usize> {
+        let mut v = vec![cpu];
+        if let Some((ran_on, foreign)) = self.locate(cpu, tid, intended_ns, woke_ns.max(intended_ns)) {
+            v.push(ran_on);
+            v.extend(foreign.map(|(k, _)| k));
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The traced CPUs on which thread `tid` ran, was switched or woken during `[start,
+    /// end]`; every traced CPU when none recorded it.
+    pub fn cpus_of(&self, tid: u32, start: u64, end: u64) -> Vec<usize> {
+        let seen: Vec<usize> = self
+            .cpus
+            .iter()
+            .filter(|(_, c)| {
+                c.events[c.at(start)..].iter().take_while(|e| e.ts <= end).any(|e| {
+                    e.pid == tid
+                        || matches!(e.kind, Kind::Switch { prev_pid, next_pid, .. } if prev_pid == tid || next_pid == tid)
+                        || matches!(e.kind, Kind::Waking { pid } if pid == tid)
+                })
+            })
+            .map(|(&k, _)| k)
+            .collect();
+        match seen.is_empty() {
+            true => self.cpus.keys().copied().collect(),
+            false => seen,
+        }
+    }
+
+    /// The events recorded on `cpus` around a sample whose stimulus was at `start` and
+    /// which ended at `end` (CLOCK_MONOTONIC), as the kernel printed them: from
+    /// [`WINDOW_BEFORE_NS`] before to [`WINDOW_AFTER_NS`] after, at most
+    /// [`MAX_WINDOW_EVENTS`] (the earliest left out). `sample_at_ns` names the sample.
+    pub fn window(&self, cpus: &[usize], sample_at_ns: u64, start: u64, end: u64) -> RecordedEvents {
+        let (from, to) = (start.saturating_sub(WINDOW_BEFORE_NS), end.max(start) + WINDOW_AFTER_NS);
+        let mut events: Vec<RecordedEvent> = cpus
+            .iter()
+            .filter_map(|cpu| Some(self.cpus.get(cpu)?.recorded(*cpu, from, to)))
+            .flatten()
+            .collect();
+        events.sort_by_key(|e| (e.ts_ns, e.cpu));
+        let left_out = events.len().saturating_sub(MAX_WINDOW_EVENTS);
+        events.drain(..left_out);
+        let ns = cpus.iter().filter_map(|c| self.cpus.get(c)).all(|c| c.ns);
+        RecordedEvents {
+            sample_at_ns,
+            clock: format!("mono (CLOCK_MONOTONIC), {} resolution", if ns { "ns" } else { "µs" }),
+            stimulus_ns: start,
+            from_ns: from,
+            to_ns: to,
+            cpus: cpus.iter().map(|&c| c as u32).collect(),
+            left_out: left_out as u64,
+            events,
+        }
+    }
 }
+
+/// A sample's recorded window starts this long before its stimulus (the task that held the
+/// CPU is usually switched in inside it) ...
+pub const WINDOW_BEFORE_NS: u64 = 1_000_000;
+/// ... and ends this long after the sample.
+pub const WINDOW_AFTER_NS: u64 = 100_000;
+/// At most this many events are kept per sample (about 150 bytes each in the JSON).
+pub const MAX_WINDOW_EVENTS: usize = 1000;
 
 /// Where the measured thread was during a timed call, in [`Recorded::off_cpu`]'s walk.
 #[derive(Clone, Copy, PartialEq)]
@@ -1069,6 +1399,7 @@ mod tests {
     fn recorded(text: &str) -> Recorded {
         Recorded {
             cpus: BTreeMap::from([(0, CpuTrace::parse(text, None, 0))]),
+            stack_error: None,
         }
     }
 
@@ -1158,6 +1489,7 @@ mod tests {
         // Captured: `chrt -f 50 sleep 0.005` (pid 15524) woken from idle on CPU 0.
         let rec = Recorded {
             cpus: BTreeMap::from([(0, CpuTrace::parse(TEXT, Some(RAW), 0))]),
+            stack_error: None,
         };
         let intended = 9_121_128_100_000;
         let woke = 9_121_128_140_000;
@@ -1214,6 +1546,88 @@ mod tests {
         assert_eq!(c.path, "kernel (non-preemptible section)");
         assert_eq!((c.since_ns, c.until_ns), (100_000_051_000, 100_000_250_000));
         assert!(a.note.contains("µs resolution"), "{}", a.note);
+        assert!(
+            a.note.contains("no kernel stack recorded at the timer's expiry"),
+            "{}",
+            a.note
+        );
+    }
+
+    #[test]
+    fn splits_a_wakeup_as_timerlat() {
+        let rec = recorded(KWORKER_HELD);
+        // Expiry due at 40 us, its handler read 49 us; the thread switched in at 250 us.
+        assert_eq!(
+            rec.split(0, 777, 100_000_040_000, 100_000_255_000),
+            Some((9_000, 201_000))
+        );
+        assert_eq!(rec.split(0, 778, 100_000_040_000, 100_000_255_000), None);
+        assert_eq!(rec.split(5, 777, 100_000_040_000, 100_000_255_000), None);
+    }
+
+    /// KWORKER_HELD with the stack the stacktrace trigger takes in the expiry: dd's write,
+    /// as this kernel printed it under `--load dd`.
+    fn kworker_with_stack(frames_after_entry: &str) -> String {
+        let (head, tail) = KWORKER_HELD.split_at(KWORKER_HELD.find("     kworker/0:1-42      [000] d.h3.").unwrap());
+        format!(
+            "{head}     kworker/0:1-42      [000] d.h1.   100.000050: <stack trace>
+ => trace_event_raw_event_hrtimer_expire_entry
+ => __hrtimer_run_queues
+ => hrtimer_interrupt
+ => __sysvec_apic_timer_interrupt
+ => sysvec_apic_timer_interrupt
+ => asm_sysvec_apic_timer_interrupt
+{frames_after_entry}{tail}"
+        )
+    }
+
+    #[test]
+    fn the_stack_at_the_expiry_names_the_function_that_held_the_cpu() {
+        let text = kworker_with_stack(
+            " => copy_folio_from_iter_atomic+0x1a/0x40\n => generic_perform_write\n => ext4_buffered_write_iter\n \
+             => vfs_write\n => ksys_write\n => do_syscall_64\n",
+        );
+        let (intended, woke) = (100_000_040_000, 100_000_255_000);
+        let rec = recorded(&text);
+        assert_eq!(rec.cpus[&0].skipped, 0);
+        let a = rec.attribute(0, 777, intended, woke);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        let c = a.cause.expect("cause");
+        assert_eq!(
+            format!("{} in {}", c.task, c.path),
+            "kworker/0:1/42 in copy_folio_from_iter_atomic <- generic_perform_write <- ext4_buffered_write_iter <- vfs_write"
+        );
+        assert!(!a.note.contains("stack"), "{}", a.note);
+        // The recorded window keeps the whole stack, frames as printed.
+        let w = rec.window(&[0], 40_000, intended, woke);
+        let stack = w.events.iter().find(|e| e.event == "<stack trace>").expect("the stack");
+        assert_eq!(stack.fields.lines().count(), 12);
+        assert_eq!(
+            stack.fields.lines().nth(6),
+            Some(" => copy_folio_from_iter_atomic+0x1a/0x40")
+        );
+        assert_eq!(w.events.len(), 10);
+        // Interrupted in user space: no kernel function to name.
+        let a = recorded(&kworker_with_stack("")).attribute(0, 777, intended, woke);
+        assert_eq!(a.cause.unwrap().path, "kernel (non-preemptible section)");
+    }
+
+    #[test]
+    fn a_stack_keeps_the_raw_pass_in_step() {
+        let text = kworker_with_stack(" => vfs_write\n");
+        // The raw pass prints the stack as one line, as the kernel does (`type: 4`).
+        let raw: String = text
+            .lines()
+            .filter(|l| is_event_line(l))
+            .map(|l| {
+                let h = parse_head(l).unwrap();
+                format!("{} 0 {} type: 4\n", h.pid, h.ts + 300)
+            })
+            .collect();
+        let c = CpuTrace::parse(&text, Some(&raw), 0);
+        assert!(c.ns);
+        assert_eq!(c.events.len(), 10);
+        assert!(c.events.iter().all(|e| e.ts % 1000 == 300));
     }
 
     /// SIGEV_THREAD: posix_timer_fn signals glibc's helper thread (500), which creates the
@@ -1261,6 +1675,7 @@ mod tests {
                 (0, CpuTrace::parse(HELPER_ELSEWHERE_CPU0, None, 0)),
                 (1, CpuTrace::parse(HELPER_ELSEWHERE_CPU1, None, 0)),
             ]),
+            stack_error: None,
         };
         let (intended, woke) = (400_000_010_000, 400_000_095_000);
         let a = rec.attribute(0, 778, intended, woke);
@@ -1398,6 +1813,7 @@ mod tests {
 ";
         let rec = Recorded {
             cpus: BTreeMap::from([(0, CpuTrace::parse(cpu0, None, 0)), (1, CpuTrace::parse(cpu1, None, 0))]),
+            stack_error: None,
         };
         let (start, end) = (10_000_000_000, 10_015_000_000);
         let a = rec.off_cpu(100, start, end);

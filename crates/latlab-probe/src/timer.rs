@@ -12,8 +12,10 @@ use crate::explain::Explainer;
 use crate::sched_trace::{Recorded, SchedTrace};
 use crate::signals;
 use latlab_core::attribution::Attribution;
-use latlab_core::result::{Sample, Stream};
+use latlab_core::result::{LatencySplit, Sample, Stream};
+use latlab_core::LatencyHistogram;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Settings shared by the periodic probes (`timer`, `posix-timer`).
@@ -36,6 +38,33 @@ pub struct PeriodicConfig {
     pub keep_worst: usize,
     /// Samples above this (ns) get a /proc-based attribution (`--explain`).
     pub trace_above_ns: Option<u64>,
+    /// Keep cyclictest's `-h N` histogram of each thread with this many 1 us buckets.
+    pub histogram_us: Option<usize>,
+    /// Stop every thread at the first sample of at least this (ns), freezing the trace
+    /// (cyclictest's `-b`).
+    pub break_above_ns: Option<u64>,
+    /// Running figures for a live display, one per CPU of `cpus`, in its order.
+    pub live: Option<Vec<Arc<LiveCpu>>>,
+}
+
+/// The running figures of one measuring thread, for a live display: every sample stores
+/// them with relaxed atomic writes (a reader may see one sample's figures half updated).
+#[derive(Debug, Default)]
+pub struct LiveCpu {
+    pub last_ns: AtomicU64,
+    pub count: AtomicU64,
+    pub sum_ns: AtomicU64,
+    pub max_ns: AtomicU64,
+}
+
+impl LiveCpu {
+    /// Count one sample of `ns`.
+    pub fn record(&self, ns: u64) {
+        self.last_ns.store(ns, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+    }
 }
 
 impl Default for PeriodicConfig {
@@ -50,6 +79,129 @@ impl Default for PeriodicConfig {
             mlock: true,
             keep_worst: 10,
             trace_above_ns: None,
+            histogram_us: None,
+            break_above_ns: None,
+            live: None,
+        }
+    }
+}
+
+/// One thread's histogram kept as cyclictest's `-h N` keeps it: the latency truncated to
+/// whole microseconds counted in N buckets, samples of N us or more counted as overflows
+/// with the cycle numbers (0-based) of the first N of them, and the sum of the truncated
+/// latencies, whose integer division by the count is cyclictest's average.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CycleHistogram {
+    pub buckets: Vec<u64>,
+    pub overflow: u64,
+    pub overflow_cycles: Vec<u64>,
+    pub sum_us: u64,
+}
+
+impl CycleHistogram {
+    pub fn new(buckets: usize) -> Self {
+        CycleHistogram {
+            buckets: vec![0; buckets],
+            overflow_cycles: Vec::with_capacity(buckets),
+            ..Default::default()
+        }
+    }
+
+    /// Count cycle `cycle`'s latency.
+    pub fn record(&mut self, cycle: u64, latency_ns: u64) {
+        let us = latency_ns / 1000;
+        self.sum_us += us;
+        match self.buckets.get_mut(us as usize) {
+            Some(b) => *b += 1,
+            None => {
+                self.overflow += 1;
+                if self.overflow_cycles.len() < self.buckets.len() {
+                    self.overflow_cycles.push(cycle);
+                }
+            }
+        }
+    }
+}
+
+/// A thread's last wakeups (intended, woke, woken tid), kept while the run is traced so
+/// that every sample the trace buffer still covers can be split after the run. A ring of
+/// [`WAKEUP_LOG`] entries, allocated before the run starts.
+#[derive(Debug)]
+struct WakeupLog {
+    entries: Vec<(u64, u64, u32)>,
+    next: usize,
+}
+
+/// Wakeups a [`WakeupLog`] keeps: more than the trace buffer holds the events of (each
+/// wakeup takes at least four: the expiry's entry and exit, the wakeup, the switch in).
+const WAKEUP_LOG: usize = 1 << 16;
+
+impl WakeupLog {
+    fn new() -> Self {
+        WakeupLog {
+            entries: Vec::with_capacity(WAKEUP_LOG),
+            next: 0,
+        }
+    }
+
+    fn push(&mut self, e: (u64, u64, u32)) {
+        match self.entries.len() < WAKEUP_LOG {
+            true => self.entries.push(e),
+            false => self.entries[self.next] = e,
+        }
+        self.next = (self.next + 1) % WAKEUP_LOG;
+    }
+
+    /// The wakeups the log still holds (the last [`WAKEUP_LOG`]).
+    fn kept(&self) -> &[(u64, u64, u32)] {
+        &self.entries
+    }
+}
+
+/// The sample that stopped a run with `break_above_ns`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Break {
+    pub stream: String,
+    /// The sample's `at_ns` and latency.
+    pub at_ns: u64,
+    pub latency_ns: u64,
+}
+
+impl Break {
+    /// `cpu1's sample of 2058.4 us at t=0.001 s`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}'s sample of {:.1} us at t={:.3} s",
+            self.stream,
+            self.latency_ns as f64 / 1000.0,
+            self.at_ns as f64 / 1e9
+        )
+    }
+}
+
+/// `--break-above`: the threshold, the first sample above it, and the recording to freeze.
+#[derive(Debug)]
+struct Breaker {
+    above_ns: u64,
+    tripped: std::sync::OnceLock<Break>,
+    freezer: Option<crate::sched_trace::Freezer>,
+}
+
+impl Breaker {
+    /// Stop the run at `s` if it is the first sample above the threshold.
+    fn offer(&self, stream: &str, at_ns: u64, latency_ns: u64) {
+        if latency_ns < self.above_ns || self.tripped.get().is_some() {
+            return;
+        }
+        let b = Break {
+            stream: stream.to_string(),
+            at_ns,
+            latency_ns,
+        };
+        if self.tripped.set(b).is_ok() {
+            if let Some(f) = &self.freezer {
+                f.freeze();
+            }
         }
     }
 }
@@ -57,8 +209,12 @@ impl Default for PeriodicConfig {
 /// What a periodic run produced.
 #[derive(Debug)]
 pub struct PeriodicOutcome {
+    /// The sample that stopped the run (`break_above_ns`).
+    pub broke: Option<Break>,
     /// One stream per CPU, in `cpus` order.
     pub streams: Vec<Stream>,
+    /// Each stream's cyclictest histogram, when `histogram_us` asked for them.
+    pub histograms: Vec<CycleHistogram>,
     pub caps: RunCaps,
     /// Wall time from the first thread's start to the last one's end.
     pub wall_ns: u64,
@@ -79,6 +235,10 @@ pub struct ThreadCtx {
     loops: Option<u64>,
     keep_worst: usize,
     pub stream: Stream,
+    histogram: Option<CycleHistogram>,
+    breaker: Option<Arc<Breaker>>,
+    wakeups: Option<WakeupLog>,
+    live: Option<Arc<LiveCpu>>,
     explainer: Option<Explainer>,
     done: u64,
     errors: Vec<String>,
@@ -88,6 +248,7 @@ impl ThreadCtx {
     /// True when the loop should end (loops done, duration over, or a stop signal).
     pub fn finished(&self, now_ns: u64) -> bool {
         signals::stop_requested()
+            || self.breaker.as_ref().is_some_and(|b| b.tripped.get().is_some())
             || self.loops.is_some_and(|l| self.done >= l)
             || self.deadline_ns.is_some_and(|d| now_ns >= d)
     }
@@ -100,8 +261,21 @@ impl ThreadCtx {
     /// Record one wakeup where the woken thread was `tid` (SIGEV_THREAD's fresh threads).
     pub fn record_woken(&mut self, intended_ns: u64, woke_ns: u64, tid: u32) {
         let lat = woke_ns.saturating_sub(intended_ns);
+        if let Some(h) = self.histogram.as_mut() {
+            h.record(self.done, lat);
+        }
         self.done += 1;
         self.stream.hist.record(lat);
+        if let Some(log) = self.wakeups.as_mut() {
+            log.push((intended_ns, woke_ns, tid));
+        }
+        if let Some(l) = &self.live {
+            l.record(lat);
+        }
+        let at_ns = intended_ns.saturating_sub(self.run_start_ns);
+        if let Some(b) = &self.breaker {
+            b.offer(&self.stream.name, at_ns, lat);
+        }
         let worth_keeping =
             self.stream.worst.len() < self.keep_worst || self.stream.worst.last().is_some_and(|w| w.latency_ns < lat);
         if worth_keeping {
@@ -113,7 +287,7 @@ impl ThreadCtx {
                 None => Attribution::default(),
             };
             let s = Sample {
-                at_ns: intended_ns.saturating_sub(self.run_start_ns),
+                at_ns,
                 latency_ns: lat,
                 tag,
                 attribution,
@@ -246,15 +420,23 @@ where
         None => None,
     };
     let with_tracer = tracer.is_some();
+    let breaker = cfg.break_above_ns.map(|above_ns| {
+        Arc::new(Breaker {
+            above_ns,
+            tripped: std::sync::OnceLock::new(),
+            freezer: tracer.as_ref().map(SchedTrace::freezer),
+        })
+    });
     let body = Arc::new(body);
     let gate = Arc::new(StartGate::default());
     let t0 = mono_ns();
     let mut handles = Vec::new();
     let mut errors = Vec::new();
-    for &cpu in &cfg.cpus {
+    for (i, &cpu) in cfg.cpus.iter().enumerate() {
         let body = body.clone();
         let gate = gate.clone();
         let cfg = cfg.clone();
+        let breaker = breaker.clone();
         let name = naming.name(cpu, cfg.cpus.len());
         let measures = naming.measures(measures, cpu);
         let spawned = std::thread::Builder::new()
@@ -285,6 +467,10 @@ where
                     loops: cfg.loops,
                     keep_worst: cfg.keep_worst,
                     stream: Stream::new(name, measures),
+                    histogram: cfg.histogram_us.map(CycleHistogram::new),
+                    breaker,
+                    wakeups: with_tracer.then(WakeupLog::new),
+                    live: cfg.live.as_ref().and_then(|l| l.get(i).cloned()),
                     explainer: cfg.trace_above_ns.map(|t| match with_tracer {
                         true => Explainer::steal_only(cpu, t),
                         false => Explainer::new(cpu, t),
@@ -293,7 +479,7 @@ where
                     errors: Vec::new(),
                 };
                 body(&mut ctx);
-                Some((ctx.stream, tc, ctx.errors, start))
+                Some((ctx.stream, ctx.histogram, ctx.wakeups, tc, ctx.errors, start))
             });
         match spawned {
             Ok(h) => handles.push(h),
@@ -305,12 +491,16 @@ where
     }
     gate.open(handles.len(), errors.is_empty());
     let mut streams = Vec::new();
+    let mut histograms = Vec::new();
+    let mut logs = Vec::new();
     let mut starts = Vec::new();
     for h in handles {
         match h.join() {
-            Ok(Some((s, tc, e, start))) => {
+            Ok(Some((s, hist, log, tc, e, start))) => {
                 rc.add_thread(&tc);
                 streams.push(s);
+                histograms.extend(hist);
+                logs.push(log);
                 errors.extend(e);
                 starts.push(start);
             }
@@ -321,8 +511,11 @@ where
     if let (Some(t), Some(threshold)) = (tracer, cfg.trace_above_ns) {
         match t.finish() {
             Ok(rec) => {
-                for ((s, &cpu), &start) in streams.iter_mut().zip(&cfg.cpus).zip(&starts) {
+                for (((s, &cpu), &start), log) in streams.iter_mut().zip(&cfg.cpus).zip(&starts).zip(&logs) {
                     attribute_from_trace(s, &rec, cpu, start, threshold);
+                    if let Some(log) = log {
+                        s.split = Some(split_from_trace(s.hist.count(), log.kept(), &rec, cpu));
+                    }
                 }
             }
             Err(e) => rc.trace_error = Some(e),
@@ -333,7 +526,9 @@ where
         caps::unlock_memory();
     }
     PeriodicOutcome {
+        broke: breaker.and_then(|b| b.tripped.get().cloned()),
         streams,
+        histograms,
         caps: rc,
         wall_ns,
         interrupted: signals::stopped_by().is_some(),
@@ -353,6 +548,9 @@ fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, 
         let intended = start + w.at_ns;
         let steal_ns = w.attribution.steal_ns;
         w.attribution = rec.attribute(cpu, tid, intended, intended + w.latency_ns);
+        let cpus = rec.wakeup_cpus(cpu, tid, intended, intended + w.latency_ns);
+        s.recorded
+            .push(rec.window(&cpus, w.at_ns, intended, intended + w.latency_ns));
         // The trace speaks CLOCK_MONOTONIC; the result speaks time since the stream began.
         if let Some(c) = w.attribution.cause.as_mut() {
             c.since_ns = c.since_ns.saturating_sub(start);
@@ -366,6 +564,28 @@ fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, 
             ));
         }
     }
+}
+
+/// rtla timerlat's split of every logged wakeup the trace covers: intended expiry to the
+/// timer's handler, handler to the thread switched in. `count` is the stream's samples.
+fn split_from_trace(count: u64, log: &[(u64, u64, u32)], rec: &Recorded, cpu: usize) -> LatencySplit {
+    let mut split = LatencySplit {
+        irq: LatencyHistogram::new(),
+        thread: LatencyHistogram::new(),
+        note: String::new(),
+    };
+    for &(intended, woke, tid) in log {
+        if let Some((irq, thread)) = rec.split(cpu, tid, intended, woke) {
+            split.irq.record(irq);
+            split.thread.record(thread);
+        }
+    }
+    split.note = format!(
+        "{} of {count} samples split from the ftrace recording (timer:hrtimer_expire_entry's clock, \
+         sched_waking, sched_switch); the others fell outside what the trace buffer kept",
+        split.irq.count()
+    );
+    split
 }
 
 /// The cyclictest loop: sleep to an absolute time, measure how late the wakeup was.
@@ -422,6 +642,53 @@ mod tests {
         assert!(s.hist.min() <= s.hist.quantile(0.5) && s.hist.quantile(0.5) <= s.hist.max());
         assert!(!s.worst.is_empty());
         assert_eq!(s.worst[0].latency_ns, s.hist.max());
+    }
+
+    #[test]
+    fn cycle_histogram_counts_as_cyclictest() {
+        let mut h = CycleHistogram::new(3);
+        for (cycle, ns) in [999, 2_999, 3_000, 1_500, 80_000, 4_000, 5_000, 6_000]
+            .into_iter()
+            .enumerate()
+        {
+            h.record(cycle as u64, ns);
+        }
+        assert_eq!(h.buckets, [1, 1, 1]);
+        assert_eq!(h.overflow, 5);
+        // At most as many cycle numbers as buckets, as cyclictest keeps.
+        assert_eq!(h.overflow_cycles, [2, 4, 5]);
+        assert_eq!(h.sum_us, 2 + 3 + 1 + 80 + 4 + 5 + 6);
+    }
+
+    #[test]
+    fn wakeup_log_keeps_the_last_entries() {
+        let mut log = WakeupLog::new();
+        for i in 0..WAKEUP_LOG as u64 + 3 {
+            log.push((i, i + 1, 7));
+        }
+        assert_eq!(log.kept().len(), WAKEUP_LOG);
+        assert_eq!(log.kept()[0], (WAKEUP_LOG as u64, WAKEUP_LOG as u64 + 1, 7));
+        assert_eq!(log.kept()[3], (3, 4, 7));
+        assert!(!log.kept().iter().any(|e| e.0 < 3));
+    }
+
+    #[test]
+    fn short_run_keeps_the_cyclictest_histogram_when_asked() {
+        let cfg = PeriodicConfig {
+            cpus: vec![crate::parse::allowed_cpus()[0]],
+            loops: Some(40),
+            duration_ns: None,
+            dma_latency: false,
+            mlock: false,
+            histogram_us: Some(5),
+            ..Default::default()
+        };
+        let out = run(&cfg);
+        let h = &out.histograms[0];
+        assert_eq!(h.buckets.len(), 5);
+        assert_eq!(h.buckets.iter().sum::<u64>() + h.overflow, 40);
+        assert_eq!(h.overflow_cycles.len() as u64, h.overflow.min(5));
+        assert!(h.overflow_cycles.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 use crate::clock::mono_ns;
 use crate::sched_trace::SchedTrace;
 use crate::signals;
+use crate::timer::Break;
 use latlab_core::attribution::Attribution;
 use latlab_core::result::{Sample, Stream};
 use std::collections::BTreeMap;
@@ -37,6 +38,10 @@ pub struct WriteConfig {
     pub keep_worst: usize,
     /// Note /proc/vmstat dirty/writeback figures after records slower than this (ns).
     pub explain_above_ns: Option<u64>,
+    /// Stop at the first record of at least this (ns), freezing the trace.
+    pub break_above_ns: Option<u64>,
+    /// Bytes written so far, for a live display.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// What a write run produced.
@@ -48,6 +53,8 @@ pub struct WriteOutcome {
     pub write_ns: u64,
     pub fsync_ns: u64,
     pub interrupted: bool,
+    /// The record that stopped the run (`break_above_ns`).
+    pub broke: Option<Break>,
     /// Why the scheduler tracepoints could not be used, when `--explain` wanted them.
     pub trace_error: Option<String>,
 }
@@ -126,10 +133,12 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
             Err(e) => trace_error = Some(e),
         }
     }
+    let freezer = tracer.as_ref().map(SchedTrace::freezer);
     let tid = crate::clock::gettid();
     let start = mono_ns();
     let mut bytes = 0;
     let mut interrupted = false;
+    let mut broke = None;
     for i in 0..records {
         if signals::stop_requested() {
             interrupted = true;
@@ -140,6 +149,9 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
             .map_err(|e| format!("write to {} at {} KB: {e}", cfg.dir.display(), bytes >> 10))?;
         let lat = mono_ns() - t0;
         bytes += cfg.record as u64;
+        if let Some(p) = &cfg.progress {
+            p.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        }
         stream.hist.record(lat);
         let keeps = stream.worst.len() < cfg.keep_worst || stream.worst.last().is_some_and(|w| w.latency_ns < lat);
         if keeps {
@@ -160,6 +172,17 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
                 cfg.keep_worst,
             );
         }
+        if cfg.break_above_ns.is_some_and(|b| lat >= b) {
+            if let Some(f) = &freezer {
+                f.freeze();
+            }
+            broke = Some(Break {
+                stream: stream.name.clone(),
+                at_ns: t0 - start,
+                latency_ns: lat,
+            });
+            break;
+        }
     }
     let write_ns = mono_ns() - start;
     if let (Some(t), Some(threshold)) = (tracer, cfg.explain_above_ns) {
@@ -170,6 +193,8 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
                     let dirty = std::mem::take(&mut w.attribution.note);
                     w.attribution = rec.off_cpu(tid, t0, t0 + w.latency_ns);
                     w.attribution.note = format!("{}; {dirty}", w.attribution.note);
+                    let cpus = rec.cpus_of(tid, t0, t0 + w.latency_ns);
+                    stream.recorded.push(rec.window(&cpus, w.at_ns, t0, t0 + w.latency_ns));
                 }
             }
             Err(e) => trace_error = Some(e),
@@ -184,6 +209,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         write_ns,
         fsync_ns,
         interrupted,
+        broke,
         trace_error,
     })
 }
@@ -252,8 +278,11 @@ mod tests {
             record: 4096,
             keep_worst: 10,
             explain_above_ns: Some(0),
+            break_above_ns: None,
+            progress: None,
         };
         let out = run(&cfg).unwrap();
+        assert_eq!(out.broke, None);
         assert_eq!(out.stream.hist.count(), 1024);
         assert_eq!(out.bytes, 4 << 20);
         assert_eq!(out.stream.worst.len(), 10);
@@ -264,6 +293,28 @@ mod tests {
         let lat = |s: &str| s.split(' ').nth(1).unwrap().parse::<u64>().unwrap();
         assert!(lat(lines[0]) <= lat(lines[9]));
         assert!(lines[9].ends_with(" 4096"));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn break_above_stops_at_the_first_record_above_it() {
+        let dir = tmpdir("break");
+        let cfg = WriteConfig {
+            dir: dir.clone(),
+            size: 4 << 20,
+            record: 4096,
+            keep_worst: 10,
+            explain_above_ns: None,
+            break_above_ns: Some(1),
+            progress: Some(Default::default()),
+        };
+        let out = run(&cfg).unwrap();
+        assert_eq!(out.stream.hist.count(), 1);
+        assert_eq!(out.bytes, 4096);
+        assert_eq!(cfg.progress.unwrap().load(std::sync::atomic::Ordering::Relaxed), 4096);
+        let b = out.broke.expect("broke");
+        assert_eq!((b.stream.as_str(), b.latency_ns), ("write", out.stream.hist.max()));
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");
         std::fs::remove_dir_all(dir).unwrap();
     }

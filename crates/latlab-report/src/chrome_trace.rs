@@ -1,5 +1,5 @@
-//! The worst samples' timelines ([`crate::timeline`]) as Chrome trace-event JSON, which
-//! chrome://tracing and the Perfetto UI both open.
+//! The worst samples' timelines ([`crate::timeline`]) as Chrome trace-event JSON, written for
+//! Perfetto's JSON importer (docs/reports.md says which viewers were tried).
 //!
 //! Format: the Trace Event Format (the JSON Object Format: `{"traceEvents": [...],
 //! "displayTimeUnit": "ns"}`;
@@ -49,7 +49,8 @@ pub fn instant(pid: u32, tid: u32, name: &str, cat: &str, at: Nanos, args: Value
     })
 }
 
-fn metadata(pid: u32, tid: Option<u32>, name: &str, args: Value) -> Value {
+/// A metadata event (`process_name`, `thread_name`, `thread_sort_index`).
+pub fn metadata(pid: u32, tid: Option<u32>, name: &str, args: Value) -> Value {
     let mut m = json!({"name": name, "ph": "M", "pid": pid, "args": args});
     if let Some(t) = tid {
         m["tid"] = json!(t);

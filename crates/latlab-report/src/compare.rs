@@ -260,6 +260,9 @@ pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
         for f in &r.loads {
             let _ = writeln!(out, "  load {}: {}", f.name, crate::summary::load_fate(f));
         }
+        for (k, v) in r.meta.system() {
+            let _ = writeln!(out, "    {k}: {v}");
+        }
     }
     if let Some(n) = &c.note {
         let _ = writeln!(out, "note: {n}");

@@ -19,7 +19,7 @@
 //! task being everything before it; fields are split on blanks and `=`. Perfetto builds
 //! CPU scheduling slices from `sched_switch`, wakeups from `sched_waking`, and slices from
 //! `tracing_mark_write` B/E; it skips `sched_wakeup` and the irq events, which are there for
-//! other readers (trace-cmd, chrome://tracing's Linux importer). Every line ends in `\n`:
+//! other readers (the kernel's own text has them). Every line ends in `\n`:
 //! Perfetto ignores a last line without one.
 
 use crate::timeline::{Task, Window};

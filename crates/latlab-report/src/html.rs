@@ -106,9 +106,16 @@ fn run_header(i: usize, label: &str, r: &RunResult) -> String {
         ("duration".into(), format!("{:.3} s", m.duration_ns as f64 / 1e9)),
         ("version".into(), m.version.clone()),
     ]);
+    let system = m.system();
+    rows.extend(system.iter().map(|(k, v)| (k.replace('_', " "), v.to_string())));
     out.push_str(&kv_table(&rows));
-    let _ = writeln!(out, "<details>\n<summary>settings ({})</summary>", m.settings.len());
-    let settings: Vec<(String, String)> = m.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let settings: Vec<(String, String)> = m
+        .settings
+        .iter()
+        .filter(|(k, _)| !system.iter().any(|(s, _)| s == k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let _ = writeln!(out, "<details>\n<summary>settings ({})</summary>", settings.len());
     out.push_str(&kv_table(&settings));
     out.push_str("</details>\n</section>\n");
     out

@@ -10,9 +10,11 @@
 //! - [`compare`]: several results side by side (`latlab report compare`).
 //! - [`csv`]: buckets and percentiles as CSV (`latlab report csv`).
 //! - [`plot`]: SVG latency distribution and percentile plots (`latlab report plot`).
-//! - [`timeline`]: the CPU around the worst samples, exact where the result is, laid out
-//!   where it is not; [`ftrace`] and [`chrome_trace`] write it for trace viewers
+//! - [`timeline`]: the CPU around the model's worst samples, exact where the result is, laid
+//!   out where it is not; [`ftrace`] and [`chrome_trace`] write it for trace viewers
 //!   (`latlab report trace`).
+//! - [`recorded`]: the kernel events the probe recorded around its worst samples, exported
+//!   as they were recorded (`latlab report trace` of a probe result).
 //! - [`html`]: one self-contained HTML page of all the above for saved results
 //!   (`latlab report html`).
 //!
@@ -28,6 +30,7 @@ pub mod html;
 pub mod input;
 pub mod latency_trace;
 pub mod plot;
+pub mod recorded;
 pub mod seed_table;
 pub mod summary;
 pub mod timeline;

@@ -11,6 +11,7 @@
 use crate::buckets;
 use latlab_core::{RunResult, Stream};
 use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
@@ -34,18 +35,29 @@ pub fn series<'a>(runs: &'a [RunResult], labels: &[String], only: Option<&str>) 
 
 const SIZE: (u32, u32) = (1000, 620);
 
+/// The series' colours: Tableau's ten, then six more, each pair at least 67 apart in RGB
+/// (tested), so that 16 series are told apart; beyond that they repeat.
+const PALETTE: [RGBColor; 16] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0x00, 0x00, 0x00),
+    RGBColor(0x4b, 0x00, 0x82),
+    RGBColor(0x00, 0x00, 0xff),
+    RGBColor(0xff, 0x00, 0xff),
+    RGBColor(0xff, 0x14, 0x93),
+    RGBColor(0x00, 0xff, 0x7f),
+];
+
 fn colour(i: usize) -> RGBColor {
-    const C: [RGBColor; 8] = [
-        RGBColor(31, 119, 180),
-        RGBColor(214, 39, 40),
-        RGBColor(44, 160, 44),
-        RGBColor(255, 127, 14),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(227, 119, 194),
-        RGBColor(23, 190, 207),
-    ];
-    C[i % C.len()]
+    PALETTE[i % PALETTE.len()]
 }
 
 /// A bucket's point on the log latency axis, in us: its geometric middle (the first
@@ -99,6 +111,9 @@ fn axis_label(v: &f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// Room right of the plot area, so that a label on the axis's last tick is not cut.
+const RIGHT_MARGIN: u32 = 40;
+
 /// What differs between the two plots: titles, the x axis and where the legend goes.
 struct Frame<'a, X> {
     title: &'a str,
@@ -124,6 +139,7 @@ where
         let mut chart = ChartBuilder::on(&root)
             .caption(f.title, ("sans-serif", 22))
             .margin(12)
+            .margin_right(RIGHT_MARGIN)
             .x_label_area_size(48)
             .y_label_area_size(70)
             .build_cartesian_2d(f.x, f.y.log_scale())
@@ -210,6 +226,30 @@ pub fn percentile_points(series: &[Series]) -> Vec<Vec<(f64, f64)>> {
         .collect()
 }
 
+/// The nines axis: linear in `nines`, its ticks exactly at p50, p90, p99 ... (plotters would
+/// space them evenly from the range's start).
+struct NinesAxis {
+    range: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for NinesAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        self.range.map(v, limit)
+    }
+
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.range()
+    }
+}
+
 /// `p50`, `p90`, `p99.9` for a position on the nines axis.
 fn nines_label(x: &f64) -> String {
     let p = 100.0 * (1.0 - 10f64.powf(-x));
@@ -224,12 +264,20 @@ pub fn percentiles_svg(title: &str, series: &[Series]) -> Result<String, String>
     let Some(y) = log_range(all().map(|p| p.1), 1.5) else {
         return Err("no samples to plot".into());
     };
-    let xmax = all().map(|p| p.0).fold(1.0f64, f64::max).ceil();
+    // Ticks at p50, p90, p99 ... up to the last point (`max`); the axis begins a little
+    // before p50 (the first point) and ends a little after the last point.
+    let xmax = all().map(|p| p.0).fold(1.0f64, f64::max);
+    let ticks: Vec<f64> = std::iter::once(nines(0.5))
+        .chain((1..=(xmax + 1e-9).floor() as u32).map(f64::from))
+        .collect();
     let frame = Frame {
         title,
-        x: (0f64..xmax).into(),
+        x: NinesAxis {
+            range: (nines(0.5) - 0.15..xmax + 0.15).into(),
+            ticks: ticks.clone(),
+        },
         x_desc: "percentile",
-        x_labels: xmax as usize + 1,
+        x_labels: ticks.len(),
         x_label: &nines_label,
         y,
         y_desc: "latency (us)",
@@ -240,7 +288,7 @@ pub fn percentiles_svg(title: &str, series: &[Series]) -> Result<String, String>
         .into_iter()
         .map(|p| if p.is_empty() { vec![] } else { vec![p] })
         .collect();
-    draw::<RangedCoordf64>(frame, &labels(series), &runs)
+    draw::<NinesAxis>(frame, &labels(series), &runs)
 }
 
 #[cfg(test)]
@@ -280,8 +328,13 @@ mod tests {
         assert!(svg.contains("2.4.18 (model)") && svg.contains("6.1 (probe)"));
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "non-finite coordinates");
         let p = percentiles_svg("t", &series).unwrap();
-        // The nines axis labels, and no legend entry for the empty stream.
-        assert!(p.contains("\np90\n") && p.contains("\np99.9\n"), "{p}");
+        // The nines axis labels up to the last point (101 samples: max at p99.0099), no p0,
+        // and no legend entry for the empty stream.
+        assert!(
+            p.contains("\np50\n") && p.contains("\np90\n") && p.contains("\np99\n"),
+            "{p}"
+        );
+        assert!(!p.contains("\np99.9\n") && !p.contains("\np0\n"), "{p}");
         assert!(!p.contains("\ne\n"), "{p}");
         assert_eq!(
             distribution_svg("t", &[("e".into(), &empty)]).unwrap_err(),
@@ -295,5 +348,57 @@ mod tests {
         assert!((nines(0.99) - 2.0).abs() < 1e-9);
         assert_eq!(nines_label(&3.0), "p99.9");
         assert_eq!(nines_label(&1.0), "p90");
+        assert_eq!(nines_label(&nines(0.5)), "p50");
+    }
+
+    /// The `<text>` elements of an SVG: (x, text).
+    fn texts(svg: &str) -> Vec<(f64, String)> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let x = t.split("x=\"").nth(1)?.split('"').next()?.parse().ok()?;
+                let body = t.split_once('>')?.1.split("</text>").next()?.trim().to_string();
+                Some((x, body))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn percentile_ticks_are_the_nines_and_the_last_fits() {
+        let a = stream(&[(5_000, 100_000), (90_000, 1)]);
+        let svg = percentiles_svg("t", &[("a".into(), &a)]).unwrap();
+        let ticks: Vec<(f64, String)> = texts(&svg)
+            .into_iter()
+            .filter(|(_, t)| t.starts_with('p') && t != "percentile")
+            .collect();
+        let names: Vec<&str> = ticks.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(names, ["p50", "p90", "p99", "p99.9", "p99.99", "p99.999"], "{svg}");
+        // The last label's middle (plotters centres it on x) leaves room for half its width
+        // (about 4 px a character at 12 px) inside the picture.
+        let (x, t) = ticks.last().unwrap();
+        assert!(x + 4.0 * t.len() as f64 <= f64::from(SIZE.0), "{x} {t}");
+    }
+
+    #[test]
+    fn sixteen_series_get_sixteen_distinct_colours() {
+        for (i, a) in PALETTE.iter().enumerate() {
+            for b in &PALETTE[i + 1..] {
+                let d = [(a.0, b.0), (a.1, b.1), (a.2, b.2)]
+                    .iter()
+                    .map(|&(x, y)| (f64::from(x) - f64::from(y)).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+                assert!(d >= 67.0, "{a:?} {b:?} {d}");
+            }
+        }
+        let streams: Vec<Stream> = (0..12).map(|i| stream(&[(1_000 * (i + 1), 10)])).collect();
+        let series: Vec<Series> = streams.iter().enumerate().map(|(i, s)| (format!("s{i}"), s)).collect();
+        let svg = distribution_svg("t", &series).unwrap();
+        let strokes: std::collections::BTreeSet<&str> = svg
+            .split("stroke=\"")
+            .skip(1)
+            .filter_map(|t| t.split('"').next())
+            .collect();
+        assert!(strokes.len() >= 12, "{strokes:?}");
     }
 }

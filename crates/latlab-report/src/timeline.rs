@@ -1,6 +1,7 @@
-//! The CPU timeline around a stream's worst samples, as the trace exporters ([`crate::ftrace`],
-//! [`crate::chrome_trace`]) draw it: what is known from the result, and what is laid out to
-//! make a viewable timeline.
+//! The CPU timeline around a model result's worst samples, as the trace exporters
+//! ([`crate::ftrace`], [`crate::chrome_trace`]) draw it: what is known from the result, and
+//! what is laid out to make a viewable timeline. (A probe result's trace is the kernel's own
+//! recorded events: [`crate::recorded`].)
 //!
 //! Exact, from the result: the stimulus (`at_ns`) and the moment the woken task reached user
 //! space (`at_ns + latency_ns`); the interrupt's wait (`irq_off_ns`) from the stimulus; the

@@ -203,6 +203,11 @@ pub fn run_cell(name: &str, slots: u64, fill: f64, cfg: &BenchConfig) -> Result<
 
 /// Measure every cell, in parallel; rows come back ordered by size, allocator, fill.
 pub fn run(cfg: &BenchConfig) -> Result<Vec<Row>, SwapError> {
+    run_observed(cfg, &|| {})
+}
+
+/// [`run`], calling `cell_done` as each cell is measured (from the pool's threads).
+pub fn run_observed(cfg: &BenchConfig, cell_done: &(dyn Fn() + Sync)) -> Result<Vec<Row>, SwapError> {
     cfg.validate()?;
     let mut cells = Vec::new();
     for &slots in &cfg.slots {
@@ -217,7 +222,11 @@ pub fn run(cfg: &BenchConfig) -> Result<Vec<Row>, SwapError> {
     order.sort_by(|&a, &b| cells[b].1.cmp(&cells[a].1));
     let mut done: Vec<(usize, Row)> = order
         .into_par_iter()
-        .map(|i| run_cell(cells[i].0, cells[i].1, cells[i].2, cfg).map(|r| (i, r)))
+        .map(|i| {
+            let row = run_cell(cells[i].0, cells[i].1, cells[i].2, cfg).map(|r| (i, r));
+            cell_done();
+            row
+        })
         .collect::<Result<_, _>>()?;
     done.sort_by_key(|(i, _)| *i);
     Ok(done.into_iter().map(|(_, r)| r).collect())
@@ -270,8 +279,13 @@ mod tests {
     fn same_seed_same_work_and_another_seed_differs() {
         let cfg = small();
         let a = run(&cfg).unwrap();
-        let b = run(&cfg).unwrap();
+        let cells = std::sync::atomic::AtomicUsize::new(0);
+        let b = run_observed(&cfg, &|| {
+            cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
         assert_eq!(a.len(), 5 * 3);
+        assert_eq!(cells.into_inner(), a.len(), "one call per cell");
         assert_eq!(work_only(&a), work_only(&b));
         let c = run(&BenchConfig { seed: 4, ..cfg }).unwrap();
         assert_ne!(work_only(&a), work_only(&c));

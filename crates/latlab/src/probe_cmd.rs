@@ -1,12 +1,16 @@
 //! `latlab probe`: measure wakeup and write(2) latency on this machine (crates/latlab-probe),
 //! optionally under real load, and print/write the shared result.
+use crate::progress;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use latlab_core::result::{RunResult, Stream};
 use latlab_probe::load::{LoadOptions, LoadReport, LoadSpec, Loads};
 use latlab_probe::posix_timer::Notify;
+use latlab_probe::smi::SmiCount;
 use latlab_probe::{output, parse, signals, timer, write};
+use latlab_report::cyclictest::Column;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -115,10 +119,11 @@ pub struct LoadOpts {
 /// Output options shared by every probe.
 #[derive(Args, Debug, Clone)]
 pub struct OutputOpts {
-    /// Write the RunResult (plus `streams_summary`) as JSON.
+    /// Write the RunResult (plus `streams_summary`) as JSON; `-` writes it to stdout (the
+    /// table and spikes then go to stderr).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Write a cyclictest `-h` style histogram (one column per stream).
+    /// Write a cyclictest `-h` histogram (one column per stream); `-` writes it to stdout.
     #[arg(long)]
     pub histfile: Option<PathBuf>,
     /// Buckets (us) in --histfile, 1..=1000000 (a second of 1 us buckets).
@@ -134,6 +139,20 @@ pub struct OutputOpts {
     /// Explain samples above this latency (`200us`; bare = us); implies --explain.
     #[arg(long, value_parser = p_us)]
     pub trace_above: Option<u64>,
+    /// Stop at the first sample of at least this latency (`2ms`; bare = us), as cyclictest's
+    /// -b: the recording stops there, the events recorded around the sample go to
+    /// --break-trace, the result to --json; exits 1. Explains samples above it unless
+    /// --explain/--trace-above say otherwise.
+    #[arg(long, value_parser = p_us)]
+    pub break_above: Option<u64>,
+    /// Where --break-above writes the recorded events around the breaking sample (ftrace
+    /// text, as `latlab report trace` writes it; `-` for stdout).
+    #[arg(long, default_value = "latlab-break.txt")]
+    pub break_trace: PathBuf,
+    /// Count System Management Interrupts on every CPU during the run (MSR_SMI_COUNT through
+    /// /dev/cpu/N/msr: Intel, root, the msr driver); says what is missing otherwise.
+    #[arg(long)]
+    pub smi: bool,
 }
 
 impl OutputOpts {
@@ -141,7 +160,7 @@ impl OutputOpts {
         match (self.explain, self.trace_above) {
             (_, Some(t)) => Some(t),
             (true, None) => Some(100_000),
-            (false, None) => None,
+            (false, None) => self.break_above,
         }
     }
 }
@@ -219,6 +238,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             let cfg = periodic_config(&t.periodic, &t.out);
             let name = "timer".to_string();
             run_with_loads(&name, &t.load, &t.out, || {
+                let _live = live_display(&cfg);
                 periodic_result(&name, &cfg, timer::run(&cfg))
             })
         }
@@ -235,6 +255,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             }
             let name = format!("posix-timer {}", notify.sigev_name());
             run_with_loads(&name, &t.load, &t.out, || {
+                let _live = live_display(&cfg);
                 let out = latlab_probe::posix_timer::run(&cfg, notify);
                 periodic_result(&name, &cfg, out)
             })
@@ -244,12 +265,31 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// What a probe body returns: the result, whether a signal cut it short, and lines to print
-/// after the summary.
+/// What a probe body returns: the result, whether a signal cut it short, lines to print
+/// after the summary, and the streams' cyclictest histograms where they were kept exactly.
 pub struct Measured {
     pub result: RunResult,
     pub interrupted: bool,
     pub extra: String,
+    pub histograms: Vec<timer::CycleHistogram>,
+    /// The sample that stopped the run (`--break-above`).
+    pub broke: Option<timer::Break>,
+}
+
+/// A stream's `--histfile` column: from its cyclictest histogram, kept sample by sample as
+/// cyclictest keeps it, where there is one; else from the stream's HDR histogram.
+pub fn histfile_column(s: &Stream, kept: Option<&timer::CycleHistogram>, buckets: usize) -> Column {
+    match kept {
+        Some(h) => Column {
+            buckets: h.buckets.clone(),
+            overflow: h.overflow,
+            overflow_cycles: h.overflow_cycles.clone(),
+            min_us: s.hist.min() / 1000,
+            avg_us: h.sum_us.checked_div(s.hist.count()).unwrap_or(0),
+            max_us: s.hist.max() / 1000,
+        },
+        None => Column::from_stream(s, buckets),
+    }
 }
 
 /// Start the loads, measure, stop the loads (also on error or signal), then report.
@@ -259,6 +299,7 @@ fn run_with_loads(
     o: &OutputOpts,
     body: impl FnOnce() -> anyhow::Result<Measured>,
 ) -> anyhow::Result<ExitCode> {
+    check_outputs(o)?;
     let loads = start_loads(l)?;
     if !l.loads.is_empty() {
         eprintln!(
@@ -269,14 +310,35 @@ fn run_with_loads(
                 .map_or(String::new(), |c| format!(" on CPUs {}", cpu_list_text(&c.0)))
         );
     }
+    let smi = o.smi.then(|| SmiCount::start(&parse::allowed_cpus()));
+    let steal = latlab_probe::meta::Steal::start();
     let measured = body();
     let report = loads.map(Loads::stop).unwrap_or_default();
     let mut m = measured?;
+    m.result.meta.settings.insert("steal".into(), steal.finish());
+    if let Some(smi) = smi {
+        add_smi(&mut m.result, smi.and_then(|c| c.finish()));
+    }
     add_load_report(&mut m.result, &report, &l.loads);
     if let (false, Some(c)) = (l.loads.is_empty(), &l.load_cpus) {
         m.result.meta.settings.insert("load_cpus".into(), format!("{:?}", c.0));
     }
     finish(m, o, l.allow_load_failure)
+}
+
+/// `--smi`: SMIs per CPU as counters (`smi cpuN`), or why they could not be counted.
+fn add_smi(r: &mut RunResult, counted: Result<Vec<(usize, u64)>, String>) {
+    match counted {
+        Ok(per_cpu) => {
+            for (cpu, n) in per_cpu {
+                r.counters.insert(format!("smi cpu{cpu}"), n);
+            }
+        }
+        Err(e) => {
+            eprintln!("latlab probe: warning: --smi: SMIs not counted: {e}");
+            r.meta.settings.insert("smi".into(), format!("not counted: {e}"));
+        }
+    }
 }
 
 /// A CPU list as `--cpus` takes it: `0`, `0,2`.
@@ -339,14 +401,21 @@ fn add_load_report(r: &mut RunResult, rep: &LoadReport, specs: &[LoadSpec]) {
     }
 }
 
+/// The live per-CPU lines of a periodic run, when it keeps live figures (on a terminal).
+fn live_display(cfg: &timer::PeriodicConfig) -> Option<progress::Display> {
+    cfg.live.as_ref().map(|l| progress::probe(&cfg.cpus, l))
+}
+
 fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig {
     let duration = match (p.duration, p.loops) {
         (None, None) => Some(10_000_000_000),
         (d, _) => d,
     };
     let trace_above_ns = out.trace_above_ns();
+    let cpus = p.cpus.clone().map_or_else(parse::allowed_cpus, |c| c.0);
     timer::PeriodicConfig {
-        cpus: p.cpus.clone().map_or_else(parse::allowed_cpus, |c| c.0),
+        live: progress::enabled().then(|| cpus.iter().map(|_| Default::default()).collect()),
+        cpus,
         priority: p.priority,
         interval_ns: p.interval,
         duration_ns: duration,
@@ -356,6 +425,8 @@ fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig 
         // With --explain keep enough samples to list every spike, not only the top ten.
         keep_worst: if trace_above_ns.is_some() { 100 } else { 10 },
         trace_above_ns,
+        histogram_us: out.histfile.is_some().then_some(out.hist_buckets as usize),
+        break_above_ns: out.break_above,
     }
 }
 
@@ -396,6 +467,8 @@ fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::Periodic
         result: r,
         interrupted: out.interrupted,
         extra,
+        histograms: out.histograms,
+        broke: out.broke,
     })
 }
 
@@ -431,11 +504,16 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         record,
         keep_worst: w.worst,
         explain_above_ns: w.out.trace_above_ns(),
+        break_above_ns: w.out.break_above,
+        progress: progress::enabled().then(Default::default),
     };
     // Refuse before the loads start, so a full disk fails fast.
     write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     run_with_loads("write", &w.load, &w.out, || {
-        let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e))?;
+        let display = cfg.progress.clone().map(|p| progress::bytes(cfg.size, p));
+        let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e));
+        drop(display);
+        let out = out?;
         if let Some(e) = &out.trace_error {
             eprintln!(
                 "latlab probe: warning: no scheduler tracepoints ({e}): slow records are explained from \
@@ -464,31 +542,110 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
             result: r,
             interrupted: out.interrupted,
             extra,
+            histograms: Vec::new(),
+            broke: out.broke,
         })
     })
 }
 
+/// True for the path `-`: standard output.
+fn is_stdout(p: Option<&std::path::Path>) -> bool {
+    p == Some(std::path::Path::new("-"))
+}
+
+impl OutputOpts {
+    /// The options whose file goes to standard output (`-`).
+    fn to_stdout(&self) -> Vec<&'static str> {
+        [
+            ("--json", self.json.as_deref()),
+            ("--histfile", self.histfile.as_deref()),
+            ("--break-trace", self.break_above.and(Some(self.break_trace.as_path()))),
+        ]
+        .into_iter()
+        .filter(|(_, p)| is_stdout(*p))
+        .map(|(name, _)| name)
+        .collect()
+    }
+}
+
+/// Refuse output options that cannot all be honoured, before anything runs.
+fn check_outputs(o: &OutputOpts) -> anyhow::Result<()> {
+    let named = o.to_stdout();
+    if named.len() > 1 {
+        anyhow::bail!(
+            "{} all ask for standard output (`-`): give all but one of them a file",
+            named.join(" and ")
+        );
+    }
+    Ok(())
+}
+
+/// Write `text` to `path`, or to standard output for `-`.
+fn write_out(path: &std::path::Path, text: &str, what: &str) -> anyhow::Result<()> {
+    if path == std::path::Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .with_context(|| format!("{what} -: writing to standard output"))
+    } else {
+        std::fs::write(path, text).with_context(|| format!("{what} {}", path.display()))
+    }
+}
+
 /// Print, write the requested files, and choose the exit code: 128 + the signal that cut the
-/// run short, 3 when a load died (unless `allow_load_failure`), 1 above `--fail-above`.
-fn finish(m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Result<ExitCode> {
+/// run short, 1 when `--break-above` stopped it, 3 when a load died (unless
+/// `allow_load_failure`), 1 above `--fail-above`. When a file goes to standard output, the
+/// table and spike list go to standard error, so standard output holds the file alone.
+fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Result<ExitCode> {
+    let break_above = o
+        .break_above
+        .map_or(String::new(), |a| format!("--break-above {:.1} us", a as f64 / 1000.0));
+    if let Some(b) = &m.broke {
+        let why = format!("{break_above}: {}", b.describe());
+        m.result.meta.settings.insert("stopped_by".into(), why);
+    }
     let r = &m.result;
     if m.interrupted {
         eprintln!("latlab probe: interrupted; the figures below cover the partial run");
     }
     // The files first: a closed standard output still leaves them written.
     if let Some(p) = &o.json {
-        output::write_json(r, p).with_context(|| format!("--json {}", p.display()))?;
+        write_out(p, &output::json_text(r), "--json")?;
     }
     if let Some(p) = &o.histfile {
-        let text = latlab_report::cyclictest::render_streams(&r.streams, o.hist_buckets as usize);
-        std::fs::write(p, text).with_context(|| format!("--histfile {}", p.display()))?;
+        let cols: Vec<Column> = r
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| histfile_column(s, m.histograms.get(i), o.hist_buckets as usize))
+            .collect();
+        write_out(p, &latlab_report::cyclictest::render(&cols), "--histfile")?;
     }
-    output::print_summary(r, &mut std::io::stdout().lock()).map_err(crate::out::StdoutError)?;
-    out!("{}", m.extra)?;
-    if let Some(t) = o.trace_above_ns() {
-        out!("{}", spikes(r, t))?;
+    if let Some(b) = &m.broke {
+        write_out(&o.break_trace, &break_trace(r, b), "--break-trace")?;
     }
-    out!("{}", latlab_report::summary::loads(r))?;
+    let table = |w: &mut dyn Write| -> std::io::Result<()> {
+        output::print_summary(r, w)?;
+        write!(w, "{}", m.extra)?;
+        if let Some(t) = o.trace_above_ns() {
+            write!(w, "{}", spikes(r, t))?;
+        }
+        write!(w, "{}", latlab_report::summary::loads(r))?;
+        w.flush()
+    };
+    if o.to_stdout().is_empty() {
+        table(&mut std::io::stdout().lock()).map_err(crate::out::StdoutError)?;
+    } else {
+        table(&mut std::io::stderr().lock())?;
+    }
+    if let Some(b) = &m.broke {
+        eprintln!(
+            "latlab probe: stopped at {} ({break_above}); the events recorded around it are in {}",
+            b.describe(),
+            o.break_trace.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
     if m.interrupted {
         return Ok(ExitCode::from(128 + signals::stopped_by().unwrap_or(2) as u8));
     }
@@ -511,6 +668,26 @@ fn finish(m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Resu
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The ftrace text of the events recorded around the sample that stopped the run.
+fn break_trace(r: &RunResult, b: &timer::Break) -> String {
+    let picked: Vec<latlab_report::recorded::Picked> = r
+        .streams
+        .iter()
+        .filter(|s| s.name == b.stream)
+        .flat_map(|s| {
+            s.worst
+                .iter()
+                .filter(|w| w.at_ns == b.at_ns)
+                .map(move |w| latlab_report::recorded::Picked {
+                    stream: s,
+                    sample: w,
+                    recorded: s.recorded_for(w),
+                })
+        })
+        .collect();
+    latlab_report::recorded::ftrace(&latlab_report::input::label(r), &r.meta.system(), &picked)
 }
 
 /// The readable list of explained spikes, worst first per stream.

@@ -4,8 +4,8 @@
 //! or to `--out FILE`. See docs/reports.md.
 
 use anyhow::{bail, Context};
-use latlab_core::RunResult;
-use latlab_report::{chrome_trace, compare, csv, ftrace, html, input, plot, timeline};
+use latlab_core::{Engine, RunResult};
+use latlab_report::{chrome_trace, compare, csv, ftrace, html, input, plot, recorded, timeline};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -53,8 +53,9 @@ enum Verb {
         #[arg(long, short, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-    /// The worst samples' timelines as a trace Perfetto (ui.perfetto.dev) or chrome://tracing
-    /// opens: ftrace text, or with --format chrome trace-event JSON.
+    /// The worst samples as a trace: a probe result's recorded kernel events as they were
+    /// recorded, a model result's timeline; ftrace text, or with --format chrome trace-event
+    /// JSON (both written for Perfetto's importers).
     Trace {
         #[arg(value_name = "FILE")]
         file: PathBuf,
@@ -103,7 +104,7 @@ const MAX_RESULT_BYTES: u64 = 256 << 20;
 fn load(path: &Path) -> anyhow::Result<RunResult> {
     let text =
         crate::read::bounded(path, MAX_RESULT_BYTES).with_context(|| format!("cannot read {}", path.display()))?;
-    let r = input::parse_result(&text).with_context(|| path.display().to_string())?;
+    let r = input::parse_result(&text, &path.display().to_string()).with_context(|| path.display().to_string())?;
     for (name, d) in r.dead_loads() {
         eprintln!(
             "latlab report: warning: {}: load {name} died {:.1} s after it started ({}); the figures \
@@ -190,17 +191,45 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
         } => {
             let r = load(&file)?;
             check_stream(stream.as_deref(), std::slice::from_ref(&r), std::slice::from_ref(&file))?;
-            let w = timeline::windows(&r, stream.as_deref(), samples as usize);
-            if w.is_empty() {
-                bail!(
+            let none = || {
+                anyhow::anyhow!(
                     "{}: the result keeps no worst samples (Stream.worst is empty): nothing to export",
                     file.display()
-                );
-            }
+                )
+            };
             let title = input::label(&r);
-            let text = match format {
-                TraceFormat::Ftrace => ftrace::render(&title, &w),
-                TraceFormat::Chrome => chrome_trace::render(&title, &w).to_string() + "\n",
+            let text = match r.meta.engine {
+                Engine::Sim => {
+                    let w = timeline::windows(&r, stream.as_deref(), samples as usize);
+                    if w.is_empty() {
+                        return Err(none());
+                    }
+                    match format {
+                        TraceFormat::Ftrace => ftrace::render(&title, &w),
+                        TraceFormat::Chrome => chrome_trace::render(&title, &w).to_string() + "\n",
+                    }
+                }
+                Engine::Probe => {
+                    let picked = recorded::pick(&r, stream.as_deref(), samples as usize);
+                    if picked.is_empty() {
+                        return Err(none());
+                    }
+                    if picked.iter().all(|p| p.recorded.is_none()) {
+                        eprintln!(
+                            "latlab report trace: {}: no kernel events were recorded around these samples \
+                             (record them with `latlab probe ... --explain` as root); the trace says so and draws nothing",
+                            file.display()
+                        );
+                    }
+                    match format {
+                        TraceFormat::Ftrace => recorded::ftrace(&title, &r.meta.system(), &picked),
+                        TraceFormat::Chrome => recorded::chrome(&title, &r.meta.system(), &picked).to_string() + "\n",
+                    }
+                }
+                Engine::Cyclictest => bail!(
+                    "{}: a cyclictest result records no kernel events and no samples: nothing to export",
+                    file.display()
+                ),
             };
             emit(&text, out.as_deref())
         }

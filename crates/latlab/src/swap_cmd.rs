@@ -98,7 +98,19 @@ fn config(a: &SwapBenchArgs) -> BenchConfig {
 
 pub fn run(a: SwapBenchArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a);
-    let rows = bench::run(&cfg).context("swap-bench")?;
+    let total = (cfg.allocators.len() * cfg.slots.len() * cfg.fills.len()) as u64;
+    let rows = match crate::progress::enabled() {
+        true => {
+            let (display, done) = crate::progress::cells(total);
+            let rows = bench::run_observed(&cfg, &|| {
+                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            });
+            drop(display);
+            rows
+        }
+        false => bench::run(&cfg),
+    }
+    .context("swap-bench")?;
     if a.json {
         #[derive(Serialize)]
         struct Out<'a> {

@@ -177,15 +177,13 @@ fn run_cyclictest(a: &VsArgs, cpus: &[usize], secs: u64) -> anyhow::Result<Vec<C
         .arg(format!("-D{secs}"))
         .arg(format!("-h{HIST_US}"))
         .output()?;
-    let cols = parse_hist(&String::from_utf8_lossy(&out.stdout));
-    if cols.is_empty() {
-        anyhow::bail!(
-            "cyclictest printed no histogram (exit {}): {}",
+    parse_hist(&String::from_utf8_lossy(&out.stdout)).map_err(|e| {
+        anyhow::anyhow!(
+            "cyclictest printed no usable histogram ({e}; exit {}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(cols)
+        )
+    })
 }
 
 fn run_latlab(a: &VsArgs, cpus: &[usize], secs: u64) -> Vec<Column> {
@@ -194,8 +192,13 @@ fn run_latlab(a: &VsArgs, cpus: &[usize], secs: u64) -> Vec<Column> {
         priority: a.priority,
         interval_ns: a.interval_us * 1000,
         duration_ns: Some(secs * 1_000_000_000),
+        histogram_us: Some(HIST_US),
         ..Default::default()
     };
     let out = timer::run(&cfg);
-    out.streams.iter().map(|s| Column::from_stream(s, HIST_US)).collect()
+    out.streams
+        .iter()
+        .zip(&out.histograms)
+        .map(|(s, h)| crate::probe_cmd::histfile_column(s, Some(h), HIST_US))
+        .collect()
 }

@@ -236,7 +236,7 @@ fn check_machine(text: &str) -> Result<(), String> {
 }
 
 fn check_result(text: &str) -> Result<(), String> {
-    let Ok(r) = input::parse_result(text) else {
+    let Ok(r) = input::parse_result(text, "fuzz-result.json") else {
         return Ok(());
     };
     let runs = vec![r.clone(), r];

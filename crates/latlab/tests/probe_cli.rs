@@ -146,7 +146,16 @@ fn timer_runs_as_root_and_as_nobody() {
         let Run { out, v, dir: d } = probe(
             who,
             &format!("timer-{who:?}"),
-            &["probe", "timer", "--duration", "1s", "--histfile", "{dir}/h.txt"],
+            &[
+                "probe",
+                "timer",
+                "--duration",
+                "1s",
+                "--histfile",
+                "{dir}/h.txt",
+                "--hist-buckets",
+                "30",
+            ],
         );
         let err = ok(&out);
         let h = d.join("h.txt");
@@ -179,10 +188,86 @@ fn timer_runs_as_root_and_as_nobody() {
             assert_eq!(v["meta"]["settings"]["mlockall"], "current+future");
         }
         let hist = std::fs::read_to_string(&h).unwrap();
-        assert!(hist.starts_with("# Histogram\n000000 "), "{}", &hist[..40]);
-        assert!(hist.contains("# Max Latencies:"));
+        check_histfile(&hist, streams);
         std::fs::remove_dir_all(d).unwrap();
     }
+}
+
+/// The numbers after `label` on the histfile's line that starts with it.
+fn hist_line(hist: &str, label: &str) -> Vec<u64> {
+    let l = hist
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("{label} in {hist}"));
+    l[label.len()..]
+        .split('#')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect()
+}
+
+/// A `--histfile` of 30 buckets in cyclictest's layout, holding every sample of `streams`:
+/// `# Total` counts the rows (overflows not), the overflow cycle numbers are listed up to
+/// 30 per thread with `# N others` for the rest, and the file ends in an empty line.
+fn check_histfile(hist: &str, streams: &[serde_json::Value]) {
+    assert!(hist.starts_with("# Histogram\n000000 "), "{}", &hist[..40]);
+    let rows: Vec<Vec<u64>> = hist
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split_whitespace().map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 30);
+    let (total, over) = (hist_line(hist, "# Total:"), hist_line(hist, "# Histogram Overflows:"));
+    assert!(hist.contains("\n# Histogram Overflow at cycle number:\n"), "{hist}");
+    for (j, s) in streams.iter().enumerate() {
+        let in_rows: u64 = rows.iter().map(|r| r[j + 1]).sum();
+        assert_eq!(total[j], in_rows, "column {j}: # Total counts the rows");
+        assert_eq!(total[j] + over[j], s["hist"]["count"].as_u64().unwrap(), "column {j}");
+        let cycles = hist_line(hist, &format!("# Thread {j}:"));
+        assert_eq!(cycles.len() as u64, over[j].min(30), "{hist}");
+        assert!(cycles.windows(2).all(|w| w[0] < w[1]), "{cycles:?}");
+        let thread = hist.lines().find(|l| l.starts_with(&format!("# Thread {j}:"))).unwrap();
+        assert_eq!(
+            thread.ends_with(&format!("# {:05} others", over[j].saturating_sub(30))),
+            over[j] > 30,
+            "{thread}"
+        );
+    }
+    // cyclictest's average: the truncated latencies' sum divided by the count, truncated.
+    let avg = hist_line(hist, "# Avg Latencies:");
+    let max = hist_line(hist, "# Max Latencies:");
+    for (j, s) in streams.iter().enumerate() {
+        let mean = s["hist"]["sum_ns"].as_f64().unwrap() / s["hist"]["count"].as_f64().unwrap() / 1000.0;
+        assert!(
+            avg[j] as f64 <= mean && mean < avg[j] as f64 + 2.0,
+            "{} vs {mean}",
+            avg[j]
+        );
+        assert_eq!(max[j], s["hist"]["max_ns"].as_u64().unwrap() / 1000);
+    }
+    assert!(hist.ends_with("\n\n"));
+}
+
+#[test]
+fn json_dash_writes_the_result_to_stdout_alone() {
+    for who in users() {
+        let out = latlab(who, &["probe", "timer", "--loops", "50", "--cpus", "0", "--json", "-"]);
+        let err = ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(check_streams(&v), 50);
+        // The table went to stderr, and no file named `-` was made.
+        assert!(err.contains("stream ") && err.contains("cpu0 "), "{err}");
+        assert!(!Path::new("-").exists());
+    }
+    let out = latlab(
+        As::Invoker,
+        &["probe", "timer", "--loops", "5", "--json", "-", "--histfile", "-"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--json and --histfile all ask for standard output"));
 }
 
 #[test]
@@ -665,6 +750,248 @@ fn fail_above_gates_and_explain_lists_spikes() {
     std::fs::remove_dir_all(d).unwrap();
 }
 
+/// Root with tracefs keeps the kernel's events around every explained sample, and `report
+/// trace` writes those and nothing else; without tracefs (nobody) nothing is kept, and the
+/// export says so.
+#[test]
+fn explain_keeps_recorded_events_and_report_trace_exports_only_those() {
+    let tracefs = is_root() && Path::new("/sys/kernel/tracing/instances").is_dir();
+    if !tracefs {
+        eprintln!("skip (recording half): no tracefs instances as this user");
+    }
+    for who in users() {
+        let Run { out, v, dir: d } = probe(
+            who,
+            &format!("recorded-{who:?}"),
+            &[
+                "probe",
+                "timer",
+                "--loops",
+                "300",
+                "--cpus",
+                "0",
+                "--trace-above",
+                "1ns",
+            ],
+        );
+        let err = ok(&out);
+        let s = &v["streams"][0];
+        let recorded = s["recorded"].as_array().cloned().unwrap_or_default();
+        let trace = latlab(
+            As::Invoker,
+            &["report", "trace", d.join("r.json").to_str().unwrap(), "--samples", "3"],
+        );
+        let text = String::from_utf8_lossy(&trace.stdout).to_string();
+        ok(&trace);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        if who == As::Invoker && tracefs {
+            // One window per kept sample, each holding the measuring thread's switch-in.
+            assert_eq!(recorded.len(), s["worst"].as_array().unwrap().len());
+            for r in &recorded {
+                let w = s["worst"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|w| w["at_ns"] == r["sample_at_ns"])
+                    .expect("a window names its sample");
+                let tid = w["tag"]["tid"].as_str().unwrap();
+                let (from, to) = (r["from_ns"].as_u64().unwrap(), r["to_ns"].as_u64().unwrap());
+                let events = r["events"].as_array().unwrap();
+                assert!(events.iter().all(|e| {
+                    let ts = e["ts_ns"].as_u64().unwrap();
+                    from <= ts && ts <= to && e["cpu"] == 0
+                }));
+                assert!(
+                    events.iter().any(|e| e["event"] == "sched_switch"
+                        && e["fields"].as_str().unwrap().contains(&format!("next_pid={tid} "))),
+                    "{r}"
+                );
+            }
+            // Every sample the trace covered is split as timerlat splits it.
+            let split = &s["split"];
+            let n = split["irq"]["count"].as_u64().unwrap();
+            assert!(n > 0 && n <= s["hist"]["count"].as_u64().unwrap(), "{split}");
+            assert_eq!(split["thread"]["count"].as_u64(), Some(n));
+            let rows: Vec<&str> = v["split_summary"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(rows, ["cpu0 irq", "cpu0 thread"]);
+            let out_text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out_text.contains("\ncpu0 irq ") && out_text.contains("\ncpu0 thread "),
+                "{out_text}"
+            );
+            // The export: event lines in the kernel's layout, all on CPU 0, nothing made up.
+            assert!(!lines.is_empty(), "{text}");
+            assert!(lines.iter().all(|l| l.contains(" [000] ")), "{text}");
+            assert!(
+                !text.contains("1073741824") && !text.contains("no kernel events were recorded"),
+                "{text}"
+            );
+        } else {
+            assert!(recorded.is_empty());
+            assert!(s["split"].is_null());
+            assert!(
+                err.contains("no kernel stacks, recorded events or IRQ/thread split are kept"),
+                "{err}"
+            );
+            assert!(lines.is_empty(), "{text}");
+            assert!(text.contains("no kernel events were recorded for it"), "{text}");
+        }
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+/// Under dd on the measured CPU, the stacktrace trigger records the kernel stacks of the
+/// tasks the timers interrupted, and spikes where dd kept the CPU name its kernel function.
+#[test]
+fn explain_records_kernel_stacks_under_load() {
+    if !(is_root() && Path::new("/sys/kernel/tracing/instances").is_dir()) {
+        eprintln!("skip: kernel stacks need tracefs (root)");
+        return;
+    }
+    let Run { out, v, dir: d } = probe(
+        As::Invoker,
+        "stacks",
+        &[
+            "probe",
+            "timer",
+            "--duration",
+            "2s",
+            "--cpus",
+            "0",
+            "--load-cpus",
+            "0",
+            "--load",
+            "dd:64M",
+            "--scratch",
+            "{dir}",
+            "--trace-above",
+            "1ns",
+        ],
+    );
+    ok(&out);
+    let s = &v["streams"][0];
+    let stacks: Vec<&serde_json::Value> = s["recorded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["events"].as_array().unwrap())
+        .filter(|e| e["event"] == "<stack trace>")
+        .collect();
+    assert!(!stacks.is_empty(), "no kernel stack recorded under dd");
+    for e in &stacks {
+        let frames = e["fields"].as_str().unwrap();
+        assert!(frames.lines().all(|l| l.starts_with(" => ")), "{frames}");
+        assert!(frames.contains("hrtimer_interrupt"), "{frames}");
+    }
+    // A cause named from a stack is its frames below the interrupt entry.
+    let paths: Vec<&str> = s["worst"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["attribution"]["cause"]["path"].as_str())
+        .collect();
+    eprintln!("causes: {paths:?}");
+    for p in paths.iter().filter(|p| p.contains(" <- ")) {
+        assert!(!p.contains("asm_sysvec") && !p.contains("hrtimer_interrupt"), "{p}");
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+/// `--break-above` stops at the first sample above it (here the first of all), writes the
+/// result and the events recorded around that sample, and exits 1.
+#[test]
+fn break_above_stops_and_writes_the_trace() {
+    let tracefs = is_root() && Path::new("/sys/kernel/tracing/instances").is_dir();
+    for who in users() {
+        let Run { out, v, dir: d } = probe(
+            who,
+            &format!("break-{who:?}"),
+            &[
+                "probe",
+                "timer",
+                "--loops",
+                "5000",
+                "--cpus",
+                "0",
+                "--break-above",
+                "1ns",
+                "--break-trace",
+                "{dir}/break.txt",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("stopped at cpu0's sample of"), "{err}");
+        let s = &v["streams"][0];
+        let count = s["hist"]["count"].as_u64().unwrap();
+        assert!((1..5000).contains(&count), "stopped early: {count} samples");
+        let stopped = v["meta"]["settings"]["stopped_by"].as_str().unwrap();
+        assert!(
+            stopped.starts_with("--break-above 0.0 us: cpu0's sample of"),
+            "{stopped}"
+        );
+        let trace = std::fs::read_to_string(d.join("break.txt")).unwrap();
+        assert!(trace.starts_with("# tracer: nop\n"), "{trace}");
+        let events = trace.lines().filter(|l| !l.starts_with('#')).count();
+        if who == As::Invoker && tracefs {
+            // The first sample's window: the measuring thread's wakeup and switch-in.
+            let tid = s["worst"][0]["tag"]["tid"].as_str().unwrap();
+            assert!(trace.contains(&format!("next_pid={tid} ")), "{trace}");
+            assert!(events > 0);
+        } else {
+            assert_eq!(events, 0, "{trace}");
+            assert!(trace.contains("no kernel events were recorded"), "{trace}");
+        }
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+/// `latlab ARGS` on a pseudo-terminal (util-linux `script`): what the terminal showed.
+fn on_a_terminal(args: &str) -> Option<String> {
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_latlab"));
+    let out = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// On a terminal the probe shows a live line per CPU (current, average, maximum, samples),
+/// `probe write` its bytes and `swap-bench` its cells; with output to pipes, nothing of it.
+#[test]
+fn live_progress_on_a_terminal_only() {
+    let Some(tty) = on_a_terminal("probe timer --loops 700 --cpus 0") else {
+        eprintln!("skip (terminal half): util-linux `script` is not installed");
+        return;
+    };
+    let live = tty
+        .split(['\r', '\n'])
+        .find(|l| l.contains("samples") && l.contains("cpu0"))
+        .unwrap_or("");
+    assert!(
+        live.contains(" now ") && live.contains(" avg ") && live.contains(" max "),
+        "no live line in {tty:?}"
+    );
+    assert!(tty.contains("\nstream "), "the table follows: {tty:?}");
+    let d = scratch("write-tty");
+    let tty = on_a_terminal(&format!("probe write --size 64M --dir {}", d.display())).unwrap();
+    assert!(tty.contains("write ["), "{tty:?}");
+    std::fs::remove_dir_all(d).unwrap();
+    let tty = on_a_terminal("swap-bench --slots 65536 --fill 0.5").unwrap();
+    assert!(tty.contains("swap-bench [") && tty.contains(" cells"), "{tty:?}");
+    // Piped: no progress, no terminal escapes.
+    let out = latlab(As::Invoker, &["probe", "timer", "--loops", "300", "--cpus", "0"]);
+    let err = ok(&out);
+    for text in [err.as_str(), &String::from_utf8_lossy(&out.stdout)] {
+        assert!(
+            !text.contains("samples") && !text.contains('\x1b') && !text.contains('\r'),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn bad_options_get_clear_errors() {
     for (args, expect) in [
@@ -1019,4 +1346,58 @@ fn a_load_that_dies_is_in_the_result_every_report_and_the_exit_status() {
         assert!(String::from_utf8_lossy(&html.stdout).contains("load sync"));
         std::fs::remove_dir_all(&d).unwrap();
     }
+}
+
+/// cyclictest's own `--json` and `-h` files, read by `latlab report` beside a probe result.
+#[test]
+fn report_reads_cyclictest_files() {
+    if Command::new("cyclictest").arg("--help").output().is_err() {
+        eprintln!("skip: cyclictest (rt-tests) not installed; scripts/install-deps installs it as root");
+        return;
+    }
+    if !is_root() {
+        eprintln!("skip: cyclictest needs root for SCHED_FIFO and mlockall");
+        return;
+    }
+    let d = scratch("cyclictest-files");
+    let (cj, ch) = (d.join("c.json"), d.join("h.txt"));
+    let ct = Command::new("cyclictest")
+        .args(["-m", "-q", "-p95", "-i1000", "-l300", "-t1", "-a0", "-h20"])
+        .arg(format!("--json={}", cj.display()))
+        .arg(format!("--histfile={}", ch.display()))
+        .output()
+        .unwrap();
+    assert!(ct.status.success(), "{}", String::from_utf8_lossy(&ct.stderr));
+    let p = d.join("p.json");
+    ok(&latlab(
+        As::Invoker,
+        &[
+            "probe",
+            "timer",
+            "--loops",
+            "300",
+            "--cpus",
+            "0",
+            "--json",
+            p.to_str().unwrap(),
+        ],
+    ));
+    let out = latlab(
+        As::Invoker,
+        &["report", "compare", cj.to_str().unwrap(), p.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    ok(&out);
+    assert!(text.contains("(cyclictest)") && text.contains("stream cpu0 "), "{text}");
+    let count = text.lines().find(|l| l.starts_with("count ")).unwrap();
+    assert_eq!(
+        count.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["count", "300", "300"],
+        "{text}"
+    );
+    let out = latlab(As::Invoker, &["report", "csv", "--percentiles", ch.to_str().unwrap()]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    ok(&out);
+    assert!(csv.lines().nth(1).unwrap().starts_with("thread0,300,"), "{csv}");
+    std::fs::remove_dir_all(d).unwrap();
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{latlab, path, Scratch};
-use latlab_core::{Attribution, Engine, RunMeta, RunResult, Sample, Stream, TaskSlice};
+use latlab_core::{Attribution, Engine, RecordedEvent, RecordedEvents, RunMeta, RunResult, Sample, Stream, TaskSlice};
 use std::process::Output;
 
 fn stdout(o: &Output) -> String {
@@ -36,7 +36,15 @@ fn probe_result(dir: &Scratch) -> String {
         seed: 0,
         duration_ns: 10_000_000_000,
         version: "0".into(),
-        settings: Default::default(),
+        settings: [
+            (
+                "preemption".to_string(),
+                "none (CONFIG_PREEMPT_NONE in the kernel config)".to_string(),
+            ),
+            ("clocksource".to_string(), "tsc".to_string()),
+            ("policy".to_string(), "SCHED_FIFO 95".to_string()),
+        ]
+        .into(),
     });
     for cpu in 0..2u32 {
         let mut s = Stream::new(format!("cpu{cpu}"), "timer wakeup");
@@ -64,6 +72,33 @@ fn probe_result(dir: &Scratch) -> String {
                 ..Default::default()
             },
         });
+        if cpu == 1 {
+            // What the probe's ftrace instance recorded around cpu1's sample, as printed.
+            let event = |ts: u64, comm: &str, pid: u32, flags: &str, event: &str, fields: &str| RecordedEvent {
+                ts_ns: ts,
+                cpu: 1,
+                comm: comm.into(),
+                pid,
+                flags: flags.into(),
+                event: event.into(),
+                fields: fields.into(),
+            };
+            s.recorded.push(RecordedEvents {
+                sample_at_ns: 2_000_000_000,
+                clock: "mono (CLOCK_MONOTONIC), ns resolution".into(),
+                stimulus_ns: 9_121_000_000_000,
+                from_ns: 9_120_999_000_000,
+                to_ns: 9_121_000_350_000,
+                cpus: vec![1],
+                left_out: 0,
+                events: vec![
+                    event(9_121_000_001_000, "kworker/u8:2", 77, "d.h1.", "hrtimer_expire_entry",
+                          "hrtimer=00000000bc8869ca function=hrtimer_wakeup now=9121000000900"),
+                    event(9_121_000_210_000, "kworker/u8:2", 77, "d..2.", "sched_switch",
+                          "prev_comm=kworker/u8:2 prev_pid=77 prev_prio=120 prev_state=R+ ==> next_comm=latlab-cpu1 next_pid=901 next_prio=4"),
+                ],
+            });
+        }
         r.streams.push(s);
     }
     let mut v = serde_json::to_value(&r).unwrap();
@@ -82,6 +117,11 @@ fn compare_model_with_probe() {
     );
     assert!(out.contains("comparing the first stream of each"), "{out}");
     assert!(out.contains("stream realfeel vs cpu0"), "{out}");
+    // The probe's system facts under its run line.
+    assert!(
+        out.contains("run 2: 6.1.0-test (probe)\n    preemption: none (CONFIG_PREEMPT_NONE in the kernel config)\n    clocksource: tsc\n"),
+        "{out}"
+    );
     let count: Vec<&str> = out
         .lines()
         .find(|l| l.starts_with("count"))
@@ -132,16 +172,26 @@ fn plot_csv_and_traces() {
     assert!(ft.contains("==> next_comm=realfeel"), "{ft}");
     let switches = ft.lines().filter(|l| l.contains(": sched_switch: ")).count();
     assert!(switches >= 3, "{ft}");
-    // The probe's streams each on their own CPU, the woken thread named by its tid.
+    // The probe's: only the events recorded (cpu1's), as recorded; cpu0's sample, which has
+    // none, is named and nothing is drawn for it.
     let ft = stdout(&latlab(&["report", "trace", &p]));
-    assert!(
-        ft.contains("[001]") && ft.contains("next_comm=cpu1 next_pid=901"),
+    let events: Vec<&str> = ft.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        events,
+        [
+            "    kworker/u8:2-77      [001] d.h1.  9121.000001: hrtimer_expire_entry: hrtimer=00000000bc8869ca function=hrtimer_wakeup now=9121000000900",
+            "    kworker/u8:2-77      [001] d..2.  9121.000210: sched_switch: prev_comm=kworker/u8:2 prev_pid=77 prev_prio=120 prev_state=R+ ==> next_comm=latlab-cpu1 next_pid=901 next_prio=4",
+        ],
         "{ft}"
     );
     assert!(
-        ft.contains("irq_handler_entry: irq=39 name=irq_39_virtio2-output.0_x1"),
+        ft.contains("\n# cpu0: 0.250 ms at t=2.000 s: no kernel events were recorded"),
         "{ft}"
     );
+    let only0 = latlab(&["report", "trace", &p, "--stream", "cpu0"]);
+    let text = stdout(&only0);
+    assert!(text.lines().all(|l| l.starts_with('#')), "{text}");
+    assert!(String::from_utf8_lossy(&only0.stderr).contains("no kernel events were recorded around these samples"));
 
     // Chrome JSON: a document with complete events on the CPU track, for the model's
     // worst sample (it has a latency_trace: its functions are instants).
@@ -202,6 +252,12 @@ fn html_page_of_both_engines() {
     assert_eq!(html.matches("<h4>").count(), 4, "{html}");
     assert!(html.contains("<td>kworker/u8:2/77 0.210 ms</td>"), "{html}");
     assert!(html.contains("<td>irq 39 virtio2-output.0 x1</td>"), "{html}");
+    // The system facts in the run's table, not hidden among the settings.
+    assert!(
+        html.contains("<tr><th>preemption</th><td>none (CONFIG_PREEMPT_NONE in the kernel config)</td></tr>"),
+        "{html}"
+    );
+    assert!(html.contains("<summary>settings (1)</summary>"), "{html}");
     // One result, to stdout; no trace section for a probe result.
     let one = stdout(&latlab(&["report", "html", &p]));
     assert_balanced(&one);
