@@ -46,8 +46,10 @@ fn command(who: As, args: &[&str]) -> Command {
     c
 }
 
-/// Every probe holds /dev/cpu_dma_latency at 0 while it runs; the test that checks the setting
-/// is restored takes this for writing so no other probe holds it meanwhile.
+/// Every probe holds /dev/cpu_dma_latency at 0 while it runs and sweeps what dead probes left
+/// at its start: every probe a test runs holds this for reading, and the tests that check the
+/// setting is restored or that a probe sweeps a leftover take it for writing, so no other
+/// probe runs meanwhile.
 static DMA_LATENCY: RwLock<()> = RwLock::new(());
 
 fn latlab(who: As, args: &[&str]) -> Output {
@@ -855,6 +857,7 @@ fn json_at(d: &Path) -> serde_json::Value {
 
 #[test]
 fn write_leaves_no_name_for_its_file_while_it_writes() {
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
     let d = scratch("write-unlinked");
     let child = command(
         As::Invoker,
@@ -904,6 +907,7 @@ fn write_leaves_no_name_for_its_file_while_it_writes() {
 
 #[test]
 fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
+    let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
     let d = scratch("leftovers");
     let dead = dead_pid();
     let load_dir = d.join(format!("latlab-load-{dead}-0"));
@@ -920,7 +924,7 @@ fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
         eprintln!("skip: not root, so no leftover ftrace instance can be made");
         None
     };
-    let out = latlab(
+    let out = command(
         As::Invoker,
         &[
             "probe",
@@ -932,7 +936,9 @@ fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
             "--scratch",
             d.to_str().unwrap(),
         ],
-    );
+    )
+    .output()
+    .unwrap();
     let err = ok(&out);
     for p in [&load_dir, &write_file].into_iter().chain(instance.as_ref()) {
         assert!(!p.exists(), "{} left: {err}", p.display());
@@ -948,6 +954,8 @@ fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
 
 #[test]
 fn a_load_that_dies_is_in_the_result_every_report_and_the_exit_status() {
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+    let report = |args: &[&str]| command(As::Invoker, args).output().unwrap();
     for allow in [false, true] {
         let d = scratch(&format!("dies-{allow}"));
         let mut args = args_in(
@@ -1003,19 +1011,19 @@ fn a_load_that_dies_is_in_the_result_every_report_and_the_exit_status() {
         assert!(text.contains("load sync: died "), "{text}");
         let r = d.join("r.json");
         let r = r.to_str().unwrap();
-        let cmp = latlab(As::Invoker, &["report", "compare", r, r]);
+        let cmp = report(&["report", "compare", r, r]);
         let text = String::from_utf8_lossy(&cmp.stdout);
         assert!(
             text.contains("(probe; load sync died) #1") && text.contains("  load sync: died "),
             "{text}"
         );
-        let csv = latlab(As::Invoker, &["report", "csv", r]);
+        let csv = report(&["report", "csv", r]);
         assert!(
             String::from_utf8_lossy(&csv.stderr).contains("warning") && csv.status.success(),
             "{}",
             String::from_utf8_lossy(&csv.stderr)
         );
-        let html = latlab(As::Invoker, &["report", "html", r]);
+        let html = report(&["report", "html", r]);
         assert!(String::from_utf8_lossy(&html.stdout).contains("load sync"));
         std::fs::remove_dir_all(&d).unwrap();
     }
