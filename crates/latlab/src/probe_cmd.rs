@@ -195,10 +195,10 @@ pub fn guard(dirs: &[Option<&Path>]) {
     let mut all = vec![tmp.as_path()];
     all.extend(dirs.iter().flatten());
     for note in latlab_probe::guard::sweep(&all) {
-        eprintln!("latlab probe: {note}");
+        errln!("latlab probe: {note}");
     }
     if let Err(e) = latlab_probe::guard::start(Path::new("/proc/self/exe")) {
-        eprintln!(
+        errln!(
             "latlab probe: warning: no guardian ({e}): a SIGKILL would leave the loads and scratch \
              files until the next probe starts"
         );
@@ -261,7 +261,7 @@ fn run_with_loads(
 ) -> anyhow::Result<ExitCode> {
     let loads = start_loads(l)?;
     if !l.loads.is_empty() {
-        eprintln!(
+        errln!(
             "latlab probe: {name} under load {}{}",
             l.loads.iter().map(LoadSpec::name).collect::<Vec<_>>().join(" + "),
             l.load_cpus
@@ -335,7 +335,7 @@ fn add_load_report(r: &mut RunResult, rep: &LoadReport, specs: &[LoadSpec]) {
         }
     }
     for n in &rep.notes {
-        eprintln!("latlab probe: load: {n}");
+        errln!("latlab probe: load: {n}");
     }
 }
 
@@ -386,7 +386,7 @@ fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::Periodic
     let mut r = RunResult::new(latlab_probe::meta::new_meta(name, out.wall_ns, settings));
     r.streams = out.streams;
     for w in out.caps.warnings().into_iter().chain(out.errors) {
-        eprintln!("latlab probe: warning: {w}");
+        errln!("latlab probe: warning: {w}");
     }
     let mut extra = String::new();
     if name.starts_with("posix-timer") {
@@ -437,7 +437,7 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
     run_with_loads("write", &w.load, &w.out, || {
         let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e))?;
         if let Some(e) = &out.trace_error {
-            eprintln!(
+            errln!(
                 "latlab probe: warning: no scheduler tracepoints ({e}): slow records are explained from \
                  /proc/vmstat only"
             );
@@ -473,7 +473,7 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
 fn finish(m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Result<ExitCode> {
     let r = &m.result;
     if m.interrupted {
-        eprintln!("latlab probe: interrupted; the figures below cover the partial run");
+        errln!("latlab probe: interrupted; the figures below cover the partial run");
     }
     // The files first: a closed standard output still leaves them written.
     if let Some(p) = &o.json {
@@ -493,7 +493,7 @@ fn finish(m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Resu
         return Ok(ExitCode::from(128 + signals::stopped_by().unwrap_or(2) as u8));
     }
     if r.dead_loads().next().is_some() && !allow_load_failure {
-        eprintln!(
+        errln!(
             "latlab probe: a load died before the measurement ended, so not all of it ran under the \
              load it names (exit 3; --allow-load-failure accepts that)"
         );
@@ -502,7 +502,7 @@ fn finish(m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Resu
     if let Some(limit) = o.fail_above {
         let max = output::max_ns(r);
         if max > limit {
-            eprintln!(
+            errln!(
                 "latlab probe: max latency {:.1} us exceeds --fail-above {:.1} us",
                 max as f64 / 1000.0,
                 limit as f64 / 1000.0

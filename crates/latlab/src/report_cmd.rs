@@ -105,7 +105,7 @@ fn load(path: &Path) -> anyhow::Result<RunResult> {
         crate::read::bounded(path, MAX_RESULT_BYTES).with_context(|| format!("cannot read {}", path.display()))?;
     let r = input::parse_result(&text).with_context(|| path.display().to_string())?;
     for (name, d) in r.dead_loads() {
-        eprintln!(
+        errln!(
             "latlab report: warning: {}: load {name} died {:.1} s after it started ({}); the figures \
              were not all taken under it",
             path.display(),
