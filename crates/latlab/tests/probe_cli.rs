@@ -1028,3 +1028,44 @@ fn a_load_that_dies_is_in_the_result_every_report_and_the_exit_status() {
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
+
+#[test]
+fn sighup_with_standard_error_gone_still_writes_the_result_and_cleans_up() {
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+    let d = scratch("hup-no-stderr");
+    let args = args_in(
+        &d,
+        &[
+            "probe",
+            "timer",
+            "--duration",
+            "60s",
+            "--load",
+            "sync",
+            "--scratch",
+            "{dir}",
+        ],
+    );
+    // /dev/full fails every write, as the terminal of a dropped SSH session does.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let mut child = command(As::Invoker, &args.iter().map(String::as_str).collect::<Vec<_>>())
+        .stdout(Stdio::null())
+        .stderr(full)
+        .spawn()
+        .unwrap();
+    assert!(
+        within(20, || !load_children_in(&d).is_empty()),
+        "the load never started"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGHUP), "no panic on the failed writes");
+    check_streams(&json_at(&d));
+    assert!(
+        within(10, || load_children_in(&d).is_empty()),
+        "a load outlived the probe"
+    );
+    only_json_left(&d, "sighup");
+}
