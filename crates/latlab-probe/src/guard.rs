@@ -82,8 +82,9 @@ fn send(m: &Msg) {
     }
 }
 
-/// Something the guardian undoes if the probe dies while this exists. Drop it once the probe
-/// has undone the thing itself.
+/// Something the guardian undoes if the probe dies while this exists: make it just before
+/// making the thing (a path) or just after (a process group), drop it once the probe has
+/// undone the thing itself.
 #[derive(Debug)]
 pub struct Held(Resource);
 
@@ -168,7 +169,12 @@ fn undo(held: &std::collections::BTreeSet<Resource>) -> Vec<String> {
             done.push(format!("killed load process group {pgid}"));
         }
     }
-    for r in held {
+    // The probe holds a path just before making it: one it never made is not mentioned.
+    let made = |r: &Resource| match r {
+        Resource::Ftrace(p) | Resource::Path(p) => path_of(p).exists(),
+        _ => true,
+    };
+    for r in held.iter().filter(|r| made(r)) {
         match r {
             Resource::Ftrace(dir) => {
                 let dir = path_of(dir);

@@ -106,6 +106,9 @@ impl SchedTrace {
             _ => format!("latlab-{}-{n}", std::process::id()),
         };
         let dir = root.join("instances").join(name);
+        // The guardian knows of it before it exists: a probe killed at any point after the
+        // mkdir leaves nothing.
+        let held = Held::ftrace(&dir);
         if let Err(e) = std::fs::create_dir(&dir) {
             // A leftover of an earlier process with the same pid: remove it and retry once.
             if e.kind() != std::io::ErrorKind::AlreadyExists
@@ -121,7 +124,7 @@ impl SchedTrace {
         // From here on, Drop removes the instance if a step fails (the guardian if the probe
         // dies).
         let mut t = SchedTrace {
-            held: Some(Held::ftrace(&dir)),
+            held: Some(held),
             dir,
             cpus,
             stack_error: None,

@@ -60,11 +60,11 @@ fn main() -> ExitCode {
             // shell gives a tool that SIGPIPE ended (128 + 13).
             Some(w) if w.reader_gone() => ExitCode::from(141),
             Some(w) => {
-                eprintln!("latlab: error: {w}");
+                errln!("latlab: error: {w}");
                 ExitCode::from(2)
             }
             None => {
-                eprintln!("latlab: error: {e:#}");
+                errln!("latlab: error: {e:#}");
                 ExitCode::from(2)
             }
         },

@@ -1,7 +1,9 @@
 //! Standard output that reports a failed write instead of panicking as `print!` does: every
 //! command writes through [`out!`] / [`outln!`], whose error ([`StdoutError`]) `main` turns
 //! into a quiet exit when the reader went away (a closed pipe, as `latlab reproduce | head`)
-//! and into a one-line error otherwise (`latlab reproduce > /dev/full`).
+//! and into a one-line error otherwise (`latlab reproduce > /dev/full`). Messages go to
+//! standard error through [`errln!`], which drops a failed write (the terminal of a dropped
+//! SSH session) instead of panicking, so the probe still cleans up and writes its files.
 
 use std::io::Write;
 
@@ -42,4 +44,12 @@ macro_rules! out {
 /// `println!` that returns a [`StdoutError`] instead of panicking.
 macro_rules! outln {
     ($($arg:tt)*) => { $crate::out::write(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `eprintln!` that drops a failed write instead of panicking.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
 }

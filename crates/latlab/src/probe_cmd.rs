@@ -214,10 +214,10 @@ pub fn guard(dirs: &[Option<&Path>]) {
     let mut all = vec![tmp.as_path()];
     all.extend(dirs.iter().flatten());
     for note in latlab_probe::guard::sweep(&all) {
-        eprintln!("latlab probe: {note}");
+        errln!("latlab probe: {note}");
     }
     if let Err(e) = latlab_probe::guard::start(Path::new("/proc/self/exe")) {
-        eprintln!(
+        errln!(
             "latlab probe: warning: no guardian ({e}): a SIGKILL would leave the loads and scratch \
              files until the next probe starts"
         );
@@ -302,7 +302,7 @@ fn run_with_loads(
     check_outputs(o)?;
     let loads = start_loads(l)?;
     if !l.loads.is_empty() {
-        eprintln!(
+        errln!(
             "latlab probe: {name} under load {}{}",
             l.loads.iter().map(LoadSpec::name).collect::<Vec<_>>().join(" + "),
             l.load_cpus
@@ -335,7 +335,7 @@ fn add_smi(r: &mut RunResult, counted: Result<Vec<(usize, u64)>, String>) {
             }
         }
         Err(e) => {
-            eprintln!("latlab probe: warning: --smi: SMIs not counted: {e}");
+            errln!("latlab probe: warning: --smi: SMIs not counted: {e}");
             r.meta.settings.insert("smi".into(), format!("not counted: {e}"));
         }
     }
@@ -397,7 +397,7 @@ fn add_load_report(r: &mut RunResult, rep: &LoadReport, specs: &[LoadSpec]) {
         }
     }
     for n in &rep.notes {
-        eprintln!("latlab probe: load: {n}");
+        errln!("latlab probe: load: {n}");
     }
 }
 
@@ -457,7 +457,7 @@ fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::Periodic
     let mut r = RunResult::new(latlab_probe::meta::new_meta(name, out.wall_ns, settings));
     r.streams = out.streams;
     for w in out.caps.warnings().into_iter().chain(out.errors) {
-        eprintln!("latlab probe: warning: {w}");
+        errln!("latlab probe: warning: {w}");
     }
     let mut extra = String::new();
     if name.starts_with("posix-timer") {
@@ -515,7 +515,7 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         drop(display);
         let out = out?;
         if let Some(e) = &out.trace_error {
-            eprintln!(
+            errln!(
                 "latlab probe: warning: no scheduler tracepoints ({e}): slow records are explained from \
                  /proc/vmstat only"
             );
@@ -606,7 +606,7 @@ fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::
     }
     let r = &m.result;
     if m.interrupted {
-        eprintln!("latlab probe: interrupted; the figures below cover the partial run");
+        errln!("latlab probe: interrupted; the figures below cover the partial run");
     }
     // The files first: a closed standard output still leaves them written.
     if let Some(p) = &o.json {
@@ -639,7 +639,7 @@ fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::
         table(&mut std::io::stderr().lock())?;
     }
     if let Some(b) = &m.broke {
-        eprintln!(
+        errln!(
             "latlab probe: stopped at {} ({break_above}); the events recorded around it are in {}",
             b.describe(),
             o.break_trace.display()
@@ -650,7 +650,7 @@ fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::
         return Ok(ExitCode::from(128 + signals::stopped_by().unwrap_or(2) as u8));
     }
     if r.dead_loads().next().is_some() && !allow_load_failure {
-        eprintln!(
+        errln!(
             "latlab probe: a load died before the measurement ended, so not all of it ran under the \
              load it names (exit 3; --allow-load-failure accepts that)"
         );
@@ -659,7 +659,7 @@ fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::
     if let Some(limit) = o.fail_above {
         let max = output::max_ns(r);
         if max > limit {
-            eprintln!(
+            errln!(
                 "latlab probe: max latency {:.1} us exceeds --fail-above {:.1} us",
                 max as f64 / 1000.0,
                 limit as f64 / 1000.0

@@ -106,7 +106,7 @@ fn load(path: &Path) -> anyhow::Result<RunResult> {
         crate::read::bounded(path, MAX_RESULT_BYTES).with_context(|| format!("cannot read {}", path.display()))?;
     let r = input::parse_result(&text, &path.display().to_string()).with_context(|| path.display().to_string())?;
     for (name, d) in r.dead_loads() {
-        eprintln!(
+        errln!(
             "latlab report: warning: {}: load {name} died {:.1} s after it started ({}); the figures \
              were not all taken under it",
             path.display(),
@@ -215,7 +215,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
                         return Err(none());
                     }
                     if picked.iter().all(|p| p.recorded.is_none()) {
-                        eprintln!(
+                        errln!(
                             "latlab report trace: {}: no kernel events were recorded around these samples \
                              (record them with `latlab probe ... --explain` as root); the trace says so and draws nothing",
                             file.display()

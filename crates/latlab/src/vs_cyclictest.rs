@@ -128,11 +128,11 @@ pub fn run(a: VsArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if load_died {
-        eprintln!("latlab: a load died before its condition's runs ended: its figures were not all taken under it");
+        errln!("latlab: a load died before its condition's runs ended: its figures were not all taken under it");
         return Ok(ExitCode::from(3));
     }
     if signals::stop_requested() {
-        eprintln!("latlab: interrupted");
+        errln!("latlab: interrupted");
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)

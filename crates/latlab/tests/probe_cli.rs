@@ -46,8 +46,10 @@ fn command(who: As, args: &[&str]) -> Command {
     c
 }
 
-/// Every probe holds /dev/cpu_dma_latency at 0 while it runs; the test that checks the setting
-/// is restored takes this for writing so no other probe holds it meanwhile.
+/// Every probe holds /dev/cpu_dma_latency at 0 while it runs and sweeps what dead probes left
+/// at its start: every probe a test runs holds this for reading, and the tests that check the
+/// setting is restored or that a probe sweeps a leftover take it for writing, so no other
+/// probe runs meanwhile.
 static DMA_LATENCY: RwLock<()> = RwLock::new(());
 
 fn latlab(who: As, args: &[&str]) -> Output {
@@ -1182,6 +1184,7 @@ fn json_at(d: &Path) -> serde_json::Value {
 
 #[test]
 fn write_leaves_no_name_for_its_file_while_it_writes() {
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
     let d = scratch("write-unlinked");
     let child = command(
         As::Invoker,
@@ -1231,6 +1234,7 @@ fn write_leaves_no_name_for_its_file_while_it_writes() {
 
 #[test]
 fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
+    let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
     let d = scratch("leftovers");
     let dead = dead_pid();
     let load_dir = d.join(format!("latlab-load-{dead}-0"));
@@ -1247,7 +1251,7 @@ fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
         eprintln!("skip: not root, so no leftover ftrace instance can be made");
         None
     };
-    let out = latlab(
+    let out = command(
         As::Invoker,
         &[
             "probe",
@@ -1259,7 +1263,9 @@ fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
             "--scratch",
             d.to_str().unwrap(),
         ],
-    );
+    )
+    .output()
+    .unwrap();
     let err = ok(&out);
     for p in [&load_dir, &write_file].into_iter().chain(instance.as_ref()) {
         assert!(!p.exists(), "{} left: {err}", p.display());
@@ -1275,6 +1281,8 @@ fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
 
 #[test]
 fn a_load_that_dies_is_in_the_result_every_report_and_the_exit_status() {
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+    let report = |args: &[&str]| command(As::Invoker, args).output().unwrap();
     for allow in [false, true] {
         let d = scratch(&format!("dies-{allow}"));
         let mut args = args_in(
@@ -1330,19 +1338,19 @@ fn a_load_that_dies_is_in_the_result_every_report_and_the_exit_status() {
         assert!(text.contains("load sync: died "), "{text}");
         let r = d.join("r.json");
         let r = r.to_str().unwrap();
-        let cmp = latlab(As::Invoker, &["report", "compare", r, r]);
+        let cmp = report(&["report", "compare", r, r]);
         let text = String::from_utf8_lossy(&cmp.stdout);
         assert!(
             text.contains("(probe; load sync died) #1") && text.contains("  load sync: died "),
             "{text}"
         );
-        let csv = latlab(As::Invoker, &["report", "csv", r]);
+        let csv = report(&["report", "csv", r]);
         assert!(
             String::from_utf8_lossy(&csv.stderr).contains("warning") && csv.status.success(),
             "{}",
             String::from_utf8_lossy(&csv.stderr)
         );
-        let html = latlab(As::Invoker, &["report", "html", r]);
+        let html = report(&["report", "html", r]);
         assert!(String::from_utf8_lossy(&html.stdout).contains("load sync"));
         std::fs::remove_dir_all(&d).unwrap();
     }
@@ -1400,4 +1408,45 @@ fn report_reads_cyclictest_files() {
     ok(&out);
     assert!(csv.lines().nth(1).unwrap().starts_with("thread0,300,"), "{csv}");
     std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn sighup_with_standard_error_gone_still_writes_the_result_and_cleans_up() {
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+    let d = scratch("hup-no-stderr");
+    let args = args_in(
+        &d,
+        &[
+            "probe",
+            "timer",
+            "--duration",
+            "60s",
+            "--load",
+            "sync",
+            "--scratch",
+            "{dir}",
+        ],
+    );
+    // /dev/full fails every write, as the terminal of a dropped SSH session does.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let mut child = command(As::Invoker, &args.iter().map(String::as_str).collect::<Vec<_>>())
+        .stdout(Stdio::null())
+        .stderr(full)
+        .spawn()
+        .unwrap();
+    assert!(
+        within(20, || !load_children_in(&d).is_empty()),
+        "the load never started"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGHUP), "no panic on the failed writes");
+    check_streams(&json_at(&d));
+    assert!(
+        within(10, || load_children_in(&d).is_empty()),
+        "a load outlived the probe"
+    );
+    only_json_left(&d, "sighup");
 }

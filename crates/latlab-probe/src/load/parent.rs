@@ -358,6 +358,8 @@ fn spawn(
         N.fetch_add(1, Ordering::SeqCst)
     ));
     let _ = std::fs::remove_dir_all(&dir);
+    // The guardian knows of it before it exists: a probe killed after the mkdir leaves nothing.
+    let held_dir = Held::path(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{name}: creating {}: {e}", dir.display()))?;
     let fail = |e: String| {
         let _ = std::fs::remove_dir_all(&dir);
@@ -415,7 +417,7 @@ fn spawn(
             name: name.to_string(),
             proc,
             pgid: pid,
-            _held: [Held::group(pid), Held::path(&dir)],
+            _held: [Held::group(pid), held_dir],
             dir,
             watch,
         }),
