@@ -8,6 +8,12 @@ pub fn percentiles(label: &str, r: &RunResult) -> String {
     let mut out = String::new();
     for s in &r.streams {
         let m = s.hist.summary();
+        // A run of several streams (realfeel beside iozone's `write`) names each line's.
+        let label = if r.streams.len() > 1 {
+            format!("{label} [{}]", s.name)
+        } else {
+            label.to_string()
+        };
         let _ = writeln!(
             out,
             "{label:<28} n={:<9} min {:>7.1}  p50 {:>7.1}  p90 {:>7.1}  p99 {:>8.1}  p99.9 {:>9.1}  max {:>10.1} us  missed {}",
@@ -141,4 +147,28 @@ pub fn causes(label: &str, r: &RunResult) -> String {
         .map(|(p, n, w)| format!("{p} {n} (worst {:.1} ms)", *w as f64 / 1000.0))
         .collect();
     format!("{label:<28} {}\n", list.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_name_the_stream_only_when_a_run_has_several() {
+        let mut r = RunResult::new(latlab_core::RunMeta {
+            engine: latlab_core::Engine::Sim,
+            machine: "m".into(),
+            kernel: "k".into(),
+            workload: "w".into(),
+            seed: 1,
+            duration_ns: 1_000_000_000,
+            version: "0".into(),
+            settings: Default::default(),
+        });
+        r.streams.push(latlab_core::Stream::new("realfeel", "wakeup"));
+        assert!(!percentiles("2.4.18", &r).contains('['));
+        r.streams.push(latlab_core::Stream::new("write", "write(2)"));
+        let t = percentiles("2.4.18", &r);
+        assert!(t.contains("2.4.18 [realfeel]") && t.contains("2.4.18 [write]"), "{t}");
+    }
 }
