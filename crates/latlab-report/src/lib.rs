@@ -33,6 +33,8 @@ pub mod plot;
 pub mod recorded;
 pub mod seed_table;
 pub mod summary;
+#[cfg(test)]
+mod testutil;
 pub mod timeline;
 
 /// Width of a text column whose cells are `lens` long, at least `min`: the widest cell, capped

@@ -605,29 +605,9 @@ mod tests {
         assert!(t.contains("its reclaim calls: 1338"), "{t}");
     }
 
-    /// A model result with one realfeel stream holding `values` (ns).
-    fn realfeel_result(values: &[u64]) -> RunResult {
-        let mut r = RunResult::new(latlab_core::RunMeta {
-            engine: latlab_core::Engine::Sim,
-            machine: "m".into(),
-            kernel: "k".into(),
-            workload: "w".into(),
-            seed: 1,
-            duration_ns: 1_000_000_000,
-            version: "0".into(),
-            settings: Default::default(),
-        });
-        let mut s = latlab_core::Stream::new("realfeel", "wakeup");
-        for &v in values {
-            s.hist.record(v);
-        }
-        r.streams.push(s);
-        r
-    }
-
     #[test]
     fn a_label_beyond_a_format_width_prints_whole() {
-        let r = realfeel_result(&[500_000, 3_000_000]);
+        let r = crate::testutil::realfeel_result(&[500_000, 3_000_000]);
         let label = "L".repeat(70_000);
         let view = RunView {
             label: &label,
@@ -650,7 +630,7 @@ mod tests {
 
     #[test]
     fn a_listing_prints_only_the_rows_that_hold_something_however_far_apart() {
-        let r = realfeel_result(&[50_000, 50_000, 3_600_000_000_000]);
+        let r = crate::testutil::realfeel_result(&[50_000, 50_000, 3_600_000_000_000]);
         let t0 = std::time::Instant::now();
         let t = render_listing("LL", &r, &[[0.0, 7.0], [0.3, 1.0], [3_600_000.0, 2.0]]);
         assert!(t0.elapsed() < std::time::Duration::from_secs(1));

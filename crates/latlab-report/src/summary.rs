@@ -155,17 +155,7 @@ mod tests {
 
     #[test]
     fn percentiles_name_the_stream_only_when_a_run_has_several() {
-        let mut r = RunResult::new(latlab_core::RunMeta {
-            engine: latlab_core::Engine::Sim,
-            machine: "m".into(),
-            kernel: "k".into(),
-            workload: "w".into(),
-            seed: 1,
-            duration_ns: 1_000_000_000,
-            version: "0".into(),
-            settings: Default::default(),
-        });
-        r.streams.push(latlab_core::Stream::new("realfeel", "wakeup"));
+        let mut r = crate::testutil::realfeel_result(&[]);
         assert!(!percentiles("2.4.18", &r).contains('['));
         r.streams.push(latlab_core::Stream::new("write", "write(2)"));
         let t = percentiles("2.4.18", &r);

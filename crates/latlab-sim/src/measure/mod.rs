@@ -8,7 +8,8 @@ pub mod posix_timer;
 pub mod realfeel;
 pub mod write_latency;
 
-use latlab_core::Nanos;
+use crate::kernel::task::{Task, TaskId};
+use latlab_core::{Nanos, TaskSlice};
 
 /// Something a user program tells the measurement layer, at the moment it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,4 +27,25 @@ pub enum Mark {
     WriteStart { pass: u8 },
     /// That write(2) returned, having written `bytes` at `offset_kb`.
     WriteDone { offset_kb: u64, bytes: u64 },
+}
+
+/// Add `d` to `k`'s tally in `v` (a handful of entries: a linear search), keeping the order
+/// in which the keys first came.
+pub(crate) fn tally<K: PartialEq>(v: &mut Vec<(K, Nanos)>, k: K, d: Nanos) {
+    match v.iter_mut().find(|(x, _)| *x == k) {
+        Some((_, n)) => *n += d,
+        None => v.push((k, d)),
+    }
+}
+
+/// Tasks' CPU times as the result's `TaskSlice`s, named as the tasks are.
+pub(crate) fn task_slices(tasks: &[Task], times: &[(TaskId, Nanos)]) -> Vec<TaskSlice> {
+    times
+        .iter()
+        .map(|&(t, ns)| TaskSlice {
+            comm: tasks[t].comm.clone(),
+            pid: tasks[t].pid,
+            ns,
+        })
+        .collect()
 }

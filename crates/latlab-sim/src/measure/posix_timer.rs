@@ -11,7 +11,7 @@
 
 use crate::kernel::task::{Task, TaskId};
 use crate::sched::Placement;
-use latlab_core::{Attribution, Nanos, Sample, Stream, TaskSlice};
+use latlab_core::{Attribution, Nanos, Sample, Stream};
 use std::collections::BTreeMap;
 
 /// Worst samples kept with their attribution.
@@ -140,10 +140,7 @@ impl PosixTracker {
         let mut slices: Vec<(TaskId, Nanos)> = Vec::new();
         if enters {
             for &(task, d) in &self.ran[w.from..] {
-                match slices.iter_mut().find(|(t, _)| *t == task) {
-                    Some((_, n)) => *n += d,
-                    None => slices.push((task, d)),
-                }
+                super::tally(&mut slices, task, d);
             }
         }
         if self.open.is_empty() {
@@ -182,14 +179,7 @@ impl PosixTracker {
             wakee_kernel_ns: w.wakee,
             blocked_ns: 0,
             cause: None,
-            tasks: slices
-                .iter()
-                .map(|&(t, ns)| TaskSlice {
-                    comm: tasks[t].comm.clone(),
-                    pid: tasks[t].pid,
-                    ns,
-                })
-                .collect(),
+            tasks: super::task_slices(tasks, &slices),
             irqs: Vec::new(),
             steal_ns: 0,
             note,

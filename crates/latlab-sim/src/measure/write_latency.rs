@@ -12,7 +12,7 @@
 //! (the `fsync` and `close` after it are not timed).
 
 use crate::kernel::task::{Task, TaskId};
-use latlab_core::{Attribution, Nanos, Sample, Stream, TaskSlice};
+use latlab_core::{Attribution, Nanos, Sample, Stream};
 use std::collections::BTreeMap;
 
 /// Slowest writes kept with their attribution: seed 001 lists ten.
@@ -80,9 +80,9 @@ impl WriteTracker {
     pub fn on_run(&mut self, task: TaskId, d: Nanos, func: &'static str) {
         let Some(o) = self.open.as_mut() else { return };
         if task == o.task {
-            add(&mut o.own, func, d);
+            super::tally(&mut o.own, func, d);
         } else if task != 0 {
-            add(&mut o.others, task, d);
+            super::tally(&mut o.others, task, d);
         }
     }
 
@@ -149,14 +149,7 @@ impl WriteTracker {
                     sched_ns: o.sched,
                     wakee_kernel_ns: own_ns,
                     blocked_ns: idle,
-                    tasks: others
-                        .iter()
-                        .map(|&(t, ns)| TaskSlice {
-                            comm: tasks[t].comm.clone(),
-                            pid: tasks[t].pid,
-                            ns,
-                        })
-                        .collect(),
+                    tasks: super::task_slices(tasks, &others),
                     note,
                     ..Attribution::default()
                 },
@@ -193,11 +186,4 @@ pub struct Measured {
     pub long_writes: u64,
     /// Each pass's throughput in KB/s (iozone's figure: bytes over the record loop's time).
     pub rates: Vec<(&'static str, f64)>,
-}
-
-fn add<K: PartialEq>(v: &mut Vec<(K, Nanos)>, k: K, d: Nanos) {
-    match v.iter_mut().find(|(x, _)| *x == k) {
-        Some((_, n)) => *n += d,
-        None => v.push((k, d)),
-    }
 }
