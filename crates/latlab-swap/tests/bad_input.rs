@@ -133,7 +133,14 @@ fn bad_bench_settings_are_refused_with_the_reason() {
                 allocs: 0,
                 ..BenchConfig::default()
             },
-            "measured allocations per cell must be 1..=",
+            "measured allocations per cell must be 1..=1048576, got 0",
+        ),
+        (
+            BenchConfig {
+                allocs: usize::MAX,
+                ..BenchConfig::default()
+            },
+            "must be 1..=1048576, got 18446744073709551615",
         ),
         (
             BenchConfig {
