@@ -21,8 +21,10 @@ use std::time::{Duration, Instant};
 
 /// How long [`Loads::start`] waits for every load to produce load.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a load may take to stop after SIGTERM before its group gets SIGKILL.
-const TERM_GRACE: Duration = Duration::from_secs(2);
+/// How long a load may take to stop after SIGTERM before its group gets SIGKILL: a loaded
+/// box (the loads themselves, and CI's parallel tests) has been seen to need more than 2 s
+/// for a `tar` load blocked in writeback to get to its signal.
+const TERM_GRACE: Duration = Duration::from_secs(5);
 /// The child's stderr, inside its scratch directory.
 const STDERR_FILE: &str = "stderr.log";
 
