@@ -42,6 +42,8 @@ pub struct WriteConfig {
     pub break_above_ns: Option<u64>,
     /// Bytes written so far, for a live display.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Keep every record's offset and latency ([`WriteOutcome::records`]).
+    pub keep_records: bool,
 }
 
 /// What a write run produced.
@@ -57,6 +59,8 @@ pub struct WriteOutcome {
     pub broke: Option<Break>,
     /// Why the scheduler tracepoints could not be used, when `--explain` wanted them.
     pub trace_error: Option<String>,
+    /// Every record's (offset in KB, latency in ns), in order, when `keep_records`.
+    pub records: Vec<(u64, u64)>,
 }
 
 /// Ring buffer per CPU for the write trace: the whole machine is traced, so a long run keeps
@@ -139,6 +143,10 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
     let mut bytes = 0;
     let mut interrupted = false;
     let mut broke = None;
+    let mut kept = Vec::new();
+    if cfg.keep_records {
+        kept.reserve_exact(records as usize);
+    }
     for i in 0..records {
         if signals::stop_requested() {
             interrupted = true;
@@ -153,6 +161,9 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
             p.store(bytes, std::sync::atomic::Ordering::Relaxed);
         }
         stream.hist.record(lat);
+        if cfg.keep_records {
+            kept.push(((i * cfg.record as u64) >> 10, lat));
+        }
         let keeps = stream.worst.len() < cfg.keep_worst || stream.worst.last().is_some_and(|w| w.latency_ns < lat);
         if keeps {
             let mut tag = BTreeMap::new();
@@ -211,7 +222,19 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         interrupted,
         broke,
         trace_error,
+        records: kept,
     })
+}
+
+/// Every record as iozone `-Q` writes its per-record file (`wol.dat`, iozone.c): a header,
+/// then one line per record, offset in KB, latency in microseconds and the record's bytes.
+pub fn records_file(records: &[(u64, u64)], record_bytes: usize) -> String {
+    let mut out = String::with_capacity(records.len() * 34 + 64);
+    out.push_str("Offset in Kbytes   Latency in microseconds  Transfer size in bytes\n");
+    for &(kb, ns) in records {
+        out.push_str(&format!("{kb:>10} {:>10.0} {record_bytes:>10}\n", ns as f64 / 1000.0));
+    }
+    out
 }
 
 /// Dirty-page state right after a slow record (/proc/vmstat and the dirty ratios).
@@ -280,10 +303,20 @@ mod tests {
             explain_above_ns: Some(0),
             break_above_ns: None,
             progress: None,
+            keep_records: true,
         };
         let out = run(&cfg).unwrap();
         assert_eq!(out.broke, None);
         assert_eq!(out.stream.hist.count(), 1024);
+        // Every record in iozone -Q's per-record layout, in file order.
+        let f = records_file(&out.records, 4096);
+        let rows: Vec<Vec<&str>> = f.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+        assert!(f.starts_with("Offset in Kbytes"));
+        assert_eq!(rows.len(), 1024);
+        assert_eq!((rows[0][0], rows[1][0], rows[1023][0]), ("0", "4", "4092"));
+        assert!(rows
+            .iter()
+            .all(|r| r.len() == 3 && r[2] == "4096" && r[1].parse::<u64>().is_ok()));
         assert_eq!(out.bytes, 4 << 20);
         assert_eq!(out.stream.worst.len(), 10);
         assert!(out.stream.worst[0].attribution.note.contains("dirty"));
@@ -308,11 +341,13 @@ mod tests {
             explain_above_ns: None,
             break_above_ns: Some(1),
             progress: Some(Default::default()),
+            keep_records: false,
         };
         let out = run(&cfg).unwrap();
         assert_eq!(out.stream.hist.count(), 1);
         assert_eq!(out.bytes, 4096);
         assert_eq!(cfg.progress.unwrap().load(std::sync::atomic::Ordering::Relaxed), 4096);
+        assert!(out.records.is_empty());
         let b = out.broke.expect("broke");
         assert_eq!((b.stream.as_str(), b.latency_ns), ("write", out.stream.hist.max()));
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");

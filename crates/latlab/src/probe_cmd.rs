@@ -200,6 +200,10 @@ pub struct WriteArgs {
     /// Worst records to list.
     #[arg(long, default_value_t = 10)]
     pub worst: usize,
+    /// Write every record's offset (KB), latency (us) and size (bytes) to FILE, as iozone -Q
+    /// writes wol.dat (`sort -nk2 FILE | tail` gives seed 001's listing).
+    #[arg(long, value_name = "FILE")]
+    pub records: Option<PathBuf>,
     #[command(flatten)]
     pub load: LoadOpts,
     #[command(flatten)]
@@ -506,6 +510,7 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         explain_above_ns: w.out.trace_above_ns(),
         break_above_ns: w.out.break_above,
         progress: progress::enabled().then(Default::default),
+        keep_records: w.records.is_some(),
     };
     // Refuse before the loads start, so a full disk fails fast.
     write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
@@ -514,6 +519,10 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e));
         drop(display);
         let out = out?;
+        if let Some(p) = &w.records {
+            std::fs::write(p, write::records_file(&out.records, cfg.record))
+                .with_context(|| format!("--records {}", p.display()))?;
+        }
         if let Some(e) = &out.trace_error {
             errln!(
                 "latlab probe: warning: no scheduler tracepoints ({e}): slow records are explained from \
