@@ -250,6 +250,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         cfg.machine.swap_slots().max(latlab_swap::MIN_SLOTS),
     )?;
     let mut st = KState::new(&cfg.machine, swap);
+    st.writeback = cfg.variant.writeback;
     preload(&mut st, &cfg.workload.preload);
     let sched = sched::build(&cfg.variant);
     let rng = engine::rng_for(cfg.seed, 1);

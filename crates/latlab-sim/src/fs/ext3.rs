@@ -3,7 +3,7 @@
 //! fs/ext3/inode.c `ext3_delete_inode` -> `ext3_truncate` under `lock_kernel()`; fs/namei.c).
 
 use crate::dev::disk::Dir;
-use crate::fs::flush::{chain, disk_io, wait_for_buffers, write_some_buffers};
+use crate::fs::flush::{chain, disk_io};
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{once, point, under_bkl, Chan, Ctx, LoopStep, Nested, Path, Script, Step, Work};
@@ -109,23 +109,12 @@ impl Path for FileWrite {
                 return Step::Done;
             }
             if self.looping {
-                // balance_dirty() after the page(s) just written: over the soft limit the
-                // writer starts a batch itself; over the hard limit it also waits for some
-                // (`wait_for_some_buffers`) and wakes bdflush. "This will throttle heavy
-                // writers" (fs/buffer.c, 2.4.17/2.4.18).
+                // After the page(s) just written, the writer throttles itself as the
+                // variant's writeback has it.
                 self.looping = false;
-                match k.balance_dirty_state() {
-                    s if s >= 0 => {
-                        let mut parts: Vec<Box<dyn Path>> = vec![Box::new(write_some_buffers())];
-                        if s > 0 {
-                            parts.push(Box::new(wait_for_buffers()));
-                            let pid = k.kthreads.bdflush;
-                            k.wake_kthread(pid);
-                        }
-                        self.sub.start(chain("balance_dirty", parts));
-                        continue;
-                    }
-                    _ => {}
+                if let Some(p) = crate::mm::writeback::after_dirtying(k) {
+                    self.sub.start(p);
+                    continue;
                 }
             }
             // A rewrite stops at the end of the file.

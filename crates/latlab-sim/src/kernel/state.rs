@@ -57,6 +57,8 @@ pub struct KState {
     pub posix: super::posix_timer::PosixTimers,
     /// The timer signal each thread took last (`SigWait`), for its user code to read.
     pub taken: std::collections::BTreeMap<u32, super::posix_timer::SigInfo>,
+    /// The variant's dirty-page writeback ([`crate::mm::writeback`]).
+    pub writeback: crate::variant::Writeback,
 }
 
 /// pids of the kernel threads paths may wake.
@@ -86,6 +88,7 @@ impl KState {
             net_token: 0,
             posix: Default::default(),
             taken: Default::default(),
+            writeback: crate::variant::Writeback::Bdflush24,
         }
     }
 

@@ -26,6 +26,7 @@
 pub mod lru;
 pub mod pagecache;
 pub mod vmscan;
+pub mod writeback;
 
 use crate::machine::MachineProfile;
 use latlab_swap::{AllocRequest, SwapAllocator};
