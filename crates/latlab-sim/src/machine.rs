@@ -159,6 +159,16 @@ impl MachineProfile {
             }
         };
         num("cpu_mhz", self.cpu_mhz, 1.0, 1e6)?;
+        // 1 TiB of RAM and 64 GiB of swap: the swap map is a byte per slot (16 M slots).
+        if !(16..=1 << 20).contains(&self.ram_mib) {
+            return Err(("ram_mib", format!("must be 16..=1048576 (1 TiB), got {}", self.ram_mib)));
+        }
+        if self.swap_mib > 1 << 16 {
+            return Err((
+                "swap_mib",
+                format!("must be at most 65536 (64 GiB), got {}", self.swap_mib),
+            ));
+        }
         num("kernel_cpi", self.kernel_cpi, 0.01, 100.0)?;
         num("mem_latency_ns", self.mem_latency_ns, 0.0, 1e6)?;
         num("copy_mb_s", self.copy_mb_s, 0.01, 1e7)?;

@@ -161,17 +161,27 @@ impl Variant {
                     "latency_ns, min_granularity_ns and nr_latency must be positive".into(),
                 ));
             }
-            if c.latency_ns > 10_000_000_000 || c.wakeup_granularity_ns > 10_000_000_000 {
+            // Ten seconds and a million tasks: far beyond any tunable a kernel shipped, and
+            // `min_granularity * nr_running` stays far from overflow.
+            if [c.latency_ns, c.min_granularity_ns, c.wakeup_granularity_ns]
+                .iter()
+                .any(|&ns| ns > 10_000_000_000)
+                || c.nr_latency > 1_000_000
+            {
                 return Err((
                     "cfs",
-                    "latency_ns and wakeup_granularity_ns must be at most 10 s".into(),
+                    "latency_ns, min_granularity_ns and wakeup_granularity_ns must be at most 10 s, nr_latency at most 1000000".into(),
                 ));
             }
             if let Some(g) = &c.gran_patch {
-                if g.std_granularity_ns == 0 || g.nr_latency_max < c.nr_latency {
+                if g.std_granularity_ns == 0
+                    || g.std_granularity_ns > 10_000_000_000
+                    || g.nr_latency_max < c.nr_latency
+                    || g.nr_latency_max > 1_000_000
+                {
                     return Err((
                         "cfs.gran_patch",
-                        "std_granularity_ns must be positive and nr_latency_max at least nr_latency".into(),
+                        "std_granularity_ns must be 1 ns ..= 10 s and nr_latency_max nr_latency ..= 1000000".into(),
                     ));
                 }
             }
