@@ -38,6 +38,7 @@ fn every_record_is_timed_and_the_slowest_ten_explained() {
     for w in &s.worst {
         let kb: u64 = w.tag["offset_kb"].parse().unwrap();
         assert!(kb < 64 * 1024 && kb.is_multiple_of(4), "{kb}");
+        assert_eq!(w.tag["record_bytes"], "4096");
         assert!(
             w.attribution.note.contains("the writer's own time"),
             "{}",

@@ -149,6 +149,24 @@ pub fn causes(label: &str, r: &RunResult) -> String {
     format!("{label:<28} {}\n", list.join(", "))
 }
 
+/// Seed 001's listing of a `write` stream's slowest records: `offset_KB latency_us
+/// record_bytes`, slowest last (as `sort -nk2 wol.dat | tail`). Model and probe tag their
+/// samples alike.
+pub fn slowest_records(stream: &latlab_core::Stream) -> String {
+    let mut rows: Vec<&latlab_core::Sample> = stream.worst.iter().collect();
+    rows.sort_by_key(|s| s.latency_ns);
+    rows.iter()
+        .map(|s| {
+            format!(
+                "{} {} {}\n",
+                s.tag.get("offset_kb").map(String::as_str).unwrap_or("?"),
+                s.latency_ns / 1000,
+                s.tag.get("record_bytes").map(String::as_str).unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +178,25 @@ mod tests {
         r.streams.push(latlab_core::Stream::new("write", "write(2)"));
         let t = percentiles("2.4.18", &r);
         assert!(t.contains("2.4.18 [realfeel]") && t.contains("2.4.18 [write]"), "{t}");
+    }
+
+    #[test]
+    fn slowest_records_list_the_slowest_last_as_sort_does() {
+        let mut s = latlab_core::Stream::new("write", "write(2)");
+        for (kb, us) in [(8u64, 400u64), (0, 300), (4, 350)] {
+            let mut tag = std::collections::BTreeMap::new();
+            tag.insert("offset_kb".to_string(), kb.to_string());
+            tag.insert("record_bytes".to_string(), "4096".to_string());
+            s.offer_worst(
+                latlab_core::Sample {
+                    at_ns: 0,
+                    latency_ns: us * 1000,
+                    tag,
+                    attribution: Default::default(),
+                },
+                10,
+            );
+        }
+        assert_eq!(slowest_records(&s), "0 300 4096\n4 350 4096\n8 400 4096\n");
     }
 }

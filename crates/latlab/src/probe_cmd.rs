@@ -544,7 +544,7 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         }
         let extra = format!(
             "\nslowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2):\n{}",
-            write::listing(&out.stream)
+            latlab_report::summary::slowest_records(&out.stream)
         );
         r.streams.push(out.stream);
         Ok(Measured {

@@ -325,6 +325,15 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             out!("{}", summary::causes(v.label, v.result))?;
         }
     }
+    for v in &views {
+        if let Some(s) = v.result.stream("write") {
+            outln!(
+                "\n{}: slowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2)",
+                v.label
+            )?;
+            out!("{}", summary::slowest_records(s))?;
+        }
+    }
     outln!("\nWhy the worst sample of each run took so long")?;
     for v in &views {
         if let Some(w) = v.result.streams.first().and_then(|s| s.worst.first()) {

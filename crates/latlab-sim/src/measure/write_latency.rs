@@ -139,6 +139,7 @@ impl WriteTracker {
         let mut tag = BTreeMap::new();
         tag.insert("offset_kb".into(), offset_kb.to_string());
         tag.insert("pass".into(), PASS_NAMES[o.pass].into());
+        tag.insert("record_bytes".into(), bytes.to_string());
         stream.offer_worst(
             Sample {
                 at_ns: o.started - self.epoch.min(o.started),
