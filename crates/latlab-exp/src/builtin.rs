@@ -99,6 +99,22 @@ fn lived_in(unused_dentries: u64, idle_anon_mib: u64) -> Preload {
     }
 }
 
+/// A box booted into the kernel under test just before the run: no old page cache, only the
+/// dentries of boot and login (~20,000, an estimate: init scripts, X, the session's files),
+/// none looked up twice, nothing swapped; its desktop's `idle_anon_mib` untouched.
+fn fresh_boot(idle_anon_mib: u64) -> Preload {
+    Preload {
+        cache_full: false,
+        reclaimed_before: false,
+        old_file_kb: 64,
+        unused_dentries: 20_000,
+        referenced: false,
+        updatedb_after: false,
+        idle_anon_mib,
+        swapped_mib: 0,
+    }
+}
+
 /// A built-in workload by name.
 pub fn workload(name: &str) -> Option<Workload> {
     Some(match name {
@@ -111,22 +127,12 @@ pub fn workload(name: &str) -> Option<Workload> {
             preload: lived_in(150_000, 150),
         },
         // The same script on a box just booted into the kernel under test, with the same
-        // desktop logged in: no old page cache, and only the dentries of boot and login
-        // (~20,000, an estimate: init scripts, X, the session's files), none looked up twice.
+        // desktop logged in (`fresh_boot`).
         "seed000-fresh-boot" => Workload {
             name: name.into(),
             commands: seed000_script(),
             gap_ms: 0,
-            preload: Preload {
-                cache_full: false,
-                reclaimed_before: false,
-                old_file_kb: 64,
-                unused_dentries: 20_000,
-                referenced: false,
-                updatedb_after: false,
-                idle_anon_mib: 150,
-                swapped_mib: 0,
-            },
+            preload: fresh_boot(150),
         },
         // latlab's first stand-in for seed 002's load (before stress-kernel-2002 below), in
         // the spirit of the Cerberus suite: a parallel kernel build
@@ -197,8 +203,8 @@ pub fn workload(name: &str) -> Option<Workload> {
         // - a 2010 YouTube video in the Flash plugin: 60-90 % of a 2 GHz core in all, X's
         //   share 10-20 %, at 25-30 frames a second: 30 fps, 20 ms decode (60 %) and 5 ms
         //   in X (15 %) a frame, the middle of those ranges.
-        // The box has run a while (the dentries of a desktop and its old page cache), its
-        // desktop's idle memory untouched.
+        // The box as booted for the test (`fresh_boot`: the dentries of boot and login, no
+        // old page cache), its desktop's idle memory untouched.
         "video-make-j10" => Workload {
             name: name.into(),
             commands: vec![CommandSpec::Parallel(vec![
@@ -216,16 +222,7 @@ pub fn workload(name: &str) -> Option<Workload> {
                 },
             ])],
             gap_ms: 0,
-            preload: Preload {
-                cache_full: false,
-                reclaimed_before: false,
-                old_file_kb: 64,
-                unused_dentries: 20_000,
-                referenced: false,
-                updatedb_after: false,
-                idle_anon_mib: 100,
-                swapped_mib: 0,
-            },
+            preload: fresh_boot(100),
         },
         // Seed 001's benchmark: `iozone -i 0 -r 4 -s SIZE -Q` with the file at 50 % of the
         // 1 GiB box's RAM (the seed's wol.dat; `--vary iozone.file_mb=1229` for its 120 %
@@ -238,16 +235,7 @@ pub fn workload(name: &str) -> Option<Workload> {
                 record_kb: 4,
             }],
             gap_ms: 0,
-            preload: Preload {
-                cache_full: false,
-                reclaimed_before: false,
-                old_file_kb: 64,
-                unused_dentries: 20_000,
-                referenced: false,
-                updatedb_after: false,
-                idle_anon_mib: 50,
-                swapped_mib: 0,
-            },
+            preload: fresh_boot(50),
         },
         _ => return None,
     })

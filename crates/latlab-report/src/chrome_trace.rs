@@ -50,12 +50,32 @@ pub fn instant(pid: u32, tid: u32, name: &str, cat: &str, at: Nanos, args: Value
 }
 
 /// A metadata event (`process_name`, `thread_name`, `thread_sort_index`).
-pub fn metadata(pid: u32, tid: Option<u32>, name: &str, args: Value) -> Value {
+fn metadata(pid: u32, tid: Option<u32>, name: &str, args: Value) -> Value {
     let mut m = json!({"name": name, "ph": "M", "pid": pid, "args": args});
     if let Some(t) = tid {
         m["tid"] = json!(t);
     }
     m
+}
+
+/// The metadata naming CPU `cpu`'s process (`CPU n: title`) and its tracks, in order.
+pub fn cpu_tracks(cpu: u32, title: &str, tracks: &[(u32, &str)], out: &mut Vec<Value>) {
+    let pid = cpu + 1;
+    out.push(metadata(
+        pid,
+        None,
+        "process_name",
+        json!({"name": format!("CPU {cpu}: {title}")}),
+    ));
+    for &(tid, name) in tracks {
+        out.push(metadata(pid, Some(tid), "thread_name", json!({"name": name})));
+        out.push(metadata(
+            pid,
+            Some(tid),
+            "thread_sort_index",
+            json!({"sort_index": tid}),
+        ));
+    }
 }
 
 fn window_events(w: &Window, out: &mut Vec<Value>) {
@@ -144,28 +164,18 @@ pub fn render(title: &str, windows: &[Window]) -> Value {
     cpus.sort_unstable();
     cpus.dedup();
     for &cpu in &cpus {
-        let pid = cpu + 1;
-        events.push(metadata(
-            pid,
-            None,
-            "process_name",
-            json!({"name": format!("CPU {cpu}: {title}")}),
-        ));
-        for (tid, name) in [
-            (TRACK_CPU, "CPU (task order synthesized)"),
-            (TRACK_STRETCH, "non-preemptible stretch"),
-            (TRACK_IRQ, "interrupts"),
-            (TRACK_LATENCY, "latency"),
-            (TRACK_FUNCS, "latency_trace"),
-        ] {
-            events.push(metadata(pid, Some(tid), "thread_name", json!({"name": name})));
-            events.push(metadata(
-                pid,
-                Some(tid),
-                "thread_sort_index",
-                json!({"sort_index": tid}),
-            ));
-        }
+        cpu_tracks(
+            cpu,
+            title,
+            &[
+                (TRACK_CPU, "CPU (task order synthesized)"),
+                (TRACK_STRETCH, "non-preemptible stretch"),
+                (TRACK_IRQ, "interrupts"),
+                (TRACK_LATENCY, "latency"),
+                (TRACK_FUNCS, "latency_trace"),
+            ],
+            &mut events,
+        );
     }
     let mut timed: Vec<Value> = Vec::new();
     for w in windows {

@@ -23,7 +23,7 @@
 //! its window). Windows that overlap on a CPU are merged, so slices on one
 //! track never overlap.
 
-use crate::chrome_trace::{complete, instant, metadata};
+use crate::chrome_trace::{complete, cpu_tracks, instant};
 use crate::ftrace::timestamp;
 use crate::summary;
 use latlab_core::{RecordedEvent, RecordedEvents, RunResult, Sample, Stream};
@@ -287,29 +287,19 @@ pub fn chrome(title: &str, system: &[(&str, &str)], picked: &[Picked]) -> Value 
     cpus.dedup();
     let mut events: Vec<Value> = Vec::new();
     for &cpu in &cpus {
-        let pid = cpu + 1;
-        events.push(metadata(
-            pid,
-            None,
-            "process_name",
-            json!({"name": format!("CPU {cpu}: {title}")}),
-        ));
-        for (tid, name) in [
-            (TRACK_TASK, "task (sched_switch)"),
-            (TRACK_IRQ, "hard irqs"),
-            (TRACK_SOFTIRQ, "softirqs"),
-            (TRACK_HRTIMER, "hrtimer expiries"),
-            (TRACK_EVENTS, "recorded events"),
-            (TRACK_SAMPLE, "measured sample"),
-        ] {
-            events.push(metadata(pid, Some(tid), "thread_name", json!({"name": name})));
-            events.push(metadata(
-                pid,
-                Some(tid),
-                "thread_sort_index",
-                json!({"sort_index": tid}),
-            ));
-        }
+        cpu_tracks(
+            cpu,
+            title,
+            &[
+                (TRACK_TASK, "task (sched_switch)"),
+                (TRACK_IRQ, "hard irqs"),
+                (TRACK_SOFTIRQ, "softirqs"),
+                (TRACK_HRTIMER, "hrtimer expiries"),
+                (TRACK_EVENTS, "recorded events"),
+                (TRACK_SAMPLE, "measured sample"),
+            ],
+            &mut events,
+        );
     }
     let mut timed: Vec<Value> = Vec::new();
     let all = all_events(picked);
