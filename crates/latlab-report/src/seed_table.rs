@@ -562,16 +562,9 @@ mod tests {
 
     #[test]
     fn run_lengths_beside_the_seeds() {
-        let mut r = RunResult::new(latlab_core::RunMeta {
-            engine: latlab_core::Engine::Sim,
-            machine: "m".into(),
-            kernel: "k".into(),
-            workload: "w".into(),
-            seed: 1,
-            duration_ns: 586_000_000_000,
-            version: "0".into(),
-            settings: [("rtc_hz".to_string(), "2048".to_string())].into(),
-        });
+        let mut r = crate::testutil::realfeel_result(&[]);
+        r.meta.duration_ns = 586_000_000_000;
+        r.meta.settings.insert("rtc_hz".into(), "2048".into());
         r.counters.insert("workload_ms".into(), 340_400);
         let view = |samples| RunView {
             label: "Stock",
