@@ -33,6 +33,12 @@ pub const VARIANTS: &[(&str, &str)] = &[
         include_str!("../../../variants/2.4.18+low-latency.toml"),
     ),
     ("2.4.18+o1", include_str!("../../../variants/2.4.18+o1.toml")),
+    ("2.6.17", include_str!("../../../variants/2.6.17.toml")),
+    (
+        "2.6.17+pdflush-balance",
+        include_str!("../../../variants/2.6.17+pdflush-balance.toml"),
+    ),
+    ("3.2+io-less", include_str!("../../../variants/3.2+io-less.toml")),
     ("2.6.35", include_str!("../../../variants/2.6.35.toml")),
     (
         "2.6.35+dyn-gran",
@@ -67,6 +73,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     (
         "cfs-granularity",
         include_str!("../../../experiments/cfs-granularity.toml"),
+    ),
+    (
+        "pdflush-balance",
+        include_str!("../../../experiments/pdflush-balance.toml"),
     ),
 ];
 

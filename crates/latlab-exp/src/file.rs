@@ -52,6 +52,9 @@ pub enum TableKind {
     MaxLatency,
     /// Seed 004: maximum and average latency and missed timer events per run.
     PosixTimer,
+    /// Seed 001: write(2) latency and throughput of `iozone -Q` per kernel and file size;
+    /// no realfeel runs beside it (the seed measured the writer alone).
+    WriteLatency,
 }
 
 #[derive(Deserialize)]
@@ -151,6 +154,18 @@ struct RunRepr {
     published_avg_ms: Option<f64>,
     #[serde(default)]
     published_missed: Option<u64>,
+    /// Seed 001: the iozone file's size in percent of the machine's RAM (the run's `case`).
+    #[serde(default)]
+    file_pct_of_ram: Option<u32>,
+    /// Seed 001: the slowest writes' latencies, us (`sort -nk2 wol.dat | tail`, column 2).
+    #[serde(default)]
+    published_slowest_us: Vec<f64>,
+    /// Seed 001: writes over 100 ms.
+    #[serde(default)]
+    published_over_100ms: Option<u64>,
+    /// Seed 001: this run's write throughput over the first run's of the same case.
+    #[serde(default)]
+    published_throughput_gain: Option<f64>,
 }
 
 /// What the seed published for one run.
@@ -167,12 +182,20 @@ pub struct Published {
     pub avg_ms: Option<f64>,
     /// Missed timer events.
     pub missed: Option<u64>,
+    /// The slowest writes, us (seed 001).
+    pub slowest_us: Vec<f64>,
+    /// Writes over 100 ms (seed 001).
+    pub over_100ms: Option<u64>,
+    /// Write throughput over the first run's of the same case (seed 001).
+    pub throughput_gain: Option<f64>,
 }
 
 /// One run of an experiment, ready for the model.
 #[derive(Clone, Debug)]
 pub struct Run {
     pub label: String,
+    /// What the run varies besides the kernel (seed 001's file size: `50%`), if anything.
+    pub case: Option<String>,
     pub config: SimConfig,
     pub published: Published,
     /// The file's hard stop, if it gave one.
@@ -564,18 +587,50 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 })
             }
         };
+        if let Some(us) = r
+            .published_slowest_us
+            .iter()
+            .find(|us| !(us.is_finite() && **us >= 0.0))
+        {
+            return Err(field(
+                "published_slowest_us",
+                format!("every entry must be a latency >= 0 us, got {us}"),
+            ));
+        }
+        if let Some(g) = r.published_throughput_gain.filter(|g| !(g.is_finite() && *g > 0.0)) {
+            return Err(field(
+                "published_throughput_gain",
+                format!("must be a ratio > 0, got {g}"),
+            ));
+        }
+        let mut run_workload = workload.clone();
+        let case = match r.file_pct_of_ram {
+            None => None,
+            Some(pct) => {
+                let mb = machine.ram_mib * u64::from(pct) / 100;
+                sizes::set(&mut run_workload.commands, "iozone.file_mb", mb).map_err(|why| {
+                    field(
+                        "file_pct_of_ram",
+                        format!("{pct} % of the machine's {} MiB is {mb} MB: {why}", machine.ram_mib),
+                    )
+                })?;
+                Some(format!("{pct}%"))
+            }
+        };
         runs.push(Run {
             label: r.label,
+            case,
             max_seconds: r.max_seconds,
             config: SimConfig {
                 machine: machine.clone(),
                 variant: v,
-                workload: workload.clone(),
+                workload: run_workload,
                 rtc_hz: f.rtc_hz,
                 rt_priority: f.rt_priority,
                 seed: f.seed,
                 min_duration_ns: min_ns,
                 max_duration_ns: max_ns,
+                realfeel: posix_timer.is_none() && f.table != TableKind::WriteLatency,
                 posix_timer,
             },
             published: Published {
@@ -586,6 +641,9 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 listing: r.published_listing,
                 avg_ms: r.published_avg_ms,
                 missed: r.published_missed,
+                slowest_us: r.published_slowest_us,
+                over_100ms: r.published_over_100ms,
+                throughput_gain: r.published_throughput_gain,
             },
         });
     }

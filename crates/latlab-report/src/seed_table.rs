@@ -25,11 +25,19 @@ pub struct Published<'a> {
     pub avg_ms: Option<f64>,
     /// Missed timer events (seed 004).
     pub missed: Option<u64>,
+    /// The slowest writes, us (seed 001's `sort -nk2 wol.dat | tail`).
+    pub slowest_us: &'a [f64],
+    /// Writes over 100 ms (seed 001).
+    pub over_100ms: Option<u64>,
+    /// Write throughput over the first run's of the same case (seed 001).
+    pub throughput_gain: Option<f64>,
 }
 
 /// One row of a reproduced table: a run's result and the seed's figures for it.
 pub struct RunView<'a> {
     pub label: &'a str,
+    /// What the run varies besides the kernel (seed 001's file size), if anything.
+    pub case: Option<&'a str>,
     pub result: &'a RunResult,
     pub published: Published<'a>,
 }
@@ -42,6 +50,9 @@ pub struct CompareRow {
     /// (`posix_timer_thread`, `posix_timer_signal`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<String>,
+    /// The run's case (seed 001's file size: `50%`), where the kernel alone does not name it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
     pub figure: String,
     pub unit: String,
     pub model: f64,
@@ -76,6 +87,10 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
     let mut rows = Vec::new();
     for v in runs {
         let Some(s) = realfeel(v.result) else { continue };
+        if s.name == "write" {
+            rows.extend(write_rows(v, runs, source));
+            continue;
+        }
         if s.name.starts_with("posix_timer") {
             rows.extend(posix_rows(v, s, source));
             continue;
@@ -83,6 +98,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
         rows.push(CompareRow {
             variant: v.result.meta.kernel.clone(),
             stream: None,
+            case: None,
             figure: "max_latency".into(),
             unit: "ms".into(),
             model: ms(s.hist.max()),
@@ -97,6 +113,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
         rows.push(CompareRow {
             variant: v.result.meta.kernel.clone(),
             stream: None,
+            case: None,
             figure: "samples".into(),
             unit: "count".into(),
             model: s.hist.count() as f64,
@@ -107,6 +124,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
         rows.push(CompareRow {
             variant: v.result.meta.kernel.clone(),
             stream: None,
+            case: None,
             figure: "p99_latency".into(),
             unit: "ms".into(),
             model: ms(s.hist.quantile(0.99)),
@@ -124,6 +142,7 @@ fn posix_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<Compare
     let row = |figure: &str, unit: &str, model: f64, published: Option<f64>| CompareRow {
         variant: v.result.meta.kernel.clone(),
         stream: Some(s.name.clone()),
+        case: None,
         figure: figure.into(),
         unit: unit.into(),
         model,
@@ -152,6 +171,145 @@ fn posix_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<Compare
         ),
         row("p99_latency", "us", s.hist.quantile(0.99) as f64 / 1e3, None),
     ]
+}
+
+/// Seed 001's figures for an iozone run: its worst write (ms), its ten slowest (ms, slowest
+/// first), writes over 100 ms, write throughput (MB/s) and, for every run but the first of
+/// its case, that throughput over the first's (the patch's gain).
+fn write_rows(v: &RunView, runs: &[RunView], source: &str) -> Vec<CompareRow> {
+    let Some(s) = v.result.stream("write") else {
+        return Vec::new();
+    };
+    let row = |figure: String, unit: &str, model: f64, published: Option<f64>| CompareRow {
+        variant: v.result.meta.kernel.clone(),
+        stream: None,
+        case: v.case.map(str::to_string),
+        figure,
+        unit: unit.into(),
+        model,
+        published,
+        published_range: None,
+        source: source.into(),
+    };
+    let mbps = |r: &RunResult| r.throughput.get("write_MBps").copied();
+    let mut rows = vec![row(
+        "max_write_latency".into(),
+        "ms",
+        ms(s.hist.max()),
+        v.published.max_ms,
+    )];
+    let mut slowest: Vec<u64> = s.worst.iter().map(|w| w.latency_ns).collect();
+    slowest.sort_unstable_by(|a, b| b.cmp(a));
+    let mut seed: Vec<f64> = v.published.slowest_us.to_vec();
+    seed.sort_by(|a, b| b.total_cmp(a));
+    for (i, ns) in slowest.iter().enumerate() {
+        let published = seed.get(i).map(|us| us / 1e3);
+        rows.push(row(format!("slowest_write_{}", i + 1), "ms", ms(*ns), published));
+    }
+    let over = v.result.counters.get("writes_over_100ms").copied().unwrap_or(0);
+    rows.push(row(
+        "writes_over_100ms".into(),
+        "count",
+        over as f64,
+        v.published.over_100ms.map(|n| n as f64),
+    ));
+    if let Some(m) = mbps(v.result) {
+        rows.push(row("write_throughput".into(), "MB/s", m, None));
+        let first = runs
+            .iter()
+            .find(|o| o.case == v.case)
+            .filter(|o| !std::ptr::eq(o.result, v.result));
+        if let Some(base) = first.and_then(|o| mbps(o.result)).filter(|b| *b > 0.0) {
+            rows.push(row(
+                "throughput_gain".into(),
+                "ratio",
+                m / base,
+                v.published.throughput_gain,
+            ));
+        }
+    }
+    rows
+}
+
+/// Seed 001's table: per kernel and file size, the worst write and the writes over 100 ms,
+/// iozone's write and rewrite throughput, and the gain over the first kernel of the same
+/// size, the seed's figures beside the model's; then each run's slowest records beside the
+/// seed's `sort -nk2 wol.dat | tail`.
+pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &[CompareRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(
+        out,
+        "(seed: {source}; bars: worst write within 1.5x, writes over 100 ms none where the seed has none, gain 1.1-1.5x)\n"
+    );
+    let w = label_width(runs.iter().map(|v| v.label));
+    let _ = writeln!(
+        out,
+        "{:<w$}{:>6}{:>26}{:>16}{:>18}{:>16}",
+        "", "", "worst write (ms)", "writes >100 ms", "iozone MB/s", "write gain"
+    );
+    let _ = writeln!(
+        out,
+        "{:<w$}{:>6}{:>9}{:>9}{:>8}{:>8}{:>8}{:>9}{:>9}{:>8}{:>8}",
+        "Run", "file", "seed", "model", "", "seed", "model", "write", "rewrite", "seed", "model"
+    );
+    let num = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |x| format!("{x:.prec$}"));
+    for v in runs {
+        let find = |f: &str| {
+            rows.iter()
+                .find(|r| r.figure == f && r.variant == v.result.meta.kernel && r.case.as_deref() == v.case)
+        };
+        let Some(mx) = find("max_write_latency") else { continue };
+        let verdict = match mx.published {
+            Some(p) if p > 0.0 => {
+                let q = mx.model / p;
+                format!("{q:.2}x{}", if q <= 1.5 && 1.0 / q <= 1.5 { "" } else { "!" })
+            }
+            _ => String::new(),
+        };
+        let over = find("writes_over_100ms");
+        let gain = find("throughput_gain");
+        let _ = writeln!(
+            out,
+            "{:<w$}{:>6}{:>9}{:>9}{:>8}{:>8}{:>8}{:>9}{:>9}{:>8}{:>8}",
+            v.label,
+            v.case.unwrap_or("-"),
+            num(mx.published, 1),
+            num(Some(mx.model), 1),
+            verdict,
+            num(over.and_then(|r| r.published), 0),
+            num(over.map(|r| r.model), 0),
+            num(v.result.throughput.get("write_MBps").copied(), 1),
+            num(v.result.throughput.get("rewrite_MBps").copied(), 1),
+            num(gain.and_then(|r| r.published), 2),
+            num(gain.map(|r| r.model), 2),
+        );
+    }
+    for v in runs {
+        let Some(s) = v.result.stream("write") else { continue };
+        let mut model: Vec<&latlab_core::Sample> = s.worst.iter().collect();
+        model.sort_by_key(|x| x.latency_ns);
+        let mut seed: Vec<f64> = v.published.slowest_us.to_vec();
+        seed.sort_by(f64::total_cmp);
+        let _ = writeln!(
+            out,
+            "\n{} ({}): slowest writes as `sort -nk2 wol.dat | tail` (latency_us; the model's with offset_KB)",
+            v.label,
+            v.case.unwrap_or("-")
+        );
+        let _ = writeln!(out, "{:>12}   {:>12} {:>12}", "seed", "model", "offset_KB");
+        for i in 0..model.len().max(seed.len()) {
+            let sd = seed.get(i).map_or("-".to_string(), |u| format!("{u:.0}"));
+            let (lat, off) = model.get(i).map_or(("-".to_string(), String::new()), |x| {
+                (
+                    (x.latency_ns / 1000).to_string(),
+                    x.tag.get("offset_kb").cloned().unwrap_or_default(),
+                )
+            });
+            let _ = writeln!(out, "{sd:>12}   {lat:>12} {off:>12}");
+        }
+    }
+    out
 }
 
 /// Seed 004's figures per run, the seed's beside the model's: maximum latency (bar 1.5x),
@@ -424,7 +582,15 @@ pub fn render_run_lengths(runs: &[RunView]) -> String {
 pub struct SweepRow {
     pub variant: String,
     pub stream: Option<String>,
+    /// The run's case (seed 001's file size), if it has one.
+    pub case: Option<String>,
     pub label: String,
+}
+
+/// A row's worst case: realfeel's or a POSIX timer's `max_latency`, or seed 001's
+/// `max_write_latency`.
+fn is_worst(r: &CompareRow) -> bool {
+    r.figure == "max_latency" || r.figure == "max_write_latency"
 }
 
 /// A sweep: each run's worst case (model) for every value of `key`, beside the seed's
@@ -443,7 +609,8 @@ pub fn render_sweep(
         rows.iter()
             .find(|r| {
                 r.variant == row.variant
-                    && r.figure == "max_latency"
+                    && is_worst(r)
+                    && r.case == row.case
                     && (row.stream.is_none() || r.stream == row.stream)
             })
             .cloned()
@@ -462,7 +629,7 @@ pub fn render_sweep(
     let unit = columns
         .iter()
         .flatten()
-        .find(|r| r.figure == "max_latency")
+        .find(|r| is_worst(r))
         .map_or("ms", |r| r.unit.as_str());
     if judged == 0 {
         let _ = writeln!(out, "Worst case ({unit}) by {key}; no published figures (a what-if)\n");
@@ -551,6 +718,7 @@ mod tests {
         CompareRow {
             variant: "v".into(),
             stream: None,
+            case: None,
             figure: "max_latency".into(),
             unit: "ms".into(),
             model,
@@ -567,6 +735,7 @@ mod tests {
         r.meta.settings.insert("rtc_hz".into(), "2048".into());
         r.counters.insert("workload_ms".into(), 340_400);
         let view = |samples| RunView {
+            case: None,
             label: "Stock",
             result: &r,
             published: Published {
@@ -603,6 +772,7 @@ mod tests {
         let r = crate::testutil::realfeel_result(&[500_000, 3_000_000]);
         let label = "L".repeat(70_000);
         let view = RunView {
+            case: None,
             label: &label,
             result: &r,
             published: Published {
@@ -639,6 +809,7 @@ mod tests {
     fn a_sweep_counts_only_the_rows_the_bar_can_judge() {
         let labels: Vec<SweepRow> = [("a", "A"), ("b", "B")]
             .map(|(variant, label)| SweepRow {
+                case: None,
                 variant: variant.into(),
                 stream: None,
                 label: label.into(),
@@ -692,6 +863,7 @@ mod tests {
         };
         let labels: Vec<SweepRow> = [("posix_timer_thread", "THREAD"), ("posix_timer_signal", "SIGNAL")]
             .map(|(stream, label)| SweepRow {
+                case: None,
                 variant: "2.6.35".into(),
                 stream: Some(stream.into()),
                 label: label.into(),

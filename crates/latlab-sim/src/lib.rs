@@ -162,6 +162,9 @@ pub struct SimConfig {
     pub max_duration_ns: Nanos,
     /// Measure seed 004's POSIX-timer wakeup latency instead of realfeel.
     pub posix_timer: Option<PosixTest>,
+    /// Run realfeel (without `posix_timer`); off when only the workload's own write(2)
+    /// times are measured (seed 001).
+    pub realfeel: bool,
 }
 
 /// Seed 004's wakeup-latency test ([`workload::posix_test`]).
@@ -251,6 +254,10 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     )?;
     let mut st = KState::new(&cfg.machine, swap);
     st.writeback = cfg.variant.writeback;
+    if let Some(d) = cfg.variant.dirty {
+        st.pwb = mm::page_writeback::PageWriteback::new(d, st.buffer_pages(), cfg.variant.hz);
+        st.disk.use_26_block_layer();
+    }
     preload(&mut st, &cfg.workload.preload);
     let sched = sched::build(&cfg.variant);
     let rng = engine::rng_for(cfg.seed, 1);
@@ -259,7 +266,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     // The variant's kernel threads, then the measurement task, then the workload's shell.
     for kind in workload::kthreads::for_variant(&cfg.variant) {
         let pid = k.spawn(TaskSpec::kthread(kind.comm(), KthreadProg::new(kind)), None);
-        kind.register(&mut k.st.kthreads, pid);
+        kind.register(&mut k.st, pid);
     }
     if cfg.workload.preload.cache_full && cfg.workload.preload.reclaimed_before {
         run_history(&mut k, cfg);
@@ -281,6 +288,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
                 None,
             );
         }
+        None if !cfg.realfeel => {}
         None => {
             k.spawn(
                 TaskSpec {
@@ -520,13 +528,26 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         }
         r.streams.push(s);
     }
+    if cfg.variant.writeback.page_based() {
+        let s = k.st.pwb.stats;
+        for (name, n) in [
+            ("balance_dirty_pages_calls", s.balance_calls),
+            ("pages_written_by_writers", s.writer_pages),
+            ("writer_throttle_sleeps", s.writer_waits),
+            ("pdflush_operation_busy", s.pdflush_busy),
+        ] {
+            r.counters.insert(name.into(), n);
+        }
+    }
     if let Some(w) = std::mem::take(&mut k.wtrack).finish() {
-        r.counters.insert("writes_over_100ms".into(), w.long_writes);
+        for (pass, n) in measure::write_latency::PASS_NAMES.iter().zip(w.long_writes) {
+            r.counters.insert(format!("{pass}s_over_100ms"), n);
+        }
         for (pass, kb_s) in w.rates {
             // iozone's figure (KB/s over the record loop), in MB/s.
             r.throughput.insert(format!("{pass}_MBps"), kb_s * 1024.0 / 1e6);
         }
-        r.streams.push(w.stream);
+        r.streams.extend(w.streams);
     }
     if let Some(s) = k.take_stream() {
         r.counters.insert("rtc_missed".into(), s.missed);

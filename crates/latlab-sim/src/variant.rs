@@ -55,12 +55,46 @@ pub enum TimerSubsystem {
     Hrtimer,
 }
 
-/// Dirty-buffer writeback.
+/// Dirty-data writeback (`mm::writeback`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Writeback {
     /// 2.4's bdflush (woken by balance_dirty) and kupdated (every 5 s), fs/buffer.c.
     #[serde(rename = "bdflush-2.4")]
     Bdflush24,
+    /// 2.6.17's page-based writeback (mm/page-writeback.c, fs/fs-writeback.c, mm/pdflush.c):
+    /// a writer over `dirty_ratio` runs `balance_dirty_pages()` itself; a pool of pdflush
+    /// threads runs `background_writeout` and `wb_kupdate`.
+    #[serde(rename = "pdflush-2.6.17")]
+    Pdflush2617,
+    /// 2.6.17 with seed 001's patch (Ananiev, June 2006): `balance_dirty_pages()` only hands
+    /// the work to pdflush, and waits (20 ms) only while pdflush is writing and the dirty
+    /// pages are over `dirty_ratio`; `background_writeout` keeps going while congested.
+    #[serde(rename = "pdflush-balance")]
+    PdflushBalance,
+    /// 3.2's IO-less `balance_dirty_pages()` (Fengguang Wu): the writer never writes, it
+    /// sleeps a pause of at most 200 ms set by position control; the per-device flusher
+    /// thread writes.
+    #[serde(rename = "io-less-3.2")]
+    IoLess32,
+}
+
+impl Writeback {
+    /// The `vm.dirty_*` sysctls belong to page-based writeback (2.6+): 2.4's bdflush has its
+    /// own `bdf_prm`.
+    pub fn page_based(self) -> bool {
+        self != Writeback::Bdflush24
+    }
+}
+
+/// The `vm.dirty_*` sysctls of page-based writeback (mm/page-writeback.c), percent of the
+/// pages `get_dirty_limits()` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirtyTunables {
+    /// `vm_dirty_ratio`: a writer over it throttles itself.
+    pub dirty_ratio: u32,
+    /// `dirty_background_ratio`: over it, background writeback starts.
+    pub dirty_background_ratio: u32,
 }
 
 /// CFS tunables (kernel/sched_fair.c of the tree the variant follows), ns unless stated.
@@ -137,6 +171,9 @@ pub struct Variant {
     pub timer: TimerSubsystem,
     /// Writeback implementation.
     pub writeback: Writeback,
+    /// The dirty ratios: required with page-based writeback, refused with `bdflush-2.4`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirty: Option<DirtyTunables>,
     /// Swap-slot allocator (a `latlab_swap` allocator name).
     pub swap_allocator: String,
     /// CFS tunables: required with `sched = "cfs"`, refused otherwise.
@@ -186,6 +223,16 @@ impl Variant {
                 }
             }
         }
+        if let Some(d) = &self.dirty {
+            for (field, v) in [
+                ("dirty.dirty_ratio", d.dirty_ratio),
+                ("dirty.dirty_background_ratio", d.dirty_background_ratio),
+            ] {
+                if v > 100 {
+                    return Err((field, format!("a percentage of memory: must be 0..=100, got {v}")));
+                }
+            }
+        }
         if let Some(e) = &self.eevdf {
             if !(1_000..=1_000_000_000).contains(&e.base_slice_ns) {
                 return Err((
@@ -217,6 +264,27 @@ impl Variant {
                 return Err((
                     "preempt",
                     "`voluntary` preemption (2.6.9+) never ran on a 2.4 scheduler (valid with goodness24: none, full)".into(),
+                ))
+            }
+            _ => {}
+        }
+        match (self.writeback, self.sched, &self.dirty) {
+            (w, _, None) if w.page_based() => {
+                return Err(("dirty", "page-based writeback needs a [dirty] table (dirty_ratio, dirty_background_ratio)".into()))
+            }
+            (Writeback::Bdflush24, _, Some(_)) => {
+                return Err(("dirty", "2.4's bdflush has no vm.dirty_* sysctls: a [dirty] table goes with page-based writeback only".into()))
+            }
+            (Writeback::Pdflush2617 | Writeback::PdflushBalance, Goodness24 | Eevdf, _) => {
+                return Err((
+                    "writeback",
+                    format!("pdflush writeback is 2.6.0-2.6.31's; a {gen} kernel never had it (valid here: bdflush-2.4 on 2.4, io-less-3.2 on 3.2+)"),
+                ))
+            }
+            (Writeback::IoLess32, Goodness24 | O1, _) => {
+                return Err((
+                    "writeback",
+                    format!("IO-less balance_dirty_pages arrived in 3.2; a {gen} kernel never had it"),
                 ))
             }
             _ => {}

@@ -150,6 +150,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         .map(|r| seed_table::SweepRow {
             variant: r.config.variant.name.clone(),
             stream: r.config.posix_timer.as_ref().map(|p| p.notify.stream().to_string()),
+            case: r.case.clone(),
             label: r.label.clone(),
         })
         .collect();
@@ -257,6 +258,7 @@ fn compare<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> (Vec<CompareRow
         .zip(results)
         .map(|(run, r)| RunView {
             label: &run.label,
+            case: run.case.as_deref(),
             result: r,
             published: Published {
                 samples: run.published.samples,
@@ -266,6 +268,9 @@ fn compare<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> (Vec<CompareRow
                 listing: &run.published.listing,
                 avg_ms: run.published.avg_ms,
                 missed: run.published.missed,
+                slowest_us: &run.published.slowest_us,
+                over_100ms: run.published.over_100ms,
+                throughput_gain: run.published.throughput_gain,
             },
         })
         .collect();
@@ -297,10 +302,12 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             TableKind::LogHistogram => seed_table::render_log_histogram(&title, &exp.seed_file, &views),
             TableKind::MaxLatency => seed_table::render_max_latency(&title, &exp.seed_file, &views),
             TableKind::PosixTimer => seed_table::render_posix_timer(&title, &exp.seed_file, &views, &rows),
+            TableKind::WriteLatency => seed_table::render_write_latency(&title, &exp.seed_file, &views, &rows),
         }
     )?;
     let posix = exp.table == TableKind::PosixTimer;
-    if !posix {
+    let writes = exp.table == TableKind::WriteLatency;
+    if !posix && !writes {
         let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
         out!("{}", seed_table::render_comparison(&rows, &labels))?;
         out!("{}", seed_table::render_run_lengths(&views))?;
@@ -312,6 +319,8 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     }
     let measured = if posix {
         "POSIX-timer wakeup latency"
+    } else if writes {
+        "write(2) latency, iozone's passes"
     } else {
         "realfeel wakeup latency"
     };
@@ -319,13 +328,13 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     for v in &views {
         out!("{}", summary::percentiles(v.label, v.result))?;
     }
-    if !posix {
+    if !posix && !writes {
         outln!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited")?;
         for v in &views {
             out!("{}", summary::causes(v.label, v.result))?;
         }
     }
-    for v in &views {
+    for v in views.iter().filter(|_| !writes) {
         if let Some(s) = v.result.stream("write") {
             outln!(
                 "\n{}: slowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2)",

@@ -174,6 +174,7 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
         .zip(&results)
         .map(|(run, r)| seed_table::RunView {
             label: &run.label,
+            case: run.case.as_deref(),
             result: r,
             published: seed_table::Published {
                 samples: run.published.samples,
@@ -183,6 +184,9 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
                 listing: &run.published.listing,
                 avg_ms: run.published.avg_ms,
                 missed: run.published.missed,
+                slowest_us: &run.published.slowest_us,
+                over_100ms: run.published.over_100ms,
+                throughput_gain: run.published.throughput_gain,
             },
         })
         .collect();
@@ -190,6 +194,7 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
     seed_table::render_log_histogram(&exp.title, &exp.seed_file, &views);
     seed_table::render_max_latency(&exp.title, &exp.seed_file, &views);
     seed_table::render_posix_timer(&exp.title, &exp.seed_file, &views, &rows);
+    seed_table::render_write_latency(&exp.title, &exp.seed_file, &views, &rows);
     let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
     seed_table::render_comparison(&rows, &labels);
     seed_table::render_run_lengths(&views);
@@ -201,6 +206,7 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
         .map(|(k, l)| seed_table::SweepRow {
             variant: k.to_string(),
             stream: None,
+            case: None,
             label: l.to_string(),
         })
         .collect();

@@ -7,6 +7,17 @@
 //! machine's [`DiskProfile`](crate::machine::DiskProfile)) and the media transfer time at the
 //! sustained rate. The queue has `nr_requests` slots of at most
 //! `max_request_kib` each; a submitter finding it full sleeps in `__get_request_wait`.
+//!
+//! Under page-based (2.6+) writeback the queue is 2.6.17's (block/ll_rw_blk.c, research
+//! notes writeback-2.6.17.md item 5) with the noop elevator (block/noop-iosched.c): service
+//! in submission order, a write whose buffers continue the newest queued request's is merged
+//! into it (`__make_request`'s back merge) up to `max_request_kib`, one request per slot;
+//! the queue is congested from `nr_requests - nr_requests/8 + 1` requests until it drops
+//! below `nr_requests - nr_requests/8 - nr_requests/16 - 1` (113 and 103 of 128), and
+//! clearing it wakes `blk_congestion_wait`'s sleepers. Left out: plugging (a request is
+//! dispatched as soon as the disk is free), the anticipatory scheduler's sorting,
+//! anticipation and read/write batches (one sequential writer issues no reads to sort),
+//! and `ioc_batching`'s 32 requests past the limit for a task that just waited.
 
 use crate::kernel::path::Chan;
 use crate::kernel::state::KReq;
@@ -53,6 +64,12 @@ pub struct Disk {
     full_stroke_ns: f64,
     half_rotation_ns: f64,
     capacity_blocks: f64,
+    /// 2.6's block layer: back merges, one request per slot, congestion.
+    merge: bool,
+    /// `BDI_write_congested`, and the thresholds that set and clear it.
+    pub congested: bool,
+    congestion_on: u64,
+    congestion_off: u64,
     /// Requests served, blocks moved.
     pub served: u64,
     pub blocks_moved: u64,
@@ -62,6 +79,10 @@ pub struct Disk {
 
 impl Disk {
     pub fn new(m: &MachineProfile) -> Self {
+        // blk_queue_congestion_threshold() (2.6.17 block/ll_rw_blk.c).
+        let nr = m.disk.nr_requests as u64;
+        let on = (nr - nr / 8 + 1).min(nr);
+        let off = (nr - nr / 8).saturating_sub(nr / 16 + 1).max(1);
         Disk {
             queue: VecDeque::new(),
             busy: None,
@@ -74,10 +95,19 @@ impl Disk {
             full_stroke_ns: m.disk.full_stroke_ns as f64,
             half_rotation_ns: m.disk.half_rotation_ns as f64,
             capacity_blocks: m.disk.capacity_gb * 1e9 / 4096.0,
+            merge: false,
+            congested: false,
+            congestion_on: on,
+            congestion_off: off,
             served: 0,
             blocks_moved: 0,
             blocks_read: 0,
         }
+    }
+
+    /// Switch to 2.6's block layer (page-based writeback's kernels).
+    pub fn use_26_block_layer(&mut self) {
+        self.merge = true;
     }
 
     /// Request slots a transfer of `blocks` takes.
@@ -86,17 +116,61 @@ impl Disk {
     }
 
     fn slots_used(&self) -> u64 {
+        if self.merge {
+            return self.queue.len() as u64;
+        }
         self.queue.iter().map(|r| self.slots(r.blocks)).sum()
     }
 
-    /// Would a submission of `blocks` have to wait for a free request slot? Returns the
-    /// channel to sleep on (completion of the oldest request) if so.
-    pub fn must_wait(&self, blocks: u64) -> Option<Chan> {
-        if self.slots_used() + self.slots(blocks) > self.nr_requests && !self.queue.is_empty() {
+    /// Blocks of a write at `block` the newest queued request can still take (2.6 only).
+    fn tail_room(&self, block: u64) -> u64 {
+        match self.queue.back() {
+            Some(r)
+                if self.merge
+                    && self.busy != Some(r.id)
+                    && r.dir == Dir::Write
+                    && matches!(r.payload, Payload::Buffers { .. })
+                    && r.block + r.blocks == block =>
+            {
+                self.max_request_blocks - r.blocks.min(self.max_request_blocks)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Request slots a write of `blocks` at `block` needs beyond what merges.
+    fn slots_for(&self, block: u64, blocks: u64) -> u64 {
+        if !self.merge {
+            return self.slots(blocks);
+        }
+        blocks
+            .saturating_sub(self.tail_room(block))
+            .div_ceil(self.max_request_blocks)
+    }
+
+    /// Would a submission of `blocks` at `block` have to wait for a free request slot?
+    /// Returns the channel to sleep on (completion of the oldest request) if so.
+    pub fn must_wait(&self, block: u64, blocks: u64) -> Option<Chan> {
+        if self.slots_used() + self.slots_for(block, blocks) > self.nr_requests && !self.queue.is_empty() {
             self.queue.front().map(|r| Chan::Io(r.id))
         } else {
             None
         }
+    }
+
+    /// Blocks a writer at `block` can submit before the queue is congested (a nonblocking
+    /// writer's `bdi_write_congested` test after each page), or, `blocking`, before it is full.
+    pub fn room(&self, block: u64, blocking: bool) -> u64 {
+        let limit = if blocking {
+            self.nr_requests
+        } else if self.congested {
+            return 0;
+        } else {
+            // The page that allocates the congestion_on-th request makes it congested.
+            self.congestion_on - 1
+        };
+        let free = limit.saturating_sub(self.slots_used());
+        self.tail_room(block) + free * self.max_request_blocks + u64::from(!blocking && free == 0)
     }
 
     /// Queue a request; returns its id. Starts the disk if idle.
@@ -109,6 +183,13 @@ impl Disk {
         now: Nanos,
         out: &mut Vec<KReq>,
     ) -> u64 {
+        if let (true, Payload::Buffers { lo, hi }) = (self.merge, payload) {
+            return self.submit_merging(dir, block, lo, hi, now, out);
+        }
+        self.push(dir, block, blocks, payload, now, out)
+    }
+
+    fn push(&mut self, dir: Dir, block: u64, blocks: u64, payload: Payload, now: Nanos, out: &mut Vec<KReq>) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.queue.push_back(Req {
@@ -118,8 +199,41 @@ impl Disk {
             blocks,
             payload,
         });
+        if self.merge && self.queue.len() as u64 >= self.congestion_on {
+            self.congested = true;
+        }
         if self.busy.is_none() {
             self.start(now, out);
+        }
+        id
+    }
+
+    /// 2.6's `__make_request` for buffers `lo..hi` at `block`: back-merged into the newest
+    /// queued request as far as it has room, the rest in new requests of at most
+    /// `max_request_kib`. Returns the id of the request holding the last buffer.
+    fn submit_merging(&mut self, dir: Dir, block: u64, lo: u64, hi: u64, now: Nanos, out: &mut Vec<KReq>) -> u64 {
+        let mut lo = lo;
+        let mut block = block;
+        let room = self.tail_room(block).min(hi - lo);
+        let mut id = 0;
+        if room > 0 {
+            if let Some(r) = self.queue.back_mut() {
+                if let Payload::Buffers { hi: ref mut rhi, .. } = r.payload {
+                    if *rhi == lo {
+                        *rhi += room;
+                        r.blocks += room;
+                        lo += room;
+                        block += room;
+                        id = r.id;
+                    }
+                }
+            }
+        }
+        while lo < hi {
+            let n = (hi - lo).min(self.max_request_blocks);
+            id = self.push(dir, block, n, Payload::Buffers { lo, hi: lo + n }, now, out);
+            lo += n;
+            block += n;
         }
         id
     }
@@ -144,13 +258,18 @@ impl Disk {
         }
     }
 
-    /// The request `id` finished: returns it and starts the next one.
-    pub fn complete(&mut self, id: u64, now: Nanos, out: &mut Vec<KReq>) -> Option<Req> {
+    /// The request `id` finished: returns it and starts the next one. `uncongested` is set
+    /// when this completion cleared the queue's congestion (`clear_queue_congested`).
+    pub fn complete(&mut self, id: u64, now: Nanos, out: &mut Vec<KReq>, uncongested: &mut bool) -> Option<Req> {
         if self.busy != Some(id) {
             return None;
         }
         let r = self.queue.pop_front()?;
         self.busy = None;
+        if self.congested && (self.queue.len() as u64) < self.congestion_off {
+            self.congested = false;
+            *uncongested = true;
+        }
         self.head = r.block + r.blocks;
         self.served += 1;
         self.blocks_moved += r.blocks;

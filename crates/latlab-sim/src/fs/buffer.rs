@@ -285,6 +285,54 @@ impl BufferCache {
             Some(t) => self.dirty.iter().position(|r| r.txn == t)?,
             None => 0,
         };
+        self.take_at(idx, max)
+    }
+
+    /// Take up to `max` of `file`'s oldest dirty buffers (2.6's `mpage_writepages` of one
+    /// inode) for submission.
+    pub fn take_file(&mut self, file: u32, max: u64) -> Option<Batch> {
+        let idx = self.dirty.iter().position(|r| r.file == file)?;
+        self.take_at(idx, max)
+    }
+
+    /// The files with dirty buffers, each with when its oldest was dirtied, in that order
+    /// (2.6's `s_dirty` of inodes with dirty pages, oldest `dirtied_when` first).
+    pub fn dirty_files(&self) -> Vec<(u32, Nanos)> {
+        let mut out: Vec<(u32, Nanos)> = Vec::new();
+        for r in &self.dirty {
+            if !out.iter().any(|&(f, _)| f == r.file) {
+                out.push((r.file, r.dirtied_at));
+            }
+        }
+        out.sort_by_key(|&(_, t)| t);
+        out
+    }
+
+    /// Dirty buffers of `file` at disk blocks `lo..hi`.
+    pub fn dirty_in(&self, file: u32, lo: u64, hi: u64) -> u64 {
+        self.dirty
+            .iter()
+            .filter(|r| r.file == file)
+            .map(|r| (r.block + r.count).min(hi).saturating_sub(r.block.max(lo)))
+            .sum()
+    }
+
+    /// When `file`'s oldest dirty buffer was dirtied.
+    pub fn dirtied_when(&self, file: u32) -> Option<Nanos> {
+        self.dirty.iter().find(|r| r.file == file).map(|r| r.dirtied_at)
+    }
+
+    /// Disk block of `file`'s oldest dirty buffer.
+    pub fn first_dirty_block(&self, file: u32) -> Option<u64> {
+        self.dirty.iter().find(|r| r.file == file).map(|r| r.block)
+    }
+
+    /// Buffers submitted whose I/O has not completed (2.6's `nr_writeback`).
+    pub fn in_flight(&self) -> u64 {
+        self.next_seq.saturating_sub(self.done_hi)
+    }
+
+    fn take_at(&mut self, idx: usize, max: u64) -> Option<Batch> {
         let run = self.dirty.get_mut(idx)?;
         let n = run.count.min(max);
         let block = run.block;

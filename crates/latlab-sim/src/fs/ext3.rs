@@ -112,7 +112,7 @@ impl Path for FileWrite {
                 // After the page(s) just written, the writer throttles itself as the
                 // variant's writeback has it.
                 self.looping = false;
-                if let Some(p) = crate::mm::writeback::after_dirtying(k) {
+                if let Some(p) = crate::mm::writeback::after_dirtying(k, cx) {
                     self.sub.start(p);
                     continue;
                 }
@@ -139,7 +139,10 @@ impl Path for FileWrite {
                 continue;
             }
             let room = k.mm.free.saturating_sub(k.mm.pages_min).max(1);
-            let n = self.left.min(room).min(k.dirty_headroom().max(1));
+            let n = self
+                .left
+                .min(room)
+                .min(crate::mm::writeback::headroom(k, cx.pid).max(1));
             self.looping = true;
             return LoopStep::plain(
                 "generic_file_write",
@@ -166,9 +169,16 @@ impl Path for FileWrite {
             let size = f.size;
             k.mm.write_pages(self.file, from, done);
             let pending = k.buf.pending_of(self.file);
-            let new = done - done.min(pending);
-            // Buffers already dirty: `mark_buffer_dirty` skips balance_dirty().
-            self.looping &= new > 0;
+            // Pages already dirty dirty no new buffer. 2.6's page cache knows which pages
+            // are dirty; 2.4's model takes the file's still-dirty ones to be rewritten
+            // first (crate::workload::iozone says why it stays).
+            let already = if k.writeback.page_based() {
+                k.buf.dirty_in(self.file, block, block + done)
+            } else {
+                pending
+            };
+            let new = done - done.min(already);
+            self.looping &= crate::mm::writeback::dirtied(k, cx.pid, done, Some(new));
             k.jbd.redirty(self.file, new, size.saturating_sub(pending));
             let txn = k.jbd.add_data(new);
             k.buf.dirty(self.file, txn, new, block, cx.now);
@@ -185,6 +195,7 @@ impl Path for FileWrite {
         // transaction allocates); i_size goes into the inode, already journaled above.
         k.jbd.dirty_inode(self.file);
         k.jbd.add_meta32(done * 32 / PTRS_PER_BLOCK);
+        self.looping &= crate::mm::writeback::dirtied(k, cx.pid, done, None);
     }
 }
 

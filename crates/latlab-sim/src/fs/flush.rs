@@ -19,7 +19,7 @@ pub const AGE_BUFFER_NS: Nanos = 30_000_000_000;
 pub const KUPDATE_INTERVAL_NS: Nanos = 5_000_000_000;
 
 /// Record a submitted batch with the journal (its data buffers leave the dirty state).
-fn account_submission(k: &mut KState, b: &Batch, via: Via) {
+pub(crate) fn account_submission(k: &mut KState, b: &Batch, via: Via) {
     if let Some(t) = k.jbd.txn_mut(b.txn) {
         t.submitted(b.file, b.lo, b.hi - b.lo, via == Via::Journal);
     }
@@ -53,7 +53,8 @@ impl Path for SubmitBatch {
         "ll_rw_block"
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        if let Some(chan) = k.disk.must_wait(self.n) {
+        let block = self.batch.as_ref().map_or(0, |b| b.block);
+        if let Some(chan) = k.disk.must_wait(block, self.n) {
             // __get_request_wait: no free request slot.
             return Step::Block(chan);
         }
@@ -439,7 +440,7 @@ impl Path for DiskIo {
         if self.id.is_some() {
             return Step::Done;
         }
-        if let Some(chan) = k.disk.must_wait(self.blocks) {
+        if let Some(chan) = k.disk.must_wait(self.block, self.blocks) {
             return Step::Block(chan);
         }
         let id = k.disk_submit(self.dir, self.block, self.blocks, Payload::Other, cx.now);

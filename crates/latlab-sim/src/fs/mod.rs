@@ -6,6 +6,7 @@ pub mod commit;
 pub mod dcache;
 pub mod ext3;
 pub mod flush;
+pub mod fs_writeback;
 pub mod jbd;
 pub mod nfs;
 

@@ -174,6 +174,8 @@ points! {
         "per VMA, resuming from mm->swap_address (the model breaks in swap_out_pmd)";
     KmemCacheReap: "kmem_cache_reap", "mm/slab.c", LowLatency, None,
         "per slab destroyed (no path in the model yet)";
+    MpageWritepages: "mpage_writepages", "fs/mpage.c", Every, None,
+        "2.6: cond_resched() after each pagevec of 14 pages written (every 2.6 kernel has it; no 2.4 path reaches it)";
 }
 
 impl std::fmt::Display for Point {
@@ -402,6 +404,21 @@ catalog_costs! {
     /// ext3_free_branches per indirect block: bread hit + journal_get_write_access +
     /// ext3_free_data bookkeeping: ~1500 instructions, 10 misses.
     free_indirect: 1500.0, 10.0;
+    /// 2.6.17 mpage_writepages per page (fs/mpage.c, fs/ext3/inode.c 2.6.17/2.6.18):
+    /// the pagevec lookup by PAGECACHE_TAG_DIRTY (1/14 of it), lock_page,
+    /// clear_page_dirty_for_io (tree_lock, radix tag, nr_dirty) ~150 instructions;
+    /// ext3_ordered_writepage: ext3_journal_start ~300, walk_page_buffers bget_one ~50,
+    /// block_write_full_page (set_page_writeback under tree_lock ~150, mark the buffer for
+    /// async write, submit_bh -> generic_make_request -> __make_request back merge ~400),
+    /// journal_dirty_data filing the buffer on t_sync_datalist ~250, bput_one and
+    /// ext3_journal_stop ~250, unlock_page ~50: ~1,600 instructions. Misses: struct page,
+    /// the radix-tree node, the buffer_head (2), the journal_head (2), the handle's slab,
+    /// the transaction, the request or bio: 9.
+    writepage: 1_600.0, 9.0;
+    /// 2.6.17 get_dirty_limits with its caller's bookkeeping: read_page_state summing the
+    /// per-CPU page_state (~40 counters, one CPU) ~150 instructions, the ratio arithmetic
+    /// ~50: ~200 instructions; misses: the page_state lines: 2.
+    dirty_limits: 200.0, 2.0;
     /// generic_file_write per page besides the copy: __grab_cache_page, ext3_prepare_write
     /// (block allocation, journal_start, get_write_access), commit_write (journal_dirty_data,
     /// mark dirty, balance_dirty): ~2000 instructions, 15 misses.

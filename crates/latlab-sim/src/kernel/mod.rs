@@ -645,6 +645,7 @@ impl Kernel {
     }
 
     fn sleep_on(&mut self, t: TaskId, chan: Chan) {
+        self.wtrack.on_sleep(t, chan.wait_name(), self.now);
         self.tasks[t].state = TaskState::Sleeping(chan);
         self.sched.dequeue(&self.tasks, t, self.now);
         self.waiters.entry(chan).or_default().push(t);
@@ -661,6 +662,7 @@ impl Kernel {
             self.tasks[t].state = TaskState::Runnable;
             self.enqueue_woken(t);
             self.tracker.on_wake(self.now, t);
+            self.wtrack.on_wake(t, self.now);
         }
     }
 
@@ -913,6 +915,7 @@ pub(crate) mod tests {
             sched,
             timer: TimerSubsystem::Jiffies,
             writeback: Writeback::Bdflush24,
+            dirty: None,
             swap_allocator: "scan-2.4".into(),
             cfs: None,
             eevdf: None,

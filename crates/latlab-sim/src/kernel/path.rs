@@ -39,6 +39,30 @@ pub enum Chan {
     TxnLocked,
     /// A signal was queued to thread `pid` (`signal_wake_up`).
     Signal(u32),
+    /// `blk_congestion_wait`: a queue's congestion cleared, or the sleeper's own timeout
+    /// (the token is unique per sleep).
+    Congestion(u64),
+    /// A dirtier's timed pause in 3.2's `balance_dirty_pages` (`io_schedule_timeout`).
+    Throttle(u64),
+}
+
+impl Chan {
+    /// What a task sleeping on the channel waits in, for attributions.
+    pub fn wait_name(self) -> &'static str {
+        match self {
+            Chan::Io(_) => "I/O (a request slot or a buffer)",
+            Chan::Timer(_) => "a timer",
+            Chan::Rtc => "rtc_read",
+            Chan::Child(_) => "wait4",
+            Chan::Kthread(_) => "its wakeup",
+            Chan::FreeMem => "free memory",
+            Chan::Net(_) => "the network",
+            Chan::TxnLocked => "start_this_handle",
+            Chan::Signal(_) => "a signal",
+            Chan::Congestion(_) => "blk_congestion_wait",
+            Chan::Throttle(_) => "balance_dirty_pages pause",
+        }
+    }
 }
 
 /// One step of kernel work.

@@ -59,6 +59,8 @@ pub struct KState {
     pub taken: std::collections::BTreeMap<u32, super::posix_timer::SigInfo>,
     /// The variant's dirty-page writeback ([`crate::mm::writeback`]).
     pub writeback: crate::variant::Writeback,
+    /// Page-based writeback's state (2.6+ kernels; [`crate::mm::page_writeback`]).
+    pub pwb: crate::mm::page_writeback::PageWriteback,
 }
 
 /// pids of the kernel threads paths may wake.
@@ -68,6 +70,8 @@ pub struct KthreadPids {
     pub kupdated: u32,
     pub kjournald: u32,
     pub kswapd: u32,
+    /// 3.2's per-device flusher (`flush-8:0`).
+    pub flusher: u32,
 }
 
 impl KState {
@@ -89,6 +93,14 @@ impl KState {
             posix: Default::default(),
             taken: Default::default(),
             writeback: crate::variant::Writeback::Bdflush24,
+            pwb: crate::mm::page_writeback::PageWriteback::new(
+                crate::variant::DirtyTunables {
+                    dirty_ratio: 40,
+                    dirty_background_ratio: 10,
+                },
+                1,
+                100,
+            ),
         }
     }
 
@@ -110,11 +122,15 @@ impl KState {
 
     /// A disk interrupt: the request is done; buffers complete, sleepers wake.
     pub fn disk_complete(&mut self, id: u64, now: Nanos) {
-        if let Some(r) = self.disk.complete(id, now, &mut self.out) {
+        let mut uncongested = false;
+        if let Some(r) = self.disk.complete(id, now, &mut self.out, &mut uncongested) {
             if let crate::dev::disk::Payload::Buffers { hi, lo } = r.payload {
                 self.buf.io_done(hi, hi - lo);
             }
             self.out.push(KReq::Wake(Chan::Io(id)));
+        }
+        if uncongested {
+            self.pwb.congestion_cleared(&mut self.out);
         }
     }
 

@@ -5,8 +5,10 @@
 //!
 //! Every timed write is explained: the writer's own kernel time by function (where a
 //! throttled write spends its CPU: `balance_dirty`, `generic_file_write`, ...), the other
-//! tasks that ran meanwhile (kjournald, the writeback threads), and the time nobody ran (the
-//! writer asleep on I/O with the CPU idle). Stream `write`, the probe's name.
+//! tasks that ran meanwhile (kjournald, the writeback threads), the time nobody ran, and
+//! what the writer slept in (`blk_congestion_wait`, a request slot, a journal handle). One
+//! stream per pass as iozone writes one file per pass: `write` (wol.dat, the probe's name)
+//! and `rewrite` (rwol.dat).
 //!
 //! Each pass's throughput is iozone's: the file's bytes over the time of its record loop
 //! (the `fsync` and `close` after it are not timed).
@@ -31,6 +33,10 @@ struct Open {
     others: Vec<(TaskId, Nanos)>,
     /// schedule() and context switches in the call.
     sched: Nanos,
+    /// Where the writer slept, by what it waited in.
+    slept: Vec<(&'static str, Nanos)>,
+    /// The writer's current sleep: what it waits in, since when.
+    asleep: Option<(&'static str, Nanos)>,
 }
 
 /// One pass of iozone's write test: when its record loop started and ended, bytes written.
@@ -44,11 +50,11 @@ struct Pass {
 /// Measurement state of the `write` stream.
 #[derive(Default)]
 pub struct WriteTracker {
-    stream: Option<Stream>,
+    /// Write, rewrite: each pass's records.
+    streams: [Option<Stream>; 2],
     open: Option<Open>,
-    /// Write, rewrite.
     passes: [Pass; 2],
-    long_writes: u64,
+    long_writes: [u64; 2],
     /// Start of the measured run (samples' times are relative to it).
     pub epoch: Nanos,
 }
@@ -73,7 +79,25 @@ impl WriteTracker {
             own: Vec::new(),
             others: Vec::new(),
             sched: 0,
+            slept: Vec::new(),
+            asleep: None,
         });
+    }
+
+    /// Task `task` went to sleep in `wait` (a [`crate::kernel::path::Chan::wait_name`]).
+    pub fn on_sleep(&mut self, task: TaskId, wait: &'static str, now: Nanos) {
+        if let Some(o) = self.open.as_mut().filter(|o| o.task == task) {
+            o.asleep = Some((wait, now));
+        }
+    }
+
+    /// Task `task` was woken.
+    pub fn on_wake(&mut self, task: TaskId, now: Nanos) {
+        if let Some(o) = self.open.as_mut().filter(|o| o.task == task) {
+            if let Some((wait, since)) = o.asleep.take() {
+                super::tally(&mut o.slept, wait, now - since);
+            }
+        }
     }
 
     /// `d` ns of CPU time in task `task`, in kernel function `func` ("user" in user space).
@@ -100,10 +124,13 @@ impl WriteTracker {
         let pass = &mut self.passes[o.pass];
         pass.end = now;
         pass.bytes += bytes;
-        self.long_writes += u64::from(latency > LONG_WRITE_NS);
-        let stream = self
-            .stream
-            .get_or_insert_with(|| Stream::new("write", format!("write(2) of {bytes} B (iozone -Q)")));
+        self.long_writes[o.pass] += u64::from(latency > LONG_WRITE_NS);
+        let stream = self.streams[o.pass].get_or_insert_with(|| {
+            Stream::new(
+                PASS_NAMES[o.pass],
+                format!("write(2) of {bytes} B, iozone -Q's {} pass", PASS_NAMES[o.pass]),
+            )
+        });
         stream.hist.record(latency);
         let enters = stream.worst.len() < KEEP_WORST || stream.worst.last().is_some_and(|s| s.latency_ns < latency);
         if !enters {
@@ -122,19 +149,23 @@ impl WriteTracker {
             .take(4)
             .map(|(f, ns)| format!("{f} {:.3} ms", ms(*ns)))
             .collect();
+        let mut slept = o.slept;
+        slept.sort_by_key(|(_, ns)| std::cmp::Reverse(*ns));
+        let waits: Vec<String> = slept.iter().map(|(w, ns)| format!("{w} {:.3} ms", ms(*ns))).collect();
         let ran: Vec<String> = others
             .iter()
             .take(4)
             .map(|(t, ns)| format!("{} {:.3} ms", tasks[*t].label(), ms(*ns)))
             .collect();
         let note = format!(
-            "model: {} of the record at {offset_kb} KB: the writer's own time {:.3} ms ({}); others ran {:.3} ms ({}); nobody ran {:.3} ms (the writer asleep on I/O)",
+            "model: {} of the record at {offset_kb} KB: the writer's own time {:.3} ms ({}); others ran {:.3} ms ({}); nobody ran {:.3} ms; the writer slept in {}",
             PASS_NAMES[o.pass],
             ms(own_ns),
             if funcs.is_empty() { "-".into() } else { funcs.join(", ") },
             ms(others_ns),
             if ran.is_empty() { "-".into() } else { ran.join(", ") },
             ms(idle),
+            if waits.is_empty() { "nothing".into() } else { waits.join(", ") },
         );
         let mut tag = BTreeMap::new();
         tag.insert("offset_kb".into(), offset_kb.to_string());
@@ -161,7 +192,10 @@ impl WriteTracker {
 
     /// What was measured; None if no write was timed.
     pub fn finish(self) -> Option<Measured> {
-        let stream = self.stream?;
+        let streams: Vec<Stream> = self.streams.into_iter().flatten().collect();
+        if streams.is_empty() {
+            return None;
+        }
         let rates = self
             .passes
             .iter()
@@ -173,18 +207,18 @@ impl WriteTracker {
             })
             .collect();
         Some(Measured {
-            stream,
+            streams,
             long_writes: self.long_writes,
             rates,
         })
     }
 }
 
-/// The `write` stream and iozone's figures.
+/// The `write` and `rewrite` streams and iozone's figures.
 pub struct Measured {
-    pub stream: Stream,
-    /// Writes over [`LONG_WRITE_NS`].
-    pub long_writes: u64,
+    pub streams: Vec<Stream>,
+    /// Writes over [`LONG_WRITE_NS`], per pass.
+    pub long_writes: [u64; 2],
     /// Each pass's throughput in KB/s (iozone's figure: bytes over the record loop's time).
     pub rates: Vec<(&'static str, f64)>,
 }

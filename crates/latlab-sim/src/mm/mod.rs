@@ -23,8 +23,11 @@
 //! rewritten inactive page moves to the inactive list's young end, because the scan takes
 //! the newest inactive cache pages for the dirty ones (`ScanLimits::dirty`).
 
+pub mod ioless;
 pub mod lru;
+pub mod page_writeback;
 pub mod pagecache;
+pub mod pdflush;
 pub mod vmscan;
 pub mod writeback;
 

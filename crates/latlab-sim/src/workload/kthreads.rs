@@ -1,6 +1,7 @@
 //! The kernel threads of an ext3 box: kjournald (fs/jbd/journal.c), kswapd (mm/vmscan.c) and
-//! the writeback implementation's own, 2.4's bdflush and kupdated (fs/buffer.c). Each sleeps
-//! on its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
+//! the writeback implementation's own: 2.4's bdflush and kupdated (fs/buffer.c), 2.6's
+//! pdflush pool (mm/pdflush.c), 3.2's per-device flusher (fs/fs-writeback.c). Each sleeps on
+//! its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
 //! starts follows from its variant's subsystems ([`for_variant`]).
 
 use super::{Action, ProgCx, Program};
@@ -10,7 +11,10 @@ use crate::fs::jbd::COMMIT_INTERVAL_NS;
 use crate::kernel::catalog::Point;
 use crate::kernel::catalog::WaitOn;
 use crate::kernel::path::{point, Chan, LoopStep, Path};
-use crate::kernel::state::KthreadPids;
+use crate::kernel::state::KState;
+use crate::mm::ioless::{over_bground_thresh, wb_writeback};
+use crate::mm::page_writeback::{background_writeout, wb_kupdate, WRITEBACK_INTERVAL_NS};
+use crate::mm::pdflush::{self, Job, Next};
 use crate::mm::vmscan::try_to_free_pages;
 use crate::variant::{Variant, Writeback};
 use smallvec::smallvec;
@@ -22,6 +26,10 @@ pub enum Kthread {
     Bdflush,
     Kupdated,
     Kswapd,
+    /// One of the pdflush pool's threads (2.6.0-2.6.31).
+    Pdflush,
+    /// 3.2's per-device flusher thread.
+    Flusher,
 }
 
 impl Kthread {
@@ -32,16 +40,21 @@ impl Kthread {
             Kthread::Bdflush => "bdflush",
             Kthread::Kupdated => "kupdated",
             Kthread::Kswapd => "kswapd",
+            Kthread::Pdflush => "pdflush",
+            Kthread::Flusher => "flush-8:0",
         }
     }
 
     /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
-    pub fn register(self, pids: &mut KthreadPids, pid: u32) {
+    pub fn register(self, k: &mut KState, pid: u32) {
+        let pids = &mut k.kthreads;
         match self {
             Kthread::Kswapd => pids.kswapd = pid,
             Kthread::Bdflush => pids.bdflush = pid,
             Kthread::Kupdated => pids.kupdated = pid,
             Kthread::Kjournald => pids.kjournald = pid,
+            Kthread::Flusher => pids.flusher = pid,
+            Kthread::Pdflush => k.pwb.pool.register(pid),
         }
     }
 }
@@ -52,6 +65,9 @@ impl Kthread {
 pub fn for_variant(v: &Variant) -> Vec<Kthread> {
     let writeback: &[Kthread] = match v.writeback {
         Writeback::Bdflush24 => &[Kthread::Bdflush, Kthread::Kupdated],
+        // MAX_PDFLUSH_THREADS spawned; the pool creates (wakes) more than two as it grows.
+        Writeback::Pdflush2617 | Writeback::PdflushBalance => &[Kthread::Pdflush; pdflush::MAX_THREADS],
+        Writeback::IoLess32 => &[Kthread::Flusher],
     };
     let mut threads = vec![Kthread::Kswapd];
     threads.extend_from_slice(writeback);
@@ -62,11 +78,17 @@ pub fn for_variant(v: &Variant) -> Vec<Kthread> {
 pub struct KthreadProg {
     kind: Kthread,
     slept: bool,
+    /// A pdflush job or flusher work just ran.
+    ran: bool,
 }
 
 impl KthreadProg {
     pub fn new(kind: Kthread) -> Box<Self> {
-        Box::new(KthreadProg { kind, slept: false })
+        Box::new(KthreadProg {
+            kind,
+            slept: false,
+            ran: false,
+        })
     }
 }
 
@@ -82,6 +104,27 @@ impl Program for KthreadProg {
                 let due = st.jbd.running.started + COMMIT_INTERVAL_NS;
                 let wait = due.saturating_sub(cx.now).max(10_000_000);
                 Action::Syscall(WaitOn::new(me, Some(wait)))
+            }
+            Kthread::Pdflush => {
+                let after_job = std::mem::take(&mut self.ran);
+                match pdflush::next(st, cx.pid, cx.now, after_job) {
+                    Next::Run(job) => {
+                        self.ran = true;
+                        Action::Syscall(match job {
+                            Job::Background { min_pages } => background_writeout(st, min_pages),
+                            Job::Kupdate => wb_kupdate(st, cx.now),
+                        })
+                    }
+                    Next::Sleep(timeout) => Action::Syscall(WaitOn::new(me, timeout)),
+                }
+            }
+            Kthread::Flusher => {
+                if !std::mem::take(&mut self.ran) && (st.pwb.ioless.background_requested || over_bground_thresh(st)) {
+                    self.ran = true;
+                    return Action::Syscall(wb_writeback(st, cx.pid));
+                }
+                // Sleep until woken, or dirty_writeback_interval for old data.
+                Action::Syscall(WaitOn::new(me, Some(WRITEBACK_INTERVAL_NS)))
             }
             Kthread::Bdflush | Kthread::Kupdated | Kthread::Kswapd => {
                 self.slept = !self.slept;
@@ -162,10 +205,11 @@ mod tests {
             threads,
             [Kthread::Kswapd, Kthread::Bdflush, Kthread::Kupdated, Kthread::Kjournald]
         );
-        let mut pids = KthreadPids::default();
+        let mut k = crate::kernel::tests::kstate();
         for (i, t) in threads.iter().enumerate() {
-            t.register(&mut pids, 10 + i as u32);
+            t.register(&mut k, 10 + i as u32);
         }
+        let pids = k.kthreads;
         assert_eq!(
             (pids.kswapd, pids.bdflush, pids.kupdated, pids.kjournald),
             (10, 11, 12, 13)

@@ -1,0 +1,477 @@
+//! 2.6.17's page-based write throttling (mm/page-writeback.c of 2.6.16/2.6.17, research notes
+//! writeback-2.6.17.md items 1-3), and seed 001's patch of it (Ananiev, June 2006).
+//!
+//! - `balance_dirty_pages_ratelimited`: a per-CPU count of pages dirtied; at
+//!   `ratelimit_pages` (8 while `dirty_exceeded`) the dirtier calls `balance_dirty_pages`.
+//! - `get_dirty_limits`: `dirty_ratio` capped at half the unmapped share of memory (so the
+//!   patch's 60 % is about 45 % in effect), background halved when not below it.
+//! - Stock `balance_dirty_pages`: over the limit, the writer runs `writeback_inodes` itself
+//!   (`write_chunk` = 1.5 x ratelimit pages, blocking on the queue), and while it has not
+//!   written its chunk and the limit is still exceeded, sleeps in `blk_congestion_wait(HZ/10)`
+//!   and tries again; afterwards it hands `background_writeout` to pdflush unless
+//!   `writeback_in_progress`.
+//! - Patched: the writer never writes; while pdflush is writing and the dirty pages exceed
+//!   the limit it sleeps `blk_congestion_wait(HZ/50)` once; otherwise it starts pdflush over
+//!   the background limit.
+//! - `background_writeout` (pdflush): 1024-page nonblocking passes until under the background
+//!   limit; stock stops when a pass wrote less and met no congestion, patched keeps on.
+//! - `wb_kupdate` (pdflush, every 5 s): inodes dirtied more than 30 s ago.
+//!
+//! `blk_congestion_wait` sleeps until a queue's congestion clears or the timeout passes
+//! (`io_schedule_timeout` on the timer list: at a tick).
+
+use crate::fs::fs_writeback::{writeback_inodes, Wbc};
+use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
+use crate::kernel::state::{KReq, KState};
+use crate::mm::pdflush::{pdflush_operation, Job, Pool};
+use crate::variant::{DirtyTunables, Writeback};
+use latlab_core::Nanos;
+use std::collections::BTreeMap;
+
+/// `MAX_WRITEBACK_PAGES`: pages per `background_writeout` / `wb_kupdate` pass.
+pub const MAX_WRITEBACK_PAGES: u64 = 1024;
+/// `dirty_writeback_interval`: 5 s between `wb_kupdate` runs.
+pub const WRITEBACK_INTERVAL_NS: Nanos = 5_000_000_000;
+/// `dirty_expire_interval`: kupdate writes inodes dirtied more than 30 s ago.
+pub const EXPIRE_NS: Nanos = 30_000_000_000;
+/// The ratelimit while `dirty_exceeded` (balance_dirty_pages_ratelimited_nr).
+const EXCEEDED_RATELIMIT: u64 = 8;
+
+/// The writeback subsystem's state, kept with it (not in the shared kernel struct).
+pub struct PageWriteback {
+    pub tunables: DirtyTunables,
+    /// `ratelimit_pages` as `set_ratelimit()` leaves it.
+    pub ratelimit_pages: u64,
+    /// The per-CPU `ratelimits` count (one CPU).
+    ratelimit_count: u64,
+    /// The global `dirty_exceeded`.
+    pub dirty_exceeded: bool,
+    /// `BDI_pdflush` of the disk: the pdflush thread writing one of its inodes.
+    pub bdi_pdflush: Option<u32>,
+    /// `I_LOCK`: file -> pid of the task writing it back.
+    pub i_lock: BTreeMap<u32, u32>,
+    /// The caller's `writeback_control` of the `writeback_inodes` running or just returned.
+    pub wbc: Wbc,
+    /// The pdflush thread pool (2.6.17 kernels).
+    pub pool: Pool,
+    /// One jiffy, for timeouts on the timer list.
+    pub tick_ns: Nanos,
+    /// `blk_congestion_wait` sleepers (their wait tokens), woken when congestion clears.
+    congestion_waiters: Vec<u64>,
+    next_token: u64,
+    /// 3.2's IO-less state ([`crate::mm::ioless`]).
+    pub ioless: crate::mm::ioless::IoLess,
+    /// Counters for the run's result.
+    pub stats: WbStats,
+}
+
+/// What the writeback did, for the run's counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WbStats {
+    /// `balance_dirty_pages` calls.
+    pub balance_calls: u64,
+    /// Pages a throttled writer wrote itself.
+    pub writer_pages: u64,
+    /// `blk_congestion_wait` / IO-less pauses a writer slept.
+    pub writer_waits: u64,
+    /// `pdflush_operation` calls that found every thread busy.
+    pub pdflush_busy: u64,
+}
+
+impl PageWriteback {
+    /// The state at boot for `tunables` on a box of `total_pages` (what
+    /// `nr_free_pagecache_pages()` counts), one CPU, HZ `hz`.
+    pub fn new(tunables: DirtyTunables, total_pages: u64, hz: u32) -> Self {
+        // set_ratelimit(): total_pages / (ncpus * 32), at least 16, at most 4 MiB of pages.
+        let ratelimit_pages = (total_pages / 32).clamp(16, 4096 * 1024 / 4096);
+        PageWriteback {
+            tunables,
+            ratelimit_pages,
+            ratelimit_count: 0,
+            dirty_exceeded: false,
+            bdi_pdflush: None,
+            i_lock: BTreeMap::new(),
+            wbc: Wbc::default(),
+            pool: Pool::default(),
+            tick_ns: 1_000_000_000 / u64::from(hz.max(1)),
+            congestion_waiters: Vec::new(),
+            next_token: 0,
+            ioless: Default::default(),
+            stats: WbStats::default(),
+        }
+    }
+
+    /// `clear_queue_congested`: wake every `blk_congestion_wait` sleeper.
+    pub fn congestion_cleared(&mut self, out: &mut Vec<KReq>) {
+        for t in self.congestion_waiters.drain(..) {
+            out.push(KReq::Wake(Chan::Congestion(t)));
+        }
+    }
+
+    /// A fresh token for a timed sleep.
+    pub fn token(&mut self) -> u64 {
+        self.next_token += 1;
+        self.next_token
+    }
+
+    /// `timeout_ns` from `now` on the timer list: at the tick it expires on.
+    pub fn timer_expiry(&self, now: Nanos, timeout_ns: Nanos) -> Nanos {
+        (now + timeout_ns).div_ceil(self.tick_ns) * self.tick_ns
+    }
+
+    /// Pages a dirtier may dirty before `balance_dirty_pages_ratelimited` calls
+    /// `balance_dirty_pages`.
+    pub fn ratelimit_headroom(&self) -> u64 {
+        self.ratelimit().saturating_sub(self.ratelimit_count).max(1)
+    }
+
+    fn ratelimit(&self) -> u64 {
+        if self.dirty_exceeded {
+            EXCEEDED_RATELIMIT
+        } else {
+            self.ratelimit_pages
+        }
+    }
+
+    /// `n` pages were dirtied on this CPU; true when the count reached the ratelimit (and
+    /// was reset): the dirtier must balance.
+    pub fn dirtied(&mut self, n: u64) -> bool {
+        self.ratelimit_count += n;
+        if self.ratelimit_count >= self.ratelimit() {
+            self.ratelimit_count = 0;
+            return true;
+        }
+        false
+    }
+}
+
+/// What `get_dirty_limits` reads and computes, in pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub background: u64,
+    pub dirty: u64,
+    /// `nr_dirty + nr_unstable` (no NFS here: unstable is 0).
+    pub nr_reclaimable: u64,
+    pub nr_writeback: u64,
+}
+
+impl Limits {
+    pub fn exceeded(&self) -> bool {
+        self.nr_reclaimable + self.nr_writeback > self.dirty
+    }
+}
+
+/// `get_dirty_limits()` of 2.6.17.
+pub fn get_dirty_limits(k: &KState) -> Limits {
+    let total = k.buffer_pages().max(1);
+    let t = k.pwb.tunables;
+    // nr_mapped (2.6.17 counts mapped file and anonymous pages alike).
+    let unmapped_ratio = 100 - (k.mm.anon * 100 / total).min(100);
+    let dirty_ratio = u64::from(t.dirty_ratio).min(unmapped_ratio / 2).max(5);
+    let mut background_ratio = u64::from(t.dirty_background_ratio);
+    if background_ratio >= dirty_ratio {
+        background_ratio = dirty_ratio / 2;
+    }
+    Limits {
+        background: background_ratio * total / 100,
+        dirty: dirty_ratio * total / 100,
+        nr_reclaimable: k.buf.nr_dirty,
+        nr_writeback: k.buf.in_flight(),
+    }
+}
+
+/// `blk_congestion_wait(WRITE, timeout)`: sleep until some queue's congestion clears, or
+/// the timeout.
+pub struct CongestionWait {
+    timeout_ns: Nanos,
+    slept: bool,
+}
+
+pub fn blk_congestion_wait(timeout_ns: Nanos) -> Box<dyn Path> {
+    Box::new(CongestionWait {
+        timeout_ns,
+        slept: false,
+    })
+}
+
+impl Path for CongestionWait {
+    fn name(&self) -> &'static str {
+        "blk_congestion_wait"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        if std::mem::replace(&mut self.slept, true) {
+            return Step::Done;
+        }
+        let token = k.pwb.token();
+        k.pwb.congestion_waiters.push(token);
+        let at = k.pwb.timer_expiry(cx.now, self.timeout_ns);
+        let chan = Chan::Congestion(token);
+        k.out.push(KReq::WakeAt { at, chan });
+        Step::Block(chan)
+    }
+}
+
+/// HZ/10 and HZ/50 in ns (`blk_congestion_wait`'s timeouts are in jiffies).
+fn jiffies_ns(k: &KState, div: u64) -> Nanos {
+    let hz = 1_000_000_000 / k.pwb.tick_ns.max(1);
+    (hz / div).max(1) * k.pwb.tick_ns
+}
+
+/// The path a dirtier runs when its ratelimit fires, for 2.6.17 (stock or patched).
+pub fn balance_dirty_pages(k: &mut KState) -> Box<dyn Path> {
+    k.pwb.stats.balance_calls += 1;
+    let patched = k.writeback == Writeback::PdflushBalance;
+    Box::new(Balance {
+        patched,
+        write_chunk: k.pwb.ratelimit_pages + k.pwb.ratelimit_pages / 2,
+        pages_written: 0,
+        stage: Stage::Check,
+        sub: Nested::default(),
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stage {
+    /// Top of the loop: read the limits.
+    Check,
+    /// writeback_inodes returned.
+    Wrote,
+    /// Slept in blk_congestion_wait: loop again.
+    Waited,
+    /// The loop is over: the pdflush hand-off.
+    Tail,
+    Done,
+}
+
+struct Balance {
+    patched: bool,
+    write_chunk: u64,
+    pages_written: u64,
+    stage: Stage,
+    sub: Nested,
+}
+
+impl Balance {
+    fn wait(&mut self, timeout: Nanos, k: &mut KState, stage: Stage) {
+        k.pwb.stats.writer_waits += 1;
+        self.sub.start(blk_congestion_wait(timeout));
+        self.stage = stage;
+    }
+
+    /// After the loop: clear `dirty_exceeded` if under the limit, then start pdflush unless
+    /// it is already writing this disk.
+    fn tail(&mut self, k: &mut KState, cx: &Ctx) {
+        let l = get_dirty_limits(k);
+        if !l.exceeded() {
+            k.pwb.dirty_exceeded = false;
+        }
+        if k.pwb.bdi_pdflush.is_none() && l.nr_reclaimable > l.background {
+            pdflush_operation(k, Job::Background { min_pages: 0 }, cx.now);
+        }
+    }
+
+    /// Seed 001's `balance_dirty_pages`: no writing, one short wait at most.
+    fn patched(&mut self, k: &mut KState, cx: &Ctx) {
+        let l = get_dirty_limits(k);
+        self.stage = Stage::Done;
+        if k.pwb.bdi_pdflush.is_some() {
+            if l.nr_reclaimable > l.dirty {
+                k.pwb.dirty_exceeded = true;
+                let t = jiffies_ns(k, 50);
+                self.wait(t, k, Stage::Done);
+            }
+        } else if l.nr_reclaimable > l.background {
+            pdflush_operation(k, Job::Background { min_pages: 0 }, cx.now);
+        }
+    }
+}
+
+impl Path for Balance {
+    fn name(&self) -> &'static str {
+        "balance_dirty_pages"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            match self.stage {
+                Stage::Done => return Step::Done,
+                Stage::Check | Stage::Waited if self.patched => {
+                    if self.stage == Stage::Waited {
+                        return Step::Done;
+                    }
+                    self.patched(k, cx);
+                    return Work::plain("balance_dirty_pages", k.c.dirty_limits);
+                }
+                Stage::Check | Stage::Waited => {
+                    let l = get_dirty_limits(k);
+                    if !l.exceeded() {
+                        self.stage = Stage::Tail;
+                        continue;
+                    }
+                    k.pwb.dirty_exceeded = true;
+                    if l.nr_reclaimable > 0 {
+                        self.stage = Stage::Wrote;
+                        let before = self.write_chunk;
+                        self.sub.start(writeback_inodes(Wbc::new(before, false, None), false));
+                        return Work::plain("balance_dirty_pages", k.c.dirty_limits);
+                    }
+                    let t = jiffies_ns(k, 10);
+                    self.wait(t, k, Stage::Waited);
+                }
+                Stage::Wrote => {
+                    let wrote = self.write_chunk - k.pwb.wbc.nr_to_write;
+                    k.pwb.stats.writer_pages += wrote;
+                    if !get_dirty_limits(k).exceeded() {
+                        self.stage = Stage::Tail;
+                        continue;
+                    }
+                    self.pages_written += wrote;
+                    if self.pages_written >= self.write_chunk {
+                        // "We've done our duty".
+                        self.stage = Stage::Tail;
+                        continue;
+                    }
+                    let t = jiffies_ns(k, 10);
+                    self.wait(t, k, Stage::Waited);
+                }
+                Stage::Tail => {
+                    self.stage = Stage::Done;
+                    self.tail(k, cx);
+                }
+            }
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        self.sub.advanced(k, cx, done);
+    }
+}
+
+/// pdflush's `background_writeout(min_pages)`, stock or as seed 001's patch has it.
+pub fn background_writeout(k: &KState, min_pages: u64) -> Box<dyn Path> {
+    let patched = k.writeback == Writeback::PdflushBalance;
+    let min_pages = if patched && min_pages == 0 {
+        // The patch: min_pages = nr_dirty + nr_unstable when called with 0.
+        get_dirty_limits(k).nr_reclaimable
+    } else {
+        min_pages
+    };
+    Box::new(Background {
+        patched,
+        min_pages: min_pages as i64,
+        passed: false,
+        sub: Nested::default(),
+    })
+}
+
+struct Background {
+    patched: bool,
+    min_pages: i64,
+    /// A writeback_inodes pass just returned.
+    passed: bool,
+    sub: Nested,
+}
+
+impl Path for Background {
+    fn name(&self) -> &'static str {
+        "background_writeout"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            if std::mem::take(&mut self.passed) {
+                let wbc = k.pwb.wbc;
+                self.min_pages -= (MAX_WRITEBACK_PAGES - wbc.nr_to_write) as i64;
+                let short = wbc.nr_to_write > 0;
+                if self.patched {
+                    if short || wbc.encountered_congestion {
+                        self.sub.start(blk_congestion_wait(jiffies_ns(k, 10)));
+                    }
+                } else if short || wbc.pages_skipped > 0 {
+                    if !wbc.encountered_congestion {
+                        // Wrote less than asked without meeting congestion: nothing left.
+                        return self.finish(k);
+                    }
+                    self.sub.start(blk_congestion_wait(jiffies_ns(k, 10)));
+                }
+                continue;
+            }
+            let l = get_dirty_limits(k);
+            if l.nr_reclaimable < l.background && self.min_pages <= 0 {
+                return self.finish(k);
+            }
+            self.passed = true;
+            self.sub
+                .start(writeback_inodes(Wbc::new(MAX_WRITEBACK_PAGES, true, None), true));
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        self.sub.advanced(k, cx, done);
+    }
+}
+
+impl Background {
+    fn finish(&mut self, k: &mut KState) -> Step {
+        if self.patched {
+            k.pwb.dirty_exceeded = false;
+        }
+        Step::Done
+    }
+}
+
+/// pdflush's `wb_kupdate`: the inodes dirtied more than 30 s ago, 1024 pages a pass.
+pub fn wb_kupdate(k: &KState, now: Nanos) -> Box<dyn Path> {
+    let l = get_dirty_limits(k);
+    Box::new(Kupdate {
+        oldest: now.saturating_sub(EXPIRE_NS),
+        nr_to_write: (l.nr_reclaimable + k.dcache.dirty_inodes.len() as u64) as i64,
+        passed: false,
+        sub: Nested::default(),
+    })
+}
+
+struct Kupdate {
+    oldest: Nanos,
+    nr_to_write: i64,
+    passed: bool,
+    sub: Nested,
+}
+
+impl Path for Kupdate {
+    fn name(&self) -> &'static str {
+        "wb_kupdate"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            if std::mem::take(&mut self.passed) {
+                let wbc = k.pwb.wbc;
+                self.nr_to_write -= (MAX_WRITEBACK_PAGES - wbc.nr_to_write) as i64;
+                if wbc.nr_to_write > 0 {
+                    if !wbc.encountered_congestion {
+                        // All the old data is written.
+                        return Step::Done;
+                    }
+                    self.sub.start(blk_congestion_wait(jiffies_ns(k, 10)));
+                }
+                continue;
+            }
+            if self.nr_to_write <= 0 {
+                return Step::Done;
+            }
+            self.passed = true;
+            self.sub.start(writeback_inodes(
+                Wbc::new(MAX_WRITEBACK_PAGES, true, Some(self.oldest)),
+                true,
+            ));
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        self.sub.advanced(k, cx, done);
+    }
+}
