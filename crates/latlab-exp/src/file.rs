@@ -668,13 +668,16 @@ fn check_timer_period(us: u64) -> Result<(), String> {
 }
 
 /// What `--vary` can change besides the workload's sizes ([`sizes::SIZES`]: `hogs`,
-/// `video.*`, `make.*`): the PRNG seed, realfeel's RTC rate, every kernel's HZ, the POSIX
-/// timer's period, or one field of the preload (the machine's state when the script starts).
+/// `video.*`, `make.*`, `iozone.*`): the PRNG seed, realfeel's RTC rate, every kernel's HZ,
+/// the POSIX timer's period, every page-based kernel's dirty ratios, or one field of the
+/// preload (the machine's state when the script starts).
 pub const VARY_KEYS: &[&str] = &[
     "seed",
     "rtc_hz",
     "hz",
     "timer_period_us",
+    "dirty_ratio",
+    "dirty_background_ratio",
     "preload.unused_dentries",
     "preload.idle_anon_mib",
     "preload.swapped_mib",
@@ -736,6 +739,16 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
                 c.variant.hz = *hz;
                 c.variant.validate().map_err(|(_, why)| bad(why))?;
             }
+            Setting::DirtyRatio(hard, pct) => match &mut c.variant.dirty {
+                Some(d) if *hard => d.dirty_ratio = *pct,
+                Some(d) => d.dirty_background_ratio = *pct,
+                None => {
+                    return Err(bad(format!(
+                        "kernel variant `{}` has 2.4's bdflush writeback: no vm.dirty_* ratios (only page-based writeback's kernels have them)",
+                        c.variant.name
+                    )))
+                }
+            },
             Setting::TimerPeriod(ns) => match &mut c.posix_timer {
                 Some(p) => p.period_ns = *ns,
                 None => return Err(bad("the run has no POSIX timer (only runs with `notify` do)".into())),
@@ -866,6 +879,8 @@ enum Setting {
     Hz(u32),
     /// In ns.
     TimerPeriod(u64),
+    /// `vm.dirty_ratio` (true) or `dirty_background_ratio` of every page-based kernel.
+    DirtyRatio(bool, u32),
     Size(&'static str, u64),
     Preload(PreloadRepr),
 }
@@ -909,6 +924,13 @@ impl Setting {
                 let us = int()?;
                 check_timer_period(us).map_err(bad)?;
                 return Ok(Setting::TimerPeriod(us * 1_000));
+            }
+            "dirty_ratio" | "dirty_background_ratio" => {
+                let pct = int()?;
+                if pct > 100 {
+                    return Err(bad(format!("a percentage of memory: must be 0..=100, got {pct}")));
+                }
+                return Ok(Setting::DirtyRatio(key == "dirty_ratio", pct as u32));
             }
             "preload.unused_dentries" => p.unused_dentries = Some(int()?),
             "preload.idle_anon_mib" => p.idle_anon_mib = Some(int()?),

@@ -195,6 +195,12 @@ pub enum SimError {
         field: &'static str,
         why: String,
     },
+    #[error("workload `{workload}`: `{field}`: {why}")]
+    Workload {
+        workload: String,
+        field: &'static str,
+        why: String,
+    },
     #[error("swap: {0}")]
     Swap(#[from] latlab_swap::SwapError),
     #[error("rtc_hz must be 2..=8192 (a power of two for the MC146818), got {0}")]
@@ -248,6 +254,21 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
             field,
             why,
         })?;
+    for c in &cfg.workload.commands {
+        if let CommandSpec::Iozone { file_mb, .. } = c {
+            let disk_mb = cfg.machine.disk.capacity_gb * 1e9 / (1 << 20) as f64;
+            if *file_mb as f64 > disk_mb {
+                return Err(SimError::Workload {
+                    workload: cfg.workload.name.clone(),
+                    field: "iozone.file_mb",
+                    why: format!(
+                        "a {file_mb} MB file does not fit on machine `{}`'s {} GB disk",
+                        cfg.machine.name, cfg.machine.disk.capacity_gb
+                    ),
+                });
+            }
+        }
+    }
     let swap = latlab_swap::by_name(
         &cfg.variant.swap_allocator,
         cfg.machine.swap_slots().max(latlab_swap::MIN_SLOTS),

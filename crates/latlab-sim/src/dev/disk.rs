@@ -330,4 +330,46 @@ mod tests {
         m.disk.half_rotation_ns = 0;
         assert_eq!(service(&m, 50_000, 1), 9_000_000 + xfer);
     }
+
+    #[test]
+    fn the_26_queue_merges_back_and_is_congested_from_113_to_below_103_of_128() {
+        let mut m = crate::kernel::tests::machine();
+        m.disk.nr_requests = 128;
+        m.disk.max_request_kib = 128;
+        let mut d = Disk::new(&m);
+        d.use_26_block_layer();
+        let mut out = Vec::new();
+        // The first request goes to the disk at once; the next ones merge behind it up to
+        // 32 blocks (128 KiB) each.
+        d.submit(Dir::Write, 0, 1, Payload::Buffers { lo: 0, hi: 1 }, 0, &mut out);
+        let mut seq = 1;
+        while d.queued() < 113 {
+            assert!(!d.congested);
+            d.submit(
+                Dir::Write,
+                seq,
+                8,
+                Payload::Buffers { lo: seq, hi: seq + 8 },
+                0,
+                &mut out,
+            );
+            seq += 8;
+        }
+        assert!(d.congested);
+        // Every queued request but the one in service and the newest holds 32 blocks.
+        assert_eq!((seq - 1).div_ceil(32) + 1, d.queued() as u64);
+        assert_eq!(d.room(seq, false), 0, "a nonblocking writer stops at congestion");
+        assert!(d.room(seq, true) > 0, "a blocking one may fill the queue");
+        let mut cleared = false;
+        let mut now = 0;
+        while !cleared {
+            let Some(KReq::DiskIrq { at, id }) = out.pop() else {
+                panic!("the disk is busy")
+            };
+            now = at;
+            d.complete(id, now, &mut out, &mut cleared);
+        }
+        assert_eq!(d.queued(), 102);
+        assert!(!d.congested && now > 0);
+    }
 }

@@ -475,3 +475,88 @@ impl Path for Kupdate {
         self.sub.advanced(k, cx, done);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::tests::kstate;
+
+    fn with(dirty_ratio: u32) -> KState {
+        let mut k = kstate();
+        let t = DirtyTunables {
+            dirty_ratio,
+            dirty_background_ratio: 10,
+        };
+        k.pwb = PageWriteback::new(t, k.buffer_pages(), 250);
+        k.writeback = Writeback::Pdflush2617;
+        k
+    }
+
+    #[test]
+    fn the_ratelimit_is_set_from_memory_and_drops_to_eight_when_exceeded() {
+        // set_ratelimit(): total_pages / 32, at most 4 MiB of pages.
+        let k = with(40);
+        assert_eq!(k.pwb.ratelimit_pages, (k.buffer_pages() / 32).min(1024));
+        let mut p = PageWriteback::new(k.pwb.tunables, 1 << 20, 250);
+        assert_eq!(p.ratelimit_pages, 1024);
+        assert!(!p.dirtied(1023));
+        assert!(p.dirtied(1));
+        p.dirty_exceeded = true;
+        assert_eq!(p.ratelimit_headroom(), 8);
+        assert!(!p.dirtied(7) && p.dirtied(1));
+    }
+
+    #[test]
+    fn get_dirty_limits_caps_the_ratio_at_half_the_unmapped_memory() {
+        let mut k = with(60);
+        let total = k.buffer_pages();
+        k.mm.anon = total / 10;
+        let l = get_dirty_limits(&k);
+        // unmapped_ratio 90: the patch's 60 % becomes 45 %.
+        assert_eq!(l.dirty, 45 * total / 100);
+        assert_eq!(l.background, 10 * total / 100);
+        k.pwb.tunables.dirty_ratio = 40;
+        assert_eq!(get_dirty_limits(&k).dirty, 40 * total / 100);
+        // Background at or above the ratio is halved.
+        k.pwb.tunables.dirty_background_ratio = 50;
+        assert_eq!(get_dirty_limits(&k).background, 20 * total / 100);
+    }
+
+    #[test]
+    fn a_congestion_wait_ends_at_a_tick_or_when_congestion_clears() {
+        let mut k = with(40);
+        let cx = Ctx { now: 1_000_000, pid: 5 };
+        let mut p = blk_congestion_wait(100_000_000);
+        let Step::Block(chan) = p.next(&mut k, &cx) else {
+            panic!("it sleeps")
+        };
+        // HZ 250: 100 ms from 1 ms is 101 ms, a tick boundary at 104 ms.
+        assert!(k.out.contains(&KReq::WakeAt { at: 104_000_000, chan }));
+        let mut out = Vec::new();
+        k.pwb.congestion_cleared(&mut out);
+        assert_eq!(out, [KReq::Wake(chan)]);
+        assert!(matches!(p.next(&mut k, &cx), Step::Done));
+    }
+
+    #[test]
+    fn pdflush_operation_fails_when_every_thread_is_busy() {
+        let mut k = with(40);
+        for pid in [20, 21, 22] {
+            k.pwb.pool.register(pid);
+        }
+        assert_eq!(k.pwb.pool.threads(), 2);
+        // Both live threads go idle; the third sleeps outside the pool.
+        for pid in [20, 21, 22] {
+            let _ = crate::mm::pdflush::next(&mut k, pid, 1, false);
+        }
+        assert!(pdflush_operation(&mut k, Job::Background { min_pages: 0 }, 2));
+        assert!(pdflush_operation(&mut k, Job::Kupdate, 2));
+        assert!(!pdflush_operation(&mut k, Job::Background { min_pages: 0 }, 2));
+        assert_eq!(k.pwb.stats.pdflush_busy, 1);
+        // The most recently idle thread took the first job.
+        assert_eq!(
+            crate::mm::pdflush::next(&mut k, 21, 3, false),
+            crate::mm::pdflush::Next::Run(Job::Background { min_pages: 0 })
+        );
+    }
+}
