@@ -382,6 +382,43 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
     out
 }
 
+/// Every published figure beside its stored uncertainty band (`latlab uncertainty`): for the
+/// tables whose comparison has no band column (seed 004's). Empty when no row has a band.
+pub fn render_bands(rows: &[CompareRow], labels: &[SweepRow]) -> String {
+    let mut out = String::new();
+    if !rows.iter().any(|r| r.band.is_some()) {
+        return out;
+    }
+    let label_of = |r: &CompareRow| {
+        labels
+            .iter()
+            .find(|l| l.variant == r.variant && l.stream == r.stream)
+            .map_or(r.variant.clone(), |l| l.label.clone())
+    };
+    let w = label_width(labels.iter().map(|l| l.label.as_str()));
+    let _ = writeln!(out, "\nPublished figures beside the model's uncertainty band (p5-p95)");
+    let _ = writeln!(out, "{:<w$}{:<16}{:>12}{:>22}{:>12}   in band", "Run", "figure", "model", "band", "seed");
+    for r in rows.iter().filter(|r| r.published.is_some() || r.published_range.is_some()) {
+        let band = r.band.map_or("-".into(), |[lo, _, hi]| format!("{}-{}", fmt_ms(lo), fmt_ms(hi)));
+        let seed = match (r.published, r.published_range) {
+            (Some(p), _) => fmt_ms(p),
+            (None, Some([lo, hi])) => format!("{lo}-{hi}"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<w$}{:<16}{:>12}{:>22}{:>12}   {}",
+            label_of(r),
+            format!("{} ({})", r.figure, r.unit),
+            fmt_ms(r.model),
+            band,
+            seed,
+            yes_no(r.published_in_band())
+        );
+    }
+    out
+}
+
 /// `yes`, `no`, or `-` where nothing was published.
 pub fn yes_no(b: Option<bool>) -> &'static str {
     match b {
