@@ -19,7 +19,8 @@ pub mod uncertainty;
 use anyhow::Context;
 use latlab_core::RunResult;
 use latlab_exp::Experiment;
-use latlab_report::seed_table::{self, CompareRow, Published, RunView};
+pub use latlab_report::seed_table::CompareRow;
+use latlab_report::seed_table::{self, Published, RunView};
 use latlab_sim::SimConfig;
 
 /// The views `seed_table` renders: each run's result beside what its seed published.
@@ -46,6 +47,23 @@ pub fn views<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> Vec<RunView<'
 /// The comparison rows of `results` (`reproduce --json`'s `rows`), run by run.
 pub fn rows(exp: &Experiment, results: &[RunResult]) -> Vec<CompareRow> {
     seed_table::compare_rows(&views(exp, results), &exp.seed_file)
+}
+
+/// The comparison rows of `results`, each with its stored band where the band was made with
+/// the same figure (`bands`), and what the stored bands gave.
+pub fn banded_rows(exp: &Experiment, results: &[RunResult]) -> Result<(Vec<CompareRow>, bands::Attached), String> {
+    let mut rows = rows(exp, results);
+    let attached = bands::attach(&exp.name, &mut rows)?;
+    Ok((rows, attached))
+}
+
+/// Every run of `exp` on this machine's cores (rayon), in run order.
+pub fn run_all_here(exp: &Experiment) -> anyhow::Result<Vec<RunResult>> {
+    use rayon::prelude::*;
+    exp.runs
+        .par_iter()
+        .map(|run| simulate(&run.config, &mut |_, _| {}).with_context(|| format!("experiment {}: run `{}`", exp.name, run.label)))
+        .collect()
 }
 
 /// `reproduce --json`'s document for one experiment.

@@ -5,8 +5,8 @@ use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use latlab_core::RunResult;
 use latlab_exp::{Experiment, TableKind};
-use latlab_batch::bands::{self, Attached};
-use latlab_report::seed_table::{self, CompareRow, RunView};
+use latlab_batch::bands::Attached;
+use latlab_report::seed_table;
 use latlab_report::{latency_trace, summary};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -134,7 +134,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         if let Some(dir) = &o.out {
             write_out(e, &results, dir, &format!("-{t}"))?;
         }
-        columns.push(compare(e, &results).0);
+        columns.push(latlab_batch::rows(e, &results));
     }
     if o.json {
         let doc = latlab_batch::sweep::doc(&exp.name, key, &values, &columns);
@@ -219,11 +219,6 @@ fn write_out(exp: &Experiment, results: &[RunResult], dir: &Path, suffix: &str) 
     Ok(())
 }
 
-/// The views `seed_table` renders, and the comparison rows.
-fn compare<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> (Vec<CompareRow>, Vec<RunView<'a>>) {
-    (latlab_batch::rows(exp, results), latlab_batch::views(exp, results))
-}
-
 /// Each run's row label, by kernel and stream (a sweep's and the band table's rows).
 pub fn row_labels(exp: &Experiment) -> Vec<seed_table::SweepRow> {
     exp.runs
@@ -248,13 +243,13 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     if let Some(dir) = &o.out {
         write_out(exp, &results, dir, "")?;
     }
-    let (mut rows, views) = compare(exp, &results);
     // The stored bands, where this run's seed and figures are the ones they were made with.
-    let attached = if o.seed.is_none() {
-        bands::attach(&exp.name, &mut rows).map_err(anyhow::Error::msg)?
+    let (rows, attached) = if o.seed.is_none() {
+        latlab_batch::banded_rows(exp, &results).map_err(anyhow::Error::msg)?
     } else {
-        Attached::NoneStored
+        (latlab_batch::rows(exp, &results), Attached::NoneStored)
     };
+    let views = latlab_batch::views(exp, &results);
     if o.json {
         outln!("{}", serde_json::to_string(&latlab_batch::reproduce_doc(exp, &rows))?)?;
         return Ok(());

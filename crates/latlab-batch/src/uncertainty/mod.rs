@@ -28,14 +28,14 @@ const ORIGIN: &str = "latlab uncertainty (a draw of the constants)";
 /// Constants reported as a figure's drivers.
 pub const TOP_DRIVERS: usize = 3;
 
-/// An experiment and `n` draws of its constants, every draw checked.
+/// An experiment and `n` draws of its constants.
 pub struct Plan {
     pub seed: u64,
     pub constants: Vec<Constant>,
     /// `draws[i][k]`: constant `k` in draw `i`.
     pub draws: Vec<Vec<f64>>,
-    /// The experiment as built, then once per draw.
-    exps: Vec<Experiment>,
+    /// The experiment as built.
+    base: Experiment,
 }
 
 /// An experiment's figures with their bands: `latlab uncertainty --json`.
@@ -80,47 +80,60 @@ impl Plan {
                     .collect()
             })
             .collect();
-        let mut exps = vec![exp.clone()];
-        for (i, d) in draws.iter().enumerate() {
-            let mut e = exp.clone();
-            for (c, v) in constants.iter().zip(d) {
-                e = latlab_exp::vary(&e, ORIGIN, &c.key, &c.text(*v))
-                    .map_err(|err: ExpError| format!("experiment {}, draw {i}: {err}", exp.name))?;
-            }
-            exps.push(e);
-        }
         Ok(Plan {
             seed,
             constants,
             draws,
-            exps,
+            base: exp.clone(),
         })
     }
 
+    /// The experiment as built (`i` = 0) or with draw `i - 1` applied, each constant through
+    /// `latlab_exp::vary` as a sweep's setting.
+    pub fn experiment(&self, i: usize) -> Result<Experiment, String> {
+        let Some(d) = i.checked_sub(1).map(|k| self.draws.get(k)) else {
+            return Ok(self.base.clone());
+        };
+        let d = d.ok_or_else(|| format!("{} has {} draws, not {i}", self.base.name, self.draws.len()))?;
+        let mut e = self.base.clone();
+        for (c, v) in self.constants.iter().zip(d) {
+            e = latlab_exp::vary(&e, ORIGIN, &c.key, &c.text(*v))
+                .map_err(|err: ExpError| format!("experiment {}, draw {}: {err}", self.base.name, i - 1))?;
+        }
+        Ok(e)
+    }
+
+    /// Every draw applied (an error names the first that cannot be), as built first.
+    pub fn experiments(&self) -> Result<Vec<Experiment>, String> {
+        (0..=self.draws.len()).map(|i| self.experiment(i)).collect()
+    }
+
     fn runs(&self) -> usize {
-        self.exps[0].runs.len().max(1)
+        self.base.runs.len().max(1)
     }
 
     /// Jobs: every run as built, then every run of every draw.
     pub fn jobs(&self) -> usize {
-        self.exps.len() * self.exps[0].runs.len()
+        (self.draws.len() + 1) * self.base.runs.len()
     }
 
     /// Job `j`'s rows.
     pub fn job(&self, j: usize) -> anyhow::Result<Vec<CompareRow>> {
-        let exp = self
-            .exps
-            .get(j / self.runs())
-            .ok_or_else(|| anyhow::anyhow!("{} has {} jobs, not {}", self.exps[0].name, self.jobs(), j + 1))?;
-        run_rows(exp, j % self.runs())
+        if j >= self.jobs() {
+            anyhow::bail!("{} has {} jobs, not {}", self.base.name, self.jobs(), j + 1);
+        }
+        let exp = self.experiment(j / self.runs()).map_err(anyhow::Error::msg)?;
+        run_rows(&exp, j % self.runs())
     }
 
     /// Every job on this machine's cores (rayon), `tick` called as each ends, then merged.
     pub fn run_here(&self, tick: &(dyn Fn() + Sync)) -> anyhow::Result<Report> {
+        let exps = self.experiments().map_err(anyhow::Error::msg)?;
+        let runs = self.runs();
         let per_job = (0..self.jobs())
             .into_par_iter()
             .map(|j| {
-                let r = self.job(j);
+                let r = run_rows(&exps[j / runs], j % runs);
                 tick();
                 r
             })
@@ -164,7 +177,7 @@ impl Plan {
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Report {
-            experiment: self.exps[0].name.clone(),
+            experiment: self.base.name.clone(),
             samples: self.draws.len(),
             seed: self.seed,
             constants: self.constants.clone(),
@@ -251,13 +264,18 @@ mod tests {
         assert_eq!(plan.jobs(), 5 * exp.runs.len());
         // The draw reached the runs: draw 0's machine has its draws.
         let k = plan.constants.iter().position(|c| c.key == "machine.kernel_cpi").unwrap();
-        assert_eq!(plan.exps[1].runs[0].config.machine.kernel_cpi, plan.draws[0][k]);
+        let first = plan.experiment(1).unwrap();
+        assert_eq!(first.runs[0].config.machine.kernel_cpi, plan.draws[0][k]);
         let ui = plan.constants.iter().position(|c| c.key == "catalog.unfile.misses").unwrap();
         assert_eq!(
-            plan.exps[1].runs[1].config.machine.catalog["unfile"].misses,
+            first.runs[1].config.machine.catalog["unfile"].misses,
             Some(plan.draws[0][ui])
         );
         let report = plan.run_here(&|| {}).unwrap();
+        // Job by job, as a Ray worker runs them: the same report.
+        let per_job: Vec<_> = (0..plan.jobs()).map(|j| plan.job(j).unwrap()).collect();
+        assert_eq!(plan.merge(per_job).unwrap(), report);
+        assert!(plan.job(plan.jobs()).is_err());
         let again = Plan::new(&exp, 4, 1).unwrap().run_here(&|| {}).unwrap();
         assert_eq!(serde_json::to_string(&report).unwrap(), serde_json::to_string(&again).unwrap());
         // The as-built figures are reproduce's.
