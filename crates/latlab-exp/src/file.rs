@@ -431,7 +431,10 @@ fn line_of_field(text: &str, field: &str) -> usize {
 
 /// A machine profile: built in (`piii-850`) or a file's path (read through `files`).
 pub fn machine(origin: &str, name: &str, line: usize, files: Files) -> Result<MachineProfile, ExpError> {
-    resolve(&MACHINE, origin, line, name, files, MachineProfile::validate)
+    resolve(&MACHINE, origin, line, name, files, |m: &MachineProfile| {
+        m.validate()?;
+        check_uncertainty(m)
+    })
 }
 
 /// A kernel variant: built in (`2.4.18+mini-ll`) or a file's path (read through `files`).
@@ -771,12 +774,28 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
 /// The machine profile's fields `--vary machine.FIELD` can set: every number and flag, nested
 /// tables' as `disk.seq_mb_s` (the catalog overrides have their own keys, `catalog.*`).
 pub fn machine_fields(m: &MachineProfile) -> Vec<String> {
-    fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {
+    machine_values(m).into_iter().map(|(f, _)| f).collect()
+}
+
+/// A machine field's value: a number (whole or not) or a flag.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FieldValue {
+    Whole(i64),
+    Number(f64),
+    Flag(bool),
+}
+
+/// Every field of [`machine_fields`] with its value, in the profile's order.
+pub fn machine_values(m: &MachineProfile) -> Vec<(String, FieldValue)> {
+    fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<(String, FieldValue)>) {
         for (k, v) in t {
             let path = format!("{prefix}{k}");
             match v {
-                toml::Value::Table(sub) if path != "catalog" => walk(&format!("{path}."), sub, out),
-                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => out.push(path),
+                toml::Value::Table(_) if path == "catalog" || path == "uncertainty" => {}
+                toml::Value::Table(sub) => walk(&format!("{path}."), sub, out),
+                toml::Value::Integer(i) => out.push((path, FieldValue::Whole(*i))),
+                toml::Value::Float(x) => out.push((path, FieldValue::Number(*x))),
+                toml::Value::Boolean(b) => out.push((path, FieldValue::Flag(*b))),
                 _ => {}
             }
         }
@@ -786,6 +805,34 @@ pub fn machine_fields(m: &MachineProfile) -> Vec<String> {
         walk("", &t, &mut out);
     }
     out
+}
+
+/// A machine's `[uncertainty]` table names only its number fields, each with a spread its
+/// value fits (`latlab_sim::spread`). Returns the offending field (`uncertainty.NAME`) and why.
+fn check_uncertainty(m: &MachineProfile) -> Result<(), (&'static str, String)> {
+    let values = machine_values(m);
+    for (field, spread) in &m.uncertainty.0 {
+        let value = match values.iter().find(|(f, _)| f == field) {
+            Some((_, FieldValue::Whole(i))) => *i as f64,
+            Some((_, FieldValue::Number(x))) => *x,
+            _ => {
+                return Err((
+                    "uncertainty",
+                    format!(
+                        "`{field}` is not a number field of the profile; valid: {}",
+                        values
+                            .iter()
+                            .filter(|(_, v)| !matches!(v, FieldValue::Flag(_)))
+                            .map(|(f, _)| f.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ))
+            }
+        };
+        spread.check(value).map_err(|why| ("uncertainty", format!("{field}: {why}")))?;
+    }
+    Ok(())
 }
 
 /// `m` with `field` (dotted, `disk.seq_mb_s`) set to `value` parsed as the field's own type,
@@ -1656,4 +1703,42 @@ published_max_ms = 84.0
             }
         }
     }
+
+    /// Every built-in machine states how far each of its number fields may be off (issue 20):
+    /// a field added to the profile, or a machine added, without its line in `[uncertainty]`
+    /// fails here, by machine and field.
+    #[test]
+    fn every_builtin_machine_states_a_spread_for_every_number_field() {
+        let mut missing = Vec::new();
+        for (name, _) in crate::builtin::MACHINES {
+            let m = machine("test", name, 1, &no_files).unwrap();
+            for (f, v) in machine_values(&m) {
+                if !matches!(v, FieldValue::Flag(_)) && m.uncertainty.get(&f).is_none() {
+                    missing.push(format!("machines/{name}.toml: {f}"));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "fields without a line in their machine's [uncertainty] table (docs/fidelity.md \"Uncertainty\"): {missing:?}"
+        );
+    }
+
+    #[test]
+    fn a_machines_uncertainty_table_is_checked_by_field() {
+        let base = crate::builtin::MACHINES[0].1;
+        let read = |from: &str, to: &str| {
+            assert!(base.contains(from));
+            let text = base.replace(from, to);
+            let files = move |_: &str| Ok(("my.toml".to_string(), text.clone()));
+            machine("exp.toml", "./my.toml", 3, &files).map(|_| ()).unwrap_err().to_string()
+        };
+        let e = read("ram_mib = \"given\"", "colour = \"given\"");
+        assert!(e.contains("my.toml") && e.contains("`colour` is not a number field") && e.contains("cpu_mhz"), "{e}");
+        let e = read("disk.seq_mb_s = \"measured\"", "disk.seq_mb_s = [30.0, 40.0]");
+        assert!(e.contains("disk.seq_mb_s: bounds [30, 40] do not hold the value 28"), "{e}");
+        let e = read("syscall_ns = \"measured\"", "syscall_ns = \"guess\"");
+        assert!(e.contains("unknown spread `guess`"), "{e}");
+    }
+
 }

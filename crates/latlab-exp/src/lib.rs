@@ -17,7 +17,7 @@ pub mod builtin;
 mod file;
 
 pub use file::{
-    is_path, machine_fields, no_files, vary, ExpError, Experiment, Files, PreloadRepr, Published, Run, TableKind,
+    is_path, machine_fields, machine_values, no_files, vary, ExpError, Experiment, FieldValue, Files, PreloadRepr, Published, Run, TableKind,
     MAX_RUN_SECONDS, VARY_KEYS,
 };
 

@@ -6,7 +6,7 @@
 //! judged on: a published number within 1.5x, a published bucket within 2x of its edges.
 
 use latlab_core::{ms, RunResult};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -43,7 +43,7 @@ pub struct RunView<'a> {
 }
 
 /// A figure compared with the seed (the `--json` rows of `latlab reproduce`).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct CompareRow {
     pub variant: String,
     /// The measurement stream, where a run's kernel alone does not name the row
@@ -59,6 +59,10 @@ pub struct CompareRow {
     pub published: Option<f64>,
     pub published_range: Option<[f64; 2]>,
     pub source: String,
+    /// The figure's uncertainty band, p5 / p50 / p95 over the draws of its constants
+    /// (`latlab uncertainty`; `reproduce` takes it from the experiment's stored bands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<[f64; 3]>,
 }
 
 impl CompareRow {
@@ -69,6 +73,15 @@ impl CompareRow {
         }
         self.published_range
             .map(|[lo, hi]| self.model >= lo / 2.0 && self.model <= hi * 2.0)
+    }
+    /// The published figure lies inside the band (p5 to p95): a number between them, a
+    /// bucket overlapping them. `None` without a band or a published figure.
+    pub fn published_in_band(&self) -> Option<bool> {
+        let [lo, _, hi] = self.band?;
+        if let Some(p) = self.published {
+            return Some((lo..=hi).contains(&p));
+        }
+        self.published_range.map(|[a, b]| a <= hi && b >= lo)
     }
     /// model / published (or / the bucket's geometric middle).
     pub fn ratio(&self) -> Option<f64> {
@@ -109,6 +122,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
                 None
             },
             source: source.into(),
+            band: None,
         });
         rows.push(CompareRow {
             variant: v.result.meta.kernel.clone(),
@@ -120,6 +134,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
             published: v.published.samples,
             published_range: None,
             source: source.into(),
+            band: None,
         });
         rows.push(CompareRow {
             variant: v.result.meta.kernel.clone(),
@@ -131,6 +146,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
             published: None,
             published_range: None,
             source: source.into(),
+            band: None,
         });
     }
     rows
@@ -149,6 +165,7 @@ fn posix_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<Compare
         published,
         published_range: None,
         source: source.into(),
+        band: None,
     };
     vec![
         row(
@@ -190,6 +207,7 @@ fn write_rows(v: &RunView, runs: &[RunView], source: &str) -> Vec<CompareRow> {
         published,
         published_range: None,
         source: source.into(),
+        band: None,
     };
     let mbps = |r: &RunResult| r.throughput.get("write_MBps").copied();
     let mut rows = vec![row(
@@ -485,7 +503,10 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
         out,
         "\nWorst case, model vs seed (bar: a number within 1.5x, a bucket within 2x of its edges)"
     );
-    let _ = writeln!(out, "{:<w$}{:>12}{:>16}{:>9}", "Kernel", "model", "seed", "ratio");
+    // With stored bands (`latlab uncertainty`): the band and whether the seed lies inside.
+    let banded = rows.iter().any(|r| r.band.is_some());
+    let _ = write!(out, "{:<w$}{:>12}{:>16}{:>9}", "Kernel", "model", "seed", "ratio");
+    let _ = writeln!(out, "{}", if banded { "         band p5-p95 ms   in band" } else { "" });
     for r in rows.iter().filter(|r| r.figure == "max_latency") {
         let seed = match (r.published, r.published_range) {
             (Some(p), _) => format!("{} ms", fmt_ms(p)),
@@ -498,17 +519,72 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
             Some(false) => "OFF",
             None => "",
         };
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "{:<w$}{:>12}{:>16}{:>9}   {}",
+            "{:<w$}{:>12}{:>16}{:>9}   ",
             label_of(&r.variant),
             format!("{} ms", fmt_ms(r.model)),
             seed,
             ratio,
-            verdict
+        );
+        let _ = match (banded, r.band) {
+            (false, _) => writeln!(out, "{verdict}"),
+            (true, Some([lo, _, hi])) => writeln!(
+                out,
+                "{verdict:<3}{:>18}   {}",
+                format!("{}-{}", fmt_ms(lo), fmt_ms(hi)),
+                yes_no(r.published_in_band())
+            ),
+            (true, None) => writeln!(out, "{verdict:<3}{:>18}   -", "-"),
+        };
+    }
+    out
+}
+
+/// Every published figure beside its stored uncertainty band (`latlab uncertainty`): for the
+/// tables whose comparison has no band column (seed 004's). Empty when no row has a band.
+pub fn render_bands(rows: &[CompareRow], labels: &[SweepRow]) -> String {
+    let mut out = String::new();
+    if !rows.iter().any(|r| r.band.is_some()) {
+        return out;
+    }
+    let label_of = |r: &CompareRow| {
+        labels
+            .iter()
+            .find(|l| l.variant == r.variant && l.stream == r.stream)
+            .map_or(r.variant.clone(), |l| l.label.clone())
+    };
+    let w = label_width(labels.iter().map(|l| l.label.as_str()));
+    let _ = writeln!(out, "\nPublished figures beside the model's uncertainty band (p5-p95)");
+    let _ = writeln!(out, "{:<w$}{:<16}{:>12}{:>22}{:>12}   in band", "Run", "figure", "model", "band", "seed");
+    for r in rows.iter().filter(|r| r.published.is_some() || r.published_range.is_some()) {
+        let band = r.band.map_or("-".into(), |[lo, _, hi]| format!("{}-{}", fmt_ms(lo), fmt_ms(hi)));
+        let seed = match (r.published, r.published_range) {
+            (Some(p), _) => fmt_ms(p),
+            (None, Some([lo, hi])) => format!("{lo}-{hi}"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<w$}{:<16}{:>12}{:>22}{:>12}   {}",
+            label_of(r),
+            format!("{} ({})", r.figure, r.unit),
+            fmt_ms(r.model),
+            band,
+            seed,
+            yes_no(r.published_in_band())
         );
     }
     out
+}
+
+/// `yes`, `no`, or `-` where nothing was published.
+pub fn yes_no(b: Option<bool>) -> &'static str {
+    match b {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "-",
+    }
 }
 
 /// How long each run lasted beside the seed's run: the model's script (counter
@@ -725,7 +801,20 @@ mod tests {
             published: p,
             published_range: r,
             source: "s".into(),
+            band: None,
         }
+    }
+
+    #[test]
+    fn a_published_figure_is_in_the_band_between_p5_and_p95_a_bucket_when_they_overlap() {
+        let band = |r: CompareRow, b: [f64; 3]| CompareRow { band: Some(b), ..r };
+        assert_eq!(row(88.5, Some(84.0), None).published_in_band(), None);
+        assert_eq!(band(row(88.5, Some(84.0), None), [60.0, 88.0, 130.0]).published_in_band(), Some(true));
+        assert_eq!(band(row(88.5, Some(36.0), None), [4.0, 6.5, 11.0]).published_in_band(), Some(false));
+        let bucket = |b| band(row(91.6, None, Some([128.0, 256.0])), b).published_in_band();
+        assert_eq!(bucket([60.0, 90.0, 130.0]), Some(true));
+        assert_eq!(bucket([60.0, 90.0, 127.0]), Some(false));
+        assert_eq!(band(row(1.0, None, None), [0.5, 1.0, 2.0]).published_in_band(), None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod measure;
 pub mod mm;
 pub mod net;
 pub mod sched;
+pub mod spread;
 pub mod variant;
 pub mod workload;
 

@@ -7,6 +7,7 @@
 //! [`MachineProfile::cost`] turns those into time with this machine's CPI, clock and memory
 //! latency. That keeps one set of numbers per machine, shared by every path and variant.
 
+use crate::spread::Spreads;
 use latlab_core::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -67,6 +68,11 @@ pub struct MachineProfile {
     /// Empty for the built-in machines.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub catalog: BTreeMap<String, CostOverride>,
+    /// How far each field may be off, by field (`disk.seq_mb_s` for the disk's): its
+    /// source's class or bounds (`crate::spread`). The model does not read it; `latlab
+    /// uncertainty` draws the fields within it.
+    #[serde(default, skip_serializing_if = "Spreads::is_empty")]
+    pub uncertainty: Spreads,
 }
 
 /// A machine's replacement for one catalog item's numbers; a number not given keeps the

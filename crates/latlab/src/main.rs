@@ -12,6 +12,7 @@ mod read;
 mod report_cmd;
 mod sim_cmd;
 mod swap_cmd;
+mod uncertainty_cmd;
 mod vs_cyclictest;
 
 // The model allocates a path per system call and a task per SIGEV_THREAD expiry; mimalloc
@@ -32,6 +33,9 @@ enum Cmd {
     Run(sim_cmd::RunArgs),
     /// Reproduce a seed's table: model figures beside the published ones.
     Reproduce(sim_cmd::ReproduceArgs),
+    /// Every figure of an experiment with its band: draws of the constants within their
+    /// sources' ranges, the drivers of each figure.
+    Uncertainty(uncertainty_cmd::UncertaintyArgs),
     /// Measure wakeup and write latency on this machine, under real load.
     Probe(probe_cmd::ProbeArgs),
     /// Compare the swap-slot allocators of seed 003 at every fill level.
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Run(a) => sim_cmd::run(a),
         Cmd::Reproduce(a) => sim_cmd::reproduce(a),
+        Cmd::Uncertainty(a) => uncertainty_cmd::run(a),
         Cmd::Probe(a) => probe_cmd::run(a),
         Cmd::SwapBench(a) => swap_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),

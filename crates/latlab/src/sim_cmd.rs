@@ -5,7 +5,8 @@ use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use latlab_core::RunResult;
 use latlab_exp::{Experiment, TableKind};
-use latlab_report::seed_table::{self, CompareRow, Published, RunView};
+use latlab_batch::bands::Attached;
+use latlab_report::seed_table;
 use latlab_report::{latency_trace, summary};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -102,7 +103,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     let Some(spec) = &o.vary else {
         return execute_one(exp, o);
     };
-    let origin = "command line (--vary)";
+    let origin = latlab_batch::sweep::ORIGIN;
     let (key, values) = spec
         .split_once('=')
         .with_context(|| format!("{origin}: expected KEY=V1,V2,..., got `{spec}`"))?;
@@ -133,27 +134,14 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         if let Some(dir) = &o.out {
             write_out(e, &results, dir, &format!("-{t}"))?;
         }
-        columns.push(compare(e, &results).0);
+        columns.push(latlab_batch::rows(e, &results));
     }
     if o.json {
-        let doc = serde_json::json!({
-            "experiment": exp.name,
-            "vary": key,
-            "runs": values.iter().zip(&columns).map(|(v, rows)| serde_json::json!({"value": v, "rows": rows})).collect::<Vec<_>>(),
-        });
+        let doc = latlab_batch::sweep::doc(&exp.name, key, &values, &columns);
         outln!("{}", serde_json::to_string(&doc)?)?;
         return Ok(());
     }
-    let labels: Vec<seed_table::SweepRow> = exp
-        .runs
-        .iter()
-        .map(|r| seed_table::SweepRow {
-            variant: r.config.variant.name.clone(),
-            stream: r.config.posix_timer.as_ref().map(|p| p.notify.stream().to_string()),
-            case: r.case.clone(),
-            label: r.label.clone(),
-        })
-        .collect();
+    let labels = row_labels(exp);
     out!(
         "{}",
         seed_table::render_sweep(&heading(exp), key, &values, &columns, &labels)
@@ -210,13 +198,7 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
                     b.set_message(format!("{} s simulated", now / 1_000_000_000));
                 }
             };
-            // A panic inside the model is one of its invariants broken (a count below zero
-            // stops release builds too): a bug in latlab, reported as such, not a crash.
-            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| latlab_sim::simulate(&cfg, progress)))
-                .map_err(|p| broken_invariant(p.as_ref(), cfg.seed));
-            let (r, _) = ran
-                .and_then(|r| Ok(r?))
-                .with_context(|| format!("experiment {}: run `{label}`", exp.name))?;
+            let r = latlab_batch::simulate(&cfg, progress).with_context(|| format!("experiment {}: run `{label}`", exp.name))?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
@@ -224,19 +206,6 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
         })
         .collect();
     results.into_iter().collect()
-}
-
-/// The error for a run the model stopped with a panic: one of its invariants broke (a count
-/// below zero stops release builds too), a bug in latlab rather than in the experiment.
-fn broken_invariant(payload: &(dyn std::any::Any + Send), seed: u64) -> anyhow::Error {
-    let why = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".into());
-    anyhow::anyhow!(
-        "the model broke one of its own invariants ({why}) with seed {seed}: a bug in latlab, not in the experiment; please report it with the experiment file"
-    )
 }
 
 /// Each run's full result as `DIR/EXPERIMENT-LABEL[SUFFIX].json`.
@@ -250,31 +219,17 @@ fn write_out(exp: &Experiment, results: &[RunResult], dir: &Path, suffix: &str) 
     Ok(())
 }
 
-/// The views `seed_table` renders, and the comparison rows.
-fn compare<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> (Vec<CompareRow>, Vec<RunView<'a>>) {
-    let views: Vec<RunView> = exp
-        .runs
+/// Each run's row label, by kernel and stream (a sweep's and the band table's rows).
+pub fn row_labels(exp: &Experiment) -> Vec<seed_table::SweepRow> {
+    exp.runs
         .iter()
-        .zip(results)
-        .map(|(run, r)| RunView {
-            label: &run.label,
-            case: run.case.as_deref(),
-            result: r,
-            published: Published {
-                samples: run.published.samples,
-                max_ms: run.published.max_ms,
-                max_range_ms: run.published.max_range_ms,
-                buckets: &run.published.buckets,
-                listing: &run.published.listing,
-                avg_ms: run.published.avg_ms,
-                missed: run.published.missed,
-                slowest_us: &run.published.slowest_us,
-                over_100ms: run.published.over_100ms,
-                throughput_gain: run.published.throughput_gain,
-            },
+        .map(|r| seed_table::SweepRow {
+            variant: r.config.variant.name.clone(),
+            stream: r.config.posix_timer.as_ref().map(|p| p.notify.stream().to_string()),
+            case: r.case.clone(),
+            label: r.label.clone(),
         })
-        .collect();
-    (seed_table::compare_rows(&views, &exp.seed_file), views)
+        .collect()
 }
 
 /// The report's first lines: `== NAME (SEED FILE) ==` and the experiment's title.
@@ -289,10 +244,15 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     if let Some(dir) = &o.out {
         write_out(exp, &results, dir, "")?;
     }
-    let (rows, views) = compare(exp, &results);
+    // The stored bands, where this run's seed and figures are the ones they were made with.
+    let (rows, attached) = if o.seed.is_none() {
+        latlab_batch::banded_rows(exp, &results).map_err(anyhow::Error::msg)?
+    } else {
+        (latlab_batch::rows(exp, &results), Attached::NoneStored)
+    };
+    let views = latlab_batch::views(exp, &results);
     if o.json {
-        let doc = serde_json::json!({ "experiment": exp.name, "rows": rows });
-        outln!("{}", serde_json::to_string(&doc)?)?;
+        outln!("{}", serde_json::to_string(&latlab_batch::reproduce_doc(exp, &rows))?)?;
         return Ok(());
     }
     let title = heading(exp);
@@ -311,6 +271,26 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
         out!("{}", seed_table::render_comparison(&rows, &labels))?;
         out!("{}", seed_table::render_run_lengths(&views))?;
+    } else {
+        out!("{}", seed_table::render_bands(&rows, &row_labels(exp)))?;
+    }
+    match &attached {
+        Attached::All { samples } => outln!(
+            "(band: p5-p95 of the figure over {samples} draws of the constants within their sources' ranges, stored in experiments/bands/{}.json: `latlab uncertainty {}` for the drivers)",
+            exp.name,
+            exp.name
+        )?,
+        Attached::Stale(rows) => outln!(
+            "(no band: the stored bands (experiments/bands/{}.json) were made with other figures for {}; regenerate them: docs/fidelity.md \"Uncertainty\")",
+            exp.name,
+            rows.join(", ")
+        )?,
+        Attached::NoneStored if o.seed.is_none() => outln!(
+            "(no band stored for {}: `latlab uncertainty {}` draws one)",
+            exp.name,
+            exp.name
+        )?,
+        Attached::NoneStored => {}
     }
     for v in &views {
         if !v.published.listing.is_empty() {
@@ -369,31 +349,4 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     )?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_panic_in_the_model_becomes_an_error_naming_the_bug_and_the_seed() {
-        let hook = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
-        let p = std::panic::catch_unwind(|| {
-            let v: Vec<u64> = Vec::new();
-            v.iter().sum::<u64>() - 1
-        })
-        .unwrap_err();
-        let q = std::panic::catch_unwind(|| panic!("count {} below zero", 3)).unwrap_err();
-        std::panic::set_hook(hook);
-        let e = broken_invariant(p.as_ref(), 7).to_string();
-        assert!(
-            e.contains("attempt to subtract with overflow") && e.contains("seed 7"),
-            "{e}"
-        );
-        assert!(e.contains("a bug in latlab"), "{e}");
-        assert!(broken_invariant(q.as_ref(), 1)
-            .to_string()
-            .contains("count 3 below zero"));
-    }
 }

@@ -11,6 +11,9 @@ use crate::kernel::lock::Lock;
 use crate::kernel::path::{Chan, Ctx, LoopStep, Path, Step, Work};
 use crate::kernel::state::KState;
 use crate::machine::MachineProfile;
+use crate::spread::ItemSpread;
+// The classes the `#[spread(...)]` lines name.
+use crate::spread::Spread::{Counted, Estimate, Given, Measured};
 use latlab_core::Nanos;
 use smallvec::smallvec;
 
@@ -269,18 +272,40 @@ pub struct CostItem {
     pub misses: f64,
     /// The code it follows and the arithmetic (the doc comment of the [`Costs`] field).
     pub source: &'static str,
+    /// How far its two numbers may be off, by the kind of source (`#[spread(...)]` beside
+    /// the item: one class for both, or `instr = ..., misses = ...`); `None` for an item
+    /// that states none, which a test refuses.
+    pub spread: Option<ItemSpread>,
+}
+
+/// An item's `#[spread(...)]`: one class for both numbers, or each its own.
+macro_rules! item_spread {
+    () => {
+        None
+    };
+    (instr = $i:expr, misses = $m:expr) => {
+        Some(ItemSpread { instr: $i, misses: $m })
+    };
+    ($both:expr) => {
+        Some(ItemSpread {
+            instr: $both,
+            misses: $both,
+        })
+    };
 }
 
 /// The catalog's costs as data, and the struct of times a run reads them from, from one list:
-/// each entry is `name: instructions, misses;` under its doc comment (the source).
+/// each entry is `name: instructions, misses;` under its doc comment (the source) and its
+/// `#[spread(...)]` (how far the source lets the numbers be off: `crate::spread`).
 macro_rules! catalog_costs {
-    ($($(#[doc = $doc:literal])* $name:ident: $instr:expr, $misses:expr;)*) => {
+    ($($(#[doc = $doc:literal])* $(#[spread($($spread:tt)+)])? $name:ident: $instr:expr, $misses:expr;)*) => {
         /// Every per-item cost of the catalog, in [`Costs`]' order.
         pub const COST_ITEMS: &[CostItem] = &[$(CostItem {
             name: stringify!($name),
             instructions: $instr,
             misses: $misses,
             source: concat!($($doc, "\n",)*),
+            spread: item_spread!($($($spread)+)?),
         },)*];
 
         /// Per-operation costs of one machine, derived once per run from the profile (and its
@@ -329,28 +354,37 @@ catalog_costs! {
     /// jbd write_out_data, clean buffer: __journal_unfile_buffer, __journal_remove_journal_head,
     /// refile_buffer, __brelse: ~150 instructions; misses on the journal_head, two lines of
     /// the buffer_head, both LRU neighbours and the slab page: 6.
+    #[spread(Counted)]
     unfile: 150.0, 6.0;
     /// Any buffer-list walk passing a locked buffer: test of b_state, follow b_next_free:
     /// ~20 instructions, 1 miss (the buffer_head).
+    #[spread(Counted)]
     skip_locked: 20.0, 1.0;
     /// __refile_buffer of a completed buffer: unlink + relink on another LRU list: ~50
     /// instructions, 3 misses (buffer_head, prev and next neighbours).
+    #[spread(Counted)]
     refile: 50.0, 3.0;
     /// write_some_buffers taking a dirty buffer: test_and_set lock, clean, refile, get_bh:
     /// ~60 instructions, 3 misses.
+    #[spread(Counted)]
     collect: 60.0, 3.0;
     /// submit_bh -> generic_make_request -> __make_request (elevator merge at the queue
     /// tail): ~300 instructions, 2 misses.
+    #[spread(Counted)]
     submit_bh: 300.0, 2.0;
     /// prune_dcache passing a referenced dentry: flag clear, list_del + list_add: ~25
     /// instructions, 2 misses (dentry, list neighbour).
+    #[spread(Counted)]
     dcache_skip: 25.0, 2.0;
     /// prune_one_dentry: d_free, dentry_iput, list and hash unlinks: ~300 instructions, 6 misses.
+    #[spread(Counted)]
     prune_dentry: 300.0, 6.0;
     /// prune_icache visiting an inode: i_state, i_data.nrpages, i_count, list step: ~20
     /// instructions, 2 misses.
+    #[spread(Counted)]
     icache_visit: 20.0, 2.0;
     /// dispose_list freeing one inode (clear_inode, destroy): ~400 instructions, 5 misses.
+    #[spread(Counted)]
     dispose_inode: 400.0, 5.0;
     /// zap_pte_range per present PTE, freeing an anonymous page (2.4.18 UP path:
     /// tlb_remove_page -> __free_pte -> free_page_and_swap_cache -> __free_pages ->
@@ -361,6 +395,7 @@ catalog_costs! {
     /// and its two LRU neighbours (list_del writes both; they are whatever was added around
     /// the same fault); the 12 KiB order-0 buddy bitmap and the free-list head stay in L2, and
     /// buddies rarely merge (a busy box hands out scattered pages): 3.
+    #[spread(Counted)]
     zap_pte: 150.0, 3.0;
     /// zap_pte_range per swap PTE (2.4.17/2.4.18 mm/memory.c: `free_swap_and_cache`):
     /// swap_info_get (swap_list_lock, swap_device_lock), swap_entry_free (the count, lowest/
@@ -368,12 +403,15 @@ catalog_costs! {
     /// hash), swap_info_put, pte_clear: ~130 instructions. Misses: the swap_map entry, the
     /// page-hash bucket, the swap_info fields the entry's device line shares with nothing
     /// hot: 3.
+    #[spread(Counted)]
     free_swap_entry: 130.0, 3.0;
     /// swap_out_pmd per present PTE: ptep_test_and_clear_young: ~20 instructions, 1 miss
     /// (struct page).
+    #[spread(Counted)]
     swap_scan_pte: 20.0, 1.0;
     /// try_to_swap_out of an old page besides the slot search: add_to_swap_cache, set the
     /// swap pte, flush: ~600 instructions, 6 misses.
+    #[spread(Counted)]
     swap_out_page: 600.0, 6.0;
     /// __sync_one (fs/inode.c, 2.4.17/2.4.18) per dirty inode, for ext3: move it to
     /// s_locked_inodes, set I_LOCK, drop inode_lock, filemap_fdatasync and filemap_fdatawait
@@ -381,18 +419,24 @@ catalog_costs! {
     /// ext3_write_inode (returns at once when not asked to wait), re-take inode_lock, file the
     /// inode on its list, wake_up(i_wait): ~250 instructions. Misses: the inode's list line,
     /// its state/mapping line, its wait queue, the two list neighbours: 5.
+    #[spread(Counted)]
     sync_one: 250.0, 5.0;
     /// scan_swap_map per swap_map entry read: ~5 instructions; 16 two-byte entries per
     /// 32-byte PIII cache line, so 1/16 miss.
+    #[spread(instr = Counted, misses = Given)]
     swap_map_entry: 5.0, 1.0 / 16.0;
     /// shrink_cache per inactive page: lock tests, page_count, mapping checks,
     /// __remove_inode_page for clean ones: ~100 instructions, 3 misses.
+    #[spread(Counted)]
     shrink_page: 100.0, 3.0;
     /// refill_inactive per active page moved: ~30 instructions, 2 misses.
+    #[spread(Counted)]
     refill_page: 30.0, 2.0;
     /// truncate_complete_page + page_cache_release + list restart: ~200 instructions, 4 misses.
+    #[spread(Counted)]
     truncate_page: 200.0, 4.0;
     /// ext3_free_blocks per block of a run: clear bit, count: ~30 instructions, bitmap is hot.
+    #[spread(Counted)]
     free_block: 30.0, 0.0;
     /// ext3_clear_blocks per block pointer (2.4.18 fs/ext3/inode.c): zero the pointer, look
     /// the block up in the buffer hash (`sb_get_hash_table`, so journal_forget can drop a
@@ -400,9 +444,11 @@ catalog_costs! {
     /// block: ~60 instructions. Misses: the hash bucket (buffer_init sizes the table for
     /// 768 MiB at order 6: 65,536 buckets, 256 KiB, as large as the PIII's L2) and one chain
     /// entry (the page cache's buffer_heads spread about one per bucket): 2.
+    #[spread(Counted)]
     clear_block: 60.0, 2.0;
     /// ext3_free_branches per indirect block: bread hit + journal_get_write_access +
     /// ext3_free_data bookkeeping: ~1500 instructions, 10 misses.
+    #[spread(Counted)]
     free_indirect: 1500.0, 10.0;
     /// 2.6.17 mpage_writepages per page (fs/mpage.c, fs/ext3/inode.c 2.6.17/2.6.18):
     /// the pagevec lookup by PAGECACHE_TAG_DIRTY (1/14 of it), lock_page,
@@ -414,14 +460,17 @@ catalog_costs! {
     /// ext3_journal_stop ~250, unlock_page ~50: ~1,600 instructions. Misses: struct page,
     /// the radix-tree node, the buffer_head (2), the journal_head (2), the handle's slab,
     /// the transaction, the request or bio: 9.
+    #[spread(Counted)]
     writepage: 1_600.0, 9.0;
     /// 2.6.17 get_dirty_limits with its caller's bookkeeping: read_page_state summing the
     /// per-CPU page_state (~40 counters, one CPU) ~150 instructions, the ratio arithmetic
     /// ~50: ~200 instructions; misses: the page_state lines: 2.
+    #[spread(Counted)]
     dirty_limits: 200.0, 2.0;
     /// generic_file_write per page besides the copy: __grab_cache_page, ext3_prepare_write
     /// (block allocation, journal_start, get_write_access), commit_write (journal_dirty_data,
     /// mark dirty, balance_dirty): ~2000 instructions, 15 misses.
+    #[spread(Counted)]
     write_page: 2000.0, 15.0;
     /// ext3_dirty_inode (2.4.18 fs/ext3/inode.c), run by `mark_inode_dirty_sync` for an atime
     /// or mtime update: ext3_journal_start of a one-credit handle (kmalloc, start_this_handle)
@@ -431,29 +480,39 @@ catalog_costs! {
     /// ~150; journal_stop and kfree ~300: ~1,500 instructions. Misses: the handle's slab, the
     /// in-core inode (2), the group descriptor, the hash bucket and buffer_head (2), the
     /// journal_head (2), the raw inode, the transaction and journal (3), the slab on free: 14.
+    #[spread(Counted)]
     dirty_inode: 1_500.0, 14.0;
     /// do_generic_file_read per cached page besides the copy: __find_page_nolock, mark
     /// accessed, file_read_actor setup: ~300 instructions, 4 misses.
+    #[spread(Counted)]
     read_page: 300.0, 4.0;
     /// Path lookup of one component pair (open/stat): ~1000 instructions, 8 misses.
+    #[spread(Estimate)]
     lookup: 1000.0, 8.0;
     /// ext3_create / mkdir: inode allocation, directory entry, journal handles: ~4000
     /// instructions, 30 misses.
+    #[spread(Estimate)]
     create: 4000.0, 30.0;
     /// ext3_unlink + iput bookkeeping besides truncation: ~3000 instructions, 25 misses.
+    #[spread(Estimate)]
     unlink: 3000.0, 25.0;
     /// journal_write_metadata_buffer per metadata block: ~400 instructions, 4 misses.
+    #[spread(Counted)]
     journal_meta: 400.0, 4.0;
     /// getdents per entry: ~300 instructions, 2 misses.
+    #[spread(Estimate)]
     readdir_entry: 300.0, 2.0;
     /// do_fork + execve besides page-table copies: ~60000 instructions, 300 misses
     /// (lmbench on a PIII-868 gives fork+exec ~0.8 ms with page faults; the kernel part is
     /// a fraction).
+    #[spread(Estimate)]
     fork_exec: 60000.0, 300.0;
     /// rtc_read: copy the count out, clear rtc_irq_data: ~200 instructions, 2 misses.
+    #[spread(Counted)]
     rtc_read: 200.0, 2.0;
     /// Rest of do_exit besides exit_mmap: files, fs, signals, notify parent: ~5000
     /// instructions, 40 misses.
+    #[spread(Estimate)]
     exit_rest: 5000.0, 40.0;
     /// One NFS call over the loopback device besides its data copies, both trips: the
     /// client's XDR encode and `rpc_call_sync`/`xprt_transmit`, `udp_sendmsg`,
@@ -461,36 +520,45 @@ catalog_costs! {
     /// nfsd's `svc_recv`, `svc_process` and XDR decode; the reply back the same way. About six
     /// stages of ~2,000 instructions each and ~10 misses (an estimate from the code path;
     /// no measurement of the era was found): 12,000 instructions, 60 misses.
+    #[spread(Estimate)]
     rpc_call: 12_000.0, 60.0;
     /// ftruncate() besides the pages and blocks it frees: do_truncate, notify_change,
     /// ext3_setattr, inode_setattr, vmtruncate, ext3_block_truncate_page zeroing the tail of
     /// the last page, the journal handle: ~2,000 instructions, 15 misses (an estimate).
+    #[spread(Estimate)]
     setattr: 2_000.0, 15.0;
     /// fstat(): fget, cp_new_stat, copy to user: ~400 instructions, 3 misses.
+    #[spread(Counted)]
     fstat: 400.0, 3.0;
     /// One SHA-1 transform of extract_entropy (2.4 drivers/char/random.c, USE_SHA), mixing
     /// the result back into the pool, per 10 bytes handed out: ~1,200 instructions, the pool
     /// in cache.
+    #[spread(Counted)]
     sha_transform: 1_200.0, 0.0;
     /// A fault that becomes a signal and its handler's return: exception entry,
     /// do_page_fault or do_invalid_op, force_sig_info, do_signal, setup_frame, and
     /// sys_sigreturn: ~3,000 instructions, 20 misses.
+    #[spread(Counted)]
     signal_fault: 3_000.0, 20.0;
     /// One TCP segment over the loopback device besides its data copies, both sides:
     /// `tcp_sendmsg`'s segment set-up, `tcp_transmit_skb`, `ip_queue_xmit`, `loopback_xmit`,
     /// `netif_rx`; `net_rx_action`, `ip_rcv`, `tcp_v4_rcv`, `tcp_rcv_established` with its
     /// ACK: ~5,000 instructions, ~30 misses (an estimate from the code path).
+    #[spread(Estimate)]
     tcp_segment: 5_000.0, 30.0;
     /// pipe_write or pipe_read besides the copy: the semaphore, the wait queue, the wake-up
     /// of the other end, `tcp_recvmsg`'s queue handling likewise: ~500 instructions, 4 misses.
+    #[spread(Counted)]
     pipe_op: 500.0, 4.0;
     /// An anonymous page fault: exception entry, do_anonymous_page, clear_page, return:
     /// lmbench "page fault" ~2 us on a PIII-868 (research notes §4), i.e. ~1000
     /// instructions and ~4 misses here.
+    #[spread(Measured)]
     page_fault: 1000.0, 4.0;
     /// `sigwaitinfo` taking a queued signal: `dequeue_signal` (collect_signal, the sigqueue
     /// freed back to its timer) and `copy_siginfo_to_user`: ~300 instructions, 3 misses (the
     /// sigpending list, the sigqueue, the user siginfo line). Arithmetic from kernel/signal.c.
+    #[spread(Counted)]
     signal_dequeue: 300.0, 3.0;
 }
 
@@ -705,6 +773,22 @@ impl Path for FaultIn {
 mod tests {
     use super::*;
     use crate::kernel::tests::{kstate, run_to_sleep};
+
+    /// Every cost states how far it may be off (issue 20): an item added without a
+    /// `#[spread(...)]` line fails here, by name.
+    #[test]
+    fn every_cost_item_states_its_spread() {
+        let missing: Vec<&str> = COST_ITEMS.iter().filter(|i| i.spread.is_none()).map(|i| i.name).collect();
+        assert!(
+            missing.is_empty(),
+            "catalog items without a #[spread(...)] line (docs/fidelity.md \"Uncertainty\": \
+             counted from the code +-30 %, an estimate x2, measured +-10 %): {missing:?}"
+        );
+        let unfile = COST_ITEMS.iter().find(|i| i.name == "unfile").unwrap();
+        assert_eq!(unfile.spread.unwrap().misses, crate::spread::Spread::Counted);
+        let e = COST_ITEMS.iter().find(|i| i.name == "swap_map_entry").unwrap().spread.unwrap();
+        assert_eq!((e.instr, e.misses), (Counted, Given));
+    }
 
     #[test]
     fn costs_are_the_table_at_the_machines_rates_unless_the_machine_overrides_them() {

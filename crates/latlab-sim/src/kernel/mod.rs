@@ -897,6 +897,7 @@ pub(crate) mod tests {
             },
             net_mb_s: 10.0,
             catalog: Default::default(),
+            uncertainty: Default::default(),
         }
     }
 

@@ -1,10 +1,12 @@
 //! The sizes of a workload that a seed leaves open and an experiment may change (`--vary
 //! KEY=...`, an experiment file's `hogs`): each names one field of a command kind
 //! ([`CommandSpec`]), its unit and the range the model accepts. Setting one changes every
-//! command of that kind in the script, those inside `a & b` groups too.
+//! command of that kind in the script, those inside `a & b` groups too. Each states how far
+//! the value a workload gives may be off (`spread`, docs/fidelity.md "Uncertainty").
 
 use super::hogs::MAX_TASKS;
 use super::script::CommandSpec;
+use crate::spread::Spread;
 
 /// One settable size.
 pub struct Size {
@@ -14,7 +16,14 @@ pub struct Size {
     pub what: &'static str,
     pub min: u64,
     pub max: u64,
+    /// How far the value a built-in workload gives may be off: `Given` where the seed states
+    /// it, else the class of the workload's estimate (crates/latlab-exp/src/builtin.rs).
+    pub spread: Spread,
 }
+
+/// Sizes drawn together, as (size, the size whose draw it takes): the two ends of one
+/// estimated range move as one, so they never cross.
+pub const DRAWN_WITH: &[(&str, &str)] = &[("make.cc_ms_max", "make.cc_ms_min")];
 
 /// Every settable size. The ranges keep a run's work finite and its arithmetic in range; they
 /// are not claims about real machines.
@@ -24,54 +33,72 @@ pub const SIZES: &[Size] = &[
         what: "CPU-bound tasks of `cpu-hogs`",
         min: 1,
         max: MAX_TASKS as u64,
+        // The what-if's own parameter.
+        spread: Spread::Given,
     },
     Size {
         key: "video.fps",
         what: "frames a second of the video",
         min: 1,
         max: 240,
+        // Builtin.rs: "at 25-30 frames a second".
+        spread: Spread::Between(25.0, 30.0),
     },
     Size {
         key: "video.decode_us",
         what: "plugin's decode time per frame, us",
         min: 0,
         max: 1_000_000,
+        // Builtin.rs: the middle of an estimated share of the CPU.
+        spread: Spread::Estimate,
     },
     Size {
         key: "video.x_us",
         what: "X server's drawing time per frame, us",
         min: 0,
         max: 1_000_000,
+        // Likewise.
+        spread: Spread::Estimate,
     },
     Size {
         key: "make.jobs",
         what: "parallel jobs of the kernel build (make -jN)",
         min: 1,
         max: 256,
+        // The seeds' `make -jN`.
+        spread: Spread::Given,
     },
     Size {
         key: "make.cc_ms_min",
         what: "shortest compile of one object, ms",
         min: 1,
         max: 60_000,
+        // Builtin.rs: gcc's time per object, estimated.
+        spread: Spread::Estimate,
     },
     Size {
         key: "make.cc_ms_max",
         what: "longest compile of one object, ms",
         min: 1,
         max: 60_000,
+        // Drawn with make.cc_ms_min.
+        spread: Spread::Estimate,
     },
     Size {
         key: "iozone.file_mb",
         what: "iozone's file (-s), MB",
         min: 1,
         max: 1 << 20,
+        // Seed 001's file size.
+        spread: Spread::Given,
     },
     Size {
         key: "iozone.record_kb",
         what: "iozone's record (-r), KB, whole pages",
         min: 4,
         max: 16 << 10,
+        // Seed 001's `-r 4`.
+        spread: Spread::Given,
     },
 ];
 
@@ -152,6 +179,24 @@ pub fn set(commands: &mut [CommandSpec], key: &str, value: u64) -> Result<(), St
     Ok(())
 }
 
+/// The value of size `key` in the first command it names (`None`: the workload has no such
+/// command, or no such size exists).
+pub fn get(commands: &[CommandSpec], key: &str) -> Option<u64> {
+    commands.iter().find_map(|c| match (key, c) {
+        (_, CommandSpec::Parallel(v)) => get(v, key),
+        ("hogs", CommandSpec::CpuHogs { tasks }) => Some(u64::from(*tasks)),
+        ("video.fps", CommandSpec::Video { fps, .. }) => Some(u64::from(*fps)),
+        ("video.decode_us", CommandSpec::Video { decode_us, .. }) => Some(*decode_us),
+        ("video.x_us", CommandSpec::Video { x_us, .. }) => Some(*x_us),
+        ("make.jobs", CommandSpec::MakeKernel { jobs, .. }) => Some(u64::from(*jobs)),
+        ("make.cc_ms_min", CommandSpec::MakeKernel { cc_ms, .. }) => Some(cc_ms.0),
+        ("make.cc_ms_max", CommandSpec::MakeKernel { cc_ms, .. }) => Some(cc_ms.1),
+        ("iozone.file_mb", CommandSpec::Iozone { file_mb, .. }) => Some(*file_mb),
+        ("iozone.record_kb", CommandSpec::Iozone { record_kb, .. }) => Some(*record_kb),
+        _ => None,
+    })
+}
+
 /// Call `f` on every command of `commands`, descending into `Parallel` groups.
 fn each_mut(commands: &mut [CommandSpec], f: &mut impl FnMut(&mut CommandSpec)) {
     for c in commands {
@@ -206,6 +251,38 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn get_reads_what_set_wrote_for_every_size() {
+        let mut s = script();
+        s.push(CommandSpec::CpuHogs { tasks: 3 });
+        s.push(CommandSpec::Iozone {
+            file_mb: 64,
+            record_kb: 4,
+        });
+        assert_eq!(get(&s, "make.cc_ms_max"), Some(750));
+        for (i, size) in SIZES.iter().enumerate() {
+            let v = if size.key == "iozone.record_kb" { 8 } else { size.min.max(2) + i as u64 % 2 };
+            let v = if size.key == "make.cc_ms_min" { 300 } else { v };
+            set(&mut s, size.key, v).unwrap();
+            assert_eq!(get(&s, size.key), Some(v), "{}", size.key);
+        }
+        assert_eq!(get(&script(), "hogs"), None);
+        assert_eq!(get(&script(), "nope"), None);
+    }
+
+    #[test]
+    fn size_spreads_fit_their_ranges_and_tied_sizes_share_a_class() {
+        for s in SIZES {
+            if let Spread::Between(lo, hi) = s.spread {
+                assert!(lo >= s.min as f64 && hi <= s.max as f64 && lo < hi, "{}", s.key);
+            }
+        }
+        for (a, b) in DRAWN_WITH {
+            let (a, b) = (SIZES.iter().find(|s| s.key == *a).unwrap(), SIZES.iter().find(|s| s.key == *b).unwrap());
+            assert_eq!(a.spread, b.spread, "{} is drawn with {}: one class", a.key, b.key);
+        }
     }
 
     #[test]

@@ -1,0 +1,166 @@
+//! latlab-batch: an experiment's runs as independent jobs, and the merge of their figures
+//! into the documents `latlab` prints: `reproduce --json`, a `--vary` sweep ([`sweep`]),
+//! `latlab uncertainty` ([`uncertainty`]) and the bands `reproduce` lays beside its figures
+//! ([`bands`]).
+//!
+//! A job is one run of one kernel variant; it returns that run's comparison rows
+//! ([`CompareRow`]). The CLI runs the jobs on this machine's cores (rayon), the Python
+//! package's `latlab.ray` one Ray task each; both merge with the functions here, so both
+//! print the same document, byte for byte.
+//!
+//! **Invariant.** A job depends only on its inputs (experiment, settings, index): any
+//! machine that runs it gets the same rows (the model is deterministic).
+
+pub mod bands;
+pub mod plot;
+pub mod sweep;
+pub mod uncertainty;
+
+use anyhow::Context;
+use latlab_core::RunResult;
+use latlab_exp::Experiment;
+pub use latlab_report::seed_table::CompareRow;
+use latlab_report::seed_table::{self, Published, RunView};
+use latlab_sim::SimConfig;
+
+/// The views `seed_table` renders: each run's result beside what its seed published.
+pub fn views<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> Vec<RunView<'a>> {
+    exp.runs
+        .iter()
+        .zip(results)
+        .map(|(run, r)| RunView {
+            label: &run.label,
+            case: run.case.as_deref(),
+            result: r,
+            published: Published {
+                samples: run.published.samples,
+                max_ms: run.published.max_ms,
+                max_range_ms: run.published.max_range_ms,
+                buckets: &run.published.buckets,
+                listing: &run.published.listing,
+                avg_ms: run.published.avg_ms,
+                missed: run.published.missed,
+                slowest_us: &run.published.slowest_us,
+                over_100ms: run.published.over_100ms,
+                throughput_gain: run.published.throughput_gain,
+            },
+        })
+        .collect()
+}
+
+/// The comparison rows of `results` (`reproduce --json`'s `rows`), run by run.
+pub fn rows(exp: &Experiment, results: &[RunResult]) -> Vec<CompareRow> {
+    seed_table::compare_rows(&views(exp, results), &exp.seed_file)
+}
+
+/// The comparison rows of `results`, each with its stored band where the band was made with
+/// the same figure (`bands`), and what the stored bands gave.
+pub fn banded_rows(exp: &Experiment, results: &[RunResult]) -> Result<(Vec<CompareRow>, bands::Attached), String> {
+    let mut rows = rows(exp, results);
+    let attached = bands::attach(&exp.name, &mut rows)?;
+    Ok((rows, attached))
+}
+
+/// Every run of `exp` on this machine's cores (rayon), in run order.
+pub fn run_all_here(exp: &Experiment) -> anyhow::Result<Vec<RunResult>> {
+    use rayon::prelude::*;
+    exp.runs
+        .par_iter()
+        .map(|run| simulate(&run.config, &mut |_, _| {}).with_context(|| format!("experiment {}: run `{}`", exp.name, run.label)))
+        .collect()
+}
+
+/// `reproduce --json`'s document for one experiment.
+pub fn reproduce_doc(exp: &Experiment, rows: &[CompareRow]) -> serde_json::Value {
+    serde_json::json!({ "experiment": exp.name, "rows": rows })
+}
+
+/// Run `cfg` in the model. A panic inside the model is one of its invariants broken (a count
+/// below zero stops release builds too): a bug in latlab, returned as an error saying so.
+pub fn simulate(cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> anyhow::Result<RunResult> {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| latlab_sim::simulate(cfg, progress)))
+        .map_err(|p| broken_invariant(p.as_ref(), cfg.seed))?;
+    Ok(ran?.0)
+}
+
+/// Run `r` of `exp` (with the experiment's own seed) and its comparison rows: one job.
+pub fn run_rows(exp: &Experiment, r: usize) -> anyhow::Result<Vec<CompareRow>> {
+    let run = exp
+        .runs
+        .get(r)
+        .with_context(|| format!("experiment {} has no run {r}", exp.name))?;
+    let result = simulate(&run.config, &mut |_, _| {}).with_context(|| format!("experiment {}: run `{}`", exp.name, run.label))?;
+    let one = Experiment {
+        runs: vec![run.clone()],
+        ..exp.clone()
+    };
+    Ok(rows(&one, std::slice::from_ref(&result)))
+}
+
+/// The error for a run the model stopped with a panic: one of its invariants broke, a bug in
+/// latlab rather than in the experiment.
+pub fn broken_invariant(payload: &(dyn std::any::Any + Send), seed: u64) -> anyhow::Error {
+    let why = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    anyhow::anyhow!(
+        "the model broke one of its own invariants ({why}) with seed {seed}: a bug in latlab, not in the experiment; please report it with the experiment file"
+    )
+}
+
+/// Jobs' rows put back together in job order: `per_job[j]` is job `j`'s rows; each group of
+/// `runs` jobs makes one document's rows.
+pub fn regroup(per_job: Vec<Vec<CompareRow>>, runs: usize) -> Vec<Vec<CompareRow>> {
+    let mut out = Vec::new();
+    let mut it = per_job.into_iter();
+    loop {
+        let group: Vec<Vec<CompareRow>> = it.by_ref().take(runs.max(1)).collect();
+        if group.is_empty() {
+            return out;
+        }
+        out.push(group.concat());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_the_model_becomes_an_error_naming_the_bug_and_the_seed() {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let p = std::panic::catch_unwind(|| {
+            let v: Vec<u64> = Vec::new();
+            v.iter().sum::<u64>() - 1
+        })
+        .unwrap_err();
+        let q = std::panic::catch_unwind(|| panic!("count {} below zero", 3)).unwrap_err();
+        std::panic::set_hook(hook);
+        let e = broken_invariant(p.as_ref(), 7).to_string();
+        assert!(
+            e.contains("attempt to subtract with overflow") && e.contains("seed 7"),
+            "{e}"
+        );
+        assert!(e.contains("a bug in latlab"), "{e}");
+        assert!(broken_invariant(q.as_ref(), 1)
+            .to_string()
+            .contains("count 3 below zero"));
+    }
+
+    #[test]
+    fn one_runs_rows_are_its_share_of_the_experiments() {
+        let exp = latlab_exp::builtin_experiment("sched-cost").unwrap();
+        let results: Vec<RunResult> = exp
+            .runs
+            .iter()
+            .map(|r| simulate(&r.config, &mut |_, _| {}).unwrap())
+            .collect();
+        let all = rows(&exp, &results);
+        let jobs: Vec<Vec<CompareRow>> = (0..exp.runs.len()).map(|r| run_rows(&exp, r).unwrap()).collect();
+        assert_eq!(regroup(jobs, exp.runs.len()), vec![all]);
+        assert!(run_rows(&exp, 99).unwrap_err().to_string().contains("no run 99"));
+    }
+}

@@ -1,0 +1,53 @@
+"""latlab's kernel model from Python.
+
+Every function returns what the ``latlab`` command line prints or writes, as Python
+objects (the same JSON, decoded):
+
+- ``run(experiment_text, overrides={...}, seed=1)``: the full result of every run of an
+  experiment file's text, by run label (``latlab run FILE --out DIR`` writes each);
+- ``reproduce(name)``: ``latlab reproduce NAME --json``;
+- ``uncertainty(name, samples=64, seed=1)``: ``latlab uncertainty NAME --json``, run on
+  this machine's cores;
+- ``latlab.ray.uncertainty`` / ``latlab.ray.sweep``: the same spread over a Ray cluster.
+"""
+
+import json
+
+from . import _latlab
+
+__version__ = _latlab.__version__
+
+__all__ = ["run", "reproduce", "uncertainty", "experiments"]
+
+
+def _overrides(overrides):
+    return [(str(k), _text(v)) for k, v in (overrides or {}).items()]
+
+
+def _text(v):
+    """A value as ``--vary`` reads it (``True`` as ``true``)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def run(experiment_text, overrides=None, seed=None):
+    """Run an experiment given as TOML text (docs/experiments.md), with ``overrides`` (any
+    ``--vary`` key: ``{"machine.cpu_mhz": 500, "catalog.unfile.misses": 3}``) and an
+    optional PRNG seed. Returns ``{label: RunResult}``, each as ``--out`` writes it."""
+    return json.loads(_latlab.run(experiment_text, _overrides(overrides), seed))
+
+
+def reproduce(name):
+    """``latlab reproduce NAME --json``: ``{"experiment": NAME, "rows": [...]}``."""
+    return json.loads(_latlab.reproduce(name))
+
+
+def uncertainty(name, samples=64, seed=1):
+    """``latlab uncertainty NAME --samples N --seed S --json``, on this machine's cores."""
+    return json.loads(_latlab.uncertainty(name, samples, seed))
+
+
+def experiments():
+    """The built-in experiments' names."""
+    return list(_latlab.experiments())
