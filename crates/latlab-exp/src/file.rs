@@ -413,22 +413,9 @@ pub fn machine(origin: &str, name: &str, line: usize, files: Files) -> Result<Ma
 
 /// A kernel variant: built in (`2.4.18+mini-ll`) or a file's path (read through `files`).
 pub fn variant(origin: &str, name: &str, line: usize, files: Files) -> Result<Variant, ExpError> {
-    resolve(&VARIANT, origin, line, name, files, |v: &Variant| {
-        v.validate()?;
-        // Checked here too (the model checks it when a run starts), so a variant file's
-        // mistake is reported with its file and line.
-        if !latlab_swap::ALLOCATORS.contains(&v.swap_allocator.as_str()) {
-            return Err((
-                "swap_allocator",
-                format!(
-                    "unknown swap-slot allocator `{}`; valid: {}",
-                    v.swap_allocator,
-                    latlab_swap::ALLOCATORS.join(", ")
-                ),
-            ));
-        }
-        Ok(())
-    })
+    // Checked here too (the model checks it when a run starts), so a variant file's mistake
+    // is reported with its file and line.
+    resolve(&VARIANT, origin, line, name, files, Variant::validate)
 }
 
 pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment, ExpError> {

@@ -251,6 +251,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     )?;
     let mut st = KState::new(&cfg.machine, swap);
     st.writeback = cfg.variant.writeback;
+    st.reclaim = cfg.variant.reclaim;
     preload(&mut st, &cfg.workload.preload);
     let sched = sched::build(&cfg.variant);
     let rng = engine::rng_for(cfg.seed, 1);

@@ -59,6 +59,8 @@ pub struct KState {
     pub taken: std::collections::BTreeMap<u32, super::posix_timer::SigInfo>,
     /// The variant's dirty-page writeback ([`crate::mm::writeback`]).
     pub writeback: crate::variant::Writeback,
+    /// The variant's page reclaim ([`crate::mm::try_to_free_pages`]).
+    pub reclaim: crate::variant::Reclaim,
 }
 
 /// pids of the kernel threads paths may wake.
@@ -89,6 +91,7 @@ impl KState {
             posix: Default::default(),
             taken: Default::default(),
             writeback: crate::variant::Writeback::Bdflush24,
+            reclaim: Default::default(),
         }
     }
 

@@ -1,6 +1,7 @@
-//! The kernel threads of an ext3 box: kjournald (fs/jbd/journal.c), kswapd (mm/vmscan.c) and
-//! the writeback implementation's own, 2.4's bdflush and kupdated (fs/buffer.c). Each sleeps
-//! on its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
+//! The kernel threads of an ext3 box: kjournald (fs/jbd/journal.c), the reclaim
+//! implementation's kswapd (2.4's `kswapd`, 2.6's per-node `kswapd0`; mm/vmscan.c) and the
+//! writeback implementation's own, 2.4's bdflush and kupdated (fs/buffer.c). Each sleeps on
+//! its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
 //! starts follows from its variant's subsystems ([`for_variant`]).
 
 use super::{Action, ProgCx, Program};
@@ -12,7 +13,7 @@ use crate::kernel::catalog::WaitOn;
 use crate::kernel::path::{point, Chan, LoopStep, Path};
 use crate::kernel::state::KthreadPids;
 use crate::mm::vmscan::try_to_free_pages;
-use crate::variant::{Variant, Writeback};
+use crate::variant::{Reclaim, Variant, Writeback};
 use smallvec::smallvec;
 
 /// Which kernel thread.
@@ -22,6 +23,8 @@ pub enum Kthread {
     Bdflush,
     Kupdated,
     Kswapd,
+    /// 2.6's kswapd of node 0: `balance_pgdat` per wakeup (mm/vmscan.c, 2.6.9).
+    Kswapd0,
 }
 
 impl Kthread {
@@ -32,13 +35,14 @@ impl Kthread {
             Kthread::Bdflush => "bdflush",
             Kthread::Kupdated => "kupdated",
             Kthread::Kswapd => "kswapd",
+            Kthread::Kswapd0 => "kswapd0",
         }
     }
 
     /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
     pub fn register(self, pids: &mut KthreadPids, pid: u32) {
         match self {
-            Kthread::Kswapd => pids.kswapd = pid,
+            Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
             Kthread::Bdflush => pids.bdflush = pid,
             Kthread::Kupdated => pids.kupdated = pid,
             Kthread::Kjournald => pids.kjournald = pid,
@@ -47,13 +51,16 @@ impl Kthread {
 }
 
 /// The kernel threads variant `v`'s kernel starts, in start order: page reclaim's kswapd
-/// (every generation), the writeback implementation's threads, and the journal thread of the
+/// (every generation, named as its reclaim names it), the writeback implementation's threads, and the journal thread of the
 /// model's one filesystem, ext3.
 pub fn for_variant(v: &Variant) -> Vec<Kthread> {
     let writeback: &[Kthread] = match v.writeback {
         Writeback::Bdflush24 => &[Kthread::Bdflush, Kthread::Kupdated],
     };
-    let mut threads = vec![Kthread::Kswapd];
+    let mut threads = vec![match v.reclaim {
+        Reclaim::Vmscan24 => Kthread::Kswapd,
+        Reclaim::Rmap269 => Kthread::Kswapd0,
+    }];
     threads.extend_from_slice(writeback);
     threads.push(Kthread::Kjournald);
     threads
@@ -83,7 +90,7 @@ impl Program for KthreadProg {
                 let wait = due.saturating_sub(cx.now).max(10_000_000);
                 Action::Syscall(WaitOn::new(me, Some(wait)))
             }
-            Kthread::Bdflush | Kthread::Kupdated | Kthread::Kswapd => {
+            Kthread::Bdflush | Kthread::Kupdated | Kthread::Kswapd | Kthread::Kswapd0 => {
                 self.slept = !self.slept;
                 if self.slept {
                     let timeout = (self.kind == Kthread::Kupdated).then_some(KUPDATE_INTERVAL_NS);
@@ -92,6 +99,7 @@ impl Program for KthreadProg {
                 Action::Syscall(match self.kind {
                     Kthread::Bdflush => bdflush_pass(),
                     Kthread::Kupdated => kupdate_pass(cx.now),
+                    Kthread::Kswapd0 => crate::mm::vmscan26::balance_pgdat(),
                     _ => kswapd_pass(),
                 })
             }
