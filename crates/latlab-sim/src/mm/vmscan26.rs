@@ -172,26 +172,27 @@ impl ShrinkZones {
         n - left
     }
 
-    /// Submit this batch's swap writes, one request per run of consecutive slots.
-    fn submit_writes(&mut self, k: &mut KState, now: u64) {
+    /// Submit this batch's swap writes, one request per run of consecutive slots (as the
+    /// elevator merges them); with the queue full, sleep until a request completes
+    /// (`get_request_wait`). Returns the sleep, if any.
+    fn submit_writes(&mut self, k: &mut KState, now: u64) -> Option<Step> {
         self.writes.sort_unstable();
-        let mut i = 0;
-        while i < self.writes.len() {
-            let mut j = i + 1;
-            while j < self.writes.len() && self.writes[j] == self.writes[j - 1] + 1 {
-                j += 1;
+        while !self.writes.is_empty() {
+            let run = 1 + self.writes.windows(2).take_while(|w| w[1] == w[0] + 1).count();
+            if let Some(chan) = k.disk.must_wait(run as u64) {
+                return Some(Step::Block(chan));
             }
-            let block = SWAP_FIRST_BLOCK + self.writes[i];
+            let block = SWAP_FIRST_BLOCK + self.writes[0];
             k.disk_submit(
                 crate::dev::disk::Dir::Write,
                 block,
-                (j - i) as u64,
+                run as u64,
                 crate::dev::disk::Payload::Other,
                 now,
             );
-            i = j;
+            self.writes.drain(..run);
         }
-        self.writes.clear();
+        None
     }
 
     /// The next step of the swap-out under way, if any.
@@ -299,7 +300,9 @@ impl ShrinkZones {
                             );
                         }
                         None => {
-                            self.submit_writes(k, cx.now);
+                            if let Some(sleep) = self.submit_writes(k, cx.now) {
+                                return sleep;
+                            }
                             self.stage = if self.done(k) { Stage::Next } else { Stage::Refill };
                         }
                     }

@@ -179,6 +179,7 @@ mod tests {
                 headers: 4,
                 cc_ms: (250, 750),
                 tree_files: 10,
+                cc1_mib: None,
             },
         ])]
     }
