@@ -9,6 +9,7 @@ pub const MACHINES: &[(&str, &str)] = &[
     ("desktop-2002", include_str!("../../../machines/desktop-2002.toml")),
     ("pentium-m-2000", include_str!("../../../machines/pentium-m-2000.toml")),
     ("p4-2006", include_str!("../../../machines/p4-2006.toml")),
+    ("desktop-2004", include_str!("../../../machines/desktop-2004.toml")),
 ];
 
 pub const VARIANTS: &[(&str, &str)] = &[
@@ -57,6 +58,31 @@ pub const VARIANTS: &[(&str, &str)] = &[
         "6.18-eevdf-lazy",
         include_str!("../../../variants/6.18-eevdf-lazy.toml"),
     ),
+    ("2.6.9-rc1", include_str!("../../../variants/2.6.9-rc1.toml")),
+    (
+        "2.6.9-rc1+preempt",
+        include_str!("../../../variants/2.6.9-rc1+preempt.toml"),
+    ),
+    (
+        "2.6.9-rc1-bk12-VP-R6",
+        include_str!("../../../variants/2.6.9-rc1-bk12-VP-R6.toml"),
+    ),
+    (
+        "2.6.9-rc1-bk12-VP-S0+layout",
+        include_str!("../../../variants/2.6.9-rc1-bk12-VP-S0+layout.toml"),
+    ),
+    (
+        "2.6.9-rc1-bk12-VP-S0+lockless",
+        include_str!("../../../variants/2.6.9-rc1-bk12-VP-S0+lockless.toml"),
+    ),
+    (
+        "2.6.9-rc1-bk12-VP-S0+cluster",
+        include_str!("../../../variants/2.6.9-rc1-bk12-VP-S0+cluster.toml"),
+    ),
+    (
+        "2.6.9-rc1-bk12-VP-S0+blist",
+        include_str!("../../../variants/2.6.9-rc1-bk12-VP-S0+blist.toml"),
+    ),
 ];
 
 pub const EXPERIMENTS: &[(&str, &str)] = &[
@@ -78,6 +104,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "pdflush-balance",
         include_str!("../../../experiments/pdflush-balance.toml"),
     ),
+    (
+        "voluntary-preempt",
+        include_str!("../../../experiments/voluntary-preempt.toml"),
+    ),
 ];
 
 pub const WORKLOADS: &[&str] = &[
@@ -88,6 +118,7 @@ pub const WORKLOADS: &[&str] = &[
     "cpu-hogs",
     "video-make-j10",
     "iozone",
+    "make-j32-swap-storm",
 ];
 
 /// A desktop that has been up for days: page cache full of old files, and the dentries and
@@ -158,6 +189,7 @@ pub fn workload(name: &str) -> Option<Workload> {
                         headers: 40,
                         cc_ms: (200, 1000),
                         tree_files: 1200,
+                        cc1_mib: None,
                     },
                     CommandSpec::MemHog { mb: 448, passes: 12 },
                     CommandSpec::Dbench {
@@ -229,6 +261,7 @@ pub fn workload(name: &str) -> Option<Workload> {
                     headers: 40,
                     cc_ms: (250, 750),
                     tree_files: 1400,
+                    cc1_mib: None,
                 },
             ])],
             gap_ms: 0,
@@ -246,6 +279,28 @@ pub fn workload(name: &str) -> Option<Workload> {
             }],
             gap_ms: 0,
             preload: fresh_boot(50),
+        },
+        // Seed 003's storm: Lee Revell's "make -j32" of a kernel tree driving the box into
+        // swap, further as it runs, until RAM and swap are both full. Sizes the seed leaves
+        // open, estimated: a 2.6.8 i386 tree (~1,400 objects and as many sources); gcc 3.3
+        // at -O2 on a 2.8 GHz P4 about 0.2-0.6 s of CPU a file (a 2.6 defconfig build of
+        // ~8 minutes); each cc1 8-64 MiB resident (parse trees and RTL of a 2.6 source with
+        // its ~40 headers; the large drivers at the top), so 32 of them need more than the
+        // 512 MiB box has. The box as booted for the test, its desktop logged in: X, GNOME,
+        // a mail client and a browser, and the audio applications Revell tests with, ~300
+        // MiB of anonymous memory nobody touches during the build (an estimate).
+        "make-j32-swap-storm" => Workload {
+            name: name.into(),
+            commands: vec![CommandSpec::MakeKernel {
+                jobs: 32,
+                objects: 1400,
+                headers: 40,
+                cc_ms: (200, 600),
+                tree_files: 1400,
+                cc1_mib: Some((8, 64)),
+            }],
+            gap_ms: 0,
+            preload: fresh_boot(300),
         },
         _ => return None,
     })

@@ -439,22 +439,9 @@ pub fn machine(origin: &str, name: &str, line: usize, files: Files) -> Result<Ma
 
 /// A kernel variant: built in (`2.4.18+mini-ll`) or a file's path (read through `files`).
 pub fn variant(origin: &str, name: &str, line: usize, files: Files) -> Result<Variant, ExpError> {
-    resolve(&VARIANT, origin, line, name, files, |v: &Variant| {
-        v.validate()?;
-        // Checked here too (the model checks it when a run starts), so a variant file's
-        // mistake is reported with its file and line.
-        if !latlab_swap::ALLOCATORS.contains(&v.swap_allocator.as_str()) {
-            return Err((
-                "swap_allocator",
-                format!(
-                    "unknown swap-slot allocator `{}`; valid: {}",
-                    v.swap_allocator,
-                    latlab_swap::ALLOCATORS.join(", ")
-                ),
-            ));
-        }
-        Ok(())
-    })
+    // Checked here too (the model checks it when a run starts), so a variant file's mistake
+    // is reported with its file and line.
+    resolve(&VARIANT, origin, line, name, files, Variant::validate)
 }
 
 pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment, ExpError> {
@@ -830,7 +817,9 @@ fn check_uncertainty(m: &MachineProfile) -> Result<(), (&'static str, String)> {
                 ))
             }
         };
-        spread.check(value).map_err(|why| ("uncertainty", format!("{field}: {why}")))?;
+        spread
+            .check(value)
+            .map_err(|why| ("uncertainty", format!("{field}: {why}")))?;
     }
     Ok(())
 }
@@ -1731,14 +1720,22 @@ published_max_ms = 84.0
             assert!(base.contains(from));
             let text = base.replace(from, to);
             let files = move |_: &str| Ok(("my.toml".to_string(), text.clone()));
-            machine("exp.toml", "./my.toml", 3, &files).map(|_| ()).unwrap_err().to_string()
+            machine("exp.toml", "./my.toml", 3, &files)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
         };
         let e = read("ram_mib = \"given\"", "colour = \"given\"");
-        assert!(e.contains("my.toml") && e.contains("`colour` is not a number field") && e.contains("cpu_mhz"), "{e}");
+        assert!(
+            e.contains("my.toml") && e.contains("`colour` is not a number field") && e.contains("cpu_mhz"),
+            "{e}"
+        );
         let e = read("disk.seq_mb_s = \"measured\"", "disk.seq_mb_s = [30.0, 40.0]");
-        assert!(e.contains("disk.seq_mb_s: bounds [30, 40] do not hold the value 28"), "{e}");
+        assert!(
+            e.contains("disk.seq_mb_s: bounds [30, 40] do not hold the value 28"),
+            "{e}"
+        );
         let e = read("syscall_ns = \"measured\"", "syscall_ns = \"guess\"");
         assert!(e.contains("unknown spread `guess`"), "{e}");
     }
-
 }

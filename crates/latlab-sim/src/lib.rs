@@ -280,6 +280,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         st.pwb = mm::page_writeback::PageWriteback::new(d, st.buffer_pages(), cfg.variant.hz);
         st.disk.use_26_block_layer();
     }
+    st.reclaim = cfg.variant.reclaim;
     preload(&mut st, &cfg.workload.preload);
     let sched = sched::build(&cfg.variant);
     let rng = engine::rng_for(cfg.seed, 1);
@@ -340,6 +341,20 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         let until = (k.now + 1_000_000_000).min(end);
         let goal = target.max(k.now);
         k.run_until(until, |_| {});
+        if std::env::var_os("LATLAB_DEBUG_SWAP").is_some() {
+            let m = &k.st.mm;
+            eprintln!(
+                "{:>6.1}s free {} anon {} cache {} swap {}/{} tasks {} events {}",
+                (k.now - epoch) as f64 / 1e9,
+                m.free,
+                m.anon,
+                m.cache,
+                m.swap.used(),
+                m.swap.slots(),
+                k.stats.tasks_created,
+                k.events()
+            );
+        }
         progress(k.now - epoch, goal - epoch);
     }
     Ok(finish(cfg, k, epoch, &before))

@@ -97,6 +97,22 @@ pub struct DirtyTunables {
     pub dirty_background_ratio: u32,
 }
 
+/// Page reclaim: how the VM finds pages to free and anonymous pages to swap out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reclaim {
+    /// 2.4.17/2.4.18 mm/vmscan.c: `shrink_cache` over the page LRU, `swap_out` walking each
+    /// address space's page tables (the virtual scan), kswapd (`mm::vmscan`).
+    #[default]
+    #[serde(rename = "vmscan-2.4")]
+    Vmscan24,
+    /// 2.6.9 mm/vmscan.c with object-based reverse mapping: `shrink_zone` ->
+    /// `refill_inactive_zone` / `shrink_cache` -> `shrink_list`, which gives an anonymous
+    /// page its swap slot (`add_to_swap` -> `get_swap_page`) and unmaps it through rmap;
+    /// kswapd0's `balance_pgdat`; swap-in by `do_swap_page` (`mm::vmscan26`).
+    #[serde(rename = "rmap-2.6.9")]
+    Rmap269,
+}
+
 /// CFS tunables (kernel/sched_fair.c of the tree the variant follows), ns unless stated.
 /// Scaled for one CPU: `1 + ilog2(1)` = 1 (SCHED_TUNABLESCALING_LOG).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -182,6 +198,33 @@ pub struct Variant {
     /// EEVDF tunables: required with `sched = "eevdf"`, refused otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eevdf: Option<EevdfTunables>,
+    /// Page reclaim (default `vmscan-2.4`, the model's reclaim until seed 003).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub reclaim: Reclaim,
+    /// Ingo Molnar's voluntary-preempt patch applied, by release (`R6`, `S0`; seed 003):
+    /// what makes the switches below exist on a 2.6.8-2.6.10 (o1) kernel. Its tracer's
+    /// `/proc/latency_trace` layout follows the release (v1.0.6 in the R series, v1.0.7
+    /// from S0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vp_patch: Option<String>,
+    /// VP: the voluntary-preempt patch's `voluntary_preemption`: the `might_sleep()` points
+    /// become rescheduling points (catalog origin `Voluntary`). With `preempt = "voluntary"`
+    /// (mainline's CONFIG_PREEMPT_VOLUNTARY, 2.6.13+) they are on too.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub voluntary: bool,
+    /// SP: softirqs run in the ksoftirqd thread, never on the way out of an interrupt
+    /// (the patch's `softirq_preemption`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub softirq_threads: bool,
+    /// HP: hard interrupt handlers (all but the timer's and the RTC's, which the patch marks
+    /// SA_NODELAY) run in per-IRQ threads; the interrupt itself only acknowledges and wakes
+    /// the thread (the patch's `hardirq_preemption`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub hardirq_threads: bool,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl Variant {
@@ -190,7 +233,18 @@ impl Variant {
         if !(10..=10_000).contains(&self.hz) {
             return Err(("hz", format!("must be 10..=10000, got {}", self.hz)));
         }
+        if !latlab_swap::ALLOCATORS.contains(&self.swap_allocator.as_str()) {
+            return Err((
+                "swap_allocator",
+                format!(
+                    "unknown swap-slot allocator `{}`; valid: {}",
+                    self.swap_allocator,
+                    latlab_swap::ALLOCATORS.join(", ")
+                ),
+            ));
+        }
         self.validate_combination()?;
+        self.validate_vp()?;
         if let Some(c) = &self.cfs {
             if c.latency_ns == 0 || c.min_granularity_ns == 0 || c.nr_latency == 0 {
                 return Err((
@@ -307,6 +361,90 @@ impl Variant {
                 format!("an [eevdf] table only goes with sched = \"eevdf\", not a {gen} kernel"),
             )),
             _ => Ok(()),
+        }
+    }
+
+    /// The voluntary-preempt patch's switches: VP and SP/HP need a kernel that has them.
+    fn validate_vp(&self) -> Result<(), (&'static str, String)> {
+        use SchedClass::*;
+        if let Some(r) = &self.vp_patch {
+            if self.sched != O1 {
+                return Err((
+                    "vp_patch",
+                    "the voluntary-preempt patch (2004) applies to 2.6.8-2.6.10 kernels: sched = \"o1\" only".into(),
+                ));
+            }
+            let known = r.len() >= 2 && r.starts_with(['R', 'S']) && r[1..].chars().all(|c| c.is_ascii_digit());
+            if !known {
+                return Err((
+                    "vp_patch",
+                    format!("unknown voluntary-preempt release `{r}`: a release is R<n> or S<n> (R6, S0)"),
+                ));
+            }
+        }
+        // A kernel with the patch (o1 era) or a later mainline one (threaded interrupts
+        // arrived in 2.6.30, `threadirqs` forced threading in 2.6.39; preempt_rt's softirq
+        // threads likewise): CFS and EEVDF kernels may have them.
+        let has_threads = self.vp_patch.is_some() || matches!(self.sched, Cfs | Eevdf);
+        let gen = match self.sched {
+            Goodness24 => "a 2.4 (goodness24) kernel",
+            O1 => "an o1 kernel without the voluntary-preempt patch (`vp_patch`)",
+            Cfs | Eevdf => "this kernel",
+        };
+        if self.hardirq_threads && !has_threads {
+            return Err((
+                "hardirq_threads",
+                format!("{gen} has no threaded hard interrupts (they came with the voluntary-preempt patch, mainline 2.6.30+)"),
+            ));
+        }
+        if self.softirq_threads && !has_threads {
+            return Err((
+                "softirq_threads",
+                format!(
+                    "{gen} never runs every softirq in a thread (the voluntary-preempt patch's softirq_preemption)"
+                ),
+            ));
+        }
+        if self.voluntary && self.vp_patch.is_none() {
+            return Err((
+                "voluntary",
+                "the might_sleep() rescheduling points are the voluntary-preempt patch's (`vp_patch`); a mainline kernel has them as preempt = \"voluntary\"".into(),
+            ));
+        }
+        if self.reclaim == Reclaim::Rmap269 && self.sched == Goodness24 {
+            return Err((
+                "reclaim",
+                "`rmap-2.6.9` reclaim never ran on a 2.4 (goodness24) kernel (valid there: vmscan-2.4)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Are the voluntary-preempt patch's `might_sleep()` points rescheduling points (VP)?
+    pub fn might_sleep_points(&self) -> bool {
+        self.voluntary || self.preempt == PreemptModel::Voluntary
+    }
+
+    /// The switches the voluntary-preempt tracer prints in its header: VP, KP, SP, HP.
+    pub fn trace_flags(&self) -> Vec<(String, bool)> {
+        let kp = matches!(self.preempt, PreemptModel::Full | PreemptModel::Lazy);
+        [
+            ("VP", self.might_sleep_points()),
+            ("KP", kp),
+            ("SP", self.softirq_threads),
+            ("HP", self.hardirq_threads),
+        ]
+        .into_iter()
+        .map(|(n, on)| (n.to_string(), on))
+        .collect()
+    }
+
+    /// The layout of the patch release's `/proc/latency_trace` (`1.0.6` in the R series,
+    /// `1.0.7` from S0 and for kernels without the patch).
+    pub fn tracer_version(&self) -> &'static str {
+        match &self.vp_patch {
+            Some(r) if r.starts_with('R') => "1.0.6",
+            _ => "1.0.7",
         }
     }
 

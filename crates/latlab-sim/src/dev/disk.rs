@@ -173,6 +173,12 @@ impl Disk {
         self.tail_room(block) + free * self.max_request_blocks + u64::from(!blocking && free == 0)
     }
 
+    /// The oldest request's completion, if any is queued (what `blk_congestion_wait` ends on
+    /// in the model).
+    pub fn oldest(&self) -> Option<Chan> {
+        self.queue.front().map(|r| Chan::Io(r.id))
+    }
+
     /// Queue a request; returns its id. Starts the disk if idle.
     pub fn submit(
         &mut self,

@@ -8,7 +8,6 @@ use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{once, point, under_bkl, Chan, Ctx, LoopStep, Nested, Path, Script, Step, Work};
 use crate::kernel::state::KState;
-use crate::mm::vmscan::try_to_free_pages;
 use crate::mm::FileRec;
 use smallvec::smallvec;
 
@@ -24,7 +23,7 @@ fn need_pages(k: &mut KState, sub: &mut Nested, n: u64) -> bool {
         k.wake_kthread(pid);
     }
     if !k.mm.can_alloc(n) {
-        sub.start(try_to_free_pages());
+        sub.start(crate::mm::try_to_free_pages(k.reclaim));
         return true;
     }
     false

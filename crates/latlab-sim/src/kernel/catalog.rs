@@ -28,6 +28,13 @@ pub enum Origin {
     LowLatency,
     /// Present in every kernel (a variant does not list it).
     Every,
+    /// Stock 2.6 (read in 2.6.11 mm/vmscan.c, unchanged from 2.6.9 there): listed by the
+    /// 2.6 variants.
+    Stock26,
+    /// A `might_sleep()` check that Ingo Molnar's voluntary-preempt patch (seed 003) turns
+    /// into a rescheduling point: on with the variant's `voluntary` (VP) or
+    /// `preempt = "voluntary"`, never listed.
+    Voluntary,
 }
 
 /// A rescheduling point or lock-break, named after its kernel function.
@@ -179,6 +186,14 @@ points! {
         "per slab destroyed (no path in the model yet)";
     MpageWritepages: "mpage_writepages", "fs/mpage.c", Every, None,
         "2.6: cond_resched() after each pagevec of 14 pages written (every 2.6 kernel has it; no 2.4 path reaches it)";
+    ShrinkList: "shrink_list", "mm/vmscan.c", Stock26, None,
+        "cond_resched() per page of the batch shrink_cache isolated (2.6.9), zone->lru_lock already dropped";
+    RefillInactiveZone: "refill_inactive_zone", "mm/vmscan.c", Stock26, None,
+        "cond_resched() per page of the page_referenced() pass (2.6.9), zone->lru_lock dropped";
+    BalancePgdat: "balance_pgdat", "mm/vmscan.c", Stock26, None,
+        "kswapd0: between shrink_zone rounds (try_to_freeze / cond_resched of the 2.6.9 loop)";
+    AllocPages: "__alloc_pages", "mm/page_alloc.c", Voluntary, None,
+        "might_sleep_if(wait) per page allocated (do_swap_page's pages in the model)";
 }
 
 impl std::fmt::Display for Point {
@@ -232,12 +247,17 @@ impl PointSet {
         for n in names {
             let n = n.as_ref();
             match Point::from_name(n) {
+                Some(p) if p.info().origin == Origin::Voluntary => {
+                    return Err(format!(
+                        "`{n}` is a might_sleep() point of the voluntary-preempt patch: `voluntary = true` turns them on; do not list it"
+                    ))
+                }
                 Some(p) if p.info().origin != Origin::Every => set.insert(p),
                 Some(_) => return Err(format!("`{n}` is a point every kernel has; do not list it")),
                 None => {
                     let valid: Vec<&str> = POINTS
                         .iter()
-                        .filter(|i| i.origin != Origin::Every)
+                        .filter(|i| !matches!(i.origin, Origin::Every | Origin::Voluntary))
                         .map(|i| i.name)
                         .collect();
                     return Err(format!("unknown rescheduling point `{n}`; valid: {}", valid.join(", ")));
@@ -425,6 +445,36 @@ catalog_costs! {
     /// 32-byte PIII cache line, so 1/16 miss.
     #[spread(instr = Counted, misses = Given)]
     swap_map_entry: 5.0, 1.0 / 16.0;
+    /// get_swap_page's own part around scan_swap_map (2.6.9 mm/swapfile.c): swap_list_lock,
+    /// the nr_swap_pages test, the device's flags, swap_device_lock, and on return the
+    /// nr_swap_pages and swap_list.next updates: ~60 instructions, 2 misses (swap_info and
+    /// swap_list lines).
+    get_swap_page: 60.0, 2.0;
+    /// shrink_cache's isolation of one page from the inactive (or refill's from the active)
+    /// list under zone->lru_lock, interrupts off (2.6.9 mm/vmscan.c): TestClearPageLRU,
+    /// list_del, get_page_testone, list_add: ~25 instructions; `prefetchw_prev_lru_page`
+    /// hides half the page struct's miss: 0.5.
+    isolate_page: 25.0, 0.5;
+    /// shrink_list per page besides swap-out (2.6.9): TestSetPageLocked, page_referenced
+    /// through rmap (page_lock_anon_vma, one vma, page_check_address's pgd/pmd/pte walk,
+    /// ptep_clear_flush_young), page_mapping, the free or keep bookkeeping: ~300
+    /// instructions; misses: page struct, anon_vma, vma, three page-table levels: 6.
+    shrink_list_page: 300.0, 6.0;
+    /// try_to_unmap of an anonymous page (2.6.9 mm/rmap.c try_to_unmap_anon ->
+    /// try_to_unmap_one) under the mm's page_table_lock: page_check_address (3 levels),
+    /// flush_cache_page, ptep_clear_flush (an invlpg), the swap pte, page_remove_rmap,
+    /// mm counters: ~400 instructions, 5 misses.
+    try_to_unmap: 400.0, 5.0;
+    /// add_to_swap's swap-cache insertion and pageout -> swap_writepage (2.6.9
+    /// mm/swap_state.c, mm/page_io.c): radix_tree_insert under swapper_space.tree_lock,
+    /// SetPageWriteback, get_swap_bio, submit_bio through the elevator: ~1,500 instructions,
+    /// 15 misses.
+    swap_writepage: 1_500.0, 15.0;
+    /// do_swap_page per page besides its read (2.6.9 mm/memory.c): lookup_swap_cache,
+    /// read_swap_cache_async's page allocation and swap-cache insertion, the pte and rmap
+    /// (page_add_anon_rmap), swap_free or remove_exclusive_swap_page: ~1,200 instructions,
+    /// 12 misses.
+    swap_in_page: 1_200.0, 12.0;
     /// shrink_cache per inactive page: lock tests, page_count, mapping checks,
     /// __remove_inode_page for clean ones: ~100 instructions, 3 misses.
     #[spread(Counted)]
@@ -748,7 +798,7 @@ impl Path for FaultIn {
                 k.wake_kthread(pid);
             }
             if !k.mm.can_alloc(1) {
-                self.sub.start(crate::mm::vmscan::try_to_free_pages());
+                self.sub.start(crate::mm::try_to_free_pages(k.reclaim));
                 continue;
             }
             let n = self.left.min(k.mm.free - k.mm.pages_min);
@@ -778,7 +828,11 @@ mod tests {
     /// `#[spread(...)]` line fails here, by name.
     #[test]
     fn every_cost_item_states_its_spread() {
-        let missing: Vec<&str> = COST_ITEMS.iter().filter(|i| i.spread.is_none()).map(|i| i.name).collect();
+        let missing: Vec<&str> = COST_ITEMS
+            .iter()
+            .filter(|i| i.spread.is_none())
+            .map(|i| i.name)
+            .collect();
         assert!(
             missing.is_empty(),
             "catalog items without a #[spread(...)] line (docs/fidelity.md \"Uncertainty\": \
@@ -786,7 +840,12 @@ mod tests {
         );
         let unfile = COST_ITEMS.iter().find(|i| i.name == "unfile").unwrap();
         assert_eq!(unfile.spread.unwrap().misses, crate::spread::Spread::Counted);
-        let e = COST_ITEMS.iter().find(|i| i.name == "swap_map_entry").unwrap().spread.unwrap();
+        let e = COST_ITEMS
+            .iter()
+            .find(|i| i.name == "swap_map_entry")
+            .unwrap()
+            .spread
+            .unwrap();
         assert_eq!((e.instr, e.misses), (Counted, Given));
     }
 

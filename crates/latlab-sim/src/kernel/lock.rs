@@ -8,6 +8,9 @@
 pub enum Lock {
     /// `pagemap_lru_lock` (mm/vmscan.c, mm/swap.c): the page LRU lists.
     PagemapLru,
+    /// `zone->lru_lock` (2.6 mm/vmscan.c, mm/swap.c): a zone's page LRU lists, taken with
+    /// interrupts off (`spin_lock_irq`).
+    ZoneLru,
     /// `lru_list_lock` (fs/buffer.c): the buffer-cache LRU lists.
     LruList,
     /// `journal_datalist_lock` (fs/jbd/journal.c): jbd's buffer lists.
@@ -42,6 +45,7 @@ impl Lock {
     pub fn name(self) -> &'static str {
         match self {
             Lock::PagemapLru => "pagemap_lru_lock",
+            Lock::ZoneLru => "zone->lru_lock",
             Lock::LruList => "lru_list_lock",
             Lock::JournalDatalist => "journal_datalist_lock",
             Lock::Dcache => "dcache_lock",

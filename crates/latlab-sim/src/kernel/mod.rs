@@ -920,6 +920,11 @@ pub(crate) mod tests {
             swap_allocator: "scan-2.4".into(),
             cfs: None,
             eevdf: None,
+            reclaim: Default::default(),
+            vp_patch: None,
+            voluntary: false,
+            softirq_threads: false,
+            hardirq_threads: false,
         }
     }
 

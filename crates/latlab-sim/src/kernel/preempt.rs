@@ -79,9 +79,14 @@ pub struct LoopChance {
     pub every: u64,
 }
 
-/// Does kernel `v` have rescheduling point `p`? Points every kernel has count always.
+/// Does kernel `v` have rescheduling point `p`? Points every kernel has count always; the
+/// `might_sleep()` points under voluntary preemption (VP).
 fn has(v: &Variant, p: Point) -> bool {
-    p.info().origin == Origin::Every || v.points.contains(p)
+    match p.info().origin {
+        Origin::Every => true,
+        Origin::Voluntary => v.might_sleep_points(),
+        _ => v.points.contains(p),
+    }
 }
 
 /// The rescheduling opportunity inside loop `l` under variant `v`: the most frequent point the

@@ -61,6 +61,8 @@ pub struct KState {
     pub writeback: crate::variant::Writeback,
     /// Page-based writeback's state (2.6+ kernels; [`crate::mm::page_writeback`]).
     pub pwb: crate::mm::page_writeback::PageWriteback,
+    /// The variant's page reclaim ([`crate::mm::try_to_free_pages`]).
+    pub reclaim: crate::variant::Reclaim,
 }
 
 /// pids of the kernel threads paths may wake.
@@ -101,6 +103,7 @@ impl KState {
                 1,
                 100,
             ),
+            reclaim: Default::default(),
         }
     }
 

@@ -28,7 +28,9 @@ pub mod lru;
 pub mod page_writeback;
 pub mod pagecache;
 pub mod pdflush;
+pub mod swap_in;
 pub mod vmscan;
+pub mod vmscan26;
 pub mod writeback;
 
 use crate::machine::MachineProfile;
@@ -36,6 +38,14 @@ use latlab_swap::{AllocRequest, SwapAllocator};
 use lru::{List, Run};
 use pagecache::PageSet;
 use std::collections::BTreeMap;
+
+/// A task's direct reclaim, as the variant's reclaim does it: the one place that asks which.
+pub fn try_to_free_pages(r: crate::variant::Reclaim) -> Box<dyn crate::kernel::path::Path> {
+    match r {
+        crate::variant::Reclaim::Vmscan24 => vmscan::try_to_free_pages(),
+        crate::variant::Reclaim::Rmap269 => vmscan26::try_to_free_pages(),
+    }
+}
 
 /// A file's page-cache and on-disk state.
 #[derive(Clone, Debug, Default)]
@@ -139,6 +149,10 @@ pub struct MmRec {
     pub young: u64,
     /// Pages out on swap, with their slots.
     pub swapped: Vec<u64>,
+    /// Resident pages that still hold their swap slot (2.6's swap cache: swapped in while
+    /// swap was less than half full, `vm_swap_full()` false): reclaim writes them back to
+    /// that slot without asking `get_swap_page` for one.
+    pub swap_cache: Vec<u64>,
 }
 
 pub struct Mm {
@@ -414,6 +428,11 @@ impl Mm {
     /// Pages on the LRU lists (cache and anonymous).
     pub fn lru_pages(&self) -> u64 {
         self.cache + self.anon
+    }
+
+    /// The inactive list's runs, oldest first, with the pages each still holds.
+    pub fn inactive_runs(&self) -> impl Iterator<Item = (Run, u64)> + '_ {
+        self.inactive.live_runs(&self.files)
     }
 
     /// Pages on the active list.
@@ -757,7 +776,56 @@ impl Mm {
         self.unmap(mm, u64::MAX);
         if let Some(r) = self.mms.remove(&mm) {
             self.free_slots(r.swapped);
+            self.free_slots(r.swap_cache);
         }
+    }
+
+    /// `vm_swap_full()` (2.6.9 include/linux/swap.h): more than half the swap area in use.
+    pub fn vm_swap_full(&self) -> bool {
+        self.swap.used() * 2 > self.swap.slots()
+    }
+
+    /// Swap fill in percent (0-100).
+    pub fn swap_fill_pct(&self) -> u64 {
+        self.swap.used() * 100 / self.swap.slots().max(1)
+    }
+
+    /// shrink_list's swap-out of one old anonymous page of `mm` (2.6.9): a page still in
+    /// the swap cache goes back to its slot; any other asks `get_swap_page` for one
+    /// (`add_to_swap`). Then it is unmapped and freed (its write is the caller's).
+    /// Returns the slot and the allocator's work (none for a swap-cache page), or None when
+    /// swap is full (add_to_swap fails: the page is activated).
+    pub fn swap_out_26(&mut self, mm: u32) -> Option<(u64, latlab_swap::Work)> {
+        let r = self.mms.get_mut(&mm)?;
+        let (slot, work) = match r.swap_cache.pop() {
+            Some(slot) => {
+                r.swapped.push(slot);
+                (slot, latlab_swap::Work::default())
+            }
+            None => self.take_slot(mm)?,
+        };
+        self.unmap(mm, 1);
+        self.swapouts += 1;
+        Some((slot, work))
+    }
+
+    /// do_swap_page brought `n` swapped pages of `mm` back (the caller has checked they fit
+    /// above pages_min): resident and referenced again; each slot is freed if swap is more
+    /// than half full (`remove_exclusive_swap_page`), else kept in the swap cache. Returns the
+    /// pages brought in.
+    pub fn swap_in(&mut self, mm: u32, n: u64) -> u64 {
+        let full = self.vm_swap_full();
+        let room = self.free.saturating_sub(self.pages_min);
+        let Some(r) = self.mms.get_mut(&mm) else { return 0 };
+        let k = (n.min(room) as usize).min(r.swapped.len());
+        let at = r.swapped.len() - k;
+        let slots: Vec<u64> = r.swapped.drain(at..).collect();
+        if full {
+            self.free_slots(slots);
+        } else {
+            r.swap_cache.extend(slots);
+        }
+        self.grow(mm, k as u64)
     }
 
     /// Swap slots given back (swap_entry_free).

@@ -1,6 +1,7 @@
-//! The kernel threads of an ext3 box: kjournald (fs/jbd/journal.c), kswapd (mm/vmscan.c) and
-//! the writeback implementation's own: 2.4's bdflush and kupdated (fs/buffer.c), 2.6's
-//! pdflush pool (mm/pdflush.c), 3.2's per-device flusher (fs/fs-writeback.c). Each sleeps on
+//! The kernel threads of an ext3 box: kjournald (fs/jbd/journal.c), the reclaim
+//! implementation's kswapd (2.4's `kswapd`, 2.6's per-node `kswapd0`; mm/vmscan.c) and the
+//! writeback implementation's own: 2.4's bdflush and kupdated (fs/buffer.c), 2.6's pdflush
+//! pool (mm/pdflush.c), 3.2's per-device flusher (fs/fs-writeback.c). Each sleeps on
 //! its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
 //! starts follows from its variant's subsystems ([`for_variant`]).
 
@@ -16,7 +17,7 @@ use crate::mm::ioless::{over_bground_thresh, wb_writeback};
 use crate::mm::page_writeback::{background_writeout, wb_kupdate, WRITEBACK_INTERVAL_NS};
 use crate::mm::pdflush::{self, Job, Next};
 use crate::mm::vmscan::try_to_free_pages;
-use crate::variant::{Variant, Writeback};
+use crate::variant::{Reclaim, Variant, Writeback};
 use smallvec::smallvec;
 
 /// Which kernel thread.
@@ -30,6 +31,8 @@ pub enum Kthread {
     Pdflush,
     /// 3.2's per-device flusher thread.
     Flusher,
+    /// 2.6's kswapd of node 0: `balance_pgdat` per wakeup (mm/vmscan.c, 2.6.9).
+    Kswapd0,
 }
 
 impl Kthread {
@@ -42,6 +45,7 @@ impl Kthread {
             Kthread::Kswapd => "kswapd",
             Kthread::Pdflush => "pdflush",
             Kthread::Flusher => "flush-8:0",
+            Kthread::Kswapd0 => "kswapd0",
         }
     }
 
@@ -49,7 +53,7 @@ impl Kthread {
     pub fn register(self, k: &mut KState, pid: u32) {
         let pids = &mut k.kthreads;
         match self {
-            Kthread::Kswapd => pids.kswapd = pid,
+            Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
             Kthread::Bdflush => pids.bdflush = pid,
             Kthread::Kupdated => pids.kupdated = pid,
             Kthread::Kjournald => pids.kjournald = pid,
@@ -60,7 +64,7 @@ impl Kthread {
 }
 
 /// The kernel threads variant `v`'s kernel starts, in start order: page reclaim's kswapd
-/// (every generation), the writeback implementation's threads, and the journal thread of the
+/// (every generation, named as its reclaim names it), the writeback implementation's threads, and the journal thread of the
 /// model's one filesystem, ext3.
 pub fn for_variant(v: &Variant) -> Vec<Kthread> {
     let writeback: &[Kthread] = match v.writeback {
@@ -69,7 +73,10 @@ pub fn for_variant(v: &Variant) -> Vec<Kthread> {
         Writeback::Pdflush2617 | Writeback::PdflushBalance => &[Kthread::Pdflush; pdflush::MAX_THREADS],
         Writeback::IoLess32 => &[Kthread::Flusher],
     };
-    let mut threads = vec![Kthread::Kswapd];
+    let mut threads = vec![match v.reclaim {
+        Reclaim::Vmscan24 => Kthread::Kswapd,
+        Reclaim::Rmap269 => Kthread::Kswapd0,
+    }];
     threads.extend_from_slice(writeback);
     threads.push(Kthread::Kjournald);
     threads
@@ -126,7 +133,7 @@ impl Program for KthreadProg {
                 // Sleep until woken, or dirty_writeback_interval for old data.
                 Action::Syscall(WaitOn::new(me, Some(WRITEBACK_INTERVAL_NS)))
             }
-            Kthread::Bdflush | Kthread::Kupdated | Kthread::Kswapd => {
+            Kthread::Bdflush | Kthread::Kupdated | Kthread::Kswapd | Kthread::Kswapd0 => {
                 self.slept = !self.slept;
                 if self.slept {
                     let timeout = (self.kind == Kthread::Kupdated).then_some(KUPDATE_INTERVAL_NS);
@@ -135,6 +142,7 @@ impl Program for KthreadProg {
                 Action::Syscall(match self.kind {
                     Kthread::Bdflush => bdflush_pass(),
                     Kthread::Kupdated => kupdate_pass(cx.now),
+                    Kthread::Kswapd0 => crate::mm::vmscan26::balance_pgdat(),
                     _ => kswapd_pass(),
                 })
             }

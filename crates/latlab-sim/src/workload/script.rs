@@ -181,12 +181,17 @@ impl Path for ReadZero {
 pub enum CommandSpec {
     /// `make -jN` of a kernel: `objects` compilations, each reading `headers` headers and its
     /// source, computing `cc_ms` (uniform in [lo, hi]) and writing an object; then a link.
+    /// `cc1_mib`: each compiler's resident memory, uniform in [lo, hi] MiB, its working set
+    /// touched again every timeslice of its compute (what swapped out comes back in:
+    /// [`crate::mm::swap_in`]); without it, the 2.4-era 6 MB compiler that never touches its
+    /// memory again (`KERNEL_CC1`).
     MakeKernel {
         jobs: u32,
         objects: u32,
         headers: u32,
         cc_ms: (u64, u64),
         tree_files: u32,
+        cc1_mib: Option<(u64, u64)>,
     },
     /// `make clean`: delete the objects the last build made.
     MakeClean,
@@ -275,6 +280,7 @@ pub fn seed000_script() -> Vec<CommandSpec> {
             headers: 40,
             cc_ms: (200, 1000),
             tree_files: 1200,
+            cc1_mib: None,
         },
         CommandSpec::MakeClean,
         CommandSpec::TarXfz {
@@ -395,6 +401,7 @@ impl Cmd {
                 headers,
                 cc_ms,
                 tree_files,
+                cc1_mib,
             } => {
                 if stage == 0 {
                     // The source tree is on disk, not cached.
@@ -419,7 +426,15 @@ impl Cmd {
                         let picks: Vec<u32> = (0..headers + 1)
                             .map(|_| srcs[cx.rng.gen_range(0..srcs.len())])
                             .collect();
-                        TaskSpec::user("cc1", Box::new(Cc::new(picks, ms, KERNEL_CC1, "objs", r.clone())))
+                        let shape = match cc1_mib {
+                            None => KERNEL_CC1,
+                            Some((lo, hi)) => Cc1 {
+                                rss_pages: cx.rng.gen_range(lo..=hi) * 256,
+                                obj_kb: KERNEL_CC1.obj_kb,
+                                touch_ns: Some(CC1_TOUCH_NS),
+                            },
+                        };
+                        TaskSpec::user("cc1", Box::new(Cc::new(picks, ms, shape, "objs", r.clone())))
                     });
                     return true;
                 }
@@ -671,12 +686,33 @@ impl Program for Cmd {
     }
 }
 
+/// A compiler process's shape: resident pages, object size, and how often its compute
+/// touches its whole working set again (None: never).
+#[derive(Clone, Copy, Debug)]
+struct Cc1 {
+    rss_pages: u64,
+    obj_kb: u64,
+    touch_ns: Option<Nanos>,
+}
+
 /// Resident pages of a cc1 compiling a 2.4 kernel file (6 MB) and its object (16 KB):
 /// an estimate for GCC 2.95 at -O2 (parse trees of the file and its ~40 headers plus RTL of
 /// one function at a time); no measurement from the time was found. Shared by every variant.
-const KERNEL_CC1: (u64, u64) = (1500, 16);
+const KERNEL_CC1: Cc1 = Cc1 {
+    rss_pages: 1500,
+    obj_kb: 16,
+    touch_ns: None,
+};
 /// The same for dbench's few small files (4 MB, 8 KB objects).
-const DBENCH_CC1: (u64, u64) = (1000, 8);
+const DBENCH_CC1: Cc1 = Cc1 {
+    rss_pages: 1000,
+    obj_kb: 8,
+    touch_ns: None,
+};
+/// A sized compiler (`cc1_mib`) touches its working set again each O(1) default timeslice
+/// of compute it gets (DEF_TIMESLICE 100 ms, kernel-facts.md): between two of its slices the
+/// other jobs ran, and reclaim may have sent its pages to swap.
+const CC1_TOUCH_NS: Nanos = 100_000_000;
 
 /// A compiler process: read headers and source, compute, write the object, exit.
 struct Cc {
@@ -684,8 +720,9 @@ struct Cc {
 }
 
 impl Cc {
-    fn new(files: Vec<u32>, ms: u64, (rss, obj_kb): (u64, u64), group: &'static str, reg: Reg) -> Self {
+    fn new(files: Vec<u32>, ms: u64, shape: Cc1, group: &'static str, reg: Reg) -> Self {
         let mut o = Ops::default();
+        let rss = shape.rss_pages;
         o.grow(rss / 4);
         for f in files {
             o.lookup(f);
@@ -693,8 +730,19 @@ impl Cc {
         }
         // cc1's working set grows while it compiles.
         o.grow(rss - rss / 4);
-        o.compute(ms * 1_000_000);
-        o.create_write(&reg, group, obj_kb * 1024, 16 * 1024);
+        let mut left = ms * 1_000_000;
+        match shape.touch_ns {
+            None => o.compute(left),
+            Some(slice) => {
+                while left > 0 {
+                    let n = left.min(slice);
+                    left -= n;
+                    o.push(|cx| Some(Action::Syscall(crate::mm::swap_in::touch_working_set(cx.mm))));
+                    o.compute(n);
+                }
+            }
+        }
+        o.create_write(&reg, group, shape.obj_kb * 1024, 16 * 1024);
         Cc { ops: o }
     }
 }

@@ -1,0 +1,110 @@
+//! Swap-in: `do_swap_page` (2.6.9 mm/memory.c, mm/swap_state.c) for a task touching pages
+//! that reclaim sent to swap. Each fault reads a cluster of `1 << page_cluster` slots
+//! (`swapin_readahead`, page_cluster 3 on a box with more than 32 MiB: 8 pages) and sleeps
+//! until the read completes; the pages then need memory (direct reclaim when short;
+//! `__alloc_pages` naps `blk_congestion_wait(WRITE, HZ/50)` when reclaim freed nothing) and
+//! are mapped, each slot freed when swap is more than half full (`vm_swap_full()` ->
+//! `remove_exclusive_swap_page`), else kept as the swap cache.
+
+use super::vmscan26::SWAP_FIRST_BLOCK;
+use crate::dev::disk::{Dir, Payload};
+use crate::kernel::catalog::Point;
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step};
+use crate::kernel::state::{KReq, KState};
+use latlab_core::Nanos;
+use smallvec::smallvec;
+
+/// `1 << page_cluster`: pages read per fault (2.6.9 mm/swap.c `swap_setup`).
+pub const READAHEAD_PAGES: u64 = 8;
+/// `blk_congestion_wait(WRITE, HZ/50)` in `__alloc_pages` before it retries: 20 ms.
+const ALLOC_RETRY_NS: Nanos = 20_000_000;
+
+/// A task touching its whole working set again: every page it has on swap comes back.
+pub struct TouchWorkingSet {
+    mm: u32,
+    /// Pages read and waiting for memory.
+    pending: u64,
+    sub: Nested,
+    /// The last direct reclaim freed nothing: nap before retrying.
+    stalled: bool,
+    napping: bool,
+    token: u64,
+}
+
+pub fn touch_working_set(mm: u32) -> Box<dyn Path> {
+    Box::new(TouchWorkingSet {
+        mm,
+        pending: 0,
+        sub: Nested::default(),
+        stalled: false,
+        napping: false,
+        token: 0,
+    })
+}
+
+impl Path for TouchWorkingSet {
+    fn name(&self) -> &'static str {
+        "do_swap_page"
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            if self.pending > 0 {
+                if k.mm.low() {
+                    let pid = k.kthreads.kswapd;
+                    k.wake_kthread(pid);
+                }
+                if !k.mm.can_alloc(self.pending) {
+                    if std::mem::take(&mut self.napping) {
+                        continue;
+                    }
+                    if std::mem::take(&mut self.stalled) {
+                        self.napping = true;
+                        k.net_token += 1;
+                        self.token = k.net_token;
+                        let chan = Chan::Timer(u64::MAX - self.token);
+                        k.out.push(KReq::WakeAt {
+                            at: cx.now + ALLOC_RETRY_NS,
+                            chan,
+                        });
+                        return Step::Block(chan);
+                    }
+                    self.stalled = true;
+                    self.sub.start(crate::mm::try_to_free_pages(k.reclaim));
+                    continue;
+                }
+                self.stalled = false;
+                return LoopStep::plain(
+                    "do_swap_page",
+                    self.pending,
+                    k.c.swap_in_page,
+                    smallvec![point(Point::AllocPages, 1)],
+                );
+            }
+            let Some(r) = k.mm.mms.get(&self.mm) else {
+                return Step::Done;
+            };
+            let Some(&slot) = r.swapped.last() else {
+                k.mm.reference(self.mm);
+                return Step::Done;
+            };
+            let n = (r.swapped.len() as u64).min(READAHEAD_PAGES);
+            self.pending = n;
+            let id = k.disk_submit(Dir::Read, SWAP_FIRST_BLOCK + slot, n, Payload::Other, cx.now);
+            return Step::Block(Chan::Io(id));
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        if self.sub.advanced(k, cx, done) {
+            return;
+        }
+        let n = k.mm.swap_in(self.mm, done.min(self.pending));
+        self.pending -= n.min(self.pending);
+        if n < done {
+            // Memory went meanwhile: what is left waits for the next round.
+            self.pending = self.pending.max(done - n).min(READAHEAD_PAGES);
+        }
+    }
+}

@@ -1,0 +1,469 @@
+//! Page reclaim of 2.6.9 (mm/vmscan.c, read in 2.6.11 `Antonio-Zhou/Linux-2.6.11`, which
+//! keeps 2.6.9's structure; seed 003; kernel-facts.md "The 2004 voluntary-preempt patch"):
+//!
+//! ```text
+//! shrink_zone(zone, sc):                       priority DEF_PRIORITY 12 .. 0
+//!     nr_active   = (zone->nr_active   >> priority) + 1
+//!     nr_inactive = (zone->nr_inactive >> priority) + 1
+//!     while (nr_active || nr_inactive)          in SWAP_CLUSTER_MAX (32) batches:
+//!         refill_inactive_zone: isolate under zone->lru_lock (irqs off), then per page
+//!             cond_resched(); page_referenced() -> back to the active or to the inactive list
+//!         shrink_cache: isolate 32 inactive pages under zone->lru_lock (irqs off), drop it,
+//!             shrink_list: per page cond_resched(); page_referenced() -> activate;
+//!                 PageAnon && !PageSwapCache: add_to_swap() -> get_swap_page()
+//!                     (swap_list_lock + swap_device_lock: scan_swap_map), else activate;
+//!                 try_to_unmap() (rmap, the mm's page_table_lock); pageout() ->
+//!                 swap_writepage(); clean page-cache pages are freed.
+//! kswapd0: balance_pgdat: priorities 12 .. 0 until free pages reach pages_high.
+//! direct reclaim (try_to_free_pages): until SWAP_CLUSTER_MAX pages are reclaimed;
+//!     blk_congestion_wait(WRITE, HZ/10) after a priority below DEF_PRIORITY - 2 fell short.
+//! ```
+//!
+//! Every `get_swap_page` is a critical section of its own: the slot comes from the
+//! `latlab-swap` allocator the variant names, and the swap_map entries it read are charged
+//! under `swap_list_lock` as `scan_swap_map`.
+//!
+//! Simplified (docs/fidelity.md, "Seed 003"): one zone (the box's low memory); the
+//! `nr_scan_active`/`nr_scan_inactive` carries between calls are not kept (a batch count
+//! below 32 still makes one batch); refill_inactive_zone moves mapped pages as unmapped ones
+//! (no `reclaim_mapped`/swap_tendency: the storm's memory is mostly mapped, and 2.6.9 reached
+//! `reclaim_mapped` as soon as reclaim struggled); `page_referenced` is the address space's
+//! share of pages whose young bit is set; a swapped page is freed when its write is
+//! submitted (the kernel frees it on a later pass, once the write completed); dirty
+//! page-cache pages are left for the writeback the variant names.
+
+use crate::kernel::catalog::Point;
+use crate::kernel::lock::Lock;
+use crate::kernel::path::{point, Ctx, LoopStep, Path, Step, Work};
+use crate::kernel::state::KState;
+use crate::mm::lru::Run;
+use crate::mm::ScanLimits;
+use smallvec::smallvec;
+use std::collections::VecDeque;
+
+/// `DEF_PRIORITY` (2.6.9 include/linux/mmzone.h).
+pub const DEF_PRIORITY: u64 = 12;
+/// `SWAP_CLUSTER_MAX`.
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+/// First 4 KiB block of the swap partition: after a 4 GiB root partition (an estimate of
+/// the era's installer layout: root, then swap).
+pub const SWAP_FIRST_BLOCK: u64 = 1 << 20;
+
+/// Who reclaims, and until when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Goal {
+    /// kswapd0's `balance_pgdat`: until free pages reach pages_high.
+    Kswapd,
+    /// A task's `try_to_free_pages`: until SWAP_CLUSTER_MAX pages are reclaimed.
+    Direct,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Start a priority: size its refill and shrink work.
+    Priority,
+    /// The next refill batch, or on to shrinking.
+    Refill,
+    /// The next shrink_cache batch.
+    Shrink,
+    /// shrink_list over the isolated batch.
+    List,
+    /// The priority is done.
+    Next,
+}
+
+/// One page of the isolated batch, as shrink_list will treat it.
+#[derive(Clone, Copy, Debug)]
+enum Page {
+    /// An anonymous page of `mm` to swap out.
+    SwapOut(u32),
+    /// `n` page-cache pages of the batch (clean ones freed, dirty ones rotated).
+    Cache(u64),
+}
+
+/// Steps of one swap-out still to hand out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Out {
+    Referenced,
+    Scan,
+    Unmap,
+    Write,
+}
+
+pub struct ShrinkZones {
+    goal: Goal,
+    priority: u64,
+    reclaimed: u64,
+    stage: Stage,
+    active_left: u64,
+    inactive_left: u64,
+    /// The refill batch just handed out (pages to move).
+    refill: Option<u64>,
+    batch: VecDeque<Page>,
+    /// The swap-out under way: its address space, slot and next step.
+    out: Option<(u32, u64, Out, latlab_swap::Work)>,
+    /// Slots written this batch (one request per contiguous run, as the elevator merges).
+    writes: Vec<u64>,
+    /// The cache pages of the batch just handed to shrink_list.
+    cache: Option<u64>,
+    /// A priority below DEF_PRIORITY - 2 fell short: wait for the disk once.
+    congested: bool,
+}
+
+impl ShrinkZones {
+    fn new(goal: Goal) -> Box<Self> {
+        Box::new(ShrinkZones {
+            goal,
+            priority: DEF_PRIORITY,
+            reclaimed: 0,
+            stage: Stage::Priority,
+            active_left: 0,
+            inactive_left: 0,
+            refill: None,
+            batch: VecDeque::new(),
+            out: None,
+            writes: Vec::new(),
+            cache: None,
+            congested: false,
+        })
+    }
+
+    fn done(&self, k: &KState) -> bool {
+        match self.goal {
+            Goal::Kswapd => k.mm.free >= k.mm.pages_high,
+            Goal::Direct => self.reclaimed >= SWAP_CLUSTER_MAX,
+        }
+    }
+
+    /// shrink_cache's isolation of the inactive list's oldest `n` pages, as shrink_list
+    /// will treat them: anonymous pages whose young bit is set are activated now
+    /// (page_referenced), the others queued for swap-out, page-cache pages counted.
+    fn isolate(&mut self, k: &mut KState, n: u64) -> u64 {
+        let mut met: Vec<(Option<u32>, u64)> = Vec::new();
+        let mut left = n;
+        for (r, live) in k.mm.inactive_runs() {
+            if left == 0 {
+                break;
+            }
+            let take = live.min(left);
+            left -= take;
+            match r {
+                Run::Anon { mm, .. } => met.push((Some(mm), take)),
+                Run::File { .. } => met.push((None, take)),
+            }
+        }
+        for (owner, n) in met {
+            match owner {
+                Some(mm) => {
+                    let young =
+                        k.mm.mms
+                            .get(&mm)
+                            .map_or(0, |r| (n * r.young).div_ceil(r.rss.max(1)).min(n));
+                    if young > 0 {
+                        if let Some(r) = k.mm.mms.get_mut(&mm) {
+                            r.young -= young.min(r.young);
+                        }
+                        k.mm.activate_anon(mm, young);
+                    }
+                    for _ in young..n {
+                        self.batch.push_back(Page::SwapOut(mm));
+                    }
+                }
+                None => self.batch.push_back(Page::Cache(n)),
+            }
+        }
+        n - left
+    }
+
+    /// Submit this batch's swap writes, one request per run of consecutive slots (as the
+    /// elevator merges them); with the queue full, sleep until a request completes
+    /// (`get_request_wait`). Returns the sleep, if any.
+    fn submit_writes(&mut self, k: &mut KState, now: u64) -> Option<Step> {
+        self.writes.sort_unstable();
+        while !self.writes.is_empty() {
+            let run = 1 + self.writes.windows(2).take_while(|w| w[1] == w[0] + 1).count();
+            let block = SWAP_FIRST_BLOCK + self.writes[0];
+            if let Some(chan) = k.disk.must_wait(block, run as u64) {
+                return Some(Step::Block(chan));
+            }
+            k.disk_submit(
+                crate::dev::disk::Dir::Write,
+                block,
+                run as u64,
+                crate::dev::disk::Payload::Other,
+                now,
+            );
+            self.writes.drain(..run);
+        }
+        None
+    }
+
+    /// The next step of the swap-out under way, if any.
+    fn swap_out_step(&mut self, k: &mut KState) -> Option<Step> {
+        let (mm, slot, at, work) = self.out?;
+        let c = &k.c;
+        let (step, next) = match at {
+            // The loop's cond_resched() and page_referenced().
+            Out::Referenced => (
+                LoopStep::plain(
+                    "shrink_list",
+                    1,
+                    c.shrink_list_page,
+                    smallvec![point(Point::ShrinkList, 1)],
+                ),
+                Some(Out::Scan),
+            ),
+            Out::Scan => {
+                if work.lock_acquisitions == 0 {
+                    // A swap-cache page keeps its slot: no get_swap_page.
+                    self.out = Some((mm, slot, Out::Unmap, work));
+                    return self.swap_out_step(k);
+                }
+                (
+                    Step::Work(Work {
+                        func: "get_swap_page",
+                        ns: c.get_swap_page + work.entries * c.swap_map_entry,
+                        lock: Some(Lock::SwapList),
+                        irqs_off: false,
+                        hold: false,
+                    }),
+                    Some(Out::Unmap),
+                )
+            }
+            Out::Unmap => (
+                Work::locked("try_to_unmap", c.try_to_unmap, Lock::PageTable, false),
+                Some(Out::Write),
+            ),
+            Out::Write => {
+                self.writes.push(slot);
+                self.reclaimed += 1;
+                (Work::plain("swap_writepage", c.swap_writepage), None)
+            }
+        };
+        self.out = next.map(|n| (mm, slot, n, work));
+        Some(step)
+    }
+
+    fn next_step(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.swap_out_step(k) {
+                return s;
+            }
+            match self.stage {
+                Stage::Priority => {
+                    if self.done(k) {
+                        return Step::Done;
+                    }
+                    self.active_left = (k.mm.nr_active() >> self.priority) + 1;
+                    self.inactive_left = (k.mm.inactive_pages() >> self.priority) + 1;
+                    self.stage = Stage::Refill;
+                    if self.priority == DEF_PRIORITY {
+                        k.mm.reclaims += 1;
+                    }
+                }
+                Stage::Refill => {
+                    self.stage = Stage::Shrink;
+                    let n = self.active_left.min(SWAP_CLUSTER_MAX);
+                    if n == 0 || k.mm.nr_active() == 0 {
+                        continue;
+                    }
+                    self.active_left -= n;
+                    self.refill = Some(n);
+                    return LoopStep::plain(
+                        "refill_inactive_zone",
+                        k.mm.plan_refill(n),
+                        k.c.isolate_page + k.c.refill_page,
+                        smallvec![point(Point::RefillInactiveZone, 1)],
+                    );
+                }
+                Stage::Shrink => {
+                    let n = self.inactive_left.min(SWAP_CLUSTER_MAX);
+                    if n == 0 || k.mm.inactive_pages() == 0 {
+                        let refill = self.active_left > 0 && k.mm.nr_active() > 0;
+                        self.stage = if refill { Stage::Refill } else { Stage::Next };
+                        continue;
+                    }
+                    self.inactive_left -= n;
+                    let got = self.isolate(k, n);
+                    self.stage = Stage::List;
+                    return Step::Work(Work {
+                        func: "shrink_cache",
+                        ns: got * k.c.isolate_page,
+                        lock: Some(Lock::ZoneLru),
+                        irqs_off: true,
+                        hold: false,
+                    });
+                }
+                Stage::List => {
+                    match self.batch.pop_front() {
+                        Some(Page::SwapOut(mm)) => match k.mm.swap_out_26(mm) {
+                            Some((slot, work)) => self.out = Some((mm, slot, Out::Referenced, work)),
+                            // add_to_swap failed (swap full): activate_locked.
+                            None => k.mm.activate_anon(mm, 1),
+                        },
+                        Some(Page::Cache(n)) => {
+                            self.cache = Some(n);
+                            return LoopStep::plain(
+                                "shrink_list",
+                                n,
+                                k.c.shrink_list_page,
+                                smallvec![point(Point::ShrinkList, 1)],
+                            );
+                        }
+                        None => {
+                            if let Some(sleep) = self.submit_writes(k, cx.now) {
+                                return sleep;
+                            }
+                            self.stage = if self.done(k) { Stage::Next } else { Stage::Refill };
+                        }
+                    }
+                }
+                Stage::Next => {
+                    if self.done(k) {
+                        return Step::Done;
+                    }
+                    if self.priority < DEF_PRIORITY - 2 && !self.congested {
+                        // blk_congestion_wait(WRITE, HZ/10): until a request completes.
+                        if let Some(chan) = k.disk.oldest() {
+                            self.congested = true;
+                            return Step::Block(chan);
+                        }
+                    }
+                    self.congested = false;
+                    if self.priority == 0 {
+                        return Step::Done;
+                    }
+                    self.priority -= 1;
+                    self.stage = Stage::Priority;
+                }
+            }
+        }
+    }
+}
+
+impl Path for ShrinkZones {
+    fn name(&self) -> &'static str {
+        match self.goal {
+            Goal::Kswapd => "balance_pgdat",
+            Goal::Direct => "try_to_free_pages",
+        }
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        self.next_step(k, cx)
+    }
+    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+        if let Some(n) = self.refill.take() {
+            k.mm.refill_inactive(n, done);
+            return;
+        }
+        if let Some(n) = self.cache.take() {
+            // The batch's page-cache pages, oldest first: clean ones are freed, dirty ones
+            // go back to the list (`keep`).
+            let lim = ScanLimits {
+                want: n,
+                max_scan: done.min(n),
+                max_mapped: 0,
+                dirty: k.buf.dirty_for_balance(),
+            };
+            let cache = k.mm.cache;
+            let done_hi = k.buf.done_hi;
+            let jbd = &mut k.jbd;
+            let sc = k.mm.apply_shrink(&lim, done.min(n), &mut |f, n, cached| {
+                jbd.pages_freed(f, n, cached, done_hi)
+            });
+            k.buf.pages_freed(sc.freed, cache);
+            k.dcache.pages_dropped(sc.emptied);
+            self.reclaimed += sc.freed;
+        }
+    }
+}
+
+/// kswapd0's pass: `balance_pgdat` until free pages reach pages_high.
+pub fn balance_pgdat() -> Box<dyn Path> {
+    ShrinkZones::new(Goal::Kswapd)
+}
+
+/// A task's direct reclaim: `try_to_free_pages` until SWAP_CLUSTER_MAX pages are reclaimed.
+pub fn try_to_free_pages() -> Box<dyn Path> {
+    ShrinkZones::new(Goal::Direct)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::tests::{kstate, run_to_sleep};
+
+    /// Memory filled with idle anonymous pages of two address spaces.
+    fn anon_full() -> KState {
+        let mut k = kstate();
+        let n = k.mm.free - k.mm.pages_min;
+        k.mm.grow(3, n / 2);
+        k.mm.grow(4, n - n / 2);
+        for mm in [3, 4] {
+            k.mm.mms.get_mut(&mm).expect("mm").young = 0;
+        }
+        k
+    }
+
+    #[test]
+    fn direct_reclaim_swaps_out_old_anonymous_pages_through_get_swap_page() {
+        let mut k = anon_full();
+        let free = k.mm.free;
+        let mut p = try_to_free_pages();
+        let cx = Ctx { now: 0, pid: 1 };
+        let mut scans = 0;
+        for _ in 0..10_000 {
+            match p.next(&mut k, &cx) {
+                Step::Work(w) if w.func == "get_swap_page" => {
+                    assert_eq!(w.lock, Some(Lock::SwapList));
+                    scans += 1;
+                }
+                Step::Loop(l) => p.advanced(&mut k, &cx, l.items),
+                Step::Work(_) | Step::Block(_) => {}
+                Step::Done => break,
+            }
+        }
+        assert!(scans >= SWAP_CLUSTER_MAX, "{scans}");
+        assert_eq!(k.mm.swap.used(), scans);
+        assert_eq!(k.mm.free - free, scans);
+        assert_eq!(k.mm.swapouts, scans);
+    }
+
+    #[test]
+    fn a_page_back_from_swap_keeps_its_slot_until_swap_is_half_full() {
+        let mut k = anon_full();
+        assert_eq!(run_to_sleep(&mut k, try_to_free_pages()), None);
+        let out = k.mm.mms[&3].swapped.len() as u64;
+        assert!(out > 0);
+        let used = k.mm.swap.used();
+        assert_eq!(k.mm.swap_in(3, out), out);
+        // Swap is far from half full: the slots stay, as the swap cache.
+        assert_eq!(k.mm.swap.used(), used);
+        assert_eq!(k.mm.mms[&3].swap_cache.len() as u64, out);
+        // Out again: the same slots, no allocation.
+        let (slot, work) = k.mm.swap_out_26(3).expect("a swap-cache slot");
+        assert!(k.mm.mms[&3].swapped.contains(&slot));
+        assert_eq!(work.entries, 0);
+        assert_eq!(k.mm.swap.used(), used);
+    }
+
+    #[test]
+    fn referenced_pages_are_activated_not_swapped() {
+        let mut k = anon_full();
+        for mm in [3, 4] {
+            k.mm.reference(mm);
+        }
+        let active = k.mm.nr_active();
+        let mut p = try_to_free_pages();
+        let cx = Ctx { now: 0, pid: 1 };
+        // The first batch meets only young pages: activated.
+        for _ in 0..4 {
+            match p.next(&mut k, &cx) {
+                Step::Loop(l) => p.advanced(&mut k, &cx, l.items),
+                _ => {}
+            }
+        }
+        assert!(k.mm.nr_active() > active);
+        assert_eq!(k.mm.swap.used(), 0);
+    }
+}
