@@ -449,31 +449,37 @@ catalog_costs! {
     /// the nr_swap_pages test, the device's flags, swap_device_lock, and on return the
     /// nr_swap_pages and swap_list.next updates: ~60 instructions, 2 misses (swap_info and
     /// swap_list lines).
+    #[spread(Counted)]
     get_swap_page: 60.0, 2.0;
     /// shrink_cache's isolation of one page from the inactive (or refill's from the active)
     /// list under zone->lru_lock, interrupts off (2.6.9 mm/vmscan.c): TestClearPageLRU,
     /// list_del, get_page_testone, list_add: ~25 instructions; `prefetchw_prev_lru_page`
     /// hides half the page struct's miss: 0.5.
+    #[spread(Counted)]
     isolate_page: 25.0, 0.5;
     /// shrink_list per page besides swap-out (2.6.9): TestSetPageLocked, page_referenced
     /// through rmap (page_lock_anon_vma, one vma, page_check_address's pgd/pmd/pte walk,
     /// ptep_clear_flush_young), page_mapping, the free or keep bookkeeping: ~300
     /// instructions; misses: page struct, anon_vma, vma, three page-table levels: 6.
+    #[spread(Counted)]
     shrink_list_page: 300.0, 6.0;
     /// try_to_unmap of an anonymous page (2.6.9 mm/rmap.c try_to_unmap_anon ->
     /// try_to_unmap_one) under the mm's page_table_lock: page_check_address (3 levels),
     /// flush_cache_page, ptep_clear_flush (an invlpg), the swap pte, page_remove_rmap,
     /// mm counters: ~400 instructions, 5 misses.
+    #[spread(Counted)]
     try_to_unmap: 400.0, 5.0;
     /// add_to_swap's swap-cache insertion and pageout -> swap_writepage (2.6.9
     /// mm/swap_state.c, mm/page_io.c): radix_tree_insert under swapper_space.tree_lock,
     /// SetPageWriteback, get_swap_bio, submit_bio through the elevator: ~1,500 instructions,
     /// 15 misses.
+    #[spread(Counted)]
     swap_writepage: 1_500.0, 15.0;
     /// do_swap_page per page besides its read (2.6.9 mm/memory.c): lookup_swap_cache,
     /// read_swap_cache_async's page allocation and swap-cache insertion, the pte and rmap
     /// (page_add_anon_rmap), swap_free or remove_exclusive_swap_page: ~1,200 instructions,
     /// 12 misses.
+    #[spread(Counted)]
     swap_in_page: 1_200.0, 12.0;
     /// shrink_cache per inactive page: lock tests, page_count, mapping checks,
     /// __remove_inode_page for clean ones: ~100 instructions, 3 misses.

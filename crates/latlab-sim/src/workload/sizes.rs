@@ -269,7 +269,12 @@ mod tests {
             } else {
                 size.min.max(2) + i as u64 % 2
             };
-            let v = if size.key == "make.cc_ms_min" { 300 } else { v };
+            // The compile times are set as a pair (min <= max), whatever their place in SIZES.
+            let v = match size.key {
+                "make.cc_ms_min" => 300,
+                "make.cc_ms_max" => 751,
+                _ => v,
+            };
             set(&mut s, size.key, v).unwrap();
             assert_eq!(get(&s, size.key), Some(v), "{}", size.key);
         }
