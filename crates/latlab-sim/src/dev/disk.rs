@@ -13,8 +13,8 @@
 //! in submission order, a write whose buffers continue the newest queued request's is merged
 //! into it (`__make_request`'s back merge) up to `max_request_kib`, one request per slot;
 //! the queue is congested from `nr_requests - nr_requests/8 + 1` requests until it drops
-//! below `nr_requests - nr_requests/8 - nr_requests/16 - 1` (113 and 103 of 128), and
-//! clearing it wakes `blk_congestion_wait`'s sleepers. Left out: plugging (a request is
+//! below `nr_requests - nr_requests/8 - nr_requests/16 - 1` (113 and 103 of 128); every
+//! completion that leaves it below that wakes `blk_congestion_wait`'s sleepers. Left out: plugging (a request is
 //! dispatched as soon as the disk is free), the anticipatory scheduler's sorting,
 //! anticipation and read/write batches (one sequential writer issues no reads to sort),
 //! and `ioc_batching`'s 32 requests past the limit for a task that just waited.
@@ -265,14 +265,17 @@ impl Disk {
     }
 
     /// The request `id` finished: returns it and starts the next one. `uncongested` is set
-    /// when this completion cleared the queue's congestion (`clear_queue_congested`).
+    /// when this completion ran `clear_queue_congested` (2.6's queue below its off threshold).
     pub fn complete(&mut self, id: u64, now: Nanos, out: &mut Vec<KReq>, uncongested: &mut bool) -> Option<Req> {
         if self.busy != Some(id) {
             return None;
         }
         let r = self.queue.pop_front()?;
         self.busy = None;
-        if self.congested && (self.queue.len() as u64) < self.congestion_off {
+        // freed_request(): below the off threshold `clear_queue_congested` runs at every
+        // completion, waking `blk_congestion_wait`'s sleepers whether or not the queue had
+        // been congested.
+        if self.merge && (self.queue.len() as u64) < self.congestion_off {
             self.congested = false;
             *uncongested = true;
         }
