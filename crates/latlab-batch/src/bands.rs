@@ -7,7 +7,6 @@
 use crate::uncertainty::Report;
 use latlab_report::seed_table::CompareRow;
 
-
 /// Each built-in experiment's stored report, by name.
 pub const STORED: &[(&str, &str)] = &[];
 

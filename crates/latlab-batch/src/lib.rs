@@ -62,7 +62,10 @@ pub fn run_all_here(exp: &Experiment) -> anyhow::Result<Vec<RunResult>> {
     use rayon::prelude::*;
     exp.runs
         .par_iter()
-        .map(|run| simulate(&run.config, &mut |_, _| {}).with_context(|| format!("experiment {}: run `{}`", exp.name, run.label)))
+        .map(|run| {
+            simulate(&run.config, &mut |_, _| {})
+                .with_context(|| format!("experiment {}: run `{}`", exp.name, run.label))
+        })
         .collect()
 }
 
@@ -85,7 +88,8 @@ pub fn run_rows(exp: &Experiment, r: usize) -> anyhow::Result<Vec<CompareRow>> {
         .runs
         .get(r)
         .with_context(|| format!("experiment {} has no run {r}", exp.name))?;
-    let result = simulate(&run.config, &mut |_, _| {}).with_context(|| format!("experiment {}: run `{}`", exp.name, run.label))?;
+    let result = simulate(&run.config, &mut |_, _| {})
+        .with_context(|| format!("experiment {}: run `{}`", exp.name, run.label))?;
     let one = Experiment {
         runs: vec![run.clone()],
         ..exp.clone()

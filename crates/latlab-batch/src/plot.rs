@@ -17,7 +17,12 @@ pub fn svg(report: &Report, row: usize, title: &str) -> Result<String, String> {
         .position(|c| c.key == d.constant)
         .ok_or("driver not among the constants")?;
     let c = &report.constants[k];
-    let pts: Vec<(f64, f64)> = report.draws.iter().map(|x| x[k]).zip(b.values.iter().copied()).collect();
+    let pts: Vec<(f64, f64)> = report
+        .draws
+        .iter()
+        .map(|x| x[k])
+        .zip(b.values.iter().copied())
+        .collect();
     let mut ys: Vec<f64> = pts.iter().map(|p| p.1).collect();
     ys.push(b.row.model);
     ys.extend(b.row.published);
@@ -49,7 +54,12 @@ pub fn svg(report: &Report, row: usize, title: &str) -> Result<String, String> {
                     .map_err(|e| e.to_string())?;
             }
         }
-        for y in b.row.published.into_iter().chain(b.row.published_range.into_iter().flatten()) {
+        for y in b
+            .row
+            .published
+            .into_iter()
+            .chain(b.row.published_range.into_iter().flatten())
+        {
             chart
                 .draw_series(LineSeries::new(hline(y), RED.stroke_width(2)))
                 .map_err(|e| e.to_string())?;
@@ -58,7 +68,11 @@ pub fn svg(report: &Report, row: usize, title: &str) -> Result<String, String> {
             .draw_series(pts.iter().map(|&p| Circle::new(p, 3, BLACK.filled())))
             .map_err(|e| e.to_string())?;
         chart
-            .draw_series(std::iter::once(Cross::new((c.value, b.row.model), 6, GREEN.stroke_width(2))))
+            .draw_series(std::iter::once(Cross::new(
+                (c.value, b.row.model),
+                6,
+                GREEN.stroke_width(2),
+            )))
             .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }

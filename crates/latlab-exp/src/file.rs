@@ -759,7 +759,9 @@ fn check_uncertainty(m: &MachineProfile) -> Result<(), (&'static str, String)> {
                 ))
             }
         };
-        spread.check(value).map_err(|why| ("uncertainty", format!("{field}: {why}")))?;
+        spread
+            .check(value)
+            .map_err(|why| ("uncertainty", format!("{field}: {why}")))?;
     }
     Ok(())
 }
@@ -1651,14 +1653,22 @@ published_max_ms = 84.0
             assert!(base.contains(from));
             let text = base.replace(from, to);
             let files = move |_: &str| Ok(("my.toml".to_string(), text.clone()));
-            machine("exp.toml", "./my.toml", 3, &files).map(|_| ()).unwrap_err().to_string()
+            machine("exp.toml", "./my.toml", 3, &files)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
         };
         let e = read("ram_mib = \"given\"", "colour = \"given\"");
-        assert!(e.contains("my.toml") && e.contains("`colour` is not a number field") && e.contains("cpu_mhz"), "{e}");
+        assert!(
+            e.contains("my.toml") && e.contains("`colour` is not a number field") && e.contains("cpu_mhz"),
+            "{e}"
+        );
         let e = read("disk.seq_mb_s = \"measured\"", "disk.seq_mb_s = [30.0, 40.0]");
-        assert!(e.contains("disk.seq_mb_s: bounds [30, 40] do not hold the value 28"), "{e}");
+        assert!(
+            e.contains("disk.seq_mb_s: bounds [30, 40] do not hold the value 28"),
+            "{e}"
+        );
         let e = read("syscall_ns = \"measured\"", "syscall_ns = \"guess\"");
         assert!(e.contains("unknown spread `guess`"), "{e}");
     }
-
 }

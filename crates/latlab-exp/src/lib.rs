@@ -17,8 +17,8 @@ pub mod builtin;
 mod file;
 
 pub use file::{
-    is_path, machine_fields, machine_values, no_files, vary, ExpError, Experiment, FieldValue, Files, PreloadRepr, Published, Run, TableKind,
-    MAX_RUN_SECONDS, VARY_KEYS,
+    is_path, machine_fields, machine_values, no_files, vary, ExpError, Experiment, FieldValue, Files, PreloadRepr,
+    Published, Run, TableKind, MAX_RUN_SECONDS, VARY_KEYS,
 };
 
 /// Parse and resolve an experiment from its text; `origin` names the file in errors. Its

@@ -347,7 +347,15 @@ pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String
     // With stored bands (`latlab uncertainty`): the band and whether the seed lies inside.
     let banded = rows.iter().any(|r| r.band.is_some());
     let _ = write!(out, "{:<w$}{:>12}{:>16}{:>9}", "Kernel", "model", "seed", "ratio");
-    let _ = writeln!(out, "{}", if banded { "         band p5-p95 ms   in band" } else { "" });
+    let _ = writeln!(
+        out,
+        "{}",
+        if banded {
+            "         band p5-p95 ms   in band"
+        } else {
+            ""
+        }
+    );
     for r in rows.iter().filter(|r| r.figure == "max_latency") {
         let seed = match (r.published, r.published_range) {
             (Some(p), _) => format!("{} ms", fmt_ms(p)),
@@ -397,9 +405,18 @@ pub fn render_bands(rows: &[CompareRow], labels: &[SweepRow]) -> String {
     };
     let w = label_width(labels.iter().map(|l| l.label.as_str()));
     let _ = writeln!(out, "\nPublished figures beside the model's uncertainty band (p5-p95)");
-    let _ = writeln!(out, "{:<w$}{:<16}{:>12}{:>22}{:>12}   in band", "Run", "figure", "model", "band", "seed");
-    for r in rows.iter().filter(|r| r.published.is_some() || r.published_range.is_some()) {
-        let band = r.band.map_or("-".into(), |[lo, _, hi]| format!("{}-{}", fmt_ms(lo), fmt_ms(hi)));
+    let _ = writeln!(
+        out,
+        "{:<w$}{:<16}{:>12}{:>22}{:>12}   in band",
+        "Run", "figure", "model", "band", "seed"
+    );
+    for r in rows
+        .iter()
+        .filter(|r| r.published.is_some() || r.published_range.is_some())
+    {
+        let band = r
+            .band
+            .map_or("-".into(), |[lo, _, hi]| format!("{}-{}", fmt_ms(lo), fmt_ms(hi)));
         let seed = match (r.published, r.published_range) {
             (Some(p), _) => fmt_ms(p),
             (None, Some([lo, hi])) => format!("{lo}-{hi}"),
@@ -640,8 +657,14 @@ mod tests {
     fn a_published_figure_is_in_the_band_between_p5_and_p95_a_bucket_when_they_overlap() {
         let band = |r: CompareRow, b: [f64; 3]| CompareRow { band: Some(b), ..r };
         assert_eq!(row(88.5, Some(84.0), None).published_in_band(), None);
-        assert_eq!(band(row(88.5, Some(84.0), None), [60.0, 88.0, 130.0]).published_in_band(), Some(true));
-        assert_eq!(band(row(88.5, Some(36.0), None), [4.0, 6.5, 11.0]).published_in_band(), Some(false));
+        assert_eq!(
+            band(row(88.5, Some(84.0), None), [60.0, 88.0, 130.0]).published_in_band(),
+            Some(true)
+        );
+        assert_eq!(
+            band(row(88.5, Some(36.0), None), [4.0, 6.5, 11.0]).published_in_band(),
+            Some(false)
+        );
         let bucket = |b| band(row(91.6, None, Some([128.0, 256.0])), b).published_in_band();
         assert_eq!(bucket([60.0, 90.0, 130.0]), Some(true));
         assert_eq!(bucket([60.0, 90.0, 127.0]), Some(false));

@@ -116,9 +116,12 @@ impl<'de> Visitor<'de> for EntryVisitor {
         write!(f, "one of {}, or bounds [lo, hi]", CLASSES.join(", "))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Entry, E> {
-        Spread::from_name(v)
-            .map(Entry::Leaf)
-            .ok_or_else(|| E::custom(format!("unknown spread `{v}`; valid: {}, or bounds [lo, hi]", CLASSES.join(", "))))
+        Spread::from_name(v).map(Entry::Leaf).ok_or_else(|| {
+            E::custom(format!(
+                "unknown spread `{v}`; valid: {}, or bounds [lo, hi]",
+                CLASSES.join(", ")
+            ))
+        })
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Entry, A::Error> {
         let mut v = Vec::new();
@@ -127,7 +130,10 @@ impl<'de> Visitor<'de> for EntryVisitor {
         }
         match v[..] {
             [lo, hi] => Ok(Entry::Leaf(Spread::Between(lo, hi))),
-            _ => Err(de::Error::custom(format!("bounds need two numbers [lo, hi], got {}", v.len()))),
+            _ => Err(de::Error::custom(format!(
+                "bounds need two numbers [lo, hi], got {}",
+                v.len()
+            ))),
         }
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
@@ -238,9 +244,15 @@ mod tests {
         assert_eq!(t.u.get("disk.d"), Some(Spread::Estimate));
         let back: T = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
         assert_eq!(back.u, t.u);
-        let e = serde_json::from_str::<T>(r#"{"u": {"a": "guess"}}"#).err().unwrap().to_string();
+        let e = serde_json::from_str::<T>(r#"{"u": {"a": "guess"}}"#)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("guess") && e.contains("estimate"), "{e}");
-        let e = serde_json::from_str::<T>(r#"{"u": {"a": [1.0]}}"#).err().unwrap().to_string();
+        let e = serde_json::from_str::<T>(r#"{"u": {"a": [1.0]}}"#)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("two numbers"), "{e}");
     }
 }

@@ -3,9 +3,9 @@
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use latlab_batch::bands::Attached;
 use latlab_core::RunResult;
 use latlab_exp::{Experiment, TableKind};
-use latlab_batch::bands::Attached;
 use latlab_report::seed_table;
 use latlab_report::{latency_trace, summary};
 use rayon::prelude::*;
@@ -198,7 +198,8 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
                     b.set_message(format!("{} s simulated", now / 1_000_000_000));
                 }
             };
-            let r = latlab_batch::simulate(&cfg, progress).with_context(|| format!("experiment {}: run `{label}`", exp.name))?;
+            let r = latlab_batch::simulate(&cfg, progress)
+                .with_context(|| format!("experiment {}: run `{label}`", exp.name))?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }

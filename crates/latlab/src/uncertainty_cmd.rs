@@ -39,7 +39,12 @@ pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
             .expect("static template")
             .progress_chars("=> "),
     );
-    bar.set_prefix(format!("{}: {} draws x {} kernels", exp.name, a.samples, exp.runs.len()));
+    bar.set_prefix(format!(
+        "{}: {} draws x {} kernels",
+        exp.name,
+        a.samples,
+        exp.runs.len()
+    ));
     let report = plan.run_here(&|| bar.inc(1))?;
     bar.finish_and_clear();
     let labels = crate::sim_cmd::row_labels(&exp);

@@ -15,7 +15,11 @@ fn the_python_package_and_ray_give_the_commands_documents() {
         eprintln!("skipped: no .venv (scripts/install-deps or scripts/python-venv makes it)");
         return;
     }
-    let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     // The package from this checkout: maturin builds it with cargo (release, target/ shared).
     let built = Command::new(venv.join("bin/maturin"))
         .args(["develop", "--release"])

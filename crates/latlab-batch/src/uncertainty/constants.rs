@@ -158,7 +158,12 @@ mod tests {
         };
         assert!((c.at(0.0) - 3.0).abs() < 1e-9 && (c.at(0.5) - 6.0).abs() < 1e-9);
         assert_eq!(c.text(0.1 + 0.2), "0.30000000000000004");
-        let w = Constant { whole: true, low: 1.4, high: 2.6, ..c };
+        let w = Constant {
+            whole: true,
+            low: 1.4,
+            high: 2.6,
+            ..c
+        };
         assert_eq!((w.at(0.0), w.at(1.0)), (2.0, 2.0));
         assert_eq!(w.text(2.0), "2");
     }

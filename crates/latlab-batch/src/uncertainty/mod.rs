@@ -263,10 +263,18 @@ mod tests {
         let plan = Plan::new(&exp, 4, 1).unwrap();
         assert_eq!(plan.jobs(), 5 * exp.runs.len());
         // The draw reached the runs: draw 0's machine has its draws.
-        let k = plan.constants.iter().position(|c| c.key == "machine.kernel_cpi").unwrap();
+        let k = plan
+            .constants
+            .iter()
+            .position(|c| c.key == "machine.kernel_cpi")
+            .unwrap();
         let first = plan.experiment(1).unwrap();
         assert_eq!(first.runs[0].config.machine.kernel_cpi, plan.draws[0][k]);
-        let ui = plan.constants.iter().position(|c| c.key == "catalog.unfile.misses").unwrap();
+        let ui = plan
+            .constants
+            .iter()
+            .position(|c| c.key == "catalog.unfile.misses")
+            .unwrap();
         assert_eq!(
             first.runs[1].config.machine.catalog["unfile"].misses,
             Some(plan.draws[0][ui])
@@ -277,7 +285,10 @@ mod tests {
         assert_eq!(plan.merge(per_job).unwrap(), report);
         assert!(plan.job(plan.jobs()).is_err());
         let again = Plan::new(&exp, 4, 1).unwrap().run_here(&|| {}).unwrap();
-        assert_eq!(serde_json::to_string(&report).unwrap(), serde_json::to_string(&again).unwrap());
+        assert_eq!(
+            serde_json::to_string(&report).unwrap(),
+            serde_json::to_string(&again).unwrap()
+        );
         // The as-built figures are reproduce's.
         let results: Vec<_> = exp
             .runs
@@ -287,7 +298,13 @@ mod tests {
         let rows = crate::rows(&exp, &results);
         assert_eq!(report.rows.len(), rows.len());
         for (b, r) in report.rows.iter().zip(&rows) {
-            assert_eq!(CompareRow { band: None, ..b.row.clone() }, *r);
+            assert_eq!(
+                CompareRow {
+                    band: None,
+                    ..b.row.clone()
+                },
+                *r
+            );
             assert_eq!(b.values.len(), 4);
             let [p5, p50, p95] = b.row.band.unwrap();
             assert!(p5 <= p50 && p50 <= p95);

@@ -759,7 +759,11 @@ mod tests {
     /// `#[spread(...)]` line fails here, by name.
     #[test]
     fn every_cost_item_states_its_spread() {
-        let missing: Vec<&str> = COST_ITEMS.iter().filter(|i| i.spread.is_none()).map(|i| i.name).collect();
+        let missing: Vec<&str> = COST_ITEMS
+            .iter()
+            .filter(|i| i.spread.is_none())
+            .map(|i| i.name)
+            .collect();
         assert!(
             missing.is_empty(),
             "catalog items without a #[spread(...)] line (docs/fidelity.md \"Uncertainty\": \
@@ -767,7 +771,12 @@ mod tests {
         );
         let unfile = COST_ITEMS.iter().find(|i| i.name == "unfile").unwrap();
         assert_eq!(unfile.spread.unwrap().misses, crate::spread::Spread::Counted);
-        let e = COST_ITEMS.iter().find(|i| i.name == "swap_map_entry").unwrap().spread.unwrap();
+        let e = COST_ITEMS
+            .iter()
+            .find(|i| i.name == "swap_map_entry")
+            .unwrap()
+            .spread
+            .unwrap();
         assert_eq!((e.instr, e.misses), (Counted, Given));
     }
 

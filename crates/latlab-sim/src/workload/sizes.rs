@@ -263,7 +263,11 @@ mod tests {
         });
         assert_eq!(get(&s, "make.cc_ms_max"), Some(750));
         for (i, size) in SIZES.iter().enumerate() {
-            let v = if size.key == "iozone.record_kb" { 8 } else { size.min.max(2) + i as u64 % 2 };
+            let v = if size.key == "iozone.record_kb" {
+                8
+            } else {
+                size.min.max(2) + i as u64 % 2
+            };
             let v = if size.key == "make.cc_ms_min" { 300 } else { v };
             set(&mut s, size.key, v).unwrap();
             assert_eq!(get(&s, size.key), Some(v), "{}", size.key);
@@ -280,7 +284,10 @@ mod tests {
             }
         }
         for (a, b) in DRAWN_WITH {
-            let (a, b) = (SIZES.iter().find(|s| s.key == *a).unwrap(), SIZES.iter().find(|s| s.key == *b).unwrap());
+            let (a, b) = (
+                SIZES.iter().find(|s| s.key == *a).unwrap(),
+                SIZES.iter().find(|s| s.key == *b).unwrap(),
+            );
             assert_eq!(a.spread, b.spread, "{} is drawn with {}: one class", a.key, b.key);
         }
     }
