@@ -168,7 +168,7 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
             r
         })
         .collect();
-    let views = latlab_batch::views(&exp, &results);
+    let views = latlab_batch::views(exp, &results);
     let rows = seed_table::compare_rows(&views, &exp.seed_file);
     seed_table::render_log_histogram(&exp.title, &exp.seed_file, &views);
     seed_table::render_max_latency(&exp.title, &exp.seed_file, &views);
