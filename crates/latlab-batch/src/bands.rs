@@ -8,7 +8,14 @@ use crate::uncertainty::Report;
 use latlab_report::seed_table::CompareRow;
 
 /// Each built-in experiment's stored report, by name.
-pub const STORED: &[(&str, &str)] = &[("mini-ll", include_str!("../../../experiments/bands/mini-ll.json"))];
+pub const STORED: &[(&str, &str)] = &[
+    ("mini-ll", include_str!("../../../experiments/bands/mini-ll.json")),
+    (
+        "cfs-granularity",
+        include_str!("../../../experiments/bands/cfs-granularity.json"),
+    ),
+    ("sched-cost", include_str!("../../../experiments/bands/sched-cost.json")),
+];
 
 /// What the stored bands gave a set of rows.
 #[derive(Debug, PartialEq)]
