@@ -15,6 +15,10 @@ pub const STORED: &[(&str, &str)] = &[
         include_str!("../../../experiments/bands/cfs-granularity.json"),
     ),
     ("sched-cost", include_str!("../../../experiments/bands/sched-cost.json")),
+    (
+        "preempt-vs-lowlatency",
+        include_str!("../../../experiments/bands/preempt-vs-lowlatency.json"),
+    ),
 ];
 
 /// What the stored bands gave a set of rows.
