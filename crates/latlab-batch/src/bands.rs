@@ -19,6 +19,10 @@ pub const STORED: &[(&str, &str)] = &[
         "preempt-vs-lowlatency",
         include_str!("../../../experiments/bands/preempt-vs-lowlatency.json"),
     ),
+    (
+        "mini-ll-fresh-boot",
+        include_str!("../../../experiments/bands/mini-ll-fresh-boot.json"),
+    ),
 ];
 
 /// What the stored bands gave a set of rows.
