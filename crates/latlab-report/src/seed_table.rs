@@ -583,7 +583,7 @@ pub fn render_bands(rows: &[CompareRow], labels: &[SweepRow]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<w$}{:<16}{:>12}{:>22}{:>12}   {}",
+            "{:<w$}{:<22}{:>12}{:>22}{:>12}   {}",
             label_of(r),
             format!("{} ({})", r.figure, r.unit),
             fmt_ms(r.model),

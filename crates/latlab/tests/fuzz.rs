@@ -168,28 +168,7 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
             r
         })
         .collect();
-    let views: Vec<seed_table::RunView> = exp
-        .runs
-        .iter()
-        .zip(&results)
-        .map(|(run, r)| seed_table::RunView {
-            label: &run.label,
-            case: run.case.as_deref(),
-            result: r,
-            published: seed_table::Published {
-                samples: run.published.samples,
-                max_ms: run.published.max_ms,
-                max_range_ms: run.published.max_range_ms,
-                buckets: &run.published.buckets,
-                listing: &run.published.listing,
-                avg_ms: run.published.avg_ms,
-                missed: run.published.missed,
-                slowest_us: &run.published.slowest_us,
-                over_100ms: run.published.over_100ms,
-                throughput_gain: run.published.throughput_gain,
-            },
-        })
-        .collect();
+    let views = latlab_batch::views(exp, &results);
     let rows = seed_table::compare_rows(&views, &exp.seed_file);
     seed_table::render_log_histogram(&exp.title, &exp.seed_file, &views);
     seed_table::render_max_latency(&exp.title, &exp.seed_file, &views);

@@ -355,3 +355,73 @@ fn endless_files_and_endless_runs_are_refused_by_name() {
         "{err}"
     );
 }
+
+#[test]
+fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it() {
+    let out = latlab(&["uncertainty", "sched-cost", "--samples", "4", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(v["samples"], 4);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6);
+    for r in rows {
+        let band: Vec<f64> = r["band"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert!(band[0] <= band[1] && band[1] <= band[2], "{r}");
+        assert_eq!(r["values"].as_array().unwrap().len(), 4);
+        assert!(r["drivers"].is_array());
+    }
+    // Every draw lies within its constant's range.
+    let constants = v["constants"].as_array().unwrap();
+    for d in v["draws"].as_array().unwrap() {
+        for (x, c) in d.as_array().unwrap().iter().zip(constants) {
+            let x = x.as_f64().unwrap();
+            assert!(
+                c["low"].as_f64().unwrap() <= x && x <= c["high"].as_f64().unwrap(),
+                "{c} {x}"
+            );
+        }
+    }
+    let text = latlab(&["uncertainty", "sched-cost", "--samples", "4"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("p95") && text.contains("in band") && text.contains("2.4.18+o1"),
+        "{text}"
+    );
+    let bad = latlab(&["uncertainty", "nope"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("mini-ll"));
+    let bad = latlab(&["uncertainty", "sched-cost", "--samples", "0"]);
+    assert!(!bad.status.success());
+}
+
+/// `reproduce` lays each figure's stored band beside it (experiments/bands/NAME.json). A
+/// change that moves a figure, or a new experiment, needs its bands made anew: the command is
+/// in docs/fidelity.md "Uncertainty".
+#[test]
+fn every_experiments_rows_carry_their_stored_band() {
+    let out = latlab(&["reproduce", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stale = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for r in v["rows"].as_array().unwrap() {
+            if r.get("band").is_none() {
+                stale.push(format!(
+                    "{} {} {} {}",
+                    v["experiment"], r["variant"], r["stream"], r["figure"]
+                ));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "figures without a stored band (made with other figures, or none stored): {stale:?}; regenerate with \
+         `latlab uncertainty NAME --samples 64 --json > experiments/bands/NAME.json` (docs/fidelity.md \"Uncertainty\")"
+    );
+}

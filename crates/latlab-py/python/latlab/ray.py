@@ -36,15 +36,20 @@ def _sweep_job(name, key, values, job):
     return native.sweep_job(name, key, values, job)
 
 
+def _spread(job, args, jobs):
+    """Every job of a plan as one Ray task, their rows in job order."""
+    if not ray.is_initialized():
+        ray.init()
+    return ray.get([job.remote(*args, j) for j in range(jobs)])
+
+
 def uncertainty(name, samples=64, seed=1, text=False):
     """``latlab uncertainty NAME --samples N --seed S --json`` with every run a Ray task.
     Returns the report as a dict, or with ``text=True`` as the JSON text the command prints
     (without its newline)."""
-    if not ray.is_initialized():
-        ray.init()
-    jobs = _latlab.uncertainty_jobs(name, samples, seed)
-    rows = ray.get([_uncertainty_job.remote(name, samples, seed, j) for j in range(jobs)])
-    out = _latlab.uncertainty_merge(name, samples, seed, rows)
+    args = (name, samples, seed)
+    rows = _spread(_uncertainty_job, args, _latlab.uncertainty_jobs(*args))
+    out = _latlab.uncertainty_merge(*args, rows)
     return out if text else json.loads(out)
 
 
@@ -53,11 +58,8 @@ def sweep(name, vary, text=False):
     ``vary`` is ``{KEY: [V1, V2, ...]}`` (one key, as the command line takes)."""
     if len(vary) != 1:
         raise ValueError("vary takes one key, as `--vary KEY=V1,V2,...` does; got %d" % len(vary))
-    (key, values), = vary.items()
-    values = [_text(v) for v in values]
-    if not ray.is_initialized():
-        ray.init()
-    jobs = _latlab.sweep_jobs(name, key, values)
-    rows = ray.get([_sweep_job.remote(name, key, values, j) for j in range(jobs)])
-    out = _latlab.sweep_merge(name, key, values, rows)
+    ((key, values),) = vary.items()
+    args = (name, key, [_text(v) for v in values])
+    rows = _spread(_sweep_job, args, _latlab.sweep_jobs(*args))
+    out = _latlab.sweep_merge(*args, rows)
     return out if text else json.loads(out)
