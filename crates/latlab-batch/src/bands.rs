@@ -23,6 +23,10 @@ pub const STORED: &[(&str, &str)] = &[
         "mini-ll-fresh-boot",
         include_str!("../../../experiments/bands/mini-ll-fresh-boot.json"),
     ),
+    (
+        "pdflush-balance",
+        include_str!("../../../experiments/bands/pdflush-balance.json"),
+    ),
 ];
 
 /// What the stored bands gave a set of rows.
@@ -53,7 +57,11 @@ pub fn attach(name: &str, rows: &mut [CompareRow]) -> Result<Attached, String> {
     for row in rows.iter_mut() {
         let same = report.rows.iter().find(|b| {
             let s = &b.row;
-            s.variant == row.variant && s.stream == row.stream && s.figure == row.figure && s.model == row.model
+            s.variant == row.variant
+                && s.stream == row.stream
+                && s.case == row.case
+                && s.figure == row.figure
+                && s.model == row.model
         });
         match same {
             Some(b) => row.band = b.row.band,

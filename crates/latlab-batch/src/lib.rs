@@ -115,16 +115,26 @@ pub fn broken_invariant(payload: &(dyn std::any::Any + Send), seed: u64) -> anyh
 }
 
 /// Jobs' rows put back together in job order: `per_job[j]` is job `j`'s rows; each group of
-/// `runs` jobs makes one document's rows.
-pub fn regroup(per_job: Vec<Vec<CompareRow>>, runs: usize) -> Vec<Vec<CompareRow>> {
+/// `exp`'s runs jobs makes one document's rows, with the figures across runs (`gain_rows`).
+pub fn regroup(exp: &Experiment, per_job: Vec<Vec<CompareRow>>) -> Vec<Vec<CompareRow>> {
+    let runs = exp.runs.len().max(1);
     let mut out = Vec::new();
     let mut it = per_job.into_iter();
     loop {
-        let group: Vec<Vec<CompareRow>> = it.by_ref().take(runs.max(1)).collect();
+        let group: Vec<Vec<CompareRow>> = it.by_ref().take(runs).collect();
         if group.is_empty() {
             return out;
         }
-        out.push(group.concat());
+        let mut rows = group.concat();
+        // The figures across runs (seed 001's gains), as `compare_rows` ends with them.
+        let gains = seed_table::gain_rows(&rows, |r| {
+            exp.runs
+                .iter()
+                .find(|run| run.config.variant.name == r.variant && run.case == r.case)
+                .and_then(|run| run.published.throughput_gain)
+        });
+        rows.extend(gains);
+        out.push(rows);
     }
 }
 
@@ -164,7 +174,7 @@ mod tests {
             .collect();
         let all = rows(&exp, &results);
         let jobs: Vec<Vec<CompareRow>> = (0..exp.runs.len()).map(|r| run_rows(&exp, r).unwrap()).collect();
-        assert_eq!(regroup(jobs, exp.runs.len()), vec![all]);
+        assert_eq!(regroup(&exp, jobs), vec![all]);
         assert!(run_rows(&exp, 99).unwrap_err().to_string().contains("no run 99"));
     }
 }

@@ -49,8 +49,11 @@ impl Sweep {
 
     /// Every job's rows (in job order) as the sweep's document.
     pub fn merge(&self, per_job: Vec<Vec<CompareRow>>) -> serde_json::Value {
-        let runs = self.exps.first().map_or(1, |e| e.runs.len());
-        doc(&self.name, &self.key, &self.values, &regroup(per_job, runs))
+        let columns = match self.exps.first() {
+            Some(e) => regroup(e, per_job),
+            None => Vec::new(),
+        };
+        doc(&self.name, &self.key, &self.values, &columns)
     }
 }
 

@@ -101,7 +101,7 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
     for v in runs {
         let Some(s) = realfeel(v.result) else { continue };
         if s.name == "write" {
-            rows.extend(write_rows(v, runs, source));
+            rows.extend(write_rows(v, source));
             continue;
         }
         if s.name.starts_with("posix_timer") {
@@ -149,6 +149,12 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
             band: None,
         });
     }
+    let gains = gain_rows(&rows, |r| {
+        runs.iter()
+            .find(|v| v.result.meta.kernel == r.variant && v.case == r.case.as_deref())
+            .and_then(|v| v.published.throughput_gain)
+    });
+    rows.extend(gains);
     rows
 }
 
@@ -191,9 +197,9 @@ fn posix_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<Compare
 }
 
 /// Seed 001's figures for an iozone run: its worst write (ms), its ten slowest (ms, slowest
-/// first), writes over 100 ms, write throughput (MB/s) and, for every run but the first of
-/// its case, that throughput over the first's (the patch's gain).
-fn write_rows(v: &RunView, runs: &[RunView], source: &str) -> Vec<CompareRow> {
+/// first), writes over 100 ms and write throughput (MB/s). The gain over another run is
+/// [`gain_rows`]'.
+fn write_rows(v: &RunView, source: &str) -> Vec<CompareRow> {
     let Some(s) = v.result.stream("write") else {
         return Vec::new();
     };
@@ -233,20 +239,31 @@ fn write_rows(v: &RunView, runs: &[RunView], source: &str) -> Vec<CompareRow> {
     ));
     if let Some(m) = mbps(v.result) {
         rows.push(row("write_throughput".into(), "MB/s", m, None));
-        let first = runs
-            .iter()
-            .find(|o| o.case == v.case)
-            .filter(|o| !std::ptr::eq(o.result, v.result));
-        if let Some(base) = first.and_then(|o| mbps(o.result)).filter(|b| *b > 0.0) {
-            rows.push(row(
-                "throughput_gain".into(),
-                "ratio",
-                m / base,
-                v.published.throughput_gain,
-            ));
-        }
     }
     rows
+}
+
+/// Seed 001's gains, figures across runs: each `write_throughput` row over the first one of
+/// the same case (the stock kernel's), as `throughput_gain` rows after all others, with the
+/// seed's gain for that row (`published`). Separate from the per-run rows so that runs made
+/// one at a time (`latlab uncertainty`'s jobs) merge into the same rows.
+pub fn gain_rows(rows: &[CompareRow], published: impl Fn(&CompareRow) -> Option<f64>) -> Vec<CompareRow> {
+    let tput = |r: &&CompareRow| r.figure == "write_throughput";
+    rows.iter()
+        .filter(tput)
+        .filter_map(|r| {
+            let base = rows.iter().filter(tput).find(|b| b.case == r.case)?;
+            (!std::ptr::eq(base, r) && base.model > 0.0).then(|| CompareRow {
+                figure: "throughput_gain".into(),
+                unit: "ratio".into(),
+                model: r.model / base.model,
+                published: published(r),
+                published_range: None,
+                band: None,
+                ..r.clone()
+            })
+        })
+        .collect()
 }
 
 /// Seed 001's table: per kernel and file size, the worst write and the writes over 100 ms,

@@ -146,7 +146,7 @@ impl Plan {
         if per_job.len() != self.jobs() {
             anyhow::bail!("{} jobs' rows for a plan of {} jobs", per_job.len(), self.jobs());
         }
-        let mut groups = regroup(per_job, self.runs()).into_iter();
+        let mut groups = regroup(&self.base, per_job).into_iter();
         let nominal = groups.next().unwrap_or_default();
         let drawn: Vec<Vec<CompareRow>> = groups.collect();
         let keys: Vec<String> = self.constants.iter().map(|c| c.key.clone()).collect();
