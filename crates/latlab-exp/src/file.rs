@@ -52,6 +52,10 @@ pub enum TableKind {
     MaxLatency,
     /// Seed 004: maximum and average latency and missed timer events per run.
     PosixTimer,
+    /// Seed 003: the voluntary-preempt tracer's longest preemption-off stretch per run (in
+    /// the run's window of swap fill), its `get_swap_page` stretch, and how that grows with
+    /// swap fill.
+    PreemptOff,
 }
 
 #[derive(Deserialize)]
@@ -151,6 +155,18 @@ struct RunRepr {
     published_avg_ms: Option<f64>,
     #[serde(default)]
     published_missed: Option<u64>,
+    /// `preempt-off` tables: the window of swap fill (percent in use, [low, high]) the run's
+    /// worst stretches are taken from; default the whole run.
+    #[serde(default)]
+    swap_fill_pct: Option<[u64; 2]>,
+    /// The longest `get_swap_page` stretch the seed published for the window, ms.
+    #[serde(default)]
+    published_swap_max_ms: Option<f64>,
+    /// The task and the function (where it ended) of the seed's worst trace.
+    #[serde(default)]
+    published_task: Option<String>,
+    #[serde(default)]
+    published_function: Option<String>,
 }
 
 /// What the seed published for one run.
@@ -167,6 +183,11 @@ pub struct Published {
     pub avg_ms: Option<f64>,
     /// Missed timer events.
     pub missed: Option<u64>,
+    /// The longest `get_swap_page` stretch, ms (seed 003).
+    pub swap_max_ms: Option<f64>,
+    /// The task (`comm`) and the function of the worst trace (seed 003).
+    pub task: Option<String>,
+    pub function: Option<String>,
 }
 
 /// One run of an experiment, ready for the model.
@@ -551,6 +572,21 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 })
             }
         };
+        if r.swap_fill_pct.is_some() && f.table != TableKind::PreemptOff {
+            return Err(field("swap_fill_pct", "only a table = \"preempt-off\" experiment has a window of swap fill".into()));
+        }
+        let window = r.swap_fill_pct.unwrap_or([0, 100]);
+        if !(window[0] <= window[1] && window[1] <= 100) {
+            return Err(field(
+                "swap_fill_pct",
+                format!("must be [low, high] percent with low <= high <= 100, got {window:?}"),
+            ));
+        }
+        if let Some(ms) = r.published_swap_max_ms {
+            if !(ms.is_finite() && ms > 0.0) {
+                return Err(field("published_swap_max_ms", format!("must be a latency > 0 ms, got {ms}")));
+            }
+        }
         runs.push(Run {
             label: r.label,
             max_seconds: r.max_seconds,
@@ -564,6 +600,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 min_duration_ns: min_ns,
                 max_duration_ns: max_ns,
                 posix_timer,
+                preempt_off: (f.table == TableKind::PreemptOff).then_some(window),
             },
             published: Published {
                 samples: r.published_samples,
@@ -573,6 +610,9 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 listing: r.published_listing,
                 avg_ms: r.published_avg_ms,
                 missed: r.published_missed,
+                swap_max_ms: r.published_swap_max_ms,
+                task: r.published_task,
+                function: r.published_function,
             },
         });
     }

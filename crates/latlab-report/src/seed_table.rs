@@ -25,6 +25,11 @@ pub struct Published<'a> {
     pub avg_ms: Option<f64>,
     /// Missed timer events (seed 004).
     pub missed: Option<u64>,
+    /// The longest `get_swap_page` stretch, ms, and the worst trace's task and function
+    /// (seed 003).
+    pub swap_max_ms: Option<f64>,
+    pub task: Option<&'a str>,
+    pub function: Option<&'a str>,
 }
 
 /// One row of a reproduced table: a run's result and the seed's figures for it.
@@ -75,6 +80,10 @@ fn realfeel(r: &RunResult) -> Option<&latlab_core::Stream> {
 pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
     let mut rows = Vec::new();
     for v in runs {
+        if let Some(p) = &v.result.preempt_off {
+            rows.extend(crate::preempt_off::rows(v, p, source));
+            continue;
+        }
         let Some(s) = realfeel(v.result) else { continue };
         if s.name.starts_with("posix_timer") {
             rows.extend(posix_rows(v, s, source));

@@ -162,6 +162,9 @@ pub struct SimConfig {
     pub max_duration_ns: Nanos,
     /// Measure seed 004's POSIX-timer wakeup latency instead of realfeel.
     pub posix_timer: Option<PosixTest>,
+    /// Run the voluntary-preempt tracer (seed 003) beside the measurement, keeping the worst
+    /// stretches that ended with the swap fill in this window, percent [low, high].
+    pub preempt_off: Option<[u64; 2]>,
 }
 
 /// Seed 004's wakeup-latency test ([`workload::posix_test`]).
@@ -267,6 +270,9 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     }
     let epoch = k.now;
     let before = counters(&k);
+    k.poff = cfg
+        .preempt_off
+        .map(|w| measure::preempt_off::PreemptOffTracer::new(w, &cfg.variant));
     k.tracker.epoch = epoch;
     k.wtrack.epoch = epoch;
     match cfg.posix_timer {
@@ -311,10 +317,6 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         let until = (k.now + 1_000_000_000).min(end);
         let goal = target.max(k.now);
         k.run_until(until, |_| {});
-        if std::env::var_os("LATLAB_DEBUG_SWAP").is_some() {
-            let m = &k.st.mm;
-            eprintln!("{:>6.1}s free {} anon {} cache {} swap {}/{} tasks {} events {}", (k.now-epoch) as f64/1e9, m.free, m.anon, m.cache, m.swap.used(), m.swap.slots(), k.stats.tasks_created, k.events());
-        }
         progress(k.now - epoch, goal - epoch);
     }
     Ok(finish(cfg, k, epoch, &before))
@@ -545,20 +547,14 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
                 rt_prio: rt,
                 started_at: cause.as_ref().map_or("rtc_interrupt".into(), |c| c.path.clone()),
                 ended_at: cause.as_ref().map_or("schedule".into(), |c| c.ended_by.clone()),
-                flags: vec![
-                    ("VP".into(), false),
-                    (
-                        "KP".into(),
-                        matches!(cfg.variant.preempt, PreemptModel::Full | PreemptModel::Lazy),
-                    ),
-                    ("SP".into(), false),
-                    ("HP".into(), false),
-                ],
+                flags: cfg.variant.trace_flags(),
                 entries: std::mem::take(&mut k.tracker.worst_entries),
+                version: String::new(),
             });
         }
         r.streams.push(s);
     }
+    r.preempt_off = k.poff.take().map(|p| p.finish());
     let stats = EngineStats {
         events: k.events(),
         simulated_ns: k.now,

@@ -6,7 +6,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use latlab_core::RunResult;
 use latlab_exp::{Experiment, TableKind};
 use latlab_report::seed_table::{self, CompareRow, Published, RunView};
-use latlab_report::{latency_trace, summary};
+use latlab_report::{latency_trace, preempt_off, summary};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -266,6 +266,9 @@ fn compare<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> (Vec<CompareRow
                 listing: &run.published.listing,
                 avg_ms: run.published.avg_ms,
                 missed: run.published.missed,
+                swap_max_ms: run.published.swap_max_ms,
+                task: run.published.task.as_deref(),
+                function: run.published.function.as_deref(),
             },
         })
         .collect();
@@ -297,10 +300,13 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             TableKind::LogHistogram => seed_table::render_log_histogram(&title, &exp.seed_file, &views),
             TableKind::MaxLatency => seed_table::render_max_latency(&title, &exp.seed_file, &views),
             TableKind::PosixTimer => seed_table::render_posix_timer(&title, &exp.seed_file, &views, &rows),
+            TableKind::PreemptOff => preempt_off::render(&title, &exp.seed_file, &views),
         }
     )?;
     let posix = exp.table == TableKind::PosixTimer;
-    if !posix {
+    if exp.table == TableKind::PreemptOff {
+        out!("{}", preempt_off::render_growth(&views))?;
+    } else if !posix {
         let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
         out!("{}", seed_table::render_comparison(&rows, &labels))?;
         out!("{}", seed_table::render_run_lengths(&views))?;
@@ -343,6 +349,14 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     }
     if o.trace {
         for v in &views {
+            if let Some(p) = &v.result.preempt_off {
+                // The tracer's own view: the longest preemption-off stretch of the run's
+                // window, and its longest get_swap_page stretch when that is another.
+                for t in p.worst.iter().chain(p.worst_swap.iter().filter(|s| Some(*s) != p.worst.as_ref())) {
+                    outln!("\n{} — longest preemption-off stretch as /proc/latency_trace:", v.label)?;
+                    out!("{}", latency_trace::render(t))?;
+                }
+            }
             if let Some(t) = &v.result.trace {
                 outln!("\n{} — worst latency as /proc/latency_trace:", v.label)?;
                 out!("{}", latency_trace::render(t))?;

@@ -85,6 +85,7 @@ enum Page {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Out {
     Referenced,
+    Lock,
     Scan,
     Unmap,
     Write,
@@ -203,25 +204,22 @@ impl ShrinkZones {
             // The loop's cond_resched() and page_referenced().
             Out::Referenced => (
                 LoopStep::plain("shrink_list", 1, c.shrink_list_page, smallvec![point(Point::ShrinkList, 1)]),
-                Some(Out::Scan),
+                Some(Out::Lock),
             ),
-            Out::Scan => {
+            Out::Lock => {
                 if work.lock_acquisitions == 0 {
                     // A swap-cache page keeps its slot: no get_swap_page.
                     self.out = Some((mm, slot, Out::Unmap, work));
                     return self.swap_out_step(k);
                 }
-                (
-                    Step::Work(Work {
-                        func: "get_swap_page",
-                        ns: c.get_swap_page + work.entries * c.swap_map_entry,
-                        lock: Some(Lock::SwapList),
-                        irqs_off: false,
-                        hold: false,
-                    }),
-                    Some(Out::Unmap),
-                )
+                // swap_list_lock, then the device's lock, both kept for the scan.
+                (Work::locked("get_swap_page", c.get_swap_page, Lock::SwapList, true), Some(Out::Scan))
             }
+            // The allocator's counted work, under both locks, released at its end.
+            Out::Scan => (
+                Work::locked("scan_swap_map", work.entries * c.swap_map_entry, Lock::SwapList, false),
+                Some(Out::Unmap),
+            ),
             Out::Unmap => (Work::locked("try_to_unmap", c.try_to_unmap, Lock::PageTable, false), Some(Out::Write)),
             Out::Write => {
                 self.writes.push(slot);
@@ -403,7 +401,7 @@ mod tests {
         let mut scans = 0;
         for _ in 0..10_000 {
             match p.next(&mut k, &cx) {
-                Step::Work(w) if w.func == "get_swap_page" => {
+                Step::Work(w) if w.func == "scan_swap_map" => {
                     assert_eq!(w.lock, Some(Lock::SwapList));
                     scans += 1;
                 }

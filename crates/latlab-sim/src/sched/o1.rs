@@ -981,6 +981,7 @@ mod tests {
             min_duration_ns: 0,
             max_duration_ns: 3_000_000_000,
             posix_timer: None,
+            preempt_off: None,
         };
         crate::simulate(&cfg, &mut |_, _| {}).unwrap().0
     }
