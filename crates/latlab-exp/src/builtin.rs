@@ -52,10 +52,7 @@ pub const VARIANTS: &[(&str, &str)] = &[
         "6.18-eevdf-lazy",
         include_str!("../../../variants/6.18-eevdf-lazy.toml"),
     ),
-    (
-        "2.6.9-rc1",
-        include_str!("../../../variants/2.6.9-rc1.toml"),
-    ),
+    ("2.6.9-rc1", include_str!("../../../variants/2.6.9-rc1.toml")),
     (
         "2.6.9-rc1+preempt",
         include_str!("../../../variants/2.6.9-rc1+preempt.toml"),

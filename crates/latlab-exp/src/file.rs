@@ -573,7 +573,10 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
             }
         };
         if r.swap_fill_pct.is_some() && f.table != TableKind::PreemptOff {
-            return Err(field("swap_fill_pct", "only a table = \"preempt-off\" experiment has a window of swap fill".into()));
+            return Err(field(
+                "swap_fill_pct",
+                "only a table = \"preempt-off\" experiment has a window of swap fill".into(),
+            ));
         }
         let window = r.swap_fill_pct.unwrap_or([0, 100]);
         if !(window[0] <= window[1] && window[1] <= 100) {
@@ -584,7 +587,10 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
         }
         if let Some(ms) = r.published_swap_max_ms {
             if !(ms.is_finite() && ms > 0.0) {
-                return Err(field("published_swap_max_ms", format!("must be a latency > 0 ms, got {ms}")));
+                return Err(field(
+                    "published_swap_max_ms",
+                    format!("must be a latency > 0 ms, got {ms}"),
+                ));
             }
         }
         runs.push(Run {

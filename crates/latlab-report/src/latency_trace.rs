@@ -111,6 +111,9 @@ mod tests {
         });
         assert!(old.starts_with("preemption latency trace v1.0.6 on "), "{old}");
         assert!(old.contains(&format!("\n{}\n", "-".repeat(50))), "{old}");
-        assert!(old.contains(" latency: 6032 us, entries: 2 (2) [VP:0 KP:1 #CPUS:1]"), "{old}");
+        assert!(
+            old.contains(" latency: 6032 us, entries: 2 (2) [VP:0 KP:1 #CPUS:1]"),
+            "{old}"
+        );
     }
 }

@@ -126,7 +126,10 @@ pub fn render(title: &str, source: &str, runs: &[RunView]) -> String {
             ratio(swap, pswap)
         );
     }
-    let _ = writeln!(out, "\nWhere each run's worst stretch ran (seed's task and function beside)");
+    let _ = writeln!(
+        out,
+        "\nWhere each run's worst stretch ran (seed's task and function beside)"
+    );
     for v in runs {
         let Some(p) = &v.result.preempt_off else { continue };
         let seed = match (&v.published.task, &v.published.function) {
@@ -176,7 +179,10 @@ pub fn render_growth(runs: &[RunView]) -> String {
         }
         let _ = writeln!(out);
     }
-    let _ = writeln!(out, "\nPlot: worst get_swap_page stretch against swap fill (log scale, 1 us .. 10 ms)");
+    let _ = writeln!(
+        out,
+        "\nPlot: worst get_swap_page stretch against swap fill (log scale, 1 us .. 10 ms)"
+    );
     let _ = writeln!(out, "{:<24}|1us      |10us     |100us    |1ms      |10ms", "");
     for (l, r) in &kernels {
         for (b, row) in r.preempt_off.as_ref().expect("filtered").by_fill.iter().enumerate() {

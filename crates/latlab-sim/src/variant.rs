@@ -332,7 +332,9 @@ impl Variant {
         if self.softirq_threads && !has_threads {
             return Err((
                 "softirq_threads",
-                format!("{gen} never runs every softirq in a thread (the voluntary-preempt patch's softirq_preemption)"),
+                format!(
+                    "{gen} never runs every softirq in a thread (the voluntary-preempt patch's softirq_preemption)"
+                ),
             ));
         }
         if self.voluntary && self.vp_patch.is_none() {

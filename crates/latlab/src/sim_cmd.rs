@@ -352,7 +352,11 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             if let Some(p) = &v.result.preempt_off {
                 // The tracer's own view: the longest preemption-off stretch of the run's
                 // window, and its longest get_swap_page stretch when that is another.
-                for t in p.worst.iter().chain(p.worst_swap.iter().filter(|s| Some(*s) != p.worst.as_ref())) {
+                for t in p
+                    .worst
+                    .iter()
+                    .chain(p.worst_swap.iter().filter(|s| Some(*s) != p.worst.as_ref()))
+                {
                     outln!("\n{} — longest preemption-off stretch as /proc/latency_trace:", v.label)?;
                     out!("{}", latency_trace::render(t))?;
                 }

@@ -181,6 +181,8 @@ points! {
         "per VMA, resuming from mm->swap_address (the model breaks in swap_out_pmd)";
     KmemCacheReap: "kmem_cache_reap", "mm/slab.c", LowLatency, None,
         "per slab destroyed (no path in the model yet)";
+    ScanSwapMap: "scan_swap_map", "mm/swapfile.c", Every, None,
+        "cond_resched() every LATENCY_LIMIT (256) entries of the allocator's unlocked scan (2.6.14's code: wherever that allocator runs)";
     ShrinkList: "shrink_list", "mm/vmscan.c", Stock26, None,
         "cond_resched() per page of the batch shrink_cache isolated (2.6.9), zone->lru_lock already dropped";
     RefillInactiveZone: "refill_inactive_zone", "mm/vmscan.c", Stock26, None,

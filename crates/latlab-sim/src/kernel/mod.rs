@@ -33,7 +33,6 @@ use state::{KReq, KState};
 use std::collections::BTreeMap;
 use task::{Exec, Policy, Running, Task, TaskId, TaskState};
 
-
 /// Hardware interrupts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Irq {
@@ -759,7 +758,7 @@ impl Kernel {
         };
         let h = self.m.irq_entry_exit_ns + body;
         if let Some(p) = self.poff.as_mut() {
-            p.on_irq(delivered, irq, self.v.hardirq_threads && matches!(irq, Irq::Disk(_)));
+            p.on_irq(delivered, h, irq, self.v.hardirq_threads && matches!(irq, Irq::Disk(_)));
         }
         if irq == Irq::Rtc {
             let cause = preempt::cause_of(

@@ -117,11 +117,14 @@ impl PreemptOffTracer {
         }
     }
 
-    /// An interrupt arrived at `now` (its handler runs in hard-IRQ context, or with
-    /// threaded interrupts only acknowledges and wakes its thread: `threaded`).
-    pub fn on_irq(&mut self, now: Nanos, irq: Irq, threaded: bool) {
+    /// An interrupt arrived at `now` and took `h` ns (its handler runs in hard-IRQ context,
+    /// or with threaded interrupts only acknowledges and wakes its thread: `threaded`). The
+    /// patch's tracer logs function entries only, so the time after an interrupt would show
+    /// against the handler's last entry; the model logs the interrupted function again where
+    /// the interrupt returns to it, so each entry's delta is time spent in that function.
+    pub fn on_irq(&mut self, now: Nanos, h: Nanos, irq: Irq, threaded: bool) {
         let Some(o) = &mut self.open else { return };
-        let running = o.last.0;
+        let (running, parent) = o.last;
         Self::push(o, now, HARDIRQ | 1, "do_IRQ", running);
         let handler = if threaded {
             "mask_and_ack_8259A"
@@ -134,6 +137,7 @@ impl PreemptOffTracer {
             }
         };
         Self::push(o, now, HARDIRQ | 2, handler, "do_IRQ");
+        Self::push(o, now + h, 1, running, parent);
     }
 
     /// The step that released the lock ended at `now` with swap `fill` percent full.
@@ -207,7 +211,7 @@ mod tests {
         let mut t = PreemptOffTracer::new([0, 100], &v);
         t.on_step(1_000, 1, "get_swap_page", "balance_pgdat", true);
         t.on_step(1_100, 1, "scan_swap_map", "balance_pgdat", true);
-        t.on_irq(300_000, Irq::Tick, false);
+        t.on_irq(300_000, 3_000, Irq::Tick, false);
         t.on_unlock(607_000, 42, &tasks);
         // Not locked: no stretch.
         t.on_step(700_000, 1, "shrink_list", "balance_pgdat", false);
@@ -216,7 +220,10 @@ mod tests {
         assert_eq!(out.stretches, 1);
         let w = out.worst_swap.expect("a get_swap_page stretch");
         assert_eq!(w.latency_ns, 606_000);
-        assert_eq!((w.started_at.as_str(), w.ended_at.as_str()), ("get_swap_page", "get_swap_page"));
+        assert_eq!(
+            (w.started_at.as_str(), w.ended_at.as_str()),
+            ("get_swap_page", "get_swap_page")
+        );
         assert_eq!(w.task, "kswapd0/35");
         let funcs: Vec<(&str, &str)> = w.entries.iter().map(|e| (e.func.as_str(), e.parent.as_str())).collect();
         assert_eq!(
@@ -226,14 +233,22 @@ mod tests {
                 ("scan_swap_map", "get_swap_page"),
                 ("do_IRQ", "scan_swap_map"),
                 ("timer_interrupt", "do_IRQ"),
+                ("scan_swap_map", "get_swap_page"),
                 ("sub_preempt_count", "get_swap_page"),
                 ("update_max_trace", "check_preempt_timing"),
             ]
         );
         assert_eq!(w.entries[2].preempt_count, 0x10001);
+        assert_eq!(w.entries[4].t_ns, 302_000);
         assert_eq!(out.by_fill[4].get_swap_page_ns, 606_000);
         assert_eq!(out.by_fill[4].swap_calls, 1);
-        assert_eq!(out.by_fill[3], FillRow { fill_pct: 30, ..FillRow::default() });
+        assert_eq!(
+            out.by_fill[3],
+            FillRow {
+                fill_pct: 30,
+                ..FillRow::default()
+            }
+        );
     }
 
     #[test]

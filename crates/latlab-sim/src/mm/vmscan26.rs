@@ -86,6 +86,8 @@ enum Page {
 enum Out {
     Referenced,
     Lock,
+    /// After an unlocked scan: take the lock to claim the slot.
+    Claim,
     Scan,
     Unmap,
     Write,
@@ -156,7 +158,10 @@ impl ShrinkZones {
         for (owner, n) in met {
             match owner {
                 Some(mm) => {
-                    let young = k.mm.mms.get(&mm).map_or(0, |r| (n * r.young).div_ceil(r.rss.max(1)).min(n));
+                    let young =
+                        k.mm.mms
+                            .get(&mm)
+                            .map_or(0, |r| (n * r.young).div_ceil(r.rss.max(1)).min(n));
                     if young > 0 {
                         if let Some(r) = k.mm.mms.get_mut(&mm) {
                             r.young -= young.min(r.young);
@@ -203,7 +208,12 @@ impl ShrinkZones {
         let (step, next) = match at {
             // The loop's cond_resched() and page_referenced().
             Out::Referenced => (
-                LoopStep::plain("shrink_list", 1, c.shrink_list_page, smallvec![point(Point::ShrinkList, 1)]),
+                LoopStep::plain(
+                    "shrink_list",
+                    1,
+                    c.shrink_list_page,
+                    smallvec![point(Point::ShrinkList, 1)],
+                ),
                 Some(Out::Lock),
             ),
             Out::Lock => {
@@ -212,15 +222,43 @@ impl ShrinkZones {
                     self.out = Some((mm, slot, Out::Unmap, work));
                     return self.swap_out_step(k);
                 }
+                let unlocked = work.entries - work.max_locked.min(work.entries);
+                if unlocked > 0 {
+                    // An allocator that scans with its lock dropped (2.6.14's), with its
+                    // cond_resched() every LATENCY_LIMIT entries.
+                    self.out = Some((mm, slot, Out::Claim, work));
+                    return Some(LoopStep::plain(
+                        "scan_swap_map",
+                        unlocked,
+                        c.swap_map_entry,
+                        smallvec![point(Point::ScanSwapMap, latlab_swap::lockless::LATENCY_LIMIT)],
+                    ));
+                }
                 // swap_list_lock, then the device's lock, both kept for the scan.
-                (Work::locked("get_swap_page", c.get_swap_page, Lock::SwapList, true), Some(Out::Scan))
+                (
+                    Work::locked("get_swap_page", c.get_swap_page, Lock::SwapList, true),
+                    Some(Out::Scan),
+                )
             }
-            // The allocator's counted work, under both locks, released at its end.
+            Out::Claim => (
+                Work::locked("get_swap_page", c.get_swap_page, Lock::SwapList, true),
+                Some(Out::Scan),
+            ),
+            // The allocator's work done under the lock (all of it for the 2.4 scan and
+            // Morton's), released at its end.
             Out::Scan => (
-                Work::locked("scan_swap_map", work.entries * c.swap_map_entry, Lock::SwapList, false),
+                Work::locked(
+                    "scan_swap_map",
+                    work.max_locked * c.swap_map_entry,
+                    Lock::SwapList,
+                    false,
+                ),
                 Some(Out::Unmap),
             ),
-            Out::Unmap => (Work::locked("try_to_unmap", c.try_to_unmap, Lock::PageTable, false), Some(Out::Write)),
+            Out::Unmap => (
+                Work::locked("try_to_unmap", c.try_to_unmap, Lock::PageTable, false),
+                Some(Out::Write),
+            ),
             Out::Write => {
                 self.writes.push(slot);
                 self.reclaimed += 1;
@@ -355,9 +393,9 @@ impl Path for ShrinkZones {
             let cache = k.mm.cache;
             let done_hi = k.buf.done_hi;
             let jbd = &mut k.jbd;
-            let sc = k
-                .mm
-                .apply_shrink(&lim, done.min(n), &mut |f, n, cached| jbd.pages_freed(f, n, cached, done_hi));
+            let sc = k.mm.apply_shrink(&lim, done.min(n), &mut |f, n, cached| {
+                jbd.pages_freed(f, n, cached, done_hi)
+            });
             k.buf.pages_freed(sc.freed, cache);
             k.dcache.pages_dropped(sc.emptied);
             self.reclaimed += sc.freed;
