@@ -29,7 +29,10 @@ fn the_full_rows_worst_ends_in_get_swap_page_spent_in_scan_swap_map() {
     let p = r.preempt_off.as_ref().expect("the tracer ran");
     assert_eq!(p.fill_pct, [90, 100]);
     let w = p.worst.as_ref().expect("the storm reached full swap");
-    assert_eq!((w.started_at.as_str(), w.ended_at.as_str()), ("get_swap_page", "get_swap_page"));
+    assert_eq!(
+        (w.started_at.as_str(), w.ended_at.as_str()),
+        ("get_swap_page", "get_swap_page")
+    );
     assert_eq!(latlab_report::preempt_off::longest_entry(w), Some("scan_swap_map"));
     assert_eq!(w.flags.iter().filter(|(_, on)| *on).count(), 4, "{:?}", w.flags);
     assert_eq!(w.version, "1.0.7");
@@ -52,7 +55,11 @@ fn the_scan_grows_with_swap_fill_and_the_later_allocators_bound_it() {
     assert!(high > 10 * low, "{low} ns then {high} ns");
     let w = r6.preempt_off.as_ref().unwrap().worst_swap.as_ref().unwrap();
     assert_eq!(w.version, "1.0.6");
-    for label in ["VP-S0+cluster-6.x (what-if)", "VP-S0+blist (what-if)", "VP-S0+lockless-2.6.14 (what-if)"] {
+    for label in [
+        "VP-S0+cluster-6.x (what-if)",
+        "VP-S0+blist (what-if)",
+        "VP-S0+lockless-2.6.14 (what-if)",
+    ] {
         let p = run(label, 240, 1).preempt_off.unwrap();
         let worst = p.worst_swap.as_ref().unwrap().latency_ns;
         assert!(worst * 20 < high, "{label}: {worst} ns against scan-2.4's {high} ns");

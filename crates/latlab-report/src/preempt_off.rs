@@ -14,6 +14,7 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
+/// The row's stream: its window of swap fill (as the CLI's sweeps name it too).
 fn window(p: &PreemptOff) -> String {
     format!("swap {}-{}%", p.fill_pct[0], p.fill_pct[1])
 }

@@ -149,7 +149,14 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         .iter()
         .map(|r| seed_table::SweepRow {
             variant: r.config.variant.name.clone(),
-            stream: r.config.posix_timer.as_ref().map(|p| p.notify.stream().to_string()),
+            // The row's stream as compare_rows names it: the POSIX timer's, or the tracer's
+            // window of swap fill.
+            stream: r
+                .config
+                .posix_timer
+                .as_ref()
+                .map(|p| p.notify.stream().to_string())
+                .or(r.config.preempt_off.map(|[lo, hi]| format!("swap {lo}-{hi}%"))),
             label: r.label.clone(),
         })
         .collect();

@@ -323,8 +323,29 @@ impl ShrinkZones {
                     match self.batch.pop_front() {
                         Some(Page::SwapOut(mm)) => match k.mm.swap_out_26(mm) {
                             Some((slot, work)) => self.out = Some((mm, slot, Out::Referenced, work)),
-                            // add_to_swap failed (swap full): activate_locked.
-                            None => k.mm.activate_anon(mm, 1),
+                            // add_to_swap failed (swap full: get_swap_page returns at its
+                            // nr_swap_pages test): activate_locked, the page examined all
+                            // the same.
+                            None => {
+                                // Swap stays full for the rest of the batch: every page
+                                // without a swap-cache slot fails alike (one loop for them).
+                                k.mm.activate_anon(mm, 1);
+                                let mut n = 1;
+                                while let Some(&Page::SwapOut(m)) = self.batch.front() {
+                                    if k.mm.mms.get(&m).is_some_and(|r| !r.swap_cache.is_empty()) {
+                                        break;
+                                    }
+                                    self.batch.pop_front();
+                                    k.mm.activate_anon(m, 1);
+                                    n += 1;
+                                }
+                                return LoopStep::plain(
+                                    "shrink_list",
+                                    n,
+                                    k.c.shrink_list_page + k.c.get_swap_page,
+                                    smallvec![point(Point::ShrinkList, 1)],
+                                );
+                            }
                         },
                         Some(Page::Cache(n)) => {
                             self.cache = Some(n);

@@ -62,6 +62,18 @@ pub const SIZES: &[Size] = &[
         max: 60_000,
     },
     Size {
+        key: "make.cc1_mib_min",
+        what: "smallest compiler's resident memory of a sized build (cc1_mib), MiB",
+        min: 1,
+        max: 4096,
+    },
+    Size {
+        key: "make.cc1_mib_max",
+        what: "largest compiler's resident memory of a sized build (cc1_mib), MiB",
+        min: 1,
+        max: 4096,
+    },
+    Size {
         key: "iozone.file_mb",
         what: "iozone's file (-s), MB",
         min: 1,
@@ -134,6 +146,20 @@ pub fn set(commands: &mut [CommandSpec], key: &str, value: u64) -> Result<(), St
                     err = Some(format!(
                         "the shortest compile ({} ms) would exceed the longest ({} ms)",
                         cc_ms.0, cc_ms.1
+                    ));
+                }
+                true
+            }
+            ("make.cc1_mib_min" | "make.cc1_mib_max", CommandSpec::MakeKernel { cc1_mib: Some(mib), .. }) => {
+                if key == "make.cc1_mib_min" {
+                    mib.0 = value;
+                } else {
+                    mib.1 = value;
+                }
+                if mib.0 > mib.1 {
+                    err = Some(format!(
+                        "the smallest compiler ({} MiB) would exceed the largest ({} MiB)",
+                        mib.0, mib.1
                     ));
                 }
                 true
