@@ -43,6 +43,9 @@ pub fn views<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> Vec<RunView<'
                 slowest_us: &run.published.slowest_us,
                 over_100ms: run.published.over_100ms,
                 throughput_gain: run.published.throughput_gain,
+                swap_max_ms: run.published.swap_max_ms,
+                task: run.published.task.as_deref(),
+                function: run.published.function.as_deref(),
             },
         })
         .collect()

@@ -2,7 +2,7 @@
 
 use crate::attribution::Attribution;
 use crate::histogram::LatencyHistogram;
-use crate::trace::{LatencyTrace, RecordedEvents};
+use crate::trace::{LatencyTrace, PreemptOff, RecordedEvents};
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -166,6 +166,10 @@ pub struct RunResult {
     /// in results written before loads were recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loads: Vec<LoadFate>,
+    /// The voluntary-preempt tracer's view (seed 003): the longest preemption-off stretches,
+    /// where the run asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt_off: Option<PreemptOff>,
 }
 
 /// One load the probe ran (`--load dd:1G`) and whether it lasted the whole measurement.
@@ -196,6 +200,7 @@ impl RunResult {
             throughput: BTreeMap::new(),
             trace: None,
             loads: Vec::new(),
+            preempt_off: None,
         }
     }
 

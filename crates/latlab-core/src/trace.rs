@@ -3,6 +3,9 @@
 //! - [`LatencyTrace`]: the model's worst latency in the manner of `/proc/latency_trace`
 //!   (voluntary-preempt v1.0.x, seed 003): a header naming the worst stretch and its task,
 //!   and entries of `<preempt_count> <abs>ms (+<delta>ms): function (parent)`.
+//! - [`PreemptOff`]: the voluntary-preempt tracer's own measure (seed 003): the longest
+//!   preemption-off stretch of any task, and how the worst `get_swap_page` grows with swap
+//!   fill.
 //! - [`RecordedEvents`]: the kernel's own trace events (ftrace) the probe recorded around one
 //!   sample, each as the kernel printed it.
 
@@ -25,6 +28,39 @@ pub struct LatencyTrace {
     /// Variant flags as the tracer printed them: (name, on).
     pub flags: Vec<(String, bool)>,
     pub entries: Vec<TraceEntry>,
+    /// The tracer's layout version (`1.0.6`, `1.0.7`); empty: the latest, 1.0.7.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+}
+
+/// The longest preemption-off (critical-section) stretches of a run, as the
+/// voluntary-preempt patch's tracer kept them, within a window of swap fill.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PreemptOff {
+    /// The swap fill (percent of the swap area in use, at the stretch's end) the worst
+    /// stretches below were taken in: [low, high].
+    pub fill_pct: [u64; 2],
+    /// The longest stretch of any kind in that window, with its entries.
+    pub worst: Option<LatencyTrace>,
+    /// The longest stretch in `get_swap_page` in that window.
+    pub worst_swap: Option<LatencyTrace>,
+    /// Preemption-off stretches measured in the whole run.
+    pub stretches: u64,
+    /// Per 10 % of swap fill (whole run): the longest `get_swap_page` stretch and the
+    /// longest of any kind.
+    pub by_fill: Vec<FillRow>,
+}
+
+/// One row of the growth table: swap fill `fill_pct`..`fill_pct + 10` percent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FillRow {
+    pub fill_pct: u64,
+    /// `get_swap_page` calls that ended in this bucket.
+    pub swap_calls: u64,
+    /// Their longest stretch, ns.
+    pub get_swap_page_ns: Nanos,
+    /// The longest stretch of any kind that ended in this bucket, ns.
+    pub any_ns: Nanos,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -55,6 +55,10 @@ pub enum TableKind {
     /// Seed 001: write(2) latency and throughput of `iozone -Q` per kernel and file size;
     /// no realfeel runs beside it (the seed measured the writer alone).
     WriteLatency,
+    /// Seed 003: the voluntary-preempt tracer's longest preemption-off stretch per run (in
+    /// the run's window of swap fill), its `get_swap_page` stretch, and how that grows with
+    /// swap fill.
+    PreemptOff,
 }
 
 #[derive(Deserialize)]
@@ -166,6 +170,18 @@ struct RunRepr {
     /// Seed 001: this run's write throughput over the first run's of the same case.
     #[serde(default)]
     published_throughput_gain: Option<f64>,
+    /// `preempt-off` tables: the window of swap fill (percent in use, [low, high]) the run's
+    /// worst stretches are taken from; default the whole run.
+    #[serde(default)]
+    swap_fill_pct: Option<[u64; 2]>,
+    /// The longest `get_swap_page` stretch the seed published for the window, ms.
+    #[serde(default)]
+    published_swap_max_ms: Option<f64>,
+    /// The task and the function (where it ended) of the seed's worst trace.
+    #[serde(default)]
+    published_task: Option<String>,
+    #[serde(default)]
+    published_function: Option<String>,
 }
 
 /// What the seed published for one run.
@@ -188,6 +204,11 @@ pub struct Published {
     pub over_100ms: Option<u64>,
     /// Write throughput over the first run's of the same case (seed 001).
     pub throughput_gain: Option<f64>,
+    /// The longest `get_swap_page` stretch, ms (seed 003).
+    pub swap_max_ms: Option<f64>,
+    /// The task (`comm`) and the function of the worst trace (seed 003).
+    pub task: Option<String>,
+    pub function: Option<String>,
 }
 
 /// One run of an experiment, ready for the model.
@@ -607,6 +628,27 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 Some(format!("{pct}%"))
             }
         };
+        if r.swap_fill_pct.is_some() && f.table != TableKind::PreemptOff {
+            return Err(field(
+                "swap_fill_pct",
+                "only a table = \"preempt-off\" experiment has a window of swap fill".into(),
+            ));
+        }
+        let window = r.swap_fill_pct.unwrap_or([0, 100]);
+        if !(window[0] <= window[1] && window[1] <= 100) {
+            return Err(field(
+                "swap_fill_pct",
+                format!("must be [low, high] percent with low <= high <= 100, got {window:?}"),
+            ));
+        }
+        if let Some(ms) = r.published_swap_max_ms {
+            if !(ms.is_finite() && ms > 0.0) {
+                return Err(field(
+                    "published_swap_max_ms",
+                    format!("must be a latency > 0 ms, got {ms}"),
+                ));
+            }
+        }
         runs.push(Run {
             label: r.label,
             case,
@@ -622,6 +664,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 max_duration_ns: max_ns,
                 realfeel: posix_timer.is_none() && f.table != TableKind::WriteLatency,
                 posix_timer,
+                preempt_off: (f.table == TableKind::PreemptOff).then_some(window),
             },
             published: Published {
                 samples: r.published_samples,
@@ -634,6 +677,9 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 slowest_us: r.published_slowest_us,
                 over_100ms: r.published_over_100ms,
                 throughput_gain: r.published_throughput_gain,
+                swap_max_ms: r.published_swap_max_ms,
+                task: r.published_task,
+                function: r.published_function,
             },
         });
     }

@@ -1,4 +1,5 @@
-//! `/proc/latency_trace` text in the voluntary-preempt v1.0.7 layout (seed 003):
+//! `/proc/latency_trace` text in the voluntary-preempt v1.0.7 layout (seed 003), or v1.0.6
+//! (the R series: 50 dashes, no `|` before the switches) when the trace says so:
 //!
 //! ```text
 //! preemption latency trace v1.0.7 on 2.4.18 (latlab model)
@@ -20,11 +21,16 @@ pub fn render(t: &LatencyTrace) -> String {
     let mut s = String::new();
     let flags: Vec<String> = t.flags.iter().map(|(n, on)| format!("{n}:{}", u8::from(*on))).collect();
     let n = t.entries.len();
-    let _ = writeln!(s, "preemption latency trace v1.0.7 on {}", t.kernel);
-    let _ = writeln!(s, "-------------------------------------------------------");
+    // v1.0.6 (the R series, Revell's first trace): 50 dashes, no bar before the switches.
+    let (version, dashes, bar) = match t.version.as_str() {
+        "1.0.6" => ("1.0.6", 50, ""),
+        _ => ("1.0.7", 55, "| "),
+    };
+    let _ = writeln!(s, "preemption latency trace v{version} on {}", t.kernel);
+    let _ = writeln!(s, "{}", "-".repeat(dashes));
     let _ = writeln!(
         s,
-        " latency: {} us, entries: {n} ({n}) | [{} #CPUS:1]",
+        " latency: {} us, entries: {n} ({n}) {bar}[{} #CPUS:1]",
         t.latency_ns / 1000,
         flags.join(" ")
     );
@@ -84,6 +90,7 @@ mod tests {
                     parent: "get_swap_page".into(),
                 },
             ],
+            version: String::new(),
         };
         let out = render(&t);
         assert!(
@@ -97,6 +104,16 @@ mod tests {
         assert!(
             out.contains("00000001 0.606ms (+5.426ms): sub_preempt_count (get_swap_page)"),
             "{out}"
+        );
+        let old = render(&LatencyTrace {
+            version: "1.0.6".into(),
+            ..t
+        });
+        assert!(old.starts_with("preemption latency trace v1.0.6 on "), "{old}");
+        assert!(old.contains(&format!("\n{}\n", "-".repeat(50))), "{old}");
+        assert!(
+            old.contains(" latency: 6032 us, entries: 2 (2) [VP:0 KP:1 #CPUS:1]"),
+            "{old}"
         );
     }
 }

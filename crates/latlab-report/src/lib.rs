@@ -30,6 +30,7 @@ pub mod html;
 pub mod input;
 pub mod latency_trace;
 pub mod plot;
+pub mod preempt_off;
 pub mod recorded;
 pub mod seed_table;
 pub mod summary;

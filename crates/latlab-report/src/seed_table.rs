@@ -31,6 +31,11 @@ pub struct Published<'a> {
     pub over_100ms: Option<u64>,
     /// Write throughput over the first run's of the same case (seed 001).
     pub throughput_gain: Option<f64>,
+    /// The longest `get_swap_page` stretch, ms, and the worst trace's task and function
+    /// (seed 003).
+    pub swap_max_ms: Option<f64>,
+    pub task: Option<&'a str>,
+    pub function: Option<&'a str>,
 }
 
 /// One row of a reproduced table: a run's result and the seed's figures for it.
@@ -99,6 +104,10 @@ fn realfeel(r: &RunResult) -> Option<&latlab_core::Stream> {
 pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
     let mut rows = Vec::new();
     for v in runs {
+        if let Some(p) = &v.result.preempt_off {
+            rows.extend(crate::preempt_off::rows(v, p, source));
+            continue;
+        }
         let Some(s) = realfeel(v.result) else { continue };
         if s.name == "write" {
             rows.extend(write_rows(v, source));

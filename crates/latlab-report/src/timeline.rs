@@ -407,6 +407,7 @@ pub(crate) mod tests {
                 e(1_149_641, "__switch_to", "realfeel/7"),
                 e(1_152_384, "sys_read", "rtc_read"),
             ],
+            version: String::new(),
         });
         r
     }

@@ -166,6 +166,9 @@ pub struct SimConfig {
     /// Run realfeel (without `posix_timer`); off when only the workload's own write(2)
     /// times are measured (seed 001).
     pub realfeel: bool,
+    /// Run the voluntary-preempt tracer (seed 003) beside the measurement, keeping the worst
+    /// stretches that ended with the swap fill in this window, percent [low, high].
+    pub preempt_off: Option<[u64; 2]>,
 }
 
 /// Seed 004's wakeup-latency test ([`workload::posix_test`]).
@@ -296,6 +299,9 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     }
     let epoch = k.now;
     let before = counters(&k);
+    k.poff = cfg
+        .preempt_off
+        .map(|w| measure::preempt_off::PreemptOffTracer::new(w, &cfg.variant));
     k.tracker.epoch = epoch;
     k.wtrack.epoch = epoch;
     match cfg.posix_timer {
@@ -341,20 +347,6 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         let until = (k.now + 1_000_000_000).min(end);
         let goal = target.max(k.now);
         k.run_until(until, |_| {});
-        if std::env::var_os("LATLAB_DEBUG_SWAP").is_some() {
-            let m = &k.st.mm;
-            eprintln!(
-                "{:>6.1}s free {} anon {} cache {} swap {}/{} tasks {} events {}",
-                (k.now - epoch) as f64 / 1e9,
-                m.free,
-                m.anon,
-                m.cache,
-                m.swap.used(),
-                m.swap.slots(),
-                k.stats.tasks_created,
-                k.events()
-            );
-        }
         progress(k.now - epoch, goal - epoch);
     }
     Ok(finish(cfg, k, epoch, &before))
@@ -598,20 +590,14 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
                 rt_prio: rt,
                 started_at: cause.as_ref().map_or("rtc_interrupt".into(), |c| c.path.clone()),
                 ended_at: cause.as_ref().map_or("schedule".into(), |c| c.ended_by.clone()),
-                flags: vec![
-                    ("VP".into(), false),
-                    (
-                        "KP".into(),
-                        matches!(cfg.variant.preempt, PreemptModel::Full | PreemptModel::Lazy),
-                    ),
-                    ("SP".into(), false),
-                    ("HP".into(), false),
-                ],
+                flags: cfg.variant.trace_flags(),
                 entries: std::mem::take(&mut k.tracker.worst_entries),
+                version: String::new(),
             });
         }
         r.streams.push(s);
     }
+    r.preempt_off = k.poff.take().map(|p| p.finish());
     let stats = EngineStats {
         events: k.events(),
         simulated_ns: k.now,

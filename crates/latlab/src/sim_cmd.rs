@@ -7,7 +7,7 @@ use latlab_batch::bands::Attached;
 use latlab_core::RunResult;
 use latlab_exp::{Experiment, TableKind};
 use latlab_report::seed_table;
-use latlab_report::{latency_trace, summary};
+use latlab_report::{latency_trace, preempt_off, summary};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -226,7 +226,14 @@ pub fn row_labels(exp: &Experiment) -> Vec<seed_table::SweepRow> {
         .iter()
         .map(|r| seed_table::SweepRow {
             variant: r.config.variant.name.clone(),
-            stream: r.config.posix_timer.as_ref().map(|p| p.notify.stream().to_string()),
+            // The row's stream as compare_rows names it: the POSIX timer's, or the tracer's
+            // window of swap fill.
+            stream: r
+                .config
+                .posix_timer
+                .as_ref()
+                .map(|p| p.notify.stream().to_string())
+                .or(r.config.preempt_off.map(|[lo, hi]| format!("swap {lo}-{hi}%"))),
             case: r.case.clone(),
             label: r.label.clone(),
         })
@@ -264,11 +271,14 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
             TableKind::MaxLatency => seed_table::render_max_latency(&title, &exp.seed_file, &views),
             TableKind::PosixTimer => seed_table::render_posix_timer(&title, &exp.seed_file, &views, &rows),
             TableKind::WriteLatency => seed_table::render_write_latency(&title, &exp.seed_file, &views, &rows),
+            TableKind::PreemptOff => preempt_off::render(&title, &exp.seed_file, &views),
         }
     )?;
     let posix = exp.table == TableKind::PosixTimer;
     let writes = exp.table == TableKind::WriteLatency;
-    if !posix && !writes {
+    if exp.table == TableKind::PreemptOff {
+        out!("{}", preempt_off::render_growth(&views))?;
+    } else if !posix && !writes {
         let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
         out!("{}", seed_table::render_comparison(&rows, &labels))?;
         out!("{}", seed_table::render_run_lengths(&views))?;
@@ -333,6 +343,18 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     }
     if o.trace {
         for v in &views {
+            if let Some(p) = &v.result.preempt_off {
+                // The tracer's own view: the longest preemption-off stretch of the run's
+                // window, and its longest get_swap_page stretch when that is another.
+                for t in p
+                    .worst
+                    .iter()
+                    .chain(p.worst_swap.iter().filter(|s| Some(*s) != p.worst.as_ref()))
+                {
+                    outln!("\n{} — longest preemption-off stretch as /proc/latency_trace:", v.label)?;
+                    out!("{}", latency_trace::render(t))?;
+                }
+            }
             if let Some(t) = &v.result.trace {
                 outln!("\n{} — worst latency as /proc/latency_trace:", v.label)?;
                 out!("{}", latency_trace::render(t))?;

@@ -186,6 +186,8 @@ points! {
         "per slab destroyed (no path in the model yet)";
     MpageWritepages: "mpage_writepages", "fs/mpage.c", Every, None,
         "2.6: cond_resched() after each pagevec of 14 pages written (every 2.6 kernel has it; no 2.4 path reaches it)";
+    ScanSwapMap: "scan_swap_map", "mm/swapfile.c", Every, None,
+        "cond_resched() every LATENCY_LIMIT (256) entries of the allocator's unlocked scan (2.6.14's code: wherever that allocator runs)";
     ShrinkList: "shrink_list", "mm/vmscan.c", Stock26, None,
         "cond_resched() per page of the batch shrink_cache isolated (2.6.9), zone->lru_lock already dropped";
     RefillInactiveZone: "refill_inactive_zone", "mm/vmscan.c", Stock26, None,
@@ -776,14 +778,14 @@ impl Path for Munmap {
 pub struct FaultIn {
     mm: u32,
     left: u64,
-    sub: crate::kernel::path::Nested,
+    alloc: crate::mm::swap_in::Alloc,
 }
 
 pub fn fault_in(mm: u32, pages: u64) -> Box<dyn Path> {
     Box::new(FaultIn {
         mm,
         left: pages,
-        sub: Default::default(),
+        alloc: Default::default(),
     })
 }
 
@@ -792,32 +794,22 @@ impl Path for FaultIn {
         "do_page_fault"
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        loop {
-            if let Some(s) = self.sub.next(k, cx) {
-                return s;
-            }
-            if self.left == 0 {
-                return Step::Done;
-            }
-            if k.mm.low() {
-                let pid = k.kthreads.kswapd;
-                k.wake_kthread(pid);
-            }
-            if !k.mm.can_alloc(1) {
-                self.sub.start(crate::mm::try_to_free_pages(k.reclaim));
-                continue;
-            }
-            let n = self.left.min(k.mm.free - k.mm.pages_min);
-            return LoopStep::plain(
-                "do_anonymous_page",
-                n,
-                k.c.page_fault,
-                smallvec![crate::kernel::path::point(Point::RetFromException, 1)],
-            );
+        if self.left == 0 {
+            return Step::Done;
         }
+        if let Some(s) = self.alloc.need(k, cx, 1) {
+            return s;
+        }
+        let n = self.left.min(k.mm.free - k.mm.pages_min);
+        LoopStep::plain(
+            "do_anonymous_page",
+            n,
+            k.c.page_fault,
+            smallvec![crate::kernel::path::point(Point::RetFromException, 1)],
+        )
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
-        if self.sub.advanced(k, cx, done) {
+        if self.alloc.advanced(k, cx, done) {
             return;
         }
         self.left -= done.min(self.left);

@@ -127,6 +127,8 @@ pub struct Kernel {
     pub ptrack: Option<crate::measure::posix_timer::PosixTracker>,
     /// iozone `-Q`'s timed write(2)s (idle unless a workload times one).
     pub wtrack: crate::measure::write_latency::WriteTracker,
+    /// The voluntary-preempt tracer, when the run has one.
+    pub poff: Option<crate::measure::preempt_off::PreemptOffTracer>,
     /// Tasks by pid.
     pids: BTreeMap<u32, TaskId>,
     next_pid: u32,
@@ -178,6 +180,7 @@ impl Kernel {
             tracker: Tracker::default(),
             ptrack: None,
             wtrack: Default::default(),
+            poff: None,
             pids: BTreeMap::new(),
             next_pid: 1,
             next_mm: 1,
@@ -400,6 +403,11 @@ impl Kernel {
                 let mut resched_here: Option<SwitchReason> = None;
                 let bkl = path.holds_bkl();
                 if let Some(r) = step {
+                    if let Some(p) = self.poff.as_mut() {
+                        if step_releases(&r.step, r.left) {
+                            p.on_unlock(self.now, self.st.mm.swap_fill_pct(), &self.tasks);
+                        }
+                    }
                     match &r.step {
                         Step::Loop(l) => {
                             let done_ns = r.total - r.left;
@@ -476,6 +484,9 @@ impl Kernel {
                         let since = self.now;
                         self.tracker
                             .on_step(self.now, cur, step_func(&s), path.name(), step_locked(&s));
+                        if let Some(p) = self.poff.as_mut() {
+                            p.on_step(self.now, cur, step_func(&s), path.name(), step_locked(&s));
+                        }
                         self.tasks[cur].exec = Exec::Kernel {
                             path,
                             step: Some(Running {
@@ -748,6 +759,9 @@ impl Kernel {
             Irq::Hrtimer(_) => self.m.hrtimer_handler_ns,
         };
         let h = self.m.irq_entry_exit_ns + body;
+        if let Some(p) = self.poff.as_mut() {
+            p.on_irq(delivered, h, irq, self.v.hardirq_threads && matches!(irq, Irq::Disk(_)));
+        }
         if irq == Irq::Rtc {
             let cause = preempt::cause_of(
                 &self.tasks[self.current],
@@ -843,6 +857,16 @@ fn step_func(s: &Step) -> &'static str {
         Step::Loop(l) => l.func,
         Step::Block(_) => "schedule",
         Step::Done => "ret_from_sys_call",
+    }
+}
+
+/// Does the step, ending with `left` ns of it not run, release the lock it held: it holds
+/// one and does not keep it, or a loop stopped early at a lock-break?
+fn step_releases(s: &Step, left: Nanos) -> bool {
+    match s {
+        Step::Work(w) => (w.lock.is_some() || w.irqs_off) && !w.hold,
+        Step::Loop(l) => l.lock.is_some() && (!l.hold || left > 0),
+        _ => false,
     }
 }
 

@@ -3,8 +3,11 @@
 //! - [`realfeel`]: Andrew Morton's realfeel2 (seed 000) — RTC interrupts at a set rate waking
 //!   a SCHED_FIFO reader of `/dev/rtc`; a sample is the time from the interrupt to the reader
 //!   running in user space.
+//! - [`preempt_off`]: the voluntary-preempt patch's tracer (seed 003): the longest
+//!   preemption-off stretch of any task.
 
 pub mod posix_timer;
+pub mod preempt_off;
 pub mod realfeel;
 pub mod write_latency;
 

@@ -430,8 +430,23 @@ impl Mm {
         self.cache + self.anon
     }
 
-    /// The inactive list's runs, oldest first, with the pages each still holds.
-    pub fn inactive_runs(&self) -> impl Iterator<Item = (Run, u64)> + '_ {
+    /// The inactive list's runs, oldest first, with the pages each still holds; runs at the
+    /// old end with nothing left are dropped first (as `apply_shrink`'s walk drops them), so
+    /// a batch taken off the old end does not walk them again and again.
+    pub fn inactive_runs(&mut self) -> impl Iterator<Item = (Run, u64)> + '_ {
+        while let Some(r) = self.inactive.pop_oldest() {
+            let live = match r {
+                Run::File { .. } => List::file_live(&r, &self.files),
+                Run::Anon { mm, n } => self.inactive.take_stale(mm, n),
+            };
+            if live > 0 {
+                self.inactive.push_oldest(match r {
+                    Run::Anon { mm, .. } => Run::Anon { mm, n: live },
+                    f => f,
+                });
+                break;
+            }
+        }
         self.inactive.live_runs(&self.files)
     }
 

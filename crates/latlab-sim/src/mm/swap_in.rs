@@ -1,4 +1,4 @@
-//! Swap-in: `do_swap_page` (2.6.9 mm/memory.c, mm/swap_state.c) for a task touching pages
+//! `__alloc_pages` for the model's page-fault paths ([`Alloc`]), and swap-in: `do_swap_page` (2.6.9 mm/memory.c, mm/swap_state.c) for a task touching pages
 //! that reclaim sent to swap. Each fault reads a cluster of `1 << page_cluster` slots
 //! (`swapin_readahead`, page_cluster 3 on a box with more than 32 MiB: 8 pages) and sleeps
 //! until the read completes; the pages then need memory (direct reclaim when short;
@@ -16,29 +16,71 @@ use smallvec::smallvec;
 
 /// `1 << page_cluster`: pages read per fault (2.6.9 mm/swap.c `swap_setup`).
 pub const READAHEAD_PAGES: u64 = 8;
-/// `blk_congestion_wait(WRITE, HZ/50)` in `__alloc_pages` before it retries: 20 ms.
+/// `blk_congestion_wait(WRITE, HZ/50)` in 2.6.9's `__alloc_pages` before it retries after a
+/// reclaim that freed nothing: 20 ms.
 const ALLOC_RETRY_NS: Nanos = 20_000_000;
+
+/// `__alloc_pages` for a path that needs `n` pages: wakes kswapd below pages_low, runs the
+/// variant's direct reclaim when short, and under 2.6.9 reclaim naps (HZ/50) when a reclaim
+/// freed nothing before it tries again (2.4's allocator loops on reclaim without it).
+#[derive(Default)]
+pub struct Alloc {
+    sub: Nested,
+    reclaimed: bool,
+    napped: bool,
+}
+
+impl Alloc {
+    /// The step to run before `n` pages can be had, or None when they can now.
+    pub fn need(&mut self, k: &mut KState, cx: &Ctx, n: u64) -> Option<Step> {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return Some(s);
+            }
+            if k.mm.low() {
+                let pid = k.kthreads.kswapd;
+                k.wake_kthread(pid);
+            }
+            if k.mm.can_alloc(n) {
+                self.reclaimed = false;
+                self.napped = false;
+                return None;
+            }
+            if std::mem::take(&mut self.reclaimed) && k.reclaim == crate::variant::Reclaim::Rmap269 && !self.napped {
+                self.napped = true;
+                k.net_token += 1;
+                let chan = Chan::Timer(u64::MAX - k.net_token);
+                k.out.push(KReq::WakeAt {
+                    at: cx.now + ALLOC_RETRY_NS,
+                    chan,
+                });
+                return Some(Step::Block(chan));
+            }
+            self.napped = false;
+            self.reclaimed = true;
+            self.sub.start(crate::mm::try_to_free_pages(k.reclaim));
+        }
+    }
+
+    /// Forward a loop's progress to the reclaim under way; false if none produced it.
+    pub fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) -> bool {
+        self.sub.advanced(k, cx, done)
+    }
+}
 
 /// A task touching its whole working set again: every page it has on swap comes back.
 pub struct TouchWorkingSet {
     mm: u32,
     /// Pages read and waiting for memory.
     pending: u64,
-    sub: Nested,
-    /// The last direct reclaim freed nothing: nap before retrying.
-    stalled: bool,
-    napping: bool,
-    token: u64,
+    alloc: Alloc,
 }
 
 pub fn touch_working_set(mm: u32) -> Box<dyn Path> {
     Box::new(TouchWorkingSet {
         mm,
         pending: 0,
-        sub: Nested::default(),
-        stalled: false,
-        napping: false,
-        token: 0,
+        alloc: Alloc::default(),
     })
 }
 
@@ -47,35 +89,11 @@ impl Path for TouchWorkingSet {
         "do_swap_page"
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        loop {
-            if let Some(s) = self.sub.next(k, cx) {
-                return s;
-            }
+        {
             if self.pending > 0 {
-                if k.mm.low() {
-                    let pid = k.kthreads.kswapd;
-                    k.wake_kthread(pid);
+                if let Some(s) = self.alloc.need(k, cx, self.pending) {
+                    return s;
                 }
-                if !k.mm.can_alloc(self.pending) {
-                    if std::mem::take(&mut self.napping) {
-                        continue;
-                    }
-                    if std::mem::take(&mut self.stalled) {
-                        self.napping = true;
-                        k.net_token += 1;
-                        self.token = k.net_token;
-                        let chan = Chan::Timer(u64::MAX - self.token);
-                        k.out.push(KReq::WakeAt {
-                            at: cx.now + ALLOC_RETRY_NS,
-                            chan,
-                        });
-                        return Step::Block(chan);
-                    }
-                    self.stalled = true;
-                    self.sub.start(crate::mm::try_to_free_pages(k.reclaim));
-                    continue;
-                }
-                self.stalled = false;
                 return LoopStep::plain(
                     "do_swap_page",
                     self.pending,
@@ -93,11 +111,11 @@ impl Path for TouchWorkingSet {
             let n = (r.swapped.len() as u64).min(READAHEAD_PAGES);
             self.pending = n;
             let id = k.disk_submit(Dir::Read, SWAP_FIRST_BLOCK + slot, n, Payload::Other, cx.now);
-            return Step::Block(Chan::Io(id));
+            Step::Block(Chan::Io(id))
         }
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
-        if self.sub.advanced(k, cx, done) {
+        if self.alloc.advanced(k, cx, done) {
             return;
         }
         let n = k.mm.swap_in(self.mm, done.min(self.pending));

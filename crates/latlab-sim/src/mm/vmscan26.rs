@@ -85,6 +85,9 @@ enum Page {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Out {
     Referenced,
+    Lock,
+    /// After an unlocked scan: take the lock to claim the slot.
+    Claim,
     Scan,
     Unmap,
     Write,
@@ -211,25 +214,47 @@ impl ShrinkZones {
                     c.shrink_list_page,
                     smallvec![point(Point::ShrinkList, 1)],
                 ),
-                Some(Out::Scan),
+                Some(Out::Lock),
             ),
-            Out::Scan => {
+            Out::Lock => {
                 if work.lock_acquisitions == 0 {
                     // A swap-cache page keeps its slot: no get_swap_page.
                     self.out = Some((mm, slot, Out::Unmap, work));
                     return self.swap_out_step(k);
                 }
+                let unlocked = work.entries - work.max_locked.min(work.entries);
+                if unlocked > 0 {
+                    // An allocator that scans with its lock dropped (2.6.14's), with its
+                    // cond_resched() every LATENCY_LIMIT entries.
+                    self.out = Some((mm, slot, Out::Claim, work));
+                    return Some(LoopStep::plain(
+                        "scan_swap_map",
+                        unlocked,
+                        c.swap_map_entry,
+                        smallvec![point(Point::ScanSwapMap, latlab_swap::lockless::LATENCY_LIMIT)],
+                    ));
+                }
+                // swap_list_lock, then the device's lock, both kept for the scan.
                 (
-                    Step::Work(Work {
-                        func: "get_swap_page",
-                        ns: c.get_swap_page + work.entries * c.swap_map_entry,
-                        lock: Some(Lock::SwapList),
-                        irqs_off: false,
-                        hold: false,
-                    }),
-                    Some(Out::Unmap),
+                    Work::locked("get_swap_page", c.get_swap_page, Lock::SwapList, true),
+                    Some(Out::Scan),
                 )
             }
+            Out::Claim => (
+                Work::locked("get_swap_page", c.get_swap_page, Lock::SwapList, true),
+                Some(Out::Scan),
+            ),
+            // The allocator's work done under the lock (all of it for the 2.4 scan and
+            // Morton's), released at its end.
+            Out::Scan => (
+                Work::locked(
+                    "scan_swap_map",
+                    work.max_locked * c.swap_map_entry,
+                    Lock::SwapList,
+                    false,
+                ),
+                Some(Out::Unmap),
+            ),
             Out::Unmap => (
                 Work::locked("try_to_unmap", c.try_to_unmap, Lock::PageTable, false),
                 Some(Out::Write),
@@ -298,8 +323,29 @@ impl ShrinkZones {
                     match self.batch.pop_front() {
                         Some(Page::SwapOut(mm)) => match k.mm.swap_out_26(mm) {
                             Some((slot, work)) => self.out = Some((mm, slot, Out::Referenced, work)),
-                            // add_to_swap failed (swap full): activate_locked.
-                            None => k.mm.activate_anon(mm, 1),
+                            // add_to_swap failed (swap full: get_swap_page returns at its
+                            // nr_swap_pages test): activate_locked, the page examined all
+                            // the same.
+                            None => {
+                                // Swap stays full for the rest of the batch: every page
+                                // without a swap-cache slot fails alike (one loop for them).
+                                k.mm.activate_anon(mm, 1);
+                                let mut n = 1;
+                                while let Some(&Page::SwapOut(m)) = self.batch.front() {
+                                    if k.mm.mms.get(&m).is_some_and(|r| !r.swap_cache.is_empty()) {
+                                        break;
+                                    }
+                                    self.batch.pop_front();
+                                    k.mm.activate_anon(m, 1);
+                                    n += 1;
+                                }
+                                return LoopStep::plain(
+                                    "shrink_list",
+                                    n,
+                                    k.c.shrink_list_page + k.c.get_swap_page,
+                                    smallvec![point(Point::ShrinkList, 1)],
+                                );
+                            }
                         },
                         Some(Page::Cache(n)) => {
                             self.cache = Some(n);
@@ -414,7 +460,7 @@ mod tests {
         let mut scans = 0;
         for _ in 0..10_000 {
             match p.next(&mut k, &cx) {
-                Step::Work(w) if w.func == "get_swap_page" => {
+                Step::Work(w) if w.func == "scan_swap_map" => {
                     assert_eq!(w.lock, Some(Lock::SwapList));
                     scans += 1;
                 }

@@ -982,6 +982,7 @@ mod tests {
             max_duration_ns: 3_000_000_000,
             posix_timer: None,
             realfeel: true,
+            preempt_off: None,
         };
         crate::simulate(&cfg, &mut |_, _| {}).unwrap().0
     }

@@ -23,7 +23,10 @@ pub struct Size {
 
 /// Sizes drawn together, as (size, the size whose draw it takes): the two ends of one
 /// estimated range move as one, so they never cross.
-pub const DRAWN_WITH: &[(&str, &str)] = &[("make.cc_ms_max", "make.cc_ms_min")];
+pub const DRAWN_WITH: &[(&str, &str)] = &[
+    ("make.cc_ms_max", "make.cc_ms_min"),
+    ("make.cc1_mib_max", "make.cc1_mib_min"),
+];
 
 /// Every settable size. The ranges keep a run's work finite and its arithmetic in range; they
 /// are not claims about real machines.
@@ -82,6 +85,22 @@ pub const SIZES: &[Size] = &[
         min: 1,
         max: 60_000,
         // Drawn with make.cc_ms_min.
+        spread: Spread::Estimate,
+    },
+    Size {
+        key: "make.cc1_mib_min",
+        what: "smallest compiler's resident memory of a sized build (cc1_mib), MiB",
+        min: 1,
+        max: 4096,
+        // Builtin.rs: cc1's resident size per object, estimated.
+        spread: Spread::Estimate,
+    },
+    Size {
+        key: "make.cc1_mib_max",
+        what: "largest compiler's resident memory of a sized build (cc1_mib), MiB",
+        min: 1,
+        max: 4096,
+        // Drawn with make.cc1_mib_min.
         spread: Spread::Estimate,
     },
     Size {
@@ -161,6 +180,20 @@ pub fn set(commands: &mut [CommandSpec], key: &str, value: u64) -> Result<(), St
                     err = Some(format!(
                         "the shortest compile ({} ms) would exceed the longest ({} ms)",
                         cc_ms.0, cc_ms.1
+                    ));
+                }
+                true
+            }
+            ("make.cc1_mib_min" | "make.cc1_mib_max", CommandSpec::MakeKernel { cc1_mib: Some(mib), .. }) => {
+                if key == "make.cc1_mib_min" {
+                    mib.0 = value;
+                } else {
+                    mib.1 = value;
+                }
+                if mib.0 > mib.1 {
+                    err = Some(format!(
+                        "the smallest compiler ({} MiB) would exceed the largest ({} MiB)",
+                        mib.0, mib.1
                     ));
                 }
                 true
