@@ -183,10 +183,15 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
                 listing: &run.published.listing,
                 avg_ms: run.published.avg_ms,
                 missed: run.published.missed,
+                swap_max_ms: run.published.swap_max_ms,
+                task: run.published.task.as_deref(),
+                function: run.published.function.as_deref(),
             },
         })
         .collect();
     let rows = seed_table::compare_rows(&views, &exp.seed_file);
+    latlab_report::preempt_off::render(&exp.title, &exp.seed_file, &views);
+    latlab_report::preempt_off::render_growth(&views);
     seed_table::render_log_histogram(&exp.title, &exp.seed_file, &views);
     seed_table::render_max_latency(&exp.title, &exp.seed_file, &views);
     seed_table::render_posix_timer(&exp.title, &exp.seed_file, &views, &rows);

@@ -504,9 +504,8 @@ mod tests {
         let cx = Ctx { now: 0, pid: 1 };
         // The first batch meets only young pages: activated.
         for _ in 0..4 {
-            match p.next(&mut k, &cx) {
-                Step::Loop(l) => p.advanced(&mut k, &cx, l.items),
-                _ => {}
+            if let Step::Loop(l) = p.next(&mut k, &cx) {
+                p.advanced(&mut k, &cx, l.items);
             }
         }
         assert!(k.mm.nr_active() > active);
