@@ -170,6 +170,8 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
         .collect();
     let views = latlab_batch::views(exp, &results);
     let rows = seed_table::compare_rows(&views, &exp.seed_file);
+    latlab_report::preempt_off::render(&exp.title, &exp.seed_file, &views);
+    latlab_report::preempt_off::render_growth(&views);
     seed_table::render_log_histogram(&exp.title, &exp.seed_file, &views);
     seed_table::render_max_latency(&exp.title, &exp.seed_file, &views);
     seed_table::render_posix_timer(&exp.title, &exp.seed_file, &views, &rows);
