@@ -27,6 +27,10 @@ pub const STORED: &[(&str, &str)] = &[
         "pdflush-balance",
         include_str!("../../../experiments/bands/pdflush-balance.json"),
     ),
+    (
+        "voluntary-preempt",
+        include_str!("../../../experiments/bands/voluntary-preempt.json"),
+    ),
 ];
 
 /// What the stored bands gave a set of rows.
