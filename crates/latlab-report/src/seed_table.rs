@@ -275,16 +275,20 @@ pub fn gain_rows(rows: &[CompareRow], published: impl Fn(&CompareRow) -> Option<
         .collect()
 }
 
+/// A table's first lines: its title, the seed file and the bars its figures are judged by.
+fn table_heading(title: &str, source: &str, bars: &str) -> String {
+    format!("{title}\n(seed: {source}; bars: {bars})\n\n")
+}
+
 /// Seed 001's table: per kernel and file size, the worst write and the writes over 100 ms,
 /// iozone's write and rewrite throughput, and the gain over the first kernel of the same
 /// size, the seed's figures beside the model's; then each run's slowest records beside the
 /// seed's `sort -nk2 wol.dat | tail`.
 pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &[CompareRow]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{title}");
-    let _ = writeln!(
-        out,
-        "(seed: {source}; bars: worst write within 1.5x, writes over 100 ms none where the seed has none, gain 1.1-1.5x)\n"
+    let mut out = table_heading(
+        title,
+        source,
+        "worst write within 1.5x, writes over 100 ms none where the seed has none, gain 1.1-1.5x",
     );
     let w = label_width(runs.iter().map(|v| v.label));
     let _ = writeln!(
@@ -359,12 +363,7 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
 /// Seed 004's figures per run, the seed's beside the model's: maximum latency (bar 1.5x),
 /// average latency (bar 2x), missed timer events (bar: equal).
 pub fn render_posix_timer(title: &str, source: &str, runs: &[RunView], rows: &[CompareRow]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{title}");
-    let _ = writeln!(
-        out,
-        "(seed: {source}; bars: maximum within 1.5x, average within 2x, missed equal)\n"
-    );
+    let mut out = table_heading(title, source, "maximum within 1.5x, average within 2x, missed equal");
     let w = label_width(runs.iter().map(|v| v.label));
     let _ = writeln!(
         out,

@@ -348,6 +348,79 @@ impl Path for Balance {
     }
 }
 
+/// What a pdflush job does after one `writeback_inodes` pass of its loop.
+enum After {
+    /// Sleep in `blk_congestion_wait(HZ/10)`, then go on.
+    Wait,
+    /// Go on at once.
+    Go,
+    /// The job is over.
+    Stop,
+}
+
+/// A pdflush job that loops over `writeback_inodes` passes of `MAX_WRITEBACK_PAGES`
+/// (nonblocking), as `background_writeout` and `wb_kupdate` both do.
+trait PassJob {
+    fn name(&self) -> &'static str;
+    /// The pass's `older_than_this`.
+    fn older_than(&self) -> Option<Nanos>;
+    /// Before a pass: is there more to do?
+    fn more(&mut self, k: &KState) -> bool;
+    /// After a pass that left `wbc`.
+    fn after(&mut self, wbc: Wbc) -> After;
+    /// The job's end.
+    fn finish(&mut self, _k: &mut KState) {}
+}
+
+struct Passes<J> {
+    job: J,
+    /// A writeback_inodes pass just returned.
+    passed: bool,
+    sub: Nested,
+}
+
+fn passes(job: impl PassJob + 'static) -> Box<dyn Path> {
+    Box::new(Passes {
+        job,
+        passed: false,
+        sub: Nested::default(),
+    })
+}
+
+impl<J: PassJob> Path for Passes<J> {
+    fn name(&self) -> &'static str {
+        self.job.name()
+    }
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            if let Some(s) = self.sub.next(k, cx) {
+                return s;
+            }
+            if std::mem::take(&mut self.passed) {
+                match self.job.after(k.pwb.wbc) {
+                    After::Wait => self.sub.start(blk_congestion_wait(jiffies_ns(k, 10))),
+                    After::Go => {}
+                    After::Stop => {
+                        self.job.finish(k);
+                        return Step::Done;
+                    }
+                }
+                continue;
+            }
+            if !self.job.more(k) {
+                self.job.finish(k);
+                return Step::Done;
+            }
+            self.passed = true;
+            let wbc = Wbc::new(MAX_WRITEBACK_PAGES, true, self.job.older_than());
+            self.sub.start(writeback_inodes(wbc, true));
+        }
+    }
+    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+        self.sub.advanced(k, cx, done);
+    }
+}
+
 /// pdflush's `background_writeout(min_pages)`, stock or as seed 001's patch has it.
 pub fn background_writeout(k: &KState, min_pages: u64) -> Box<dyn Path> {
     let patched = k.writeback == Writeback::PdflushBalance;
@@ -357,122 +430,84 @@ pub fn background_writeout(k: &KState, min_pages: u64) -> Box<dyn Path> {
     } else {
         min_pages
     };
-    Box::new(Background {
+    passes(Background {
         patched,
         min_pages: min_pages as i64,
-        passed: false,
-        sub: Nested::default(),
     })
 }
 
 struct Background {
     patched: bool,
     min_pages: i64,
-    /// A writeback_inodes pass just returned.
-    passed: bool,
-    sub: Nested,
 }
 
-impl Path for Background {
+impl PassJob for Background {
     fn name(&self) -> &'static str {
         "background_writeout"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        loop {
-            if let Some(s) = self.sub.next(k, cx) {
-                return s;
-            }
-            if std::mem::take(&mut self.passed) {
-                let wbc = k.pwb.wbc;
-                self.min_pages -= (MAX_WRITEBACK_PAGES - wbc.nr_to_write) as i64;
-                let short = wbc.nr_to_write > 0;
-                if self.patched {
-                    if short || wbc.encountered_congestion {
-                        self.sub.start(blk_congestion_wait(jiffies_ns(k, 10)));
-                    }
-                } else if short || wbc.pages_skipped > 0 {
-                    if !wbc.encountered_congestion {
-                        // Wrote less than asked without meeting congestion: nothing left.
-                        return self.finish(k);
-                    }
-                    self.sub.start(blk_congestion_wait(jiffies_ns(k, 10)));
-                }
-                continue;
-            }
-            let l = get_dirty_limits(k);
-            if l.nr_reclaimable < l.background && self.min_pages <= 0 {
-                return self.finish(k);
-            }
-            self.passed = true;
-            self.sub
-                .start(writeback_inodes(Wbc::new(MAX_WRITEBACK_PAGES, true, None), true));
+    fn older_than(&self) -> Option<Nanos> {
+        None
+    }
+    fn more(&mut self, k: &KState) -> bool {
+        let l = get_dirty_limits(k);
+        !(l.nr_reclaimable < l.background && self.min_pages <= 0)
+    }
+    fn after(&mut self, wbc: Wbc) -> After {
+        self.min_pages -= (MAX_WRITEBACK_PAGES - wbc.nr_to_write) as i64;
+        let short = wbc.nr_to_write > 0;
+        match (
+            self.patched,
+            short || wbc.encountered_congestion,
+            short || wbc.pages_skipped > 0,
+        ) {
+            // The patch: wait whenever short or congested, and keep on.
+            (true, true, _) => After::Wait,
+            (true, false, _) => After::Go,
+            // Stock: wrote less than asked without meeting congestion: nothing left.
+            (false, _, true) if !wbc.encountered_congestion => After::Stop,
+            (false, _, true) => After::Wait,
+            (false, _, false) => After::Go,
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
-        self.sub.advanced(k, cx, done);
-    }
-}
-
-impl Background {
-    fn finish(&mut self, k: &mut KState) -> Step {
+    fn finish(&mut self, k: &mut KState) {
         if self.patched {
             k.pwb.dirty_exceeded = false;
         }
-        Step::Done
     }
 }
 
 /// pdflush's `wb_kupdate`: the inodes dirtied more than 30 s ago, 1024 pages a pass.
 pub fn wb_kupdate(k: &KState, now: Nanos) -> Box<dyn Path> {
     let l = get_dirty_limits(k);
-    Box::new(Kupdate {
+    passes(Kupdate {
         oldest: now.saturating_sub(EXPIRE_NS),
         nr_to_write: (l.nr_reclaimable + k.dcache.dirty_inodes.len() as u64) as i64,
-        passed: false,
-        sub: Nested::default(),
     })
 }
 
 struct Kupdate {
     oldest: Nanos,
     nr_to_write: i64,
-    passed: bool,
-    sub: Nested,
 }
 
-impl Path for Kupdate {
+impl PassJob for Kupdate {
     fn name(&self) -> &'static str {
         "wb_kupdate"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        loop {
-            if let Some(s) = self.sub.next(k, cx) {
-                return s;
-            }
-            if std::mem::take(&mut self.passed) {
-                let wbc = k.pwb.wbc;
-                self.nr_to_write -= (MAX_WRITEBACK_PAGES - wbc.nr_to_write) as i64;
-                if wbc.nr_to_write > 0 {
-                    if !wbc.encountered_congestion {
-                        // All the old data is written.
-                        return Step::Done;
-                    }
-                    self.sub.start(blk_congestion_wait(jiffies_ns(k, 10)));
-                }
-                continue;
-            }
-            if self.nr_to_write <= 0 {
-                return Step::Done;
-            }
-            self.passed = true;
-            self.sub.start(writeback_inodes(
-                Wbc::new(MAX_WRITEBACK_PAGES, true, Some(self.oldest)),
-                true,
-            ));
-        }
+    fn older_than(&self) -> Option<Nanos> {
+        Some(self.oldest)
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
-        self.sub.advanced(k, cx, done);
+    fn more(&mut self, _k: &KState) -> bool {
+        self.nr_to_write > 0
+    }
+    fn after(&mut self, wbc: Wbc) -> After {
+        self.nr_to_write -= (MAX_WRITEBACK_PAGES - wbc.nr_to_write) as i64;
+        match (wbc.nr_to_write > 0, wbc.encountered_congestion) {
+            // All the old data is written.
+            (true, false) => After::Stop,
+            (true, true) => After::Wait,
+            (false, _) => After::Go,
+        }
     }
 }
 
