@@ -341,9 +341,8 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
         seed.sort_by(f64::total_cmp);
         let _ = writeln!(
             out,
-            "\n{} ({}): slowest writes as `sort -nk2 wol.dat | tail` (latency_us; the model's with offset_KB)",
-            v.label,
-            v.case.unwrap_or("-")
+            "\n{}: slowest writes as `sort -nk2 wol.dat | tail` (latency_us; the model's with offset_KB)",
+            v.label
         );
         let _ = writeln!(out, "{:>12}   {:>12} {:>12}", "seed", "model", "offset_KB");
         for i in 0..model.len().max(seed.len()) {
@@ -584,7 +583,7 @@ pub fn render_bands(rows: &[CompareRow], labels: &[SweepRow]) -> String {
     let label_of = |r: &CompareRow| {
         labels
             .iter()
-            .find(|l| l.variant == r.variant && l.stream == r.stream)
+            .find(|l| l.variant == r.variant && l.stream == r.stream && l.case == r.case)
             .map_or(r.variant.clone(), |l| l.label.clone())
     };
     let w = label_width(labels.iter().map(|l| l.label.as_str()));

@@ -51,7 +51,7 @@ pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
     let label_of = |r: &latlab_report::seed_table::CompareRow| {
         labels
             .iter()
-            .find(|l| l.variant == r.variant && l.stream == r.stream)
+            .find(|l| l.variant == r.variant && l.stream == r.stream && l.case == r.case)
             .map_or(r.variant.clone(), |l| l.label.clone())
     };
     if let Some(dir) = &a.plot {
