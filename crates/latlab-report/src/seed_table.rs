@@ -580,12 +580,7 @@ pub fn render_bands(rows: &[CompareRow], labels: &[SweepRow]) -> String {
     if !rows.iter().any(|r| r.band.is_some()) {
         return out;
     }
-    let label_of = |r: &CompareRow| {
-        labels
-            .iter()
-            .find(|l| l.variant == r.variant && l.stream == r.stream && l.case == r.case)
-            .map_or(r.variant.clone(), |l| l.label.clone())
-    };
+    let label_of = |r: &CompareRow| SweepRow::label_of(labels, r);
     let w = label_width(labels.iter().map(|l| l.label.as_str()));
     let _ = writeln!(out, "\nPublished figures beside the model's uncertainty band (p5-p95)");
     let _ = writeln!(
@@ -702,6 +697,16 @@ pub struct SweepRow {
     /// The run's case (seed 001's file size), if it has one.
     pub case: Option<String>,
     pub label: String,
+}
+
+impl SweepRow {
+    /// The label of the run `r` belongs to (by kernel, stream and case), or its kernel's name.
+    pub fn label_of(labels: &[SweepRow], r: &CompareRow) -> String {
+        labels
+            .iter()
+            .find(|l| l.variant == r.variant && l.stream == r.stream && l.case == r.case)
+            .map_or(r.variant.clone(), |l| l.label.clone())
+    }
 }
 
 /// A row's worst case: realfeel's or a POSIX timer's `max_latency`, or seed 001's

@@ -48,12 +48,8 @@ pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
     let report = plan.run_here(&|| bar.inc(1))?;
     bar.finish_and_clear();
     let labels = crate::sim_cmd::row_labels(&exp);
-    let label_of = |r: &latlab_report::seed_table::CompareRow| {
-        labels
-            .iter()
-            .find(|l| l.variant == r.variant && l.stream == r.stream && l.case == r.case)
-            .map_or(r.variant.clone(), |l| l.label.clone())
-    };
+    let label_of =
+        |r: &latlab_report::seed_table::CompareRow| latlab_report::seed_table::SweepRow::label_of(&labels, r);
     if let Some(dir) = &a.plot {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for (i, b) in report.rows.iter().enumerate() {
