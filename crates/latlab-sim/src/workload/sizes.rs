@@ -224,6 +224,8 @@ pub fn get(commands: &[CommandSpec], key: &str) -> Option<u64> {
         ("make.jobs", CommandSpec::MakeKernel { jobs, .. }) => Some(u64::from(*jobs)),
         ("make.cc_ms_min", CommandSpec::MakeKernel { cc_ms, .. }) => Some(cc_ms.0),
         ("make.cc_ms_max", CommandSpec::MakeKernel { cc_ms, .. }) => Some(cc_ms.1),
+        ("make.cc1_mib_min", CommandSpec::MakeKernel { cc1_mib: Some(m), .. }) => Some(m.0),
+        ("make.cc1_mib_max", CommandSpec::MakeKernel { cc1_mib: Some(m), .. }) => Some(m.1),
         ("iozone.file_mb", CommandSpec::Iozone { file_mb, .. }) => Some(*file_mb),
         ("iozone.record_kb", CommandSpec::Iozone { record_kb, .. }) => Some(*record_kb),
         _ => None,
@@ -296,11 +298,21 @@ mod tests {
             record_kb: 4,
         });
         assert_eq!(get(&s, "make.cc_ms_max"), Some(750));
+        // A sized build (seed 003's), so the cc1 sizes have something to set.
+        if let CommandSpec::Parallel(v) = &mut s[0] {
+            for c in v.iter_mut() {
+                if let CommandSpec::MakeKernel { cc1_mib, .. } = c {
+                    *cc1_mib = Some((8, 64));
+                }
+            }
+        }
         for (i, size) in SIZES.iter().enumerate() {
             let v = match size.key {
                 "iozone.record_kb" => 8,
                 "make.cc_ms_min" => 300,
                 "make.cc_ms_max" => 900,
+                "make.cc1_mib_min" => 16,
+                "make.cc1_mib_max" => 48,
                 _ => size.min.max(2) + i as u64 % 2,
             };
             set(&mut s, size.key, v).unwrap();
