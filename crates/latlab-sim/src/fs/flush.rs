@@ -19,10 +19,24 @@ pub const AGE_BUFFER_NS: Nanos = 30_000_000_000;
 pub const KUPDATE_INTERVAL_NS: Nanos = 5_000_000_000;
 
 /// Record a submitted batch with the journal (its data buffers leave the dirty state).
-pub(crate) fn account_submission(k: &mut KState, b: &Batch, via: Via) {
+fn account_submission(k: &mut KState, b: &Batch, via: Via) {
     if let Some(t) = k.jbd.txn_mut(b.txn) {
         t.submitted(b.file, b.lo, b.hi - b.lo, via == Via::Journal);
     }
+}
+
+/// Hand a batch taken off the dirty list to the disk: the journal learns of it, it moves to
+/// BUF_LOCKED, one write request (merged into the queue's newest under 2.6).
+pub(crate) fn submit(k: &mut KState, b: &Batch, via: Via, now: Nanos) {
+    account_submission(k, b, via);
+    k.buf.submitted(b);
+    k.disk_submit(
+        Dir::Write,
+        b.block,
+        b.hi - b.lo,
+        Payload::Buffers { lo: b.lo, hi: b.hi },
+        now,
+    );
 }
 
 /// Submit `batch` via `via`, then `submit_bh` per buffer (a loop with mini-ll's point and,
@@ -59,15 +73,7 @@ impl Path for SubmitBatch {
             return Step::Block(chan);
         }
         if let Some(b) = self.batch.take() {
-            account_submission(k, &b, self.via);
-            k.buf.submitted(&b);
-            k.disk_submit(
-                Dir::Write,
-                b.block,
-                b.hi - b.lo,
-                Payload::Buffers { lo: b.lo, hi: b.hi },
-                cx.now,
-            );
+            submit(k, &b, self.via, cx.now);
         }
         if self.looped {
             return Step::Done;

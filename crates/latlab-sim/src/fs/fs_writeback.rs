@@ -22,9 +22,8 @@
 //! sequential writer's file). Each written page is filed on the running transaction's data
 //! list as `journal_dirty_data` does.
 
-use crate::dev::disk::{Dir, Payload};
 use crate::fs::buffer::Via;
-use crate::fs::flush::account_submission;
+use crate::fs::flush::submit;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
@@ -228,15 +227,7 @@ impl Path for MpageWritepages {
         let Some(b) = k.buf.take_file(self.file, n) else {
             return Step::Done;
         };
-        account_submission(k, &b, Via::Writer);
-        k.buf.submitted(&b);
-        k.disk_submit(
-            Dir::Write,
-            b.block,
-            b.hi - b.lo,
-            Payload::Buffers { lo: b.lo, hi: b.hi },
-            cx.now,
-        );
+        submit(k, &b, Via::Writer, cx.now);
         self.cpu_left = b.hi - b.lo;
         self.next(k, cx)
     }
