@@ -23,18 +23,8 @@ fn window(p: &PreemptOff) -> String {
 /// `get_swap_page` stretch in the run's window, µs; the realfeel stream's worst wakeup beside
 /// them, with no published figure.
 pub fn rows(v: &RunView, p: &PreemptOff, source: &str) -> Vec<CompareRow> {
-    let row = |figure: &str, model: f64, published: Option<f64>| CompareRow {
-        variant: v.result.meta.kernel.clone(),
-        stream: Some(window(p)),
-        case: None,
-        figure: figure.into(),
-        unit: "us".into(),
-        model,
-        published,
-        published_range: None,
-        source: source.into(),
-        band: None,
-    };
+    let base = CompareRow::of_run(v, Some(window(p)), source);
+    let row = |figure: &str, model: f64, published: Option<f64>| base.with(figure, "us", model, published);
     let mut out = vec![
         row(
             "max_latency",

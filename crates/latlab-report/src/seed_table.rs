@@ -71,6 +71,35 @@ pub struct CompareRow {
 }
 
 impl CompareRow {
+    /// The template of run `v`'s rows: its kernel and case, the measurement `stream` where
+    /// the kernel alone does not name the row, the seed file; [`CompareRow::with`] fills in a
+    /// figure.
+    pub fn of_run(v: &RunView, stream: Option<String>, source: &str) -> CompareRow {
+        CompareRow {
+            variant: v.result.meta.kernel.clone(),
+            stream,
+            case: v.case.map(str::to_string),
+            figure: String::new(),
+            unit: String::new(),
+            model: 0.0,
+            published: None,
+            published_range: None,
+            source: source.into(),
+            band: None,
+        }
+    }
+
+    /// This row's run with `figure` in `unit`: the model's value and the seed's.
+    pub fn with(&self, figure: impl Into<String>, unit: &str, model: f64, published: Option<f64>) -> CompareRow {
+        CompareRow {
+            figure: figure.into(),
+            unit: unit.into(),
+            model,
+            published,
+            ..self.clone()
+        }
+    }
+
     /// Within the fidelity bar: 1.5x of a published number, 2x of a published bucket's edges.
     pub fn within_bar(&self) -> Option<bool> {
         if let Some(p) = self.published {
@@ -170,18 +199,8 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
 /// Seed 004's three figures for a POSIX-timer run: maximum and average latency (us) and
 /// missed timer events.
 fn posix_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<CompareRow> {
-    let row = |figure: &str, unit: &str, model: f64, published: Option<f64>| CompareRow {
-        variant: v.result.meta.kernel.clone(),
-        stream: Some(s.name.clone()),
-        case: None,
-        figure: figure.into(),
-        unit: unit.into(),
-        model,
-        published,
-        published_range: None,
-        source: source.into(),
-        band: None,
-    };
+    let base = CompareRow::of_run(v, Some(s.name.clone()), source);
+    let row = |figure: &str, unit: &str, model: f64, published: Option<f64>| base.with(figure, unit, model, published);
     vec![
         row(
             "max_latency",
@@ -212,18 +231,9 @@ fn write_rows(v: &RunView, source: &str) -> Vec<CompareRow> {
     let Some(s) = v.result.stream("write") else {
         return Vec::new();
     };
-    let row = |figure: String, unit: &str, model: f64, published: Option<f64>| CompareRow {
-        variant: v.result.meta.kernel.clone(),
-        stream: None,
-        case: v.case.map(str::to_string),
-        figure,
-        unit: unit.into(),
-        model,
-        published,
-        published_range: None,
-        source: source.into(),
-        band: None,
-    };
+    let base = CompareRow::of_run(v, None, source);
+    let row =
+        |figure: String, unit: &str, model: f64, published: Option<f64>| base.with(figure, unit, model, published);
     let mbps = |r: &RunResult| r.throughput.get("write_MBps").copied();
     let mut rows = vec![row(
         "max_write_latency".into(),

@@ -297,10 +297,8 @@ impl Path for Balance {
             }
             match self.stage {
                 Stage::Done => return Step::Done,
-                Stage::Check | Stage::Waited if self.patched => {
-                    if self.stage == Stage::Waited {
-                        return Step::Done;
-                    }
+                // The patch's path runs once (its one wait leaves the stage at Done).
+                Stage::Check if self.patched => {
                     self.patched(k, cx);
                     return Work::plain("balance_dirty_pages", k.c.dirty_limits);
                 }

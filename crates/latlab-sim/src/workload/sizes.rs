@@ -121,6 +121,16 @@ pub const SIZES: &[Size] = &[
     },
 ];
 
+/// Set the low (`low`) or high end of a `(min, max)` size pair; the pair if it crossed.
+fn set_bound(pair: &mut (u64, u64), low: bool, value: u64) -> Option<(u64, u64)> {
+    if low {
+        pair.0 = value;
+    } else {
+        pair.1 = value;
+    }
+    (pair.0 > pair.1).then_some(*pair)
+}
+
 /// Set size `key` to `value` in every command it names. An error says why not: an unknown
 /// key (with the valid ones), a value out of range, a compile-time range turned upside
 /// down, or a workload without such a command.
@@ -171,31 +181,13 @@ pub fn set(commands: &mut [CommandSpec], key: &str, value: u64) -> Result<(), St
                 true
             }
             ("make.cc_ms_min" | "make.cc_ms_max", CommandSpec::MakeKernel { cc_ms, .. }) => {
-                if key == "make.cc_ms_min" {
-                    cc_ms.0 = value;
-                } else {
-                    cc_ms.1 = value;
-                }
-                if cc_ms.0 > cc_ms.1 {
-                    err = Some(format!(
-                        "the shortest compile ({} ms) would exceed the longest ({} ms)",
-                        cc_ms.0, cc_ms.1
-                    ));
-                }
+                err = set_bound(cc_ms, key.ends_with("_min"), value)
+                    .map(|(lo, hi)| format!("the shortest compile ({lo} ms) would exceed the longest ({hi} ms)"));
                 true
             }
             ("make.cc1_mib_min" | "make.cc1_mib_max", CommandSpec::MakeKernel { cc1_mib: Some(mib), .. }) => {
-                if key == "make.cc1_mib_min" {
-                    mib.0 = value;
-                } else {
-                    mib.1 = value;
-                }
-                if mib.0 > mib.1 {
-                    err = Some(format!(
-                        "the smallest compiler ({} MiB) would exceed the largest ({} MiB)",
-                        mib.0, mib.1
-                    ));
-                }
+                err = set_bound(mib, key.ends_with("_min"), value)
+                    .map(|(lo, hi)| format!("the smallest compiler ({lo} MiB) would exceed the largest ({hi} MiB)"));
                 true
             }
             _ => false,
