@@ -281,7 +281,8 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     st.writeback = cfg.variant.writeback;
     if let Some(d) = cfg.variant.dirty {
         st.pwb = mm::page_writeback::PageWriteback::new(d, st.buffer_pages(), cfg.variant.hz);
-        st.disk.use_26_block_layer();
+        st.disk
+            .use_26_block_layer(cfg.variant.hz, cfg.variant.elevator == variant::Elevator::Anticipatory);
     }
     st.reclaim = cfg.variant.reclaim;
     preload(&mut st, &cfg.workload.preload);

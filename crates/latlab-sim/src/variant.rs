@@ -86,6 +86,19 @@ impl Writeback {
     }
 }
 
+/// The I/O scheduler of 2.6's block layer (`elevator=`), which page-based writeback's
+/// kernels run on ([`crate::dev::disk`]). 2.4's queue is the model's FIFO whatever this says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Elevator {
+    /// block/noop-iosched.c: submission order, back merges.
+    #[default]
+    Noop,
+    /// block/as-iosched.c, 2.6.17's default: reads before queued writes in batches, and
+    /// anticipation of a reader's next read ([`crate::dev::as_iosched`]).
+    Anticipatory,
+}
+
 /// The `vm.dirty_*` sysctls of page-based writeback (mm/page-writeback.c), percent of the
 /// pages `get_dirty_limits()` counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,6 +211,9 @@ pub struct Variant {
     /// EEVDF tunables: required with `sched = "eevdf"`, refused otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eevdf: Option<EevdfTunables>,
+    /// The 2.6 block layer's I/O scheduler (default `noop`); only with page-based writeback.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub elevator: Elevator,
     /// Page reclaim (default `vmscan-2.4`, the model's reclaim until seed 003).
     #[serde(default, skip_serializing_if = "is_default")]
     pub reclaim: Reclaim,
@@ -321,6 +337,12 @@ impl Variant {
                 ))
             }
             _ => {}
+        }
+        if self.elevator != Elevator::Noop && !self.writeback.page_based() {
+            return Err((
+                "elevator",
+                "an I/O scheduler belongs to 2.6's block layer, which the model runs with page-based writeback only (2.4's queue is a FIFO)".into(),
+            ));
         }
         match (self.writeback, self.sched, &self.dirty) {
             (w, _, None) if w.page_based() => {

@@ -9,21 +9,38 @@
 //! `max_request_kib` each; a submitter finding it full sleeps in `__get_request_wait`.
 //!
 //! Under page-based (2.6+) writeback the queue is 2.6.17's (block/ll_rw_blk.c, research
-//! notes writeback-2.6.17.md item 5) with the noop elevator (block/noop-iosched.c): service
-//! in submission order, a write whose buffers continue the newest queued request's is merged
-//! into it (`__make_request`'s back merge) up to `max_request_kib`, one request per slot;
-//! the queue is congested from `nr_requests - nr_requests/8 + 1` requests until it drops
-//! below `nr_requests - nr_requests/8 - nr_requests/16 - 1` (113 and 103 of 128); every
-//! completion that leaves it below that wakes `blk_congestion_wait`'s sleepers. Left out: plugging (a request is
-//! dispatched as soon as the disk is free), the anticipatory scheduler's sorting,
-//! anticipation and read/write batches (one sequential writer issues no reads to sort),
-//! and `ioc_batching`'s 32 requests past the limit for a task that just waited.
+//! notes writeback-2.6.17.md item 5):
+//! - a write whose buffers continue the newest queued request's is merged into it
+//!   (`__make_request`'s back merge) up to `max_request_kib`, one request per slot;
+//! - reads and writes have their own pools of `nr_requests` (`rl->count[READ]`,
+//!   `rl->count[WRITE]`): a read never waits for a write slot;
+//! - `get_request`: the write queue is congested from `nr_requests - nr_requests/8 + 1`
+//!   requests until it drops below `nr_requests - nr_requests/8 - nr_requests/16 - 1` (113
+//!   and 103 of 128), and every completion that leaves it below that wakes
+//!   `blk_congestion_wait`'s sleepers; the task whose request fills the queue, and every task
+//!   woken in `get_request_wait`, gets `ioc_set_batching`: `BLK_BATCH_REQ` (32) requests
+//!   past the full mark within `BLK_BATCH_TIME` (HZ/50), never more than `3 *
+//!   nr_requests / 2` (192) in all; any other task finding the queue full sleeps in
+//!   `get_request_wait`, and `freed_request` wakes one sleeper when a completion leaves
+//!   room (`count + 1 <= nr_requests`);
+//! - the elevator is the variant's: `noop` (service in submission order) or the
+//!   anticipatory scheduler ([`crate::dev::as_iosched`]), which serves a read before the
+//!   queued writes and may hold the drive idle for the reader's next one.
+//!
+//! Left out: plugging (a request is dispatched as soon as the disk is free) and the drive's
+//! own write cache.
 
+use crate::dev::as_iosched::{As, Pick};
 use crate::kernel::path::Chan;
 use crate::kernel::state::KReq;
 use crate::machine::MachineProfile;
 use latlab_core::Nanos;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// `BLK_BATCH_REQ`: requests a batching task may take past the full mark.
+const BLK_BATCH_REQ: u64 = 32;
+/// `BLK_BATCH_TIME` = HZ/50, as a divisor of HZ.
+const BLK_BATCH_TIME_DIV: u64 = 50;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dir {
@@ -48,6 +65,15 @@ pub struct Req {
     pub block: u64,
     pub blocks: u64,
     pub payload: Payload,
+    /// The task that submitted it (its `io_context`: AS's anticipation, request batching).
+    pub pid: u32,
+}
+
+/// A task's `io_context` as the 2.6 queue keeps it: `nr_batch_requests`, `last_waited`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ioc {
+    nr_batch: u64,
+    last_waited: Nanos,
 }
 
 pub struct Disk {
@@ -75,6 +101,27 @@ pub struct Disk {
     pub blocks_moved: u64,
     /// Of those, read.
     pub blocks_read: u64,
+    /// 2.6's request pools: `rl->count[READ]`, `rl->count[WRITE]` (queued and in service).
+    count: [u64; 2],
+    /// `blk_queue_full(q, WRITE)`.
+    full: bool,
+    /// Tasks' io_contexts (batching), and the tasks asleep in `get_request_wait` with their
+    /// wait tokens, oldest first (an exclusive wait queue).
+    ioc: BTreeMap<u32, Ioc>,
+    slot_waiters: VecDeque<(u32, u64)>,
+    woken: BTreeSet<u32>,
+    batch_time_ns: Nanos,
+    /// The anticipatory scheduler, when the variant's elevator is it.
+    elv: Option<As>,
+    /// The anticipation timer armed (its token), while the drive idles for a reader.
+    antic: Option<u64>,
+}
+
+fn dir_index(dir: Dir) -> usize {
+    match dir {
+        Dir::Read => 0,
+        Dir::Write => 1,
+    }
 }
 
 impl Disk {
@@ -102,12 +149,142 @@ impl Disk {
             served: 0,
             blocks_moved: 0,
             blocks_read: 0,
+            count: [0; 2],
+            full: false,
+            ioc: BTreeMap::new(),
+            slot_waiters: VecDeque::new(),
+            woken: BTreeSet::new(),
+            batch_time_ns: 0,
+            elv: None,
+            antic: None,
         }
     }
 
-    /// Switch to 2.6's block layer (page-based writeback's kernels).
-    pub fn use_26_block_layer(&mut self) {
+    /// Switch to 2.6's block layer (page-based writeback's kernels) on a kernel of `hz`,
+    /// with the anticipatory scheduler if `anticipatory`, else noop.
+    pub fn use_26_block_layer(&mut self, hz: u32, anticipatory: bool) {
         self.merge = true;
+        let hz = u64::from(hz.max(1));
+        self.batch_time_ns = (hz / BLK_BATCH_TIME_DIV).max(1) * (1_000_000_000 / hz);
+        self.elv = anticipatory.then(|| As::new(hz as u32));
+    }
+
+    /// The queue is 2.6's.
+    pub fn is_26(&self) -> bool {
+        self.merge
+    }
+
+    /// Reads dispatched and anticipations held by the anticipatory scheduler.
+    pub fn as_counts(&self) -> Option<(u64, u64)> {
+        self.elv.as_ref().map(|a| (a.reads, a.anticipations))
+    }
+
+    /// `ioc_batching(q, ioc)`.
+    fn batching(&self, pid: u32, now: Nanos) -> bool {
+        self.ioc.get(&pid).is_some_and(|i| {
+            i.nr_batch == BLK_BATCH_REQ || (i.nr_batch > 0 && now < i.last_waited + self.batch_time_ns)
+        })
+    }
+
+    /// `ioc_set_batching(q, ioc)`.
+    fn set_batching(&mut self, pid: u32, now: Nanos) {
+        self.ioc.insert(
+            pid,
+            Ioc {
+                nr_batch: BLK_BATCH_REQ,
+                last_waited: now,
+            },
+        );
+    }
+
+    /// Write requests `pid` could allocate now without sleeping (`get_request` repeated),
+    /// at most `want`.
+    fn allocatable(&self, pid: u32, now: Nanos, want: u64) -> u64 {
+        let nr = self.nr_requests;
+        let mut count = self.count[1];
+        let mut full = self.full;
+        let mut ioc = self.ioc.get(&pid).copied();
+        let batching = |ioc: &Option<Ioc>| {
+            ioc.is_some_and(|i| {
+                i.nr_batch == BLK_BATCH_REQ || (i.nr_batch > 0 && now < i.last_waited + self.batch_time_ns)
+            })
+        };
+        let mut n = 0;
+        while n < want {
+            if count + 1 >= nr {
+                if !full {
+                    ioc = Some(Ioc {
+                        nr_batch: BLK_BATCH_REQ,
+                        last_waited: now,
+                    });
+                    full = true;
+                } else if !batching(&ioc) {
+                    break;
+                }
+            }
+            if count >= 3 * nr / 2 {
+                break;
+            }
+            if batching(&ioc) {
+                if let Some(i) = ioc.as_mut() {
+                    i.nr_batch -= 1;
+                }
+            }
+            count += 1;
+            n += 1;
+        }
+        n
+    }
+
+    /// 2.6's `get_request`, for a request just allocated by `pid` in direction `dir`.
+    fn allocated(&mut self, dir: Dir, pid: u32, now: Nanos) {
+        let d = dir_index(dir);
+        if dir == Dir::Write {
+            let c = self.count[d];
+            if c + 1 >= self.congestion_on {
+                if c + 1 >= self.nr_requests && !self.full {
+                    self.set_batching(pid, now);
+                    self.full = true;
+                }
+                self.congested = true;
+            }
+            if self.batching(pid, now) {
+                if let Some(i) = self.ioc.get_mut(&pid) {
+                    i.nr_batch -= 1;
+                }
+            }
+        }
+        self.count[d] += 1;
+    }
+
+    /// `pid` runs again after sleeping in `get_request_wait`: `ioc_set_batching`.
+    pub fn woke(&mut self, pid: u32, now: Nanos) {
+        if self.woken.remove(&pid) {
+            self.set_batching(pid, now);
+        }
+    }
+
+    /// `get_request_wait` before `pid` submits `blocks` at `block` in direction `dir`: the
+    /// channel to sleep on if it must wait for a request. Under 2.4's queue as
+    /// [`Self::must_wait`]; under 2.6's, reads have their own pool, a task woken here gets
+    /// `ioc_set_batching`, and a sleeper is woken by `freed_request` alone.
+    pub fn get_request_wait(&mut self, dir: Dir, block: u64, blocks: u64, pid: u32, now: Nanos) -> Option<Chan> {
+        if !self.merge {
+            return self.must_wait(block, blocks);
+        }
+        self.woke(pid, now);
+        if dir == Dir::Read {
+            return None;
+        }
+        let want = self.slots_for(block, blocks);
+        if self.allocatable(pid, now, want) >= want {
+            return None;
+        }
+        self.next_id += 1;
+        let token = self.next_id;
+        self.slot_waiters.push_back((pid, token));
+        self.woken.insert(pid);
+        Some(Chan::RequestSlot(token))
     }
 
     /// Request slots a transfer of `blocks` takes.
@@ -117,7 +294,7 @@ impl Disk {
 
     fn slots_used(&self) -> u64 {
         if self.merge {
-            return self.queue.len() as u64;
+            return self.count[1];
         }
         self.queue.iter().map(|r| self.slots(r.blocks)).sum()
     }
@@ -158,19 +335,23 @@ impl Disk {
         }
     }
 
-    /// Blocks a writer at `block` can submit before the queue is congested (a nonblocking
-    /// writer's `bdi_write_congested` test after each page), or, `blocking`, before it is full.
-    pub fn room(&self, block: u64, blocking: bool) -> u64 {
-        let limit = if blocking {
-            self.nr_requests
-        } else if self.congested {
+    /// Blocks a writer `pid` at `block` can submit before the queue is congested (a
+    /// nonblocking writer's `bdi_write_congested` test after each page), or, `blocking`,
+    /// without sleeping in `get_request_wait` (at most `want`; 2.6's queue).
+    pub fn room(&self, block: u64, blocking: bool, pid: u32, now: Nanos, want: u64) -> u64 {
+        if blocking {
+            let tail = self.tail_room(block);
+            let reqs = want.saturating_sub(tail).div_ceil(self.max_request_blocks);
+            return tail + self.allocatable(pid, now, reqs) * self.max_request_blocks;
+        }
+        let limit = if self.congested {
             return 0;
         } else {
             // The page that allocates the congestion_on-th request makes it congested.
             self.congestion_on - 1
         };
         let free = limit.saturating_sub(self.slots_used());
-        self.tail_room(block) + free * self.max_request_blocks + u64::from(!blocking && free == 0)
+        self.tail_room(block) + free * self.max_request_blocks + u64::from(free == 0)
     }
 
     /// The oldest request's completion, if any is queued (what `blk_congestion_wait` ends on
@@ -179,45 +360,73 @@ impl Disk {
         self.queue.front().map(|r| Chan::Io(r.id))
     }
 
-    /// Queue a request; returns its id. Starts the disk if idle.
+    /// Queue a request of task `pid`; returns its id. Starts the disk if idle.
+    #[allow(clippy::too_many_arguments)]
     pub fn submit(
         &mut self,
         dir: Dir,
         block: u64,
         blocks: u64,
         payload: Payload,
+        pid: u32,
         now: Nanos,
         out: &mut Vec<KReq>,
     ) -> u64 {
         if let (true, Payload::Buffers { lo, hi }) = (self.merge, payload) {
-            return self.submit_merging(dir, block, lo, hi, now, out);
+            return self.submit_merging(dir, block, lo, hi, pid, now, out);
         }
-        self.push(dir, block, blocks, payload, now, out)
+        self.push(dir, block, blocks, payload, pid, now, out)
     }
 
-    fn push(&mut self, dir: Dir, block: u64, blocks: u64, payload: Payload, now: Nanos, out: &mut Vec<KReq>) -> u64 {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        dir: Dir,
+        block: u64,
+        blocks: u64,
+        payload: Payload,
+        pid: u32,
+        now: Nanos,
+        out: &mut Vec<KReq>,
+    ) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
+        if self.merge {
+            self.allocated(dir, pid, now);
+        }
         self.queue.push_back(Req {
             id,
             dir,
             block,
             blocks,
             payload,
+            pid,
         });
-        if self.merge && self.queue.len() as u64 >= self.congestion_on {
-            self.congested = true;
+        if let Some(a) = self.elv.as_mut() {
+            a.added(dir, pid, now);
+            if self.antic.is_some() && a.breaks_anticipation(pid) {
+                // as_antic_stop: the process anticipated on submitted.
+                self.antic = None;
+            }
         }
-        if self.busy.is_none() {
-            self.start(now, out);
-        }
+        self.start(now, out);
         id
     }
 
     /// 2.6's `__make_request` for buffers `lo..hi` at `block`: back-merged into the newest
     /// queued request as far as it has room, the rest in new requests of at most
     /// `max_request_kib`. Returns the id of the request holding the last buffer.
-    fn submit_merging(&mut self, dir: Dir, block: u64, lo: u64, hi: u64, now: Nanos, out: &mut Vec<KReq>) -> u64 {
+    #[allow(clippy::too_many_arguments)]
+    fn submit_merging(
+        &mut self,
+        dir: Dir,
+        block: u64,
+        lo: u64,
+        hi: u64,
+        pid: u32,
+        now: Nanos,
+        out: &mut Vec<KReq>,
+    ) -> u64 {
         let mut lo = lo;
         let mut block = block;
         let room = self.tail_room(block).min(hi - lo);
@@ -237,7 +446,7 @@ impl Disk {
         }
         while lo < hi {
             let n = (hi - lo).min(self.max_request_blocks);
-            id = self.push(dir, block, n, Payload::Buffers { lo, hi: lo + n }, now, out);
+            id = self.push(dir, block, n, Payload::Buffers { lo, hi: lo + n }, pid, now, out);
             lo += n;
             block += n;
         }
@@ -256,28 +465,50 @@ impl Disk {
         (position + r.blocks as f64 * self.xfer_ns_per_block).round() as Nanos
     }
 
+    /// The drive is free: dispatch the next request (the front one, or the elevator's pick),
+    /// or hold it idle anticipating a read.
     fn start(&mut self, now: Nanos, out: &mut Vec<KReq>) {
-        if let Some(r) = self.queue.front() {
-            let at = now + self.service_ns(r);
-            self.busy = Some(r.id);
-            out.push(KReq::DiskIrq { at, id: r.id });
+        if self.busy.is_some() || self.antic.is_some() || self.queue.is_empty() {
+            return;
         }
+        let i = match self.elv.as_mut().map(|a| a.pick(&self.queue, now)) {
+            None => 0,
+            Some(Pick::Dispatch(i)) => i,
+            Some(Pick::Anticipate(at)) => {
+                self.next_id += 1;
+                self.antic = Some(self.next_id);
+                out.push(KReq::DiskIrq { at, id: self.next_id });
+                return;
+            }
+            Some(Pick::Idle) => return,
+        };
+        let r = &self.queue[i];
+        let at = now + self.service_ns(r);
+        self.busy = Some(r.id);
+        out.push(KReq::DiskIrq { at, id: r.id });
     }
 
-    /// The request `id` finished: returns it and starts the next one. `uncongested` is set
-    /// when this completion ran `clear_queue_congested` (2.6's queue below its off threshold).
+    /// The request `id` finished (or the anticipation timer `id` ran out): returns the
+    /// request and starts the next one. `uncongested` is set when this completion ran
+    /// `clear_queue_congested` (2.6's queue below its off threshold).
     pub fn complete(&mut self, id: u64, now: Nanos, out: &mut Vec<KReq>, uncongested: &mut bool) -> Option<Req> {
+        if self.antic == Some(id) {
+            // as_antic_timeout: the process did not come back; serve the others.
+            self.antic = None;
+            self.start(now, out);
+            return None;
+        }
         if self.busy != Some(id) {
             return None;
         }
-        let r = self.queue.pop_front()?;
+        let i = self.queue.iter().position(|r| r.id == id)?;
+        let r = self.queue.remove(i)?;
         self.busy = None;
-        // freed_request(): below the off threshold `clear_queue_congested` runs at every
-        // completion, waking `blk_congestion_wait`'s sleepers whether or not the queue had
-        // been congested.
-        if self.merge && (self.queue.len() as u64) < self.congestion_off {
-            self.congested = false;
-            *uncongested = true;
+        if self.merge {
+            self.freed(&r, out, uncongested);
+        }
+        if let Some(a) = self.elv.as_mut() {
+            a.completed(&r, now);
         }
         self.head = r.block + r.blocks;
         self.served += 1;
@@ -287,6 +518,28 @@ impl Disk {
         }
         self.start(now, out);
         Some(r)
+    }
+
+    /// 2.6's `freed_request`: below the off threshold `clear_queue_congested` runs at every
+    /// completion, waking `blk_congestion_wait`'s sleepers whether or not the queue had
+    /// been congested; with room for one more request the queue is no longer full and one
+    /// `get_request_wait` sleeper is woken.
+    fn freed(&mut self, r: &Req, out: &mut Vec<KReq>, uncongested: &mut bool) {
+        let d = dir_index(r.dir);
+        self.count[d] -= 1;
+        if r.dir != Dir::Write {
+            return;
+        }
+        if self.count[d] < self.congestion_off {
+            self.congested = false;
+            *uncongested = true;
+        }
+        if self.count[d] < self.nr_requests {
+            self.full = false;
+            if let Some((_, token)) = self.slot_waiters.pop_front() {
+                out.push(KReq::Wake(Chan::RequestSlot(token)));
+            }
+        }
     }
 
     /// Newest queued request (the one a `wait_on_buffer` of the last submitted buffer waits on).
@@ -315,7 +568,7 @@ mod tests {
     fn service(m: &MachineProfile, block: u64, blocks: u64) -> Nanos {
         let mut d = Disk::new(m);
         let mut out = Vec::new();
-        d.submit(Dir::Read, block, blocks, Payload::Other, 0, &mut out);
+        d.submit(Dir::Read, block, blocks, Payload::Other, 1, 0, &mut out);
         match out[..] {
             [KReq::DiskIrq { at, .. }] => at,
             _ => panic!("one completion armed: {out:?}"),
@@ -346,11 +599,11 @@ mod tests {
         m.disk.nr_requests = 128;
         m.disk.max_request_kib = 128;
         let mut d = Disk::new(&m);
-        d.use_26_block_layer();
+        d.use_26_block_layer(250, false);
         let mut out = Vec::new();
         // The first request goes to the disk at once; the next ones merge behind it up to
         // 32 blocks (128 KiB) each.
-        d.submit(Dir::Write, 0, 1, Payload::Buffers { lo: 0, hi: 1 }, 0, &mut out);
+        d.submit(Dir::Write, 0, 1, Payload::Buffers { lo: 0, hi: 1 }, 1, 0, &mut out);
         let mut seq = 1;
         while d.queued() < 113 {
             assert!(!d.congested);
@@ -359,6 +612,7 @@ mod tests {
                 seq,
                 8,
                 Payload::Buffers { lo: seq, hi: seq + 8 },
+                1,
                 0,
                 &mut out,
             );
@@ -367,8 +621,12 @@ mod tests {
         assert!(d.congested);
         // Every queued request but the one in service and the newest holds 32 blocks.
         assert_eq!((seq - 1).div_ceil(32) + 1, d.queued() as u64);
-        assert_eq!(d.room(seq, false), 0, "a nonblocking writer stops at congestion");
-        assert!(d.room(seq, true) > 0, "a blocking one may fill the queue");
+        assert_eq!(
+            d.room(seq, false, 1, 0, 64),
+            0,
+            "a nonblocking writer stops at congestion"
+        );
+        assert!(d.room(seq, true, 1, 0, 64) > 0, "a blocking one may fill the queue");
         let mut cleared = false;
         let mut now = 0;
         while !cleared {
@@ -380,5 +638,88 @@ mod tests {
         }
         assert_eq!(d.queued(), 102);
         assert!(!d.congested && now > 0);
+    }
+
+    /// A 2.6 queue of `nr` request slots of one block each, and a submitter of pid 1.
+    fn queue_26(nr: u32) -> (Disk, Vec<KReq>) {
+        let mut m = crate::kernel::tests::machine();
+        m.disk.nr_requests = nr;
+        m.disk.max_request_kib = 4;
+        let mut d = Disk::new(&m);
+        d.use_26_block_layer(250, true);
+        (d, Vec::new())
+    }
+
+    /// Submit `n` one-block writes of `pid` at distinct blocks (no merges).
+    fn writes(d: &mut Disk, out: &mut Vec<KReq>, pid: u32, n: u64, now: Nanos) {
+        for _ in 0..n {
+            let b = d.next_id * 10;
+            d.submit(Dir::Write, b, 1, Payload::Other, pid, now, out);
+        }
+    }
+
+    #[test]
+    fn the_task_that_fills_the_queue_batches_to_32_past_it_and_never_past_192() {
+        let (mut d, mut out) = queue_26(128);
+        // pid 1 takes 128 requests: the 128th makes the queue full (count + 1 >= 128) and
+        // gives pid 1 its batch of 32, one of them used by that request.
+        writes(&mut d, &mut out, 1, 128, 0);
+        assert_eq!(d.room(1_000_000, true, 2, 0, 1000), 0, "another task must wait");
+        assert!(d.get_request_wait(Dir::Write, 1_000_000, 1, 2, 0).is_some());
+        // pid 1 still has its batch: 31 more requests within 20 ms (HZ/50), none after.
+        assert_eq!(d.room(1_000_000, true, 1, 1_000_000, 1000), 31);
+        assert_eq!(d.room(1_000_000, true, 1, 30_000_000, 1000), 0);
+        // A read has its own pool.
+        assert!(d.get_request_wait(Dir::Read, 5, 1, 2, 0).is_none());
+        // Batching never goes past 3/2 of nr_requests.
+        let (mut d, mut out) = queue_26(16);
+        writes(&mut d, &mut out, 1, 16, 0);
+        assert_eq!(d.room(1_000_000, true, 1, 0, 1000), 24 - 16);
+    }
+
+    #[test]
+    fn freed_request_wakes_one_sleeper_which_then_batches() {
+        let (mut d, mut out) = queue_26(16);
+        writes(&mut d, &mut out, 1, 20, 0);
+        let a = d.get_request_wait(Dir::Write, 1_000_000, 1, 2, 0).expect("pid 2 waits");
+        let b = d.get_request_wait(Dir::Write, 1_000_000, 1, 3, 0).expect("pid 3 waits");
+        out.clear();
+        // Completions down to 16 wake nobody; the one leaving 15 wakes pid 2 alone.
+        let mut now = 0;
+        let mut cleared = false;
+        let mut woken = Vec::new();
+        while woken.is_empty() {
+            let id = d.busy.expect("in service");
+            now += 1_000_000;
+            d.complete(id, now, &mut out, &mut cleared);
+            woken.extend(out.iter().filter_map(|r| match r {
+                KReq::Wake(c) => Some(*c),
+                _ => None,
+            }));
+            out.clear();
+        }
+        assert_eq!((woken, d.count[1]), (vec![a], 15));
+        assert_ne!(a, b);
+        // Woken, pid 2 batches: 32 requests past the full mark, up to the cap of 24.
+        assert!(d.get_request_wait(Dir::Write, 1_000_000, 1, 2, now).is_none());
+        assert_eq!(d.room(1_000_000, true, 2, now, 1000), 24 - 15);
+    }
+
+    #[test]
+    fn the_anticipatory_queue_serves_a_read_after_the_write_in_service() {
+        let (mut d, mut out) = queue_26(128);
+        writes(&mut d, &mut out, 1, 5, 0);
+        let first = d.busy.expect("a write in service");
+        let read = d.submit(Dir::Read, 1, 1, Payload::Other, 2, 0, &mut out);
+        let mut cleared = false;
+        d.complete(first, 1_000_000, &mut out, &mut cleared);
+        assert_eq!(d.busy, Some(read), "the read jumps the queued writes");
+        d.complete(read, 2_000_000, &mut out, &mut cleared);
+        // The reader is new and has nothing queued: the drive waits for it (one jiffy).
+        assert_eq!((d.busy, d.antic.is_some()), (None, true));
+        // Its next request ends the wait at once.
+        d.submit(Dir::Write, 3, 1, Payload::Other, 2, 2_500_000, &mut out);
+        assert!(d.busy.is_some() && d.antic.is_none());
+        assert_eq!(d.as_counts(), Some((1, 1)));
     }
 }

@@ -1,8 +1,11 @@
 //! File system calls on ext3 (ordered data, 4 KiB blocks) over the 2.4 page cache
 //! (mm/filemap.c `generic_file_write`, `do_generic_file_read`, `truncate_inode_pages`;
 //! fs/ext3/inode.c `ext3_delete_inode` -> `ext3_truncate` under `lock_kernel()`; fs/namei.c).
+//! Under the 2.6 kernels an append allocates its blocks group by group and reads a new
+//! group's block bitmap in the writer ([`crate::fs::ext3_balloc`]).
 
 use crate::dev::disk::Dir;
+use crate::fs::ext3_balloc::Alloc;
 use crate::fs::flush::{chain, disk_io};
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
@@ -138,10 +141,23 @@ impl Path for FileWrite {
                 continue;
             }
             let room = k.mm.free.saturating_sub(k.mm.pages_min).max(1);
-            let n = self
+            let mut n = self
                 .left
                 .min(room)
                 .min(crate::mm::writeback::headroom(k, cx.pid).max(1));
+            if self.at.is_none() && k.writeback.page_based() {
+                // ext3_prepare_write -> ext3_new_blocks: a page whose block lies in a group
+                // not yet touched reads that group's bitmap first, in the writer.
+                let (first, size) = k.mm.files.get(&self.file).map_or((0, 0), |f| (f.block, f.size));
+                match k.balloc.next_append(self.file, first, size, n) {
+                    Alloc::Fits(m) => n = m.max(1),
+                    Alloc::ReadBitmap { group } => {
+                        k.balloc.bitmap_read(self.file, first, size, group);
+                        self.sub.start(Box::new(disk_io(Dir::Read, first + size, 1)));
+                        continue;
+                    }
+                }
+            }
             self.looping = true;
             return LoopStep::plain(
                 "generic_file_write",
@@ -183,10 +199,14 @@ impl Path for FileWrite {
             k.buf.dirty(self.file, txn, new, block, cx.now);
             return;
         }
+        let first = f.block;
         let block = f.block + f.size;
         let from = f.size;
         f.size += done;
         k.mm.write_pages(self.file, from, done);
+        if k.writeback.page_based() {
+            k.balloc.appended(self.file, first, from, done);
+        }
         let txn = k.jbd.add_data(done);
         k.buf.dirty(self.file, txn, done, block, cx.now);
         // Block allocation: a new indirect block every 1024 data blocks (the block bitmap,
@@ -465,6 +485,7 @@ impl Path for Truncate {
                 k.mm.delete_file(self.file);
                 k.mm.pin(kept);
                 k.dcache.delete_file(self.file);
+                k.balloc.deleted(self.file);
                 // The inode, the directory block (as for creat), the indirect blocks freed.
                 k.jbd.dirty_inode(self.file);
                 k.jbd.add_meta32(1 + 32 * size / PTRS_PER_BLOCK);

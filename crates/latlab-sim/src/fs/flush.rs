@@ -25,16 +25,17 @@ fn account_submission(k: &mut KState, b: &Batch, via: Via) {
     }
 }
 
-/// Hand a batch taken off the dirty list to the disk: the journal learns of it, it moves to
-/// BUF_LOCKED, one write request (merged into the queue's newest under 2.6).
-pub(crate) fn submit(k: &mut KState, b: &Batch, via: Via, now: Nanos) {
+/// Hand a batch taken off the dirty list to the disk for task `pid`: the journal learns of
+/// it, it moves to BUF_LOCKED, one write request (merged into the queue's newest under 2.6).
+pub(crate) fn submit(k: &mut KState, b: &Batch, via: Via, pid: u32, now: Nanos) {
     account_submission(k, b, via);
     k.buf.submitted(b);
-    k.disk_submit(
+    k.disk_submit_by(
         Dir::Write,
         b.block,
         b.hi - b.lo,
         Payload::Buffers { lo: b.lo, hi: b.hi },
+        pid,
         now,
     );
 }
@@ -68,12 +69,18 @@ impl Path for SubmitBatch {
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
         let block = self.batch.as_ref().map_or(0, |b| b.block);
-        if let Some(chan) = k.disk.must_wait(block, self.n) {
+        let wait = match self.batch {
+            Some(_) => k.disk.get_request_wait(Dir::Write, block, self.n, cx.pid, cx.now),
+            // The model's 2.4 path checks again after its submit_bh loop; 2.6's is done.
+            None if k.disk.is_26() => None,
+            None => k.disk.must_wait(block, self.n),
+        };
+        if let Some(chan) = wait {
             // __get_request_wait: no free request slot.
             return Step::Block(chan);
         }
         if let Some(b) = self.batch.take() {
-            submit(k, &b, self.via, cx.now);
+            submit(k, &b, self.via, cx.pid, cx.now);
         }
         if self.looped {
             return Step::Done;
@@ -446,10 +453,13 @@ impl Path for DiskIo {
         if self.id.is_some() {
             return Step::Done;
         }
-        if let Some(chan) = k.disk.must_wait(self.block, self.blocks) {
+        if let Some(chan) = k
+            .disk
+            .get_request_wait(self.dir, self.block, self.blocks, cx.pid, cx.now)
+        {
             return Step::Block(chan);
         }
-        let id = k.disk_submit(self.dir, self.block, self.blocks, Payload::Other, cx.now);
+        let id = k.disk_submit_by(self.dir, self.block, self.blocks, Payload::Other, cx.pid, cx.now);
         self.id = Some(id);
         Step::Block(Chan::Io(id))
     }

@@ -14,7 +14,8 @@
 //!   `WB_SYNC_NONE` caller, which then writes nothing of it.
 //!
 //! A blocking caller (a writer in `balance_dirty_pages`) sleeps in `get_request_wait` when
-//! the queue has no free request.
+//! the queue has no free request for it; woken, it batches (`ioc_set_batching`, see
+//! [`crate::dev::disk`]).
 //!
 //! The pages are the buffer cache's dirty runs ([`crate::fs::buffer`]): ext3 with 4 KiB
 //! blocks has one buffer per page, dirtied and cleaned with it, so a file's dirty runs in
@@ -22,6 +23,7 @@
 //! sequential writer's file). Each written page is filed on the running transaction's data
 //! list as `journal_dirty_data` does.
 
+use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
 use crate::fs::flush::submit;
 use crate::kernel::catalog::Point;
@@ -211,23 +213,28 @@ impl Path for MpageWritepages {
         let Some(block) = k.buf.first_dirty_block(self.file) else {
             return Step::Done;
         };
-        let room = k.disk.room(block, !wbc.nonblocking);
+        let blocking = !wbc.nonblocking;
+        let want = pending.min(wbc.nr_to_write);
+        if blocking {
+            k.disk.woke(cx.pid, cx.now);
+        }
+        let room = k.disk.room(block, blocking, cx.pid, cx.now, want);
         if room == 0 {
-            if wbc.nonblocking {
+            if !blocking {
                 wbc.encountered_congestion = true;
                 return Step::Done;
             }
             // get_request_wait: sleep until a request is freed.
-            if let Some(chan) = k.disk.must_wait(block, 1) {
+            if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
                 return Step::Block(chan);
             }
         }
-        let n = pending.min(wbc.nr_to_write).min(room.max(1));
+        let n = want.min(room.max(1));
         wbc.nr_to_write -= n;
         let Some(b) = k.buf.take_file(self.file, n) else {
             return Step::Done;
         };
-        submit(k, &b, Via::Writer, cx.now);
+        submit(k, &b, Via::Writer, cx.pid, cx.now);
         self.cpu_left = b.hi - b.lo;
         self.next(k, cx)
     }

@@ -5,6 +5,7 @@ pub mod buffer;
 pub mod commit;
 pub mod dcache;
 pub mod ext3;
+pub mod ext3_balloc;
 pub mod flush;
 pub mod fs_writeback;
 pub mod jbd;

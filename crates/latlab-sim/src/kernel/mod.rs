@@ -944,6 +944,7 @@ pub(crate) mod tests {
             swap_allocator: "scan-2.4".into(),
             cfs: None,
             eevdf: None,
+            elevator: Default::default(),
             reclaim: Default::default(),
             vp_patch: None,
             voluntary: false,

@@ -44,6 +44,9 @@ pub enum Chan {
     Congestion(u64),
     /// A dirtier's timed pause in 3.2's `balance_dirty_pages` (`io_schedule_timeout`).
     Throttle(u64),
+    /// 2.6's `get_request_wait`: a free request on a full queue (the token is unique per
+    /// sleep; `freed_request` wakes one sleeper).
+    RequestSlot(u64),
 }
 
 impl Chan {
@@ -61,6 +64,7 @@ impl Chan {
             Chan::Signal(_) => "a signal",
             Chan::Congestion(_) => "blk_congestion_wait",
             Chan::Throttle(_) => "balance_dirty_pages pause",
+            Chan::RequestSlot(_) => "get_request_wait",
         }
     }
 }

@@ -37,6 +37,8 @@ pub struct KState {
     pub disk: Disk,
     pub buf: BufferCache,
     pub jbd: Journal,
+    /// ext3's block groups (2.6 kernels' allocation: [`crate::fs::ext3_balloc`]).
+    pub balloc: crate::fs::ext3_balloc::Balloc,
     pub dcache: Dcache,
     pub mm: Mm,
     /// Requests for the CPU loop.
@@ -83,6 +85,7 @@ impl KState {
             disk: Disk::new(m),
             buf: BufferCache::default(),
             jbd: Journal::default(),
+            balloc: Default::default(),
             dcache: Dcache::default(),
             mm: Mm::new(m, swap),
             out: Vec::new(),
@@ -111,7 +114,8 @@ impl KState {
         self.out.push(KReq::Wake(chan));
     }
 
-    /// Queue a disk request (its completion interrupt is armed through `out`).
+    /// Queue a disk request (its completion interrupt is armed through `out`) of no task
+    /// the elevator tells apart.
     pub fn disk_submit(
         &mut self,
         dir: crate::dev::disk::Dir,
@@ -120,7 +124,20 @@ impl KState {
         payload: crate::dev::disk::Payload,
         now: Nanos,
     ) -> u64 {
-        self.disk.submit(dir, block, blocks, payload, now, &mut self.out)
+        self.disk_submit_by(dir, block, blocks, payload, 0, now)
+    }
+
+    /// Queue a disk request of task `pid` (its io_context: batching, anticipation).
+    pub fn disk_submit_by(
+        &mut self,
+        dir: crate::dev::disk::Dir,
+        block: u64,
+        blocks: u64,
+        payload: crate::dev::disk::Payload,
+        pid: u32,
+        now: Nanos,
+    ) -> u64 {
+        self.disk.submit(dir, block, blocks, payload, pid, now, &mut self.out)
     }
 
     /// A disk interrupt: the request is done; buffers complete, sleepers wake.
