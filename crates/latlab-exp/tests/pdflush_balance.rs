@@ -82,6 +82,44 @@ fn the_io_less_writer_only_sleeps_pauses_of_at_most_200_ms() {
     assert!(w.latency_ns < 230_000_000, "{}", w.latency_ns);
 }
 
+/// The built-in experiment's run of `variant` at `case`, as built.
+fn built(variant: &str, case: &str) -> RunResult {
+    let exp = latlab_exp::builtin_experiment("pdflush-balance").unwrap();
+    let run = exp
+        .runs
+        .iter()
+        .find(|r| r.config.variant.name == variant && r.case.as_deref() == Some(case))
+        .unwrap();
+    latlab_sim::simulate(&run.config, &mut |_, _| {}).unwrap().0
+}
+
+#[test]
+fn a_write_entering_a_new_block_group_reads_its_bitmap_and_is_among_the_slowest() {
+    // The 512 MB file starts at block 16,384, half-way into group 0: it fills groups 0-4.
+    // Where its allocation enters each (ext3_balloc's layout: 16,368 data blocks left in
+    // group 0, then 31,192 in backup group 1, 32,217 in group 2, 31,192 in backup group 3).
+    let crossings_kb = [0u64, 65_468, 190_236, 319_104, 443_872];
+    for variant in ["2.6.17", "2.6.17+pdflush-balance"] {
+        let r = built(variant, "50%");
+        assert_eq!(r.counters["ext3_bitmap_reads"], 5, "{variant}: {:?}", r.counters);
+        assert!(r.counters["as_reads"] >= 5, "{variant}: the reads went through AS");
+        let w = r.stream("write").unwrap();
+        for kb in crossings_kb {
+            let s = w
+                .worst
+                .iter()
+                .find(|s| s.tag["offset_kb"] == kb.to_string())
+                .unwrap_or_else(|| panic!("{variant}: the write at {kb} KB is not among the slowest"));
+            // The writer slept on the bitmap's READ; the patch leaves it under 100 ms.
+            assert!(s.attribution.note.contains("I/O"), "{}", s.attribution.note);
+            assert!(s.latency_ns > 3_000_000, "{variant} {kb} KB: {}", s.latency_ns);
+            if variant != "2.6.17" {
+                assert!(s.latency_ns < 100_000_000, "{kb} KB: {}", s.latency_ns);
+            }
+        }
+    }
+}
+
 #[test]
 fn same_seed_same_bytes() {
     let a = serde_json::to_string(&run("2.6.17", "5", 3)).unwrap();
@@ -124,4 +162,14 @@ fn bad_ratios_a_file_beyond_the_disk_and_a_2_4_kernel_are_refused_by_name() {
     let (field, why) = v.validate().unwrap_err();
     assert_eq!(field, "dirty.dirty_ratio");
     assert!(why.contains("0..=100"), "{why}");
+    // An I/O scheduler on a 2.4 kernel (whose queue the model keeps as a FIFO).
+    let text = latlab_exp::builtin::VARIANTS
+        .iter()
+        .find(|(n, _)| *n == "2.4.18")
+        .unwrap()
+        .1
+        .to_string()
+        + "elevator = \"anticipatory\"\n";
+    let v: latlab_sim::Variant = toml::from_str(&text).unwrap();
+    assert_eq!(v.validate().unwrap_err().0, "elevator");
 }

@@ -565,8 +565,13 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
             ("pages_written_by_writers", s.writer_pages),
             ("writer_throttle_sleeps", s.writer_waits),
             ("pdflush_operation_busy", s.pdflush_busy),
+            ("ext3_bitmap_reads", k.st.balloc.bitmap_reads),
         ] {
             r.counters.insert(name.into(), n);
+        }
+        if let Some((reads, antic)) = k.st.disk.as_counts() {
+            r.counters.insert("as_reads".into(), reads);
+            r.counters.insert("as_anticipations".into(), antic);
         }
     }
     if let Some(w) = std::mem::take(&mut k.wtrack).finish() {

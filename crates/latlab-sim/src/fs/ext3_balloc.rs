@@ -205,11 +205,10 @@ mod tests {
         let steps: Vec<u64> = c.windows(2).map(|w| w[1].0 - w[0].0).collect();
         // Group 2: 32,248 blocks, 31 or 32 of them indirect (and the double-indirect one).
         assert!((32_248 - 33..=32_248 - 31).contains(&steps[0]), "{steps:?}");
-        // Group 3 is a backup group: 1,025 blocks fewer.
-        assert_eq!(
-            steps[0] - steps[1],
-            BACKUP_OVERHEAD + u64::from(steps[0] == 32_248 - 33)
-        );
+        // Group 3 is a backup group: 1,025 blocks fewer, give or take the indirect blocks
+        // that fall in each.
+        let less = steps[0] - steps[1];
+        assert!((BACKUP_OVERHEAD - 3..=BACKUP_OVERHEAD + 1).contains(&less), "{steps:?}");
         // Group 4 again plain: 32,216 or 32,217 data blocks, as the seed's 128,864-128,868 KB.
         assert!((32_216..=32_217).contains(&steps[2]), "{steps:?}");
         assert_eq!(c.iter().map(|x| x.1).collect::<Vec<_>>(), [2, 3, 4, 5, 6, 7]);
