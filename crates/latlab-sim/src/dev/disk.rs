@@ -52,6 +52,9 @@ pub struct Req {
 
 pub struct Disk {
     queue: VecDeque<Req>,
+    /// Request slots the queued requests take (2.4: each request takes one per
+    /// `max_request_kib`), kept as they are queued and completed.
+    slots_queued: u64,
     busy: Option<u64>,
     head: u64,
     next_id: u64,
@@ -85,6 +88,7 @@ impl Disk {
         let off = (nr - nr / 8).saturating_sub(nr / 16 + 1).max(1);
         Disk {
             queue: VecDeque::new(),
+            slots_queued: 0,
             busy: None,
             head: 0,
             next_id: 1,
@@ -119,7 +123,7 @@ impl Disk {
         if self.merge {
             return self.queue.len() as u64;
         }
-        self.queue.iter().map(|r| self.slots(r.blocks)).sum()
+        self.slots_queued
     }
 
     /// Blocks of a write at `block` the newest queued request can still take (2.6 only).
@@ -198,6 +202,7 @@ impl Disk {
     fn push(&mut self, dir: Dir, block: u64, blocks: u64, payload: Payload, now: Nanos, out: &mut Vec<KReq>) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
+        self.slots_queued += self.slots(blocks);
         self.queue.push_back(Req {
             id,
             dir,
@@ -271,6 +276,7 @@ impl Disk {
             return None;
         }
         let r = self.queue.pop_front()?;
+        self.slots_queued -= self.slots(r.blocks);
         self.busy = None;
         // freed_request(): below the off threshold `clear_queue_congested` runs at every
         // completion, waking `blk_congestion_wait`'s sleepers whether or not the queue had
