@@ -210,6 +210,14 @@ impl PageSet {
             .collect()
     }
 
+    /// The first and last page (exclusive) of `lo..hi` carrying `stamp`, if any does.
+    pub fn live_span(&self, lo: u64, hi: u64, stamp: u64) -> Option<(u64, u64)> {
+        let mut live = self.overlaps(lo, hi).filter(|&(_, _, t)| t.stamp == stamp);
+        let first = live.next()?;
+        let last = live.last().unwrap_or(first);
+        Some((first.0, last.1))
+    }
+
     /// Remove the first `n` held pages of `lo..hi` (only those carrying `stamp`, if given);
     /// returns how many went.
     pub fn remove_first(&mut self, lo: u64, hi: u64, stamp: Option<u64>, n: u64) -> u64 {
