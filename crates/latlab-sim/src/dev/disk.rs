@@ -78,6 +78,9 @@ struct Ioc {
 
 pub struct Disk {
     queue: VecDeque<Req>,
+    /// Request slots the queued requests take (2.4: each request takes one per
+    /// `max_request_kib`), kept as they are queued and completed.
+    slots_queued: u64,
     busy: Option<u64>,
     head: u64,
     next_id: u64,
@@ -132,6 +135,7 @@ impl Disk {
         let off = (nr - nr / 8).saturating_sub(nr / 16 + 1).max(1);
         Disk {
             queue: VecDeque::new(),
+            slots_queued: 0,
             busy: None,
             head: 0,
             next_id: 1,
@@ -296,7 +300,7 @@ impl Disk {
         if self.merge {
             return self.count[1];
         }
-        self.queue.iter().map(|r| self.slots(r.blocks)).sum()
+        self.slots_queued
     }
 
     /// Blocks of a write at `block` the newest queued request can still take (2.6 only).
@@ -394,6 +398,7 @@ impl Disk {
         if self.merge {
             self.allocated(dir, pid, now);
         }
+        self.slots_queued += self.slots(blocks);
         self.queue.push_back(Req {
             id,
             dir,
@@ -503,6 +508,7 @@ impl Disk {
         }
         let i = self.queue.iter().position(|r| r.id == id)?;
         let r = self.queue.remove(i)?;
+        self.slots_queued -= self.slots(r.blocks);
         self.busy = None;
         if self.merge {
             self.freed(&r, out, uncongested);

@@ -28,6 +28,7 @@ use latlab_core::{Nanos, Stream};
 use lock::Lock;
 use path::{Chan, Ctx, Step};
 use preempt::Boundary;
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use state::{KReq, KState};
 use std::collections::BTreeMap;
@@ -113,7 +114,8 @@ pub struct Kernel {
     pub v: Variant,
     pub m: MachineProfile,
     pub st: KState,
-    waiters: BTreeMap<Chan, SmallVec<[TaskId; 2]>>,
+    /// Sleepers by channel, in the order they slept (looked up by key only, never walked).
+    waiters: FxHashMap<Chan, SmallVec<[TaskId; 2]>>,
     /// Time still owed to schedule()/context switch, run with interrupts off before the
     /// current task continues.
     overhead: Nanos,
@@ -170,7 +172,7 @@ impl Kernel {
             v,
             m,
             st,
-            waiters: BTreeMap::new(),
+            waiters: FxHashMap::default(),
             overhead: 0,
             tick_ns,
             rtc_period: None,

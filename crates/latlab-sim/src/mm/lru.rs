@@ -132,35 +132,38 @@ impl List {
     /// Drop every run with nothing left and every stale anonymous page, narrow each file
     /// run to the pages it still holds, and merge neighbouring runs of one address space.
     fn compact(&mut self, files: &Files) {
-        let mut out: VecDeque<Run> = VecDeque::with_capacity(self.runs.len() / 2);
-        for r in std::mem::take(&mut self.runs) {
-            match r {
+        // In place, in the list's own buffer (a fresh one per compaction cost more in page
+        // zeroing than the walk: BENCHMARKS.md, issue 20's profile).
+        let mut runs = std::mem::take(&mut self.runs);
+        let slots = runs.make_contiguous();
+        let mut kept = 0;
+        for i in 0..slots.len() {
+            let run = match slots[i] {
                 Run::File { id, lo, hi, stamp } => {
-                    let live = files
-                        .get(&id)
-                        .map_or(Vec::new(), |f| f.pages.live_ranges(lo, hi, stamp));
-                    if let (Some(first), Some(last)) = (live.first(), live.last()) {
-                        out.push_back(Run::File {
-                            id,
-                            lo: first.0,
-                            hi: last.1,
-                            stamp,
-                        });
-                    }
+                    let Some((lo, hi)) = files.get(&id).and_then(|f| f.pages.live_span(lo, hi, stamp)) else {
+                        continue;
+                    };
+                    Run::File { id, lo, hi, stamp }
                 }
                 Run::Anon { mm, n } => {
                     let live = self.take_stale(mm, n);
                     if live == 0 {
                         continue;
                     }
-                    match out.back_mut() {
-                        Some(Run::Anon { mm: m, n: k }) if *m == mm => *k += live,
-                        _ => out.push_back(Run::Anon { mm, n: live }),
+                    if let Some(Run::Anon { mm: m, n: k }) = slots[..kept].last_mut() {
+                        if *m == mm {
+                            *k += live;
+                            continue;
+                        }
                     }
+                    Run::Anon { mm, n: live }
                 }
-            }
+            };
+            slots[kept] = run;
+            kept += 1;
         }
-        self.runs = out;
+        runs.truncate(kept);
+        self.runs = runs;
         self.compacted_runs = self.runs.len();
         debug_assert_eq!(self.stale_total, 0);
         self.stale.clear();

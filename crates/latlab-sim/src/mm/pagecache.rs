@@ -8,8 +8,6 @@
 //! without being touched. Stamps of active-list runs are odd, of inactive-list runs even
 //! ([`is_active`]).
 
-use std::collections::BTreeMap;
-
 /// A stamp of a run on the active list?
 pub fn is_active(stamp: u64) -> bool {
     stamp & 1 == 1
@@ -22,10 +20,12 @@ pub struct Tag {
     pub referenced: bool,
 }
 
-/// A file's cached pages: `lo -> (hi, tag)`, disjoint, neighbours with one tag merged.
+/// A file's cached pages: ranges `(lo, hi, tag)`, disjoint, sorted, neighbours with one tag
+/// merged. A file holds tens to a few hundred ranges (a dbench run's largest: 511), so a
+/// sorted vector searched by bisection beats a tree (BENCHMARKS.md, issue 20's profile).
 #[derive(Clone, Debug, Default)]
 pub struct PageSet {
-    ranges: BTreeMap<u64, (u64, Tag)>,
+    ranges: Vec<(u64, u64, Tag)>,
     len: u64,
     /// Of those, on the active list.
     active: u64,
@@ -42,20 +42,22 @@ impl PageSet {
         self.active
     }
 
+    /// Index of the first range ending after `at` (the one holding `at`, or the next).
+    fn first_after(&self, at: u64) -> usize {
+        self.ranges.partition_point(|&(_, b, _)| b <= at)
+    }
+
     /// The ranges overlapping `lo..hi`, clipped to it: (lo, hi, tag), in order.
     fn overlaps(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, Tag)> + '_ {
-        let head = if lo < hi {
-            self.ranges
-                .range(..lo)
-                .next_back()
-                .filter(|(_, &(b, _))| b > lo)
-                .map(|(_, &(b, t))| (lo, b.min(hi), t))
+        let from = if lo < hi {
+            self.first_after(lo)
         } else {
-            None
+            self.ranges.len()
         };
-        let rest = if lo < hi { Some(self.ranges.range(lo..hi)) } else { None };
-        head.into_iter()
-            .chain(rest.into_iter().flatten().map(move |(&a, &(b, t))| (a, b.min(hi), t)))
+        self.ranges[from..]
+            .iter()
+            .take_while(move |&&(a, _, _)| a < hi)
+            .map(move |&(a, b, t)| (a.max(lo), b.min(hi), t))
     }
 
     /// The held ranges of `lo..hi`, clipped to it, with their tags, in order.
@@ -75,24 +77,23 @@ impl PageSet {
         if lo >= hi {
             return 0;
         }
-        // A range straddling `lo` is split there, so every range to cut starts inside.
-        if let Some((&a, &(b, t))) = self.ranges.range(..lo).next_back() {
-            if b > lo {
-                self.ranges.insert(a, (lo, t));
-                self.ranges.insert(lo, (b, t));
-            }
+        let i = self.first_after(lo);
+        let j = i + self.ranges[i..].partition_point(|&(a, _, _)| a < hi);
+        if i == j {
+            return 0;
         }
-        let inside: Vec<(u64, (u64, Tag))> = self.ranges.range(lo..hi).map(|(&a, &v)| (a, v)).collect();
+        // What survives: the part of the first range below `lo`, of the last above `hi`.
+        let (a0, _, t0) = self.ranges[i];
+        let (_, b1, t1) = self.ranges[j - 1];
         let mut gone = 0;
-        for (a, (b, t)) in inside {
-            self.ranges.remove(&a);
-            if b > hi {
-                self.ranges.insert(hi, (b, t));
-            }
-            let n = b.min(hi) - a;
-            self.count_out(n, t);
+        for k in i..j {
+            let (a, b, t) = self.ranges[k];
+            let n = b.min(hi) - a.max(lo);
             gone += n;
+            self.count_out(n, t);
         }
+        let keep = [(a0, lo, t0), (hi, b1, t1)];
+        self.ranges.splice(i..j, keep.into_iter().filter(|&(a, b, _)| a < b));
         gone
     }
 
@@ -128,20 +129,18 @@ impl PageSet {
         if is_active(tag.stamp) {
             self.active += hi - lo;
         }
-        let (mut lo, mut hi) = (lo, hi);
-        if let Some((&a, &(b, t))) = self.ranges.range(..lo).next_back() {
-            if b == lo && t == tag {
-                self.ranges.remove(&a);
-                lo = a;
+        let at = self.ranges.partition_point(|&(a, _, _)| a < lo);
+        let joins_left = at > 0 && matches!(self.ranges[at - 1], (_, b, t) if b == lo && t == tag);
+        let joins_right = matches!(self.ranges.get(at), Some(&(a, _, t)) if a == hi && t == tag);
+        match (joins_left, joins_right) {
+            (true, true) => {
+                self.ranges[at - 1].1 = self.ranges[at].1;
+                self.ranges.remove(at);
             }
+            (true, false) => self.ranges[at - 1].1 = hi,
+            (false, true) => self.ranges[at].0 = lo,
+            (false, false) => self.ranges.insert(at, (lo, hi, tag)),
         }
-        if let Some(&(b, t)) = self.ranges.get(&hi) {
-            if t == tag {
-                self.ranges.remove(&hi);
-                hi = b;
-            }
-        }
-        self.ranges.insert(lo, (hi, tag));
     }
 
     /// Give the held pages of `lo..hi` that carry `old` (all held ones if `old` is None) the
@@ -211,6 +210,14 @@ impl PageSet {
             .collect()
     }
 
+    /// The first and last page (exclusive) of `lo..hi` carrying `stamp`, if any does.
+    pub fn live_span(&self, lo: u64, hi: u64, stamp: u64) -> Option<(u64, u64)> {
+        let mut live = self.overlaps(lo, hi).filter(|&(_, _, t)| t.stamp == stamp);
+        let first = live.next()?;
+        let last = live.last().unwrap_or(first);
+        Some((first.0, last.1))
+    }
+
     /// Remove the first `n` held pages of `lo..hi` (only those carrying `stamp`, if given);
     /// returns how many went.
     pub fn remove_first(&mut self, lo: u64, hi: u64, stamp: Option<u64>, n: u64) -> u64 {
@@ -223,22 +230,19 @@ impl PageSet {
     /// How many pages from `from` on are held without a gap (0 if `from` is not held).
     pub fn run_from(&self, from: u64) -> u64 {
         let mut at = from;
-        loop {
-            let next = match self.ranges.range(..=at).next_back() {
-                Some((_, &(b, _))) if b > at => b,
-                _ => return at - from,
-            };
-            at = next;
+        for &(a, b, _) in &self.ranges[self.first_after(from)..] {
+            if a > at {
+                break;
+            }
+            at = b;
         }
+        at - from
     }
 
     /// How many pages from `from` on are not held, up to `limit`.
     pub fn gap_from(&self, from: u64, limit: u64) -> u64 {
-        if self.run_from(from) > 0 {
-            return 0;
-        }
-        match self.ranges.range(from..).next() {
-            Some((&a, _)) => (a - from).min(limit),
+        match self.ranges.get(self.first_after(from)) {
+            Some(&(a, _, _)) => a.saturating_sub(from).min(limit),
             None => limit,
         }
     }
@@ -252,12 +256,13 @@ impl PageSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     /// The pages held, one by one, with their stamps and PG_referenced.
     fn pages(p: &PageSet) -> Vec<(u64, u64, bool)> {
         p.ranges
             .iter()
-            .flat_map(|(&a, &(b, t))| (a..b).map(move |i| (i, t.stamp, t.referenced)))
+            .flat_map(|&(a, b, t)| (a..b).map(move |i| (i, t.stamp, t.referenced)))
             .collect()
     }
 

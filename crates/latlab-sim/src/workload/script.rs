@@ -858,7 +858,9 @@ struct DbenchClient {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ClientStage {
     Start,
-    Documents,
+    /// Creating the long-lived files, the next one this: queued one at a time, as the
+    /// queue runs dry, so a client never holds the whole 20 MiB's calls at once.
+    Documents(usize),
     Sessions,
     Cleanup,
 }
@@ -956,18 +958,17 @@ impl Program for DbenchClient {
             }
             match self.stage {
                 ClientStage::Start => {
-                    self.stage = ClientStage::Documents;
+                    self.stage = ClientStage::Documents(0);
                     self.ops.grow(200);
                 }
-                ClientStage::Documents => {
-                    self.stage = ClientStage::Sessions;
-                    for i in 0..NETBENCH.document_count() as usize {
-                        let bytes = NETBENCH.document(i);
-                        let cur = self.ops.create(&self.reg, self.group, bytes.div_ceil(4096));
-                        let lines = self.writes(&cur, 0, bytes, false) + 2;
-                        self.ops.compute(lines * NETBENCH.parse_ns);
-                    }
+                ClientStage::Documents(i) if i < NETBENCH.document_count() as usize => {
+                    self.stage = ClientStage::Documents(i + 1);
+                    let bytes = NETBENCH.document(i);
+                    let cur = self.ops.create(&self.reg, self.group, bytes.div_ceil(4096));
+                    let lines = self.writes(&cur, 0, bytes, false) + 2;
+                    self.ops.compute(lines * NETBENCH.parse_ns);
                 }
+                ClientStage::Documents(_) => self.stage = ClientStage::Sessions,
                 ClientStage::Sessions if self.written < NETBENCH.written => self.session(cx),
                 ClientStage::Sessions => {
                     self.stage = ClientStage::Cleanup;
