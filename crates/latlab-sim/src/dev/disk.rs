@@ -379,34 +379,28 @@ impl Disk {
         if let (true, Payload::Buffers { lo, hi }) = (self.merge, payload) {
             return self.submit_merging(dir, block, lo, hi, pid, now, out);
         }
-        self.push(dir, block, blocks, payload, pid, now, out)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        dir: Dir,
-        block: u64,
-        blocks: u64,
-        payload: Payload,
-        pid: u32,
-        now: Nanos,
-        out: &mut Vec<KReq>,
-    ) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        if self.merge {
-            self.allocated(dir, pid, now);
-        }
-        self.slots_queued += self.slots(blocks);
-        self.queue.push_back(Req {
-            id,
+        let r = Req {
+            id: 0,
             dir,
             block,
             blocks,
             payload,
             pid,
-        });
+        };
+        self.push(r, now, out)
+    }
+
+    /// Queue `r` under a fresh id.
+    fn push(&mut self, mut r: Req, now: Nanos, out: &mut Vec<KReq>) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        r.id = id;
+        let (dir, pid) = (r.dir, r.pid);
+        if self.merge {
+            self.allocated(dir, pid, now);
+        }
+        self.slots_queued += self.slots(r.blocks);
+        self.queue.push_back(r);
         if let Some(a) = self.elv.as_mut() {
             a.added(dir, pid, now);
             if self.antic.is_some() && a.breaks_anticipation(pid) {
@@ -451,7 +445,15 @@ impl Disk {
         }
         while lo < hi {
             let n = (hi - lo).min(self.max_request_blocks);
-            id = self.push(dir, block, n, Payload::Buffers { lo, hi: lo + n }, pid, now, out);
+            let r = Req {
+                id: 0,
+                dir,
+                block,
+                blocks: n,
+                payload: Payload::Buffers { lo, hi: lo + n },
+                pid,
+            };
+            id = self.push(r, now, out);
             lo += n;
             block += n;
         }
