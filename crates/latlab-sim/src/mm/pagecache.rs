@@ -249,6 +249,9 @@ impl PageSet {
 
     /// Pages held at `from` and above.
     pub fn count_from(&self, from: u64) -> u64 {
+        if from == 0 {
+            return self.len;
+        }
         self.overlaps(from, u64::MAX).map(|(a, b, _)| b - a).sum()
     }
 }
