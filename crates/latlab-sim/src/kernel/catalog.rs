@@ -527,9 +527,64 @@ catalog_costs! {
     dirty_limits: 200.0, 2.0;
     /// generic_file_write per page besides the copy: __grab_cache_page, ext3_prepare_write
     /// (block allocation, journal_start, get_write_access), commit_write (journal_dirty_data,
-    /// mark dirty, balance_dirty): ~2000 instructions, 15 misses.
+    /// mark dirty, balance_dirty): ~2000 instructions, 15 misses. The 2.6 kernels' ext3
+    /// charges it for the part a rewrite of a cached page also runs (2.6.17
+    /// generic_file_buffered_write: find_lock_page ~100, ext3_journal_start ~250,
+    /// block_prepare_write over a mapped buffer ~100, journal_dirty_data attaching a
+    /// journal_head ~350, mark_buffer_dirty -> __set_page_dirty_nobuffers ~250,
+    /// ext3_journal_stop ~250, unlock/mark_page_accessed/release, balance_dirty_pages_ratelimited
+    /// and cond_resched ~200: ~1,500, inside the spread) and an append's page insertion and
+    /// block allocation on top (`add_to_page_cache`, `ext3_get_block_alloc`,
+    /// `ext3_new_block`, `ext3_mark_inode_dirty`); 2.4's path charges it alone for both.
     #[spread(Counted)]
     write_page: 2000.0, 15.0;
+    /// 2.6.17 __grab_cache_page missing the page (mm/filemap.c): page_cache_alloc_cold ->
+    /// buffered_rmqueue from the per-CPU list ~200, add_to_page_cache_lru (radix_tree_preload,
+    /// tree_lock, radix_tree_insert, nrpages) ~150, the LRU pagevec and its drain every 14
+    /// pages ~80; then block_prepare_write's create_empty_buffers (alloc_buffer_head from the
+    /// slab, recalc_bh_state, attach_page_buffers under private_lock) ~170: ~600
+    /// instructions. Misses: the new page's struct page and the new buffer_head: 2 (the
+    /// radix-tree node changes every 64 pages).
+    #[spread(Counted)]
+    add_to_page_cache: 600.0, 2.0;
+    /// 2.6.17 ext3_get_block -> ext3_get_blocks_handle allocating one block (fs/ext3/inode.c
+    /// of 2.6.18, the same code), besides ext3_new_blocks and the inode update:
+    /// ext3_block_to_path ~40; ext3_get_branch's sb_bread of the indirect and double-indirect
+    /// blocks (a file past 4 MiB: two bh_lru hits) ~250; truncate_mutex, verify_chain,
+    /// ext3_find_goal (the sequential i_block_alloc_info hit), ext3_blks_to_allocate,
+    /// ext3_alloc_blocks ~150; ext3_splice_branch's journal_get_write_access of the indirect
+    /// block ~150 and its journal_dirty_metadata ~100; map_bh, set_buffer_new, the chain's
+    /// brelse ~60; block_prepare_write's unmap_underlying_metadata for the new block
+    /// (__find_get_block on the block device: a bh_lru miss, then find_get_page on the bdev's
+    /// radix tree, not cached) ~300: ~1,050 instructions. Misses: the indirect block's pointer
+    /// line (1 in 16 blocks) and the bdev radix-tree walk (2): 2.
+    #[spread(Counted)]
+    ext3_get_block_alloc: 1_050.0, 2.0;
+    /// 2.6.17 ext3_new_blocks for one block inside the inode's reservation window
+    /// (fs/ext3/balloc.c), besides the inode update DQUOT_ALLOC_BLOCK asks for:
+    /// DQUOT_ALLOC_BLOCK's lock_kernel, inode_add_bytes under i_lock, unlock_kernel ~60; the
+    /// nested ext3_journal_start/stop (h_ref) of ext3_dirty_inode and __mark_inode_dirty's
+    /// fast path ~90; ext3_has_free_blocks and ext3_get_group_desc ~50; read_block_bitmap's
+    /// sb_bread (a bh_lru hit) ~100; journal_get_undo_access of the bitmap (journal_head
+    /// lookup, do_get_write_access's fast path for a buffer of the running transaction, the
+    /// b_committed_data test) ~250; the reservation seqlock and goal_in_my_reservation ~50;
+    /// ext3_try_to_allocate's ext3_test_allocatable and claim_block (set bit under the
+    /// blockgroup lock, test in b_committed_data) ~140; journal_dirty_metadata of the bitmap
+    /// ~100; journal_get_write_access of the group descriptor block ~150 and its
+    /// journal_dirty_metadata ~100; bg_free_blocks_count under the lock, percpu_counter_mod of
+    /// s_freeblocks_counter ~60; brelse ~20: ~1,170 instructions. Misses: the bitmap's
+    /// journal_head and the reservation node, reloaded after the copy: 2.
+    #[spread(Counted)]
+    ext3_new_block: 1_170.0, 2.0;
+    /// 2.6.17 ext3_mark_inode_dirty under an open handle (fs/ext3/inode.c):
+    /// ext3_reserve_inode_write (ext3_get_inode_loc: the group descriptor, sb_getblk of the
+    /// inode-table block, a bh_lru hit ~150; journal_get_write_access of a buffer already in
+    /// the running transaction ~150), ext3_do_update_inode copying ~30 fields and i_block[15]
+    /// into the raw inode ~220, journal_dirty_metadata's fast path ~60, brelse ~20: ~600
+    /// instructions. Misses: the in-core inode's and the raw inode's lines: 2 (the buffer and
+    /// journal_head stay hot between an append's three calls).
+    #[spread(Counted)]
+    ext3_mark_inode_dirty: 600.0, 2.0;
     /// ext3_dirty_inode (2.4.18 fs/ext3/inode.c), run by `mark_inode_dirty_sync` for an atime
     /// or mtime update: ext3_journal_start of a one-credit handle (kmalloc, start_this_handle)
     /// ~350 instructions; ext3_mark_inode_dirty: ext3_get_inode_loc (group descriptor, bread of

@@ -61,6 +61,9 @@ pub struct FileRec {
     /// `i_atime` in whole seconds of simulated time (`CURRENT_TIME` is `xtime.tv_sec`), as
     /// `update_atime` last set it; `None` before the run's first read of the file.
     pub atime_s: Option<u64>,
+    /// `i_mtime` in whole seconds, as 2.6's `file_update_time` last set it (ext3's
+    /// `s_time_gran` is a second); `None` before the run's first write under a 2.6 kernel.
+    pub mtime_s: Option<u64>,
 }
 
 impl FileRec {
@@ -267,6 +270,7 @@ impl Mm {
                 block: self.next_block,
                 in_use: true,
                 atime_s: None,
+                mtime_s: None,
             },
         );
         self.next_block += size.max(1);
