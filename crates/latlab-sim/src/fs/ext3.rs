@@ -582,21 +582,94 @@ mod tests {
         (k, f)
     }
 
-    /// Run `p` at `now` to its end without sleeping; the functions of its loop steps.
-    fn loops_at(k: &mut KState, mut p: Box<dyn Path>, now: Nanos) -> Vec<&'static str> {
+    /// Run `p` at `now` to its end without sleeping; its loop steps' functions and per-item
+    /// costs.
+    fn steps_at(k: &mut KState, mut p: Box<dyn Path>, now: Nanos) -> Vec<(&'static str, Nanos)> {
         let cx = Ctx { now, pid: 1 };
-        let mut funcs = Vec::new();
+        let mut steps = Vec::new();
         loop {
             match p.next(k, &cx) {
                 Step::Loop(l) => {
-                    funcs.push(l.func);
+                    steps.push((l.func, l.per_item));
                     p.advanced(k, &cx, l.items);
                 }
                 Step::Work(_) => {}
                 Step::Block(c) => panic!("{} slept on {c:?}", p.name()),
-                Step::Done => return funcs,
+                Step::Done => return steps,
             }
         }
+    }
+
+    /// Run `p` at `now` to its end without sleeping; the functions of its loop steps.
+    fn loops_at(k: &mut KState, p: Box<dyn Path>, now: Nanos) -> Vec<&'static str> {
+        steps_at(k, p, now).into_iter().map(|(f, _)| f).collect()
+    }
+
+    /// Kernel state under 2.6.17's page-based writeback (the model's 2.6 ext3), and a new
+    /// file whose first block group's bitmap is already cached.
+    fn kstate26() -> (KState, u32) {
+        let mut k = kstate();
+        let t = crate::variant::DirtyTunables {
+            dirty_ratio: 40,
+            dirty_background_ratio: 10,
+        };
+        k.pwb = crate::mm::page_writeback::PageWriteback::new(t, k.buffer_pages(), 250);
+        k.writeback = crate::variant::Writeback::Pdflush2617;
+        let f = k.mm.create_file(64);
+        let first = k.mm.files.get(&f).unwrap().block;
+        if let Alloc::ReadBitmap { group } = k.balloc.next_append(f, first, 0, 1) {
+            k.balloc.bitmap_read(f, first, 0, group);
+        }
+        (k, f)
+    }
+
+    /// The per-page cost of `p`'s page-cache loop (`generic_file_write`).
+    fn per_page(k: &mut KState, p: Box<dyn Path>, now: Nanos) -> Nanos {
+        let steps = steps_at(k, p, now);
+        let costs: Vec<Nanos> = steps
+            .iter()
+            .filter(|(f, _)| *f == "generic_file_write")
+            .map(|&(_, c)| c)
+            .collect();
+        assert!(!costs.is_empty(), "no page was written: {steps:?}");
+        assert!(costs.windows(2).all(|w| w[0] == w[1]), "{costs:?}");
+        costs[0]
+    }
+
+    #[test]
+    fn under_2_6_an_append_costs_more_than_a_rewrite_by_its_counted_allocation() {
+        let (mut k, f) = kstate26();
+        let extra = append_cost26(&k.c);
+        assert_eq!(
+            extra,
+            k.c.add_to_page_cache + k.c.ext3_get_block_alloc + k.c.ext3_new_block + 3 * k.c.ext3_mark_inode_dirty
+        );
+        assert!(extra > 0);
+        let append = per_page(&mut k, sys_write(f, 8 * 4096), SEC);
+        let rewrite = per_page(&mut k, sys_rewrite(f, 0, 8 * 4096), SEC);
+        assert_eq!(rewrite, k.c.write_page + k.c.page_copy);
+        assert_eq!(append - rewrite, extra);
+        // 2.4's path charges an append as a rewrite.
+        let mut k = kstate();
+        let f = k.mm.create_file(16);
+        let append = per_page(&mut k, sys_write(f, 8 * 4096), SEC);
+        assert_eq!(append, per_page(&mut k, sys_rewrite(f, 0, 8 * 4096), SEC));
+        assert_eq!(append, k.c.write_page + k.c.page_copy);
+    }
+
+    #[test]
+    fn under_2_6_a_write_journals_the_inode_for_its_mtime_once_a_second() {
+        let (mut k, f) = kstate26();
+        let dirtied = |funcs: Vec<&str>| funcs.iter().filter(|&&x| x == "ext3_dirty_inode").count();
+        assert_eq!(dirtied(loops_at(&mut k, sys_write(f, 4096), 5 * SEC)), 1);
+        assert_eq!(dirtied(loops_at(&mut k, sys_write(f, 4096), 6 * SEC - 1)), 0);
+        assert_eq!(dirtied(loops_at(&mut k, sys_rewrite(f, 0, 4096), 6 * SEC - 1)), 0);
+        assert_eq!(dirtied(loops_at(&mut k, sys_rewrite(f, 0, 4096), 6 * SEC)), 1);
+        // 2.4's generic_file_write journals it on every call.
+        let mut k = kstate();
+        let f = k.mm.create_file(16);
+        assert_eq!(dirtied(loops_at(&mut k, sys_write(f, 4096), 5 * SEC)), 1);
+        assert_eq!(dirtied(loops_at(&mut k, sys_write(f, 4096), 5 * SEC)), 1);
     }
 
     const SEC: Nanos = 1_000_000_000;
