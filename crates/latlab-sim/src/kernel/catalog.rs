@@ -194,6 +194,10 @@ points! {
         "cond_resched() per page of the page_referenced() pass (2.6.9), zone->lru_lock dropped";
     BalancePgdat: "balance_pgdat", "mm/vmscan.c", Stock26, None,
         "kswapd0: between shrink_zone rounds (try_to_freeze / cond_resched of the 2.6.9 loop)";
+    UnmapVmas: "unmap_vmas", "mm/memory.c", Stock26, Some(Lock::PageTable),
+        "2.6.9 without CONFIG_PREEMPT: every ZAP_BLOCK_SIZE (1024 pages), if need_resched, tlb_finish_mmu and cond_resched_lock(page_table_lock)";
+    UnmapVmasPreempt: "unmap_vmas:preempt", "mm/memory.c", Stock26, Some(Lock::PageTable),
+        "2.6.9 with CONFIG_PREEMPT: the same break every ZAP_BLOCK_SIZE of 8 pages";
     AllocPages: "__alloc_pages", "mm/page_alloc.c", Voluntary, None,
         "might_sleep_if(wait) per page allocated (do_swap_page's pages in the model)";
 }
@@ -702,7 +706,9 @@ pub fn do_exit(mm: u32) -> Box<dyn Path> {
 
 /// zap_page_range over up to `limit` PTEs of `mm` (resident and swapped-out ones lie
 /// interleaved by address: one walk, at the mean of the two per-PTE costs), under the mm's
-/// page_table_lock; the low-latency patch cuts it every 256 pages.
+/// page_table_lock; the low-latency patch cuts it every 256 pages, 2.6.9's `unmap_vmas`
+/// (mm/memory.c, read in `HassebJ/linux-2.6.9`) every ZAP_BLOCK_SIZE: 8 pages under
+/// CONFIG_PREEMPT, 1024 without. A variant lists the one its kernel has.
 fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
     let c = &k.c;
     let (rss, swapped) = k.mm.mms.get(&mm).map_or((0, 0), |r| (r.rss, r.swapped.len() as u64));
@@ -715,7 +721,11 @@ fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
         ptes.min(limit),
         per,
         Lock::PageTable,
-        smallvec![crate::kernel::path::point(Point::ZapPageRange, 256)],
+        smallvec![
+            crate::kernel::path::point(Point::ZapPageRange, 256),
+            crate::kernel::path::point(Point::UnmapVmas, 1024),
+            crate::kernel::path::point(Point::UnmapVmasPreempt, 8),
+        ],
         false,
     )
 }
