@@ -105,10 +105,7 @@ pub fn select_bad_process(tasks: &[Task], mm: &Mm) -> Option<TaskId> {
     }
     let mut chosen: Option<(TaskId, u64)> = None;
     for (id, t) in tasks.iter().enumerate().filter(|(_, t)| live(t) && !t.thread) {
-        let total_vm = mm
-            .mms
-            .get(&t.mm)
-            .map_or(0, |r| r.rss + r.swapped.len() as u64);
+        let total_vm = mm.mms.get(&t.mm).map_or(0, |r| r.rss + r.swapped.len() as u64);
         let points = badness(total_vm, t.cpu_ns);
         if chosen.is_none_or(|(_, p)| points > p) {
             chosen = Some((id, points));
