@@ -919,6 +919,49 @@ mod tests {
     }
 
     #[test]
+    fn the_exit_zap_breaks_its_lock_where_the_variants_kernel_does() {
+        use crate::kernel::preempt::{loop_point, Resched};
+        use crate::kernel::tests::variant_with;
+        use crate::variant::{PreemptModel, SchedClass};
+        let mut k = kstate();
+        k.mm.grow(9, 5000);
+        let Step::Loop(l) = zap_step(&k, 9, u64::MAX) else {
+            panic!("a loop")
+        };
+        assert_eq!((l.items, l.lock), (5000, Some(Lock::PageTable)));
+        // (kernel, points it lists, the break it gets)
+        for (preempt, points, every) in [
+            // 2.4 with the low-latency patch: zap_page_range every 256 PTEs.
+            (
+                PreemptModel::None,
+                vec![Point::ZapPageRange],
+                Some((Point::ZapPageRange, 256)),
+            ),
+            // 2.6.9: unmap_vmas every ZAP_BLOCK_SIZE, 1024 pages ...
+            (
+                PreemptModel::None,
+                vec![Point::UnmapVmas],
+                Some((Point::UnmapVmas, 1024)),
+            ),
+            // ... or 8 under CONFIG_PREEMPT.
+            (
+                PreemptModel::Full,
+                vec![Point::UnmapVmasPreempt],
+                Some((Point::UnmapVmasPreempt, 8)),
+            ),
+            // A kernel with none holds the lock over the whole zap.
+            (PreemptModel::Full, vec![], None),
+        ] {
+            let v = variant_with(SchedClass::O1, preempt, &points);
+            let got = loop_point(&l, &v, false).map(|c| match c.at {
+                Resched::Point(p) => (p, c.every),
+                other => panic!("{other:?}"),
+            });
+            assert_eq!(got, every, "{points:?}");
+        }
+    }
+
+    #[test]
     fn munmap_zaps_the_pages_it_is_given_under_page_table_lock() {
         let mut k = kstate();
         k.mm.grow(9, 1000);
