@@ -88,12 +88,9 @@ fn int_sqrt(x: u64) -> u64 {
 /// 1000; `run_time >> 10` is 0 for a task younger than 1024 s, as every task of a model run
 /// is, so its divisor is 1.
 pub fn badness(total_vm: u64, cpu_ns: Nanos) -> u64 {
-    let s = int_sqrt(cpu_ns / 8_192_000_000);
-    if s > 0 {
-        total_vm / s
-    } else {
-        total_vm
-    }
+    total_vm
+        .checked_div(int_sqrt(cpu_ns / 8_192_000_000))
+        .unwrap_or(total_vm)
 }
 
 /// `select_bad_process()`: the task of most badness, None while an earlier victim is still
