@@ -531,6 +531,11 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         c.insert("history_ms".into(), epoch / 1_000_000);
     }
     c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
+    if k.st.oom.kills > 0 {
+        // Tasks 2.6.9's OOM killer sent SIGKILL ([`mm::oom_kill`]); none on a box that never
+        // fills RAM and swap.
+        c.insert("oom_kills".into(), k.st.oom.kills);
+    }
     if let Some(t) = k.st.workload_done {
         // How long the script itself ran (the run may idle on to the seed's length).
         c.insert("workload_ms".into(), (t - epoch) / 1_000_000);

@@ -194,6 +194,10 @@ points! {
         "cond_resched() per page of the page_referenced() pass (2.6.9), zone->lru_lock dropped";
     BalancePgdat: "balance_pgdat", "mm/vmscan.c", Stock26, None,
         "kswapd0: between shrink_zone rounds (try_to_freeze / cond_resched of the 2.6.9 loop)";
+    UnmapVmas: "unmap_vmas", "mm/memory.c", Stock26, Some(Lock::PageTable),
+        "2.6.9 without CONFIG_PREEMPT: every ZAP_BLOCK_SIZE (1024 pages), if need_resched, tlb_finish_mmu and cond_resched_lock(page_table_lock)";
+    UnmapVmasPreempt: "unmap_vmas:preempt", "mm/memory.c", Stock26, Some(Lock::PageTable),
+        "2.6.9 with CONFIG_PREEMPT: the same break every ZAP_BLOCK_SIZE of 8 pages";
     AllocPages: "__alloc_pages", "mm/page_alloc.c", Voluntary, None,
         "might_sleep_if(wait) per page allocated (do_swap_page's pages in the model)";
 }
@@ -757,7 +761,9 @@ pub fn do_exit(mm: u32) -> Box<dyn Path> {
 
 /// zap_page_range over up to `limit` PTEs of `mm` (resident and swapped-out ones lie
 /// interleaved by address: one walk, at the mean of the two per-PTE costs), under the mm's
-/// page_table_lock; the low-latency patch cuts it every 256 pages.
+/// page_table_lock; the low-latency patch cuts it every 256 pages, 2.6.9's `unmap_vmas`
+/// (mm/memory.c, read in `HassebJ/linux-2.6.9`) every ZAP_BLOCK_SIZE: 8 pages under
+/// CONFIG_PREEMPT, 1024 without. A variant lists the one its kernel has.
 fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
     let c = &k.c;
     let (rss, swapped) = k.mm.mms.get(&mm).map_or((0, 0), |r| (r.rss, r.swapped.len() as u64));
@@ -770,7 +776,11 @@ fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
         ptes.min(limit),
         per,
         Lock::PageTable,
-        smallvec![crate::kernel::path::point(Point::ZapPageRange, 256)],
+        smallvec![
+            crate::kernel::path::point(Point::ZapPageRange, 256),
+            crate::kernel::path::point(Point::UnmapVmas, 1024),
+            crate::kernel::path::point(Point::UnmapVmasPreempt, 8),
+        ],
         false,
     )
 }
@@ -961,6 +971,49 @@ mod tests {
         }
         let (_, why) = set(&mut m, "unfile", None, Some(1e7)).unwrap_err();
         assert!(why.contains("unfile.misses") && why.contains("0..=1000000"), "{why}");
+    }
+
+    #[test]
+    fn the_exit_zap_breaks_its_lock_where_the_variants_kernel_does() {
+        use crate::kernel::preempt::{loop_point, Resched};
+        use crate::kernel::tests::variant_with;
+        use crate::variant::{PreemptModel, SchedClass};
+        let mut k = kstate();
+        k.mm.grow(9, 5000);
+        let Step::Loop(l) = zap_step(&k, 9, u64::MAX) else {
+            panic!("a loop")
+        };
+        assert_eq!((l.items, l.lock), (5000, Some(Lock::PageTable)));
+        // (kernel, points it lists, the break it gets)
+        for (preempt, points, every) in [
+            // 2.4 with the low-latency patch: zap_page_range every 256 PTEs.
+            (
+                PreemptModel::None,
+                vec![Point::ZapPageRange],
+                Some((Point::ZapPageRange, 256)),
+            ),
+            // 2.6.9: unmap_vmas every ZAP_BLOCK_SIZE, 1024 pages ...
+            (
+                PreemptModel::None,
+                vec![Point::UnmapVmas],
+                Some((Point::UnmapVmas, 1024)),
+            ),
+            // ... or 8 under CONFIG_PREEMPT.
+            (
+                PreemptModel::Full,
+                vec![Point::UnmapVmasPreempt],
+                Some((Point::UnmapVmasPreempt, 8)),
+            ),
+            // A kernel with none holds the lock over the whole zap.
+            (PreemptModel::Full, vec![], None),
+        ] {
+            let v = variant_with(SchedClass::O1, preempt, &points);
+            let got = loop_point(&l, &v, false).map(|c| match c.at {
+                Resched::Point(p) => (p, c.every),
+                other => panic!("{other:?}"),
+            });
+            assert_eq!(got, every, "{points:?}");
+        }
     }
 
     #[test]

@@ -161,6 +161,7 @@ impl Kernel {
             children: 0,
             cpu_ns: 0,
             exiting: false,
+            oom_killed: false,
             wait_below: None,
         };
         let mut k = Kernel {
@@ -238,6 +239,7 @@ impl Kernel {
             children: 0,
             cpu_ns: 0,
             exiting: false,
+            oom_killed: false,
             wait_below: None,
         });
         self.pids.insert(pid, id);
@@ -524,7 +526,10 @@ impl Kernel {
                 return;
             };
             let mut marks = SmallVec::new();
-            let action = {
+            let action = if self.tasks[cur].oom_killed {
+                // SIGKILL, taken at this return to user space: do_exit.
+                Action::Exit
+            } else {
                 let mut cx = ProgCx {
                     now: self.now,
                     m: &self.m,
@@ -714,6 +719,12 @@ impl Kernel {
                 KReq::Wake(chan) => self.wake(chan),
                 KReq::DiskIrq { at, id } => self.q.schedule(at.max(self.now), Ev::Irq(Irq::Disk(id))),
                 KReq::WakeAt { at, chan } => self.q.schedule(at.max(self.now), Ev::Wake(chan)),
+                KReq::OomKill => {
+                    // oom_kill(): SIGKILL to the task of most badness.
+                    if let Some(v) = crate::mm::oom_kill::select_bad_process(&self.tasks, &self.st.mm) {
+                        self.tasks[v].oom_killed = true;
+                    }
+                }
             }
         }
     }

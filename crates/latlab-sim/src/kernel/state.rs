@@ -29,6 +29,8 @@ pub enum KReq {
     DiskIrq { at: Nanos, id: u64 },
     /// Wake the channel at the given time (network arrival, timer-driven completion).
     WakeAt { at: Nanos, chan: Chan },
+    /// out_of_memory() decided to kill: `oom_kill()` picks the victim ([`crate::mm::oom_kill`]).
+    OomKill,
 }
 
 /// Kernel state shared by all paths.
@@ -65,6 +67,8 @@ pub struct KState {
     pub pwb: crate::mm::page_writeback::PageWriteback,
     /// The variant's page reclaim ([`crate::mm::try_to_free_pages`]).
     pub reclaim: crate::variant::Reclaim,
+    /// 2.6.9's out_of_memory() throttle ([`crate::mm::oom_kill`]).
+    pub oom: crate::mm::oom_kill::OomKiller,
 }
 
 /// pids of the kernel threads paths may wake.
@@ -107,6 +111,7 @@ impl KState {
                 100,
             ),
             reclaim: Default::default(),
+            oom: Default::default(),
         }
     }
 

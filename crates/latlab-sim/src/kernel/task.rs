@@ -90,6 +90,8 @@ pub struct Task {
     pub cpu_ns: Nanos,
     /// In do_exit: the path's end makes the task a zombie.
     pub exiting: bool,
+    /// Sent SIGKILL by the OOM killer (TIF_MEMDIE): exits at its next return to user space.
+    pub oom_killed: bool,
     /// In wait4 until fewer children than this are alive.
     pub wait_below: Option<u32>,
 }
@@ -122,6 +124,7 @@ pub(crate) fn tests_task() -> Task {
         children: 0,
         cpu_ns: 0,
         exiting: false,
+        oom_killed: false,
         wait_below: None,
     }
 }

@@ -25,6 +25,7 @@
 
 pub mod ioless;
 pub mod lru;
+pub mod oom_kill;
 pub mod page_writeback;
 pub mod pagecache;
 pub mod pdflush;

@@ -16,7 +16,8 @@
 //!                 swap_writepage(); clean page-cache pages are freed.
 //! kswapd0: balance_pgdat: priorities 12 .. 0 until free pages reach pages_high.
 //! direct reclaim (try_to_free_pages): until SWAP_CLUSTER_MAX pages are reclaimed;
-//!     blk_congestion_wait(WRITE, HZ/10) after a priority below DEF_PRIORITY - 2 fell short.
+//!     blk_congestion_wait(WRITE, HZ/10) after a priority below DEF_PRIORITY - 2 fell short;
+//!     out_of_memory() when priority 0 fell short too ([`crate::mm::oom_kill`]).
 //! ```
 //!
 //! Every `get_swap_page` is a critical section of its own: the slot comes from the
@@ -377,6 +378,11 @@ impl ShrinkZones {
                     }
                     self.congested = false;
                     if self.priority == 0 {
+                        // try_to_free_pages fell short at every priority: out_of_memory()
+                        // (kswapd's balance_pgdat never calls it).
+                        if self.goal == Goal::Direct && k.oom.out_of_memory(cx.now) {
+                            k.out.push(crate::kernel::state::KReq::OomKill);
+                        }
                         return Step::Done;
                     }
                     self.priority -= 1;
