@@ -178,7 +178,9 @@ impl Path for FileWrite {
                 .left
                 .min(room)
                 .min(crate::mm::writeback::headroom(k, cx.pid).max(1));
-            if self.at.is_none() && k.writeback.page_based() {
+            // 2.6 ext3's append: block groups and the counted allocation path.
+            let append26 = self.at.is_none() && k.writeback.page_based();
+            if append26 {
                 // ext3_prepare_write -> ext3_new_blocks: a page whose block lies in a group
                 // not yet touched reads that group's bitmap first, in the writer.
                 let (first, size) = k.mm.files.get(&self.file).map_or((0, 0), |f| (f.block, f.size));
@@ -193,7 +195,7 @@ impl Path for FileWrite {
             }
             self.looping = true;
             let mut per_page = k.c.write_page + k.c.page_copy;
-            if self.at.is_none() && k.writeback.page_based() {
+            if append26 {
                 per_page += append_cost26(&k.c);
             }
             return LoopStep::plain(
