@@ -123,27 +123,18 @@ mod tests {
         assert!(!o.out_of_memory(10 * SEC));
         // Failures every 50 ms: none kills within the first second.
         let mut t = 10 * SEC;
-        let mut first_kill = None;
-        for _ in 0..100 {
-            t += 50 * ms;
-            if o.out_of_memory(t) {
-                first_kill = Some(t);
-                break;
-            }
-        }
-        let k = first_kill.expect("a kill");
+        // Fail every 50 ms, at most `n` times; when the first kill came, if one did.
+        let mut fail_until_kill = |o: &mut OomKiller, n: u32| {
+            (0..n).find_map(|_| {
+                t += 50 * ms;
+                o.out_of_memory(t).then_some(t)
+            })
+        };
+        let k = fail_until_kill(&mut o, 100).expect("a kill");
         assert!(k >= 11 * SEC, "{k}");
         assert_eq!(o.kills, 1);
         // Going on failing: no second kill within five seconds of the first.
-        let mut second = None;
-        for _ in 0..400 {
-            t += 50 * ms;
-            if o.out_of_memory(t) {
-                second = Some(t);
-                break;
-            }
-        }
-        let s = second.expect("a second kill");
+        let s = fail_until_kill(&mut o, 400).expect("a second kill");
         assert!(s - k >= 5 * SEC, "{}", s - k);
         // A pause of more than five seconds resets: the next failure does not kill.
         assert!(!o.out_of_memory(s + 6 * SEC));
