@@ -76,6 +76,21 @@ struct Ioc {
     last_waited: Nanos,
 }
 
+impl Ioc {
+    /// `ioc_set_batching`: a task that just waited for a slot may take `BLK_BATCH_REQ` more.
+    fn set_batching(now: Nanos) -> Self {
+        Ioc {
+            nr_batch: BLK_BATCH_REQ,
+            last_waited: now,
+        }
+    }
+
+    /// `ioc_batching`: a full batch left, or some left within `batch_time` of the wait.
+    fn batching(&self, now: Nanos, batch_time: Nanos) -> bool {
+        self.nr_batch == BLK_BATCH_REQ || (self.nr_batch > 0 && now < self.last_waited + batch_time)
+    }
+}
+
 pub struct Disk {
     queue: VecDeque<Req>,
     /// Request slots the queued requests take (2.4: each request takes one per
@@ -185,20 +200,12 @@ impl Disk {
 
     /// `ioc_batching(q, ioc)`.
     fn batching(&self, pid: u32, now: Nanos) -> bool {
-        self.ioc.get(&pid).is_some_and(|i| {
-            i.nr_batch == BLK_BATCH_REQ || (i.nr_batch > 0 && now < i.last_waited + self.batch_time_ns)
-        })
+        self.ioc.get(&pid).is_some_and(|i| i.batching(now, self.batch_time_ns))
     }
 
     /// `ioc_set_batching(q, ioc)`.
     fn set_batching(&mut self, pid: u32, now: Nanos) {
-        self.ioc.insert(
-            pid,
-            Ioc {
-                nr_batch: BLK_BATCH_REQ,
-                last_waited: now,
-            },
-        );
+        self.ioc.insert(pid, Ioc::set_batching(now));
     }
 
     /// Write requests `pid` could allocate now without sleeping (`get_request` repeated),
@@ -208,19 +215,12 @@ impl Disk {
         let mut count = self.count[1];
         let mut full = self.full;
         let mut ioc = self.ioc.get(&pid).copied();
-        let batching = |ioc: &Option<Ioc>| {
-            ioc.is_some_and(|i| {
-                i.nr_batch == BLK_BATCH_REQ || (i.nr_batch > 0 && now < i.last_waited + self.batch_time_ns)
-            })
-        };
+        let batching = |ioc: &Option<Ioc>| ioc.is_some_and(|i| i.batching(now, self.batch_time_ns));
         let mut n = 0;
         while n < want {
             if count + 1 >= nr {
                 if !full {
-                    ioc = Some(Ioc {
-                        nr_batch: BLK_BATCH_REQ,
-                        last_waited: now,
-                    });
+                    ioc = Some(Ioc::set_batching(now));
                     full = true;
                 } else if !batching(&ioc) {
                     break;
