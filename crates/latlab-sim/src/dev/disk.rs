@@ -339,23 +339,13 @@ impl Disk {
         }
     }
 
-    /// Blocks a writer `pid` at `block` can submit before the queue is congested (a
-    /// nonblocking writer's `bdi_write_congested` test after each page), or, `blocking`,
-    /// without sleeping in `get_request_wait` (at most `want`; 2.6's queue).
-    pub fn room(&self, block: u64, blocking: bool, pid: u32, now: Nanos, want: u64) -> u64 {
-        if blocking {
-            let tail = self.tail_room(block);
-            let reqs = want.saturating_sub(tail).div_ceil(self.max_request_blocks);
-            return tail + self.allocatable(pid, now, reqs) * self.max_request_blocks;
-        }
-        let limit = if self.congested {
-            return 0;
-        } else {
-            // The page that allocates the congestion_on-th request makes it congested.
-            self.congestion_on - 1
-        };
-        let free = limit.saturating_sub(self.slots_used());
-        self.tail_room(block) + free * self.max_request_blocks + u64::from(free == 0)
+    /// Blocks of a write at `block` task `pid` can hand to the queue now without sleeping
+    /// in `get_request_wait` (at most about `want`; 2.6's queue): what merges into the
+    /// newest request, and the requests `get_request` would give it.
+    pub fn room(&self, block: u64, pid: u32, now: Nanos, want: u64) -> u64 {
+        let tail = self.tail_room(block);
+        let reqs = want.saturating_sub(tail).div_ceil(self.max_request_blocks);
+        tail + self.allocatable(pid, now, reqs) * self.max_request_blocks
     }
 
     /// The oldest request's completion, if any is queued (what `blk_congestion_wait` ends on
@@ -629,12 +619,10 @@ mod tests {
         assert!(d.congested);
         // Every queued request but the one in service and the newest holds 32 blocks.
         assert_eq!((seq - 1).div_ceil(32) + 1, d.queued() as u64);
-        assert_eq!(
-            d.room(seq, false, 1, 0, 64),
-            0,
-            "a nonblocking writer stops at congestion"
+        assert!(
+            d.room(seq, 1, 0, 64) > 0,
+            "congested is not full: a writer still gets requests"
         );
-        assert!(d.room(seq, true, 1, 0, 64) > 0, "a blocking one may fill the queue");
         let mut cleared = false;
         let mut now = 0;
         while !cleared {
@@ -672,17 +660,17 @@ mod tests {
         // pid 1 takes 128 requests: the 128th makes the queue full (count + 1 >= 128) and
         // gives pid 1 its batch of 32, one of them used by that request.
         writes(&mut d, &mut out, 1, 128, 0);
-        assert_eq!(d.room(1_000_000, true, 2, 0, 1000), 0, "another task must wait");
+        assert_eq!(d.room(1_000_000, 2, 0, 1000), 0, "another task must wait");
         assert!(d.get_request_wait(Dir::Write, 1_000_000, 1, 2, 0).is_some());
         // pid 1 still has its batch: 31 more requests within 20 ms (HZ/50), none after.
-        assert_eq!(d.room(1_000_000, true, 1, 1_000_000, 1000), 31);
-        assert_eq!(d.room(1_000_000, true, 1, 30_000_000, 1000), 0);
+        assert_eq!(d.room(1_000_000, 1, 1_000_000, 1000), 31);
+        assert_eq!(d.room(1_000_000, 1, 30_000_000, 1000), 0);
         // A read has its own pool.
         assert!(d.get_request_wait(Dir::Read, 5, 1, 2, 0).is_none());
         // Batching never goes past 3/2 of nr_requests.
         let (mut d, mut out) = queue_26(16);
         writes(&mut d, &mut out, 1, 16, 0);
-        assert_eq!(d.room(1_000_000, true, 1, 0, 1000), 24 - 16);
+        assert_eq!(d.room(1_000_000, 1, 0, 1000), 24 - 16);
     }
 
     #[test]
@@ -710,7 +698,7 @@ mod tests {
         assert_ne!(a, b);
         // Woken, pid 2 batches: 32 requests past the full mark, up to the cap of 24.
         assert!(d.get_request_wait(Dir::Write, 1_000_000, 1, 2, now).is_none());
-        assert_eq!(d.room(1_000_000, true, 2, now, 1000), 24 - 15);
+        assert_eq!(d.room(1_000_000, 2, now, 1000), 24 - 15);
     }
 
     #[test]

@@ -7,15 +7,17 @@
 //! - `sync_sb_inodes` splices `s_dirty` onto `s_io` and takes the inodes oldest first, only
 //!   those dirtied before the call started (and before `older_than_this` for kupdate);
 //! - a nonblocking caller (pdflush) stops at a congested queue (`encountered_congestion`),
-//!   before the inode and after each page;
+//!   before the inode and at the end of the pagevec in which it met congestion; inside a
+//!   page it blocks like any caller: `__make_request` sleeps in `get_request_wait` when the
+//!   page needs a new request and the queue has none for it, and pdflush keeps the inode's
+//!   `I_LOCK` (and `BDI_pdflush`) while it sleeps (2.6.17 fs/mpage.c, read: index id
+//!   24136556650);
 //! - a pdflush thread must own the disk's `BDI_pdflush` bit (`writeback_acquire`) while it
 //!   writes an inode, so `writeback_in_progress()` is true only then;
 //! - `__writeback_single_inode`: an inode another task holds `I_LOCK` on is skipped by a
 //!   `WB_SYNC_NONE` caller, which then writes nothing of it.
 //!
-//! A blocking caller (a writer in `balance_dirty_pages`) sleeps in `get_request_wait` when
-//! the queue has no free request for it; woken, it batches (`ioc_set_batching`, see
-//! [`crate::dev::disk`]).
+//! A task woken in `get_request_wait` batches (`ioc_set_batching`, see [`crate::dev::disk`]).
 //!
 //! The pages are the buffer cache's dirty runs ([`crate::fs::buffer`]): ext3 with 4 KiB
 //! blocks has one buffer per page, dirtied and cleaned with it, so a file's dirty runs in
@@ -170,7 +172,7 @@ impl Path for WritebackInodes {
             k.pwb.i_lock.insert(file, cx.pid);
             k.pwb.wbc = self.wbc;
             self.cur = Some(file);
-            self.sub.start(Box::new(MpageWritepages { file, cpu_left: 0 }));
+            self.sub.start(Box::new(MpageWritepages::new(file)));
         }
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
@@ -178,14 +180,37 @@ impl Path for WritebackInodes {
     }
 }
 
-/// `mpage_writepages` of one inode under I_LOCK: the caller's `wbc` travels in `k.pwb.wbc`.
-/// Each page: `lock_page`, `clear_page_dirty_for_io`, `ext3_ordered_writepage` (a journal
-/// handle, `block_write_full_page` -> `submit_bh`, `journal_dirty_data`); the pages are
-/// handed to the queue as the loop reaches them, merged there into requests.
+/// `mpage_writepages` of one inode under I_LOCK (2.6.17 fs/mpage.c with `get_block` NULL:
+/// ext3 ordered has no `->writepages`), the caller's `wbc` in `k.pwb.wbc`. It takes the
+/// dirty pages a pagevec (14) at a time; each page is locked, cleaned for I/O and written by
+/// `ext3_ordered_writepage` (a journal handle, `block_write_full_page` -> `submit_bh`,
+/// `journal_dirty_data`), whose buffer `__make_request` merges into the newest queued
+/// request or puts in a new one from `get_request`, sleeping in `get_request_wait` when
+/// none is free: for every caller, a nonblocking one too, whose congestion test comes only
+/// between pages. That test follows each page, but it sets `done`, which ends the `while`
+/// over pagevecs, not the `for` over the pagevec's pages; `cond_resched()` follows each
+/// pagevec. The model runs a pagevec's CPU work, then hands its pages to the queue, then
+/// tests congestion: the same order seen from the queue, since the test only ends the loop
+/// at the pagevec's end.
 struct MpageWritepages {
     file: u32,
-    /// Pages submitted whose CPU work is still to run.
+    /// Pages of the current pagevec still to hand to the queue.
+    pvec: u64,
+    /// Of those, pages whose CPU work is still to run.
     cpu_left: u64,
+    /// `done`: no further pagevec (the caller's `nr_to_write` spent).
+    done: bool,
+}
+
+impl MpageWritepages {
+    fn new(file: u32) -> Self {
+        MpageWritepages {
+            file,
+            pvec: 0,
+            cpu_left: 0,
+            done: false,
+        }
+    }
 }
 
 impl Path for MpageWritepages {
@@ -193,50 +218,55 @@ impl Path for MpageWritepages {
         "mpage_writepages"
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        if self.cpu_left > 0 {
-            return LoopStep::plain(
-                "mpage_writepages",
-                self.cpu_left,
-                k.c.writepage,
-                smallvec![point(Point::MpageWritepages, PAGEVEC_SIZE)],
-            );
-        }
-        let wbc = &mut k.pwb.wbc;
-        let pending = k.buf.pending_of(self.file);
-        if pending == 0 || wbc.nr_to_write == 0 {
-            return Step::Done;
-        }
-        if wbc.nonblocking && k.disk.congested {
-            wbc.encountered_congestion = true;
-            return Step::Done;
-        }
-        let Some(block) = k.buf.first_dirty_block(self.file) else {
-            return Step::Done;
-        };
-        let blocking = !wbc.nonblocking;
-        let want = pending.min(wbc.nr_to_write);
-        if blocking {
-            k.disk.woke(cx.pid, cx.now);
-        }
-        let room = k.disk.room(block, blocking, cx.pid, cx.now, want);
-        if room == 0 {
-            if !blocking {
+        loop {
+            if self.cpu_left > 0 {
+                // lock_page .. ext3_ordered_writepage per page, cond_resched() per pagevec.
+                return LoopStep::plain(
+                    "mpage_writepages",
+                    self.cpu_left,
+                    k.c.writepage,
+                    smallvec![point(Point::MpageWritepages, PAGEVEC_SIZE)],
+                );
+            }
+            if self.pvec > 0 {
+                let Some(block) = k.buf.first_dirty_block(self.file) else {
+                    return Step::Done;
+                };
+                // Back from get_request_wait: ioc_set_batching.
+                k.disk.woke(cx.pid, cx.now);
+                let room = k.disk.room(block, cx.pid, cx.now, self.pvec);
+                if room == 0 {
+                    // get_request_wait: sleep until freed_request leaves room, I_LOCK held.
+                    if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
+                        return Step::Block(chan);
+                    }
+                }
+                let Some(b) = k.buf.take_file(self.file, self.pvec.min(room.max(1))) else {
+                    return Step::Done;
+                };
+                submit(k, &b, Via::Writer, cx.pid, cx.now);
+                self.pvec -= b.hi - b.lo;
+                continue;
+            }
+            let wbc = &mut k.pwb.wbc;
+            if self.done {
+                return Step::Done;
+            }
+            // Before the loop, and after each page: a nonblocking caller stops at congestion.
+            if wbc.nonblocking && k.disk.congested {
                 wbc.encountered_congestion = true;
                 return Step::Done;
             }
-            // get_request_wait: sleep until a request is freed.
-            if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
-                return Step::Block(chan);
+            // pagevec_lookup_tag(PAGECACHE_TAG_DIRTY, PAGEVEC_SIZE).
+            let n = k.buf.pending_of(self.file).min(wbc.nr_to_write).min(PAGEVEC_SIZE);
+            if n == 0 {
+                return Step::Done;
             }
+            wbc.nr_to_write -= n;
+            self.done = wbc.nr_to_write == 0;
+            self.pvec = n;
+            self.cpu_left = n;
         }
-        let n = want.min(room.max(1));
-        wbc.nr_to_write -= n;
-        let Some(b) = k.buf.take_file(self.file, n) else {
-            return Step::Done;
-        };
-        submit(k, &b, Via::Writer, cx.pid, cx.now);
-        self.cpu_left = b.hi - b.lo;
-        self.next(k, cx)
     }
     fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, done: u64) {
         self.cpu_left -= done.min(self.cpu_left);
