@@ -570,6 +570,8 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
             ("pages_written_by_writers", s.writer_pages),
             ("writer_throttle_sleeps", s.writer_waits),
             ("pdflush_operation_busy", s.pdflush_busy),
+            ("pdflush_request_waits", s.nonblocking_request_waits),
+            ("writer_ilock_skips", s.ilock_skips),
             ("ext3_bitmap_reads", k.st.balloc.bitmap_reads),
         ] {
             r.counters.insert(name.into(), n);

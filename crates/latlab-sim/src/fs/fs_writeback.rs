@@ -164,6 +164,7 @@ impl Path for WritebackInodes {
             if k.pwb.i_lock.get(&file).is_some_and(|&p| p != cx.pid) {
                 // __writeback_single_inode, WB_SYNC_NONE: I_LOCK held by someone else:
                 // back to s_dirty, nothing written.
+                k.pwb.stats.ilock_skips += 1;
                 continue;
             }
             if self.pdflush {
@@ -238,6 +239,9 @@ impl Path for MpageWritepages {
                 if room == 0 {
                     // get_request_wait: sleep until freed_request leaves room, I_LOCK held.
                     if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
+                        if k.pwb.wbc.nonblocking {
+                            k.pwb.stats.nonblocking_request_waits += 1;
+                        }
                         return Step::Block(chan);
                     }
                 }
@@ -270,5 +274,104 @@ impl Path for MpageWritepages {
     }
     fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, done: u64) {
         self.cpu_left -= done.min(self.cpu_left);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dev::disk::{Disk, Payload};
+    use crate::kernel::path::Chan;
+    use crate::kernel::tests::{kstate, machine};
+
+    const FILE: u32 = 1;
+    const PDFLUSH: u32 = 2;
+    const WRITER: u32 = 3;
+    const OTHER: u32 = 9;
+
+    /// 2.6.17's queue (128 requests of 512 KiB, congested from 113) holding `queued` one-block
+    /// writes of another task, and `FILE` with 4,096 dirty pages.
+    fn setup(queued: u64) -> KState {
+        let mut k = kstate();
+        let mut m = machine();
+        m.disk.nr_requests = 128;
+        m.disk.max_request_kib = 512;
+        k.disk = Disk::new(&m);
+        k.disk.use_26_block_layer(250, false);
+        other_writes(&mut k, queued);
+        k.buf.dirty(FILE, 0, 4_096, 1_000_000, 0);
+        k
+    }
+
+    /// `n` one-block writes of task `OTHER`, none merging.
+    fn other_writes(k: &mut KState, n: u64) {
+        for i in 0..n {
+            k.disk_submit_by(Dir::Write, 10 * i + 10, 1, Payload::Other, OTHER, 0);
+        }
+    }
+
+    /// Run `p` as `cx`: its CPU work done at once, until it sleeps or ends.
+    fn run(p: &mut dyn Path, k: &mut KState, cx: &Ctx) -> Step {
+        loop {
+            match p.next(k, cx) {
+                Step::Loop(l) => p.advanced(k, cx, l.items),
+                Step::Work(_) => {}
+                s => return s,
+            }
+        }
+    }
+
+    #[test]
+    fn a_nonblocking_writeback_sleeps_inside_a_page_holding_i_lock_and_the_writer_skips_the_inode() {
+        // 112 requests queued: not congested, so pdflush takes the inode and looks up its
+        // first pagevec; while it runs that pagevec's CPU work, another task fills the queue
+        // past 128 (its batch), so the pagevec's first page finds no request.
+        let mut k = setup(112);
+        let cx = Ctx { now: 0, pid: PDFLUSH };
+        let mut pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
+        let mut first = pdflush.next(&mut k, &cx);
+        while !matches!(first, Step::Loop(_)) {
+            first = pdflush.next(&mut k, &cx);
+        }
+        assert_eq!(k.pwb.i_lock.get(&FILE), Some(&PDFLUSH));
+        other_writes(&mut k, 20);
+        pdflush.advanced(&mut k, &cx, PAGEVEC_SIZE);
+        let Step::Block(Chan::RequestSlot(_)) = pdflush.next(&mut k, &cx) else {
+            panic!("pdflush sleeps in get_request_wait")
+        };
+        assert_eq!(k.pwb.stats.nonblocking_request_waits, 1);
+        assert_eq!(
+            (k.pwb.i_lock.get(&FILE), k.pwb.bdi_pdflush),
+            (Some(&PDFLUSH), Some(PDFLUSH))
+        );
+        // The throttled writer's WB_SYNC_NONE pass skips the inode: it writes nothing.
+        let wcx = Ctx { now: 1, pid: WRITER };
+        let mut writer = writeback_inodes(Wbc::new(1_536, false, None), false);
+        assert!(matches!(run(writer.as_mut(), &mut k, &wcx), Step::Done));
+        assert_eq!((k.pwb.wbc.nr_to_write, k.pwb.stats.ilock_skips), (1_536, 1));
+    }
+
+    #[test]
+    fn a_nonblocking_writeback_finishes_the_pagevec_that_met_congestion_and_stops() {
+        // 111 queued: pdflush's own second request makes the queue congested (113); it writes
+        // to the end of that pagevec, then stops with I_LOCK dropped.
+        let mut k = setup(111);
+        let cx = Ctx { now: 0, pid: PDFLUSH };
+        let mut pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
+        assert!(matches!(run(pdflush.as_mut(), &mut k, &cx), Step::Done));
+        let w = k.pwb.wbc;
+        assert!(w.encountered_congestion);
+        // 128 pages fill its first request; the second opens in the tenth pagevec (pages
+        // 127-140), which is written whole.
+        assert_eq!(1_024 - w.nr_to_write, 140);
+        assert!(k.pwb.i_lock.is_empty() && k.pwb.bdi_pdflush.is_none());
+        // Not congested, with the same queue, a blocking caller would have written on.
+        let mut k = setup(111);
+        let mut writer = writeback_inodes(Wbc::new(1_024, false, None), false);
+        assert!(matches!(
+            run(writer.as_mut(), &mut k, &Ctx { now: 0, pid: WRITER }),
+            Step::Done
+        ));
+        assert_eq!(k.pwb.wbc.nr_to_write, 0);
     }
 }

@@ -76,6 +76,10 @@ pub struct WbStats {
     pub writer_waits: u64,
     /// `pdflush_operation` calls that found every thread busy.
     pub pdflush_busy: u64,
+    /// Sleeps of a nonblocking writeback (pdflush) in `get_request_wait`, inside a page.
+    pub nonblocking_request_waits: u64,
+    /// Inodes a `WB_SYNC_NONE` pass skipped because another task held their `I_LOCK`.
+    pub ilock_skips: u64,
 }
 
 impl PageWriteback {
