@@ -257,7 +257,13 @@ impl ShrinkZones {
         }
         self.congested = true;
         if self.goal == Goal::Direct && self.scanned > SWAP_CLUSTER_MAX + SWAP_CLUSTER_MAX / 2 {
-            pdflush_operation(k, Job::Background { min_pages: self.scanned }, cx.now);
+            pdflush_operation(
+                k,
+                Job::Background {
+                    min_pages: self.scanned,
+                },
+                cx.now,
+            );
         }
         if self.priority < DEF_PRIORITY - 2 {
             self.nap.start(blk_congestion_wait(ten));
@@ -314,22 +320,24 @@ impl ShrinkZones {
     }
 
     /// Submit this batch's swap writes, one request per run of consecutive slots (as the
-    /// elevator merges them); with the queue full, sleep until a request completes
-    /// (`get_request_wait`). Returns the sleep, if any.
-    fn submit_writes(&mut self, k: &mut KState, now: u64) -> Option<Step> {
+    /// elevator merges them); with the queue full, sleep in `get_request_wait` (2.6's queue:
+    /// woken by a freed request, then batching; 2.4's: until a request completes). Returns
+    /// the sleep, if any.
+    fn submit_writes(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
         self.writes.sort_unstable();
         while !self.writes.is_empty() {
             let run = 1 + self.writes.windows(2).take_while(|w| w[1] == w[0] + 1).count();
             let block = SWAP_FIRST_BLOCK + self.writes[0];
-            if let Some(chan) = k.disk.must_wait(block, run as u64) {
+            if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, run as u64, cx.pid, cx.now) {
                 return Some(Step::Block(chan));
             }
-            k.disk_submit(
-                crate::dev::disk::Dir::Write,
+            k.disk_submit_by(
+                Dir::Write,
                 block,
                 run as u64,
                 crate::dev::disk::Payload::Other,
-                now,
+                cx.pid,
+                cx.now,
             );
             self.writes.drain(..run);
         }
@@ -499,7 +507,7 @@ impl ShrinkZones {
                             );
                         }
                         None => {
-                            if let Some(sleep) = self.submit_writes(k, cx.now) {
+                            if let Some(sleep) = self.submit_writes(k, cx) {
                                 return sleep;
                             }
                             self.stage = if self.done(k) { Stage::Next } else { Stage::Refill };
@@ -610,6 +618,7 @@ pub fn try_to_free_pages(writer: bool) -> Box<dyn Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::path::Chan;
     use crate::kernel::tests::{kstate, run_to_sleep};
 
     /// Memory filled with idle anonymous pages of two address spaces.
@@ -622,6 +631,86 @@ mod tests {
             k.mm.mms.get_mut(&mm).expect("mm").young = 0;
         }
         k
+    }
+
+    /// rmap-2.6.17 over page-based writeback and 2.6's queue: memory filled with one file's
+    /// dirty cache, its oldest `writeback` pages submitted by task 99 (under writeback);
+    /// the queue congested by task 99's writes elsewhere if `congest`.
+    fn dirty_full(writeback: u64, congest: bool) -> KState {
+        let mut k = kstate();
+        k.reclaim = Reclaim::Rmap2617;
+        k.writeback = crate::variant::Writeback::Pdflush2617;
+        k.disk.use_26_block_layer(250, false);
+        let n = k.mm.free - k.mm.pages_min;
+        let f = k.mm.create_file(n);
+        k.mm.add_pages(f, 0, n);
+        let block = k.mm.files[&f].block;
+        k.buf.dirty(f, 1, n, block, 0);
+        if writeback > 0 {
+            let b = k.buf.take(writeback, None).expect("dirty pages");
+            crate::fs::flush::submit(&mut k, &b, Via::Writer, 99, 0);
+        }
+        let mut at = SWAP_FIRST_BLOCK;
+        while congest && !k.disk.congested {
+            k.disk_submit_by(Dir::Write, at, 1, crate::dev::disk::Payload::Other, 99, 0);
+            at += 2;
+        }
+        k
+    }
+
+    #[test]
+    fn the_writers_reclaim_writes_its_dirty_pages_into_a_congested_queue_another_tasks_does_not() {
+        // Another task's direct reclaim: may_write_to_queue() is false, nothing is written,
+        // and it naps in blk_congestion_wait once below DEF_PRIORITY - 2.
+        let mut k = dirty_full(0, true);
+        let dirty = k.buf.nr_dirty;
+        let sleep = run_to_sleep(&mut k, try_to_free_pages(false));
+        assert!(matches!(sleep, Some(Chan::Congestion(_))), "{sleep:?}");
+        assert_eq!((k.mm.pageouts, k.buf.nr_dirty), (0, dirty));
+        // The writer's own (current->backing_dev_info is the disk's): pageout() writes every
+        // dirty page it meets into the congested queue (merged into a few requests), then
+        // naps alike: the pages are under writeback, none freed yet.
+        let mut k = dirty_full(0, true);
+        let sleep = run_to_sleep(&mut k, try_to_free_pages(true));
+        assert!(matches!(sleep, Some(Chan::Congestion(_))), "{sleep:?}");
+        assert!(k.mm.pageouts >= SWAP_CLUSTER_MAX, "{}", k.mm.pageouts);
+        assert_eq!(k.buf.nr_dirty, dirty - k.mm.pageouts);
+        assert_eq!(k.buf.in_flight(), k.mm.pageouts);
+    }
+
+    #[test]
+    fn pages_under_writeback_are_kept_and_the_dirty_ones_behind_them_written() {
+        // The oldest 128 pages are under writeback: kswapd's first four batches keep them
+        // (no page freed, none written), the fifth meets dirty pages and writes them.
+        let mut k = dirty_full(4 * SWAP_CLUSTER_MAX, false);
+        let free = k.mm.free;
+        let mut p = balance_pgdat();
+        let cx = Ctx { now: 0, pid: 2 };
+        for _ in 0..10_000 {
+            if k.mm.pageouts > 0 {
+                break;
+            }
+            match p.next(&mut k, &cx) {
+                Step::Loop(l) => p.advanced(&mut k, &cx, l.items),
+                Step::Done | Step::Block(_) => break,
+                Step::Work(_) => {}
+            }
+        }
+        assert_eq!(k.mm.writeback_kept, 4 * SWAP_CLUSTER_MAX);
+        assert_eq!(k.mm.free, free);
+        assert!(k.mm.pageouts > 0);
+        // Still under writeback, the kept pages are behind the scan now.
+        assert_eq!(k.mm.writeback_scanned_to, k.buf.next_seq());
+    }
+
+    #[test]
+    fn the_same_state_reclaims_the_same_way() {
+        let run = || {
+            let mut k = dirty_full(SWAP_CLUSTER_MAX, true);
+            let sleep = run_to_sleep(&mut k, try_to_free_pages(true));
+            (sleep, k.mm.pageouts, k.mm.writeback_kept, k.mm.free, k.buf.in_flight())
+        };
+        assert_eq!(run(), run());
     }
 
     #[test]
