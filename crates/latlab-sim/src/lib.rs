@@ -576,6 +576,11 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         ] {
             r.counters.insert(name.into(), n);
         }
+        if cfg.variant.reclaim == variant::Reclaim::Rmap2617 {
+            r.counters.insert("reclaim_pageout_pages".into(), k.st.mm.pageouts);
+            r.counters
+                .insert("reclaim_writeback_kept".into(), k.st.mm.writeback_kept);
+        }
         if let Some((reads, antic)) = k.st.disk.as_counts() {
             r.counters.insert("as_reads".into(), reads);
             r.counters.insert("as_anticipations".into(), antic);

@@ -124,6 +124,20 @@ pub enum Reclaim {
     /// kswapd0's `balance_pgdat`; swap-in by `do_swap_page` (`mm::vmscan26`).
     #[serde(rename = "rmap-2.6.9")]
     Rmap269,
+    /// 2.6.9's reclaim with 2.6.17's handling of dirty page-cache pages (mm/vmscan.c of
+    /// 2.6.17/2.6.18): `shrink_page_list` skips PageWriteback pages and hands a dirty page to
+    /// `pageout()` -> `->writepage` when `may_write_to_queue()` allows (kswapd, the writer
+    /// on its own queue, or an uncongested queue); `try_to_free_pages` wakes pdflush and
+    /// naps in `blk_congestion_wait` (`mm::vmscan26`). Needs page-based writeback.
+    #[serde(rename = "rmap-2.6.17")]
+    Rmap2617,
+}
+
+impl Reclaim {
+    /// 2.6's reclaim (rmap, `shrink_zone`, kswapd0), either generation.
+    pub fn rmap(self) -> bool {
+        self != Reclaim::Vmscan24
+    }
 }
 
 /// CFS tunables (kernel/sched_fair.c of the tree the variant follows), ns unless stated.
@@ -433,10 +447,16 @@ impl Variant {
                 "the might_sleep() rescheduling points are the voluntary-preempt patch's (`vp_patch`); a mainline kernel has them as preempt = \"voluntary\"".into(),
             ));
         }
-        if self.reclaim == Reclaim::Rmap269 && self.sched == Goodness24 {
+        if self.reclaim.rmap() && self.sched == Goodness24 {
             return Err((
                 "reclaim",
-                "`rmap-2.6.9` reclaim never ran on a 2.4 (goodness24) kernel (valid there: vmscan-2.4)".into(),
+                "2.6's rmap reclaim never ran on a 2.4 (goodness24) kernel (valid there: vmscan-2.4)".into(),
+            ));
+        }
+        if self.reclaim == Reclaim::Rmap2617 && !self.writeback.page_based() {
+            return Err((
+                "reclaim",
+                "`rmap-2.6.17` reclaim writes PG_dirty pages, which only page-based writeback has (writeback: pdflush-2.6.17, pdflush-balance or io-less-3.2; with bdflush-2.4 use rmap-2.6.9)".into(),
             ));
         }
         Ok(())

@@ -22,14 +22,15 @@ const READAHEAD: u64 = 32;
 /// Block pointers per indirect block (4 KiB / 4 bytes).
 const PTRS_PER_BLOCK: u64 = 1024;
 
-/// Get `n` free pages for the page cache, reclaiming first if the zone is low.
-fn need_pages(k: &mut KState, sub: &mut Nested, n: u64) -> bool {
+/// Get `n` free pages for the page cache, reclaiming first if the zone is low; `writer`: a
+/// buffered write's allocation (`current->backing_dev_info` set, 2.6 mm/filemap.c).
+fn need_pages(k: &mut KState, sub: &mut Nested, n: u64, writer: bool) -> bool {
     if k.mm.low() {
         let pid = k.kthreads.kswapd;
         k.wake_kthread(pid);
     }
     if !k.mm.can_alloc(n) {
-        sub.start(crate::mm::try_to_free_pages(k.reclaim));
+        sub.start(crate::mm::try_to_free_pages(k.reclaim, writer));
         return true;
     }
     false
@@ -158,7 +159,7 @@ impl Path for FileWrite {
             if self.left == 0 {
                 return Step::Done;
             }
-            if need_pages(k, &mut self.sub, 1) {
+            if need_pages(k, &mut self.sub, 1, true) {
                 continue;
             }
             // Each page's ext3_prepare_write starts a handle.
@@ -335,7 +336,7 @@ impl Path for FileRead {
             // Page-cache miss: readpage + readahead of the pages missing from here on,
             // sleep on the I/O.
             let n = k.mm.uncached_run(self.file, self.off, READAHEAD.min(size - self.off));
-            if need_pages(k, &mut self.sub, n) {
+            if need_pages(k, &mut self.sub, n, false) {
                 continue;
             }
             let n = k.mm.add_pages(self.file, self.off, n);

@@ -41,10 +41,11 @@ use pagecache::PageSet;
 use std::collections::BTreeMap;
 
 /// A task's direct reclaim, as the variant's reclaim does it: the one place that asks which.
-pub fn try_to_free_pages(r: crate::variant::Reclaim) -> Box<dyn crate::kernel::path::Path> {
+/// `writer`: the task is in a buffered file write (`current->backing_dev_info` is the disk's).
+pub fn try_to_free_pages(r: crate::variant::Reclaim, writer: bool) -> Box<dyn crate::kernel::path::Path> {
     match r {
         crate::variant::Reclaim::Vmscan24 => vmscan::try_to_free_pages(),
-        crate::variant::Reclaim::Rmap269 => vmscan26::try_to_free_pages(),
+        crate::variant::Reclaim::Rmap269 | crate::variant::Reclaim::Rmap2617 => vmscan26::try_to_free_pages(writer),
     }
 }
 
@@ -191,6 +192,15 @@ pub struct Mm {
     pub swap_cursor: u32,
     /// Pages swapped out in all.
     pub swapouts: u64,
+    /// Dirty page-cache pages 2.6.17's reclaim handed to `pageout()`.
+    pub pageouts: u64,
+    /// PageWriteback pages 2.6.17's reclaim met and kept.
+    pub writeback_kept: u64,
+    /// 2.6.17's reclaim has moved the pages under writeback below this buffer sequence
+    /// number to the inactive list's young end (kept, or just handed to pageout): they are
+    /// behind the dirty pages now, so a later scan meets those first. Writes are submitted
+    /// and complete in sequence order, and the scan meets them in that order too.
+    pub writeback_scanned_to: u64,
     /// Most anonymous pages resident at once.
     pub peak_anon: u64,
     /// try_to_free_pages calls.
@@ -251,6 +261,9 @@ impl Mm {
             swap,
             swap_cursor: 0,
             swapouts: 0,
+            pageouts: 0,
+            writeback_kept: 0,
+            writeback_scanned_to: 0,
             peak_anon: 0,
             reclaims: 0,
             reclaims_to_priority_1: 0,

@@ -200,7 +200,7 @@ mod tests {
                 now: i * 100_000_000,
                 pid: 1,
             };
-            let mut p = crate::mm::vmscan26::try_to_free_pages();
+            let mut p = crate::mm::vmscan26::try_to_free_pages(false);
             for _ in 0..100_000 {
                 match p.next(&mut k, &cx) {
                     Step::Loop(l) => p.advanced(&mut k, &cx, l.items),

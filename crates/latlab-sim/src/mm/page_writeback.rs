@@ -216,7 +216,7 @@ impl Path for CongestionWait {
 }
 
 /// HZ/10 and HZ/50 in ns (`blk_congestion_wait`'s timeouts are in jiffies).
-fn jiffies_ns(k: &KState, div: u64) -> Nanos {
+pub(crate) fn jiffies_ns(k: &KState, div: u64) -> Nanos {
     let hz = 1_000_000_000 / k.pwb.tick_ns.max(1);
     (hz / div).max(1) * k.pwb.tick_ns
 }

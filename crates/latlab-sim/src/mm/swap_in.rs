@@ -46,7 +46,7 @@ impl Alloc {
                 self.napped = false;
                 return None;
             }
-            if std::mem::take(&mut self.reclaimed) && k.reclaim == crate::variant::Reclaim::Rmap269 && !self.napped {
+            if std::mem::take(&mut self.reclaimed) && k.reclaim.rmap() && !self.napped {
                 self.napped = true;
                 k.net_token += 1;
                 let chan = Chan::Timer(u64::MAX - k.net_token);
@@ -58,7 +58,7 @@ impl Alloc {
             }
             self.napped = false;
             self.reclaimed = true;
-            self.sub.start(crate::mm::try_to_free_pages(k.reclaim));
+            self.sub.start(crate::mm::try_to_free_pages(k.reclaim, false));
         }
     }
 

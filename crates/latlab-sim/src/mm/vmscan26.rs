@@ -30,15 +30,50 @@
 //! (no `reclaim_mapped`/swap_tendency: the storm's memory is mostly mapped, and 2.6.9 reached
 //! `reclaim_mapped` as soon as reclaim struggled); `page_referenced` is the address space's
 //! share of pages whose young bit is set; a swapped page is freed when its write is
-//! submitted (the kernel frees it on a later pass, once the write completed); dirty
-//! page-cache pages are left for the writeback the variant names.
+//! submitted (the kernel frees it on a later pass, once the write completed); under
+//! `rmap-2.6.9` dirty page-cache pages are left for the writeback the variant names.
+//!
+//! `rmap-2.6.17` (seed 001's kernels; 2.6.17/2.6.18 mm/vmscan.c, read in
+//! `bronson/linux-2.6.18.8-ovz-xen`; docs/research/writeback-2.6.17.md section 8) adds what
+//! 2.6.17 does with page-cache pages that are not clean:
+//!
+//! ```text
+//! shrink_page_list, per page:
+//!     PageWriteback -> keep (back to the inactive list's young end)
+//!     PageDirty -> pageout() if may_write_to_queue(bdi):
+//!         PF_SWAPWRITE (kswapd) || !bdi_write_congested(bdi) || bdi == current->backing_dev_info
+//!         (generic_file_buffered_write sets it: the writer's own reclaim writes its disk's
+//!         pages into a congested queue); clear_page_dirty_for_io, ->writepage
+//!         (ext3_ordered_writepage, WB_SYNC_NONE; submit_bh sleeps in get_request_wait when
+//!         the queue has no request); the page stays, under writeback -> keep
+//!     otherwise keep
+//! shrink_zone: ... throttle_vm_writeout(): while nr_writeback > dirty_thresh * 1.1,
+//!     blk_congestion_wait(WRITE, HZ/10)
+//! try_to_free_pages, after a priority that fell short:
+//!     total_scanned > SWAP_CLUSTER_MAX * 3/2: wakeup_pdflush(total_scanned)
+//!     priority < DEF_PRIORITY - 2: blk_congestion_wait(WRITE, HZ/10)
+//! ```
+//!
+//! The model's inactive cache keeps its clean pages oldest, then the pages under writeback,
+//! then the dirty ones (the writeback order is the dirtying order), then the pages under
+//! writeback that reclaim already moved to the young end (`Mm::writeback_scanned_to`): of the
+//! pages a batch meets past the clean ones, the writeback pages not yet rotated come first,
+//! then dirty ones. Not kept: the
+//! PG_referenced that `generic_file_buffered_write`'s `mark_page_accessed` leaves on a
+//! written page (2.6.17 keeps a referenced dirty page once, clearing the bit; the model
+//! writes it at the first meeting).
 
+use crate::dev::disk::Dir;
+use crate::fs::buffer::Via;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
-use crate::kernel::path::{point, Ctx, LoopStep, Path, Step, Work};
+use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
 use crate::mm::lru::Run;
+use crate::mm::page_writeback::{blk_congestion_wait, get_dirty_limits, jiffies_ns};
+use crate::mm::pdflush::{pdflush_operation, Job};
 use crate::mm::ScanLimits;
+use crate::variant::Reclaim;
 use smallvec::smallvec;
 use std::collections::VecDeque;
 
@@ -112,10 +147,22 @@ pub struct ShrinkZones {
     cache: Option<u64>,
     /// A priority below DEF_PRIORITY - 2 fell short: wait for the disk once.
     congested: bool,
+    /// `current->backing_dev_info` is the disk's: a buffered write's direct reclaim.
+    writer: bool,
+    /// rmap-2.6.17: dirty pages of the batch still to hand to pageout().
+    pageout: u64,
+    /// rmap-2.6.17: pages just submitted whose writepage CPU work is still to run.
+    pageout_cpu: u64,
+    /// Pages isolated so far (try_to_free_pages' `total_scanned`).
+    scanned: u64,
+    /// rmap-2.6.17's `blk_congestion_wait` naps.
+    nap: Nested,
+    /// rmap-2.6.17: shrink_zone's throttle_vm_writeout is done for this priority.
+    throttled: bool,
 }
 
 impl ShrinkZones {
-    fn new(goal: Goal) -> Box<Self> {
+    fn new(goal: Goal, writer: bool) -> Box<Self> {
         Box::new(ShrinkZones {
             goal,
             priority: DEF_PRIORITY,
@@ -129,7 +176,100 @@ impl ShrinkZones {
             writes: Vec::new(),
             cache: None,
             congested: false,
+            writer,
+            pageout: 0,
+            pageout_cpu: 0,
+            scanned: 0,
+            nap: Nested::default(),
+            throttled: false,
         })
+    }
+
+    /// 2.6.17's `pageout()` of the batch's dirty pages, oldest first, while
+    /// `may_write_to_queue()` allows: kswapd (PF_SWAPWRITE) and the writer on its own queue
+    /// always, any other task while the queue is not congested. A run of pages goes to the
+    /// queue as the loop reaches them (merged there into requests), each page's
+    /// `ext3_ordered_writepage` then runs; with no free request the task sleeps in
+    /// `get_request_wait`. Pages not written stay dirty on the list (`keep`).
+    fn pageout_step(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
+        if self.pageout_cpu > 0 {
+            return Some(LoopStep::plain(
+                "pageout",
+                self.pageout_cpu,
+                k.c.writepage,
+                smallvec![point(Point::ShrinkList, 1)],
+            ));
+        }
+        if self.pageout == 0 {
+            return None;
+        }
+        let swapwrite = self.goal == Goal::Kswapd || self.writer;
+        let file = k.buf.dirty_files().first().map(|&(f, _)| f);
+        let Some((file, block)) = file.and_then(|f| Some((f, k.buf.first_dirty_block(f)?))) else {
+            self.pageout = 0;
+            return None;
+        };
+        let mut n = self.pageout;
+        if !swapwrite {
+            // bdi_write_congested() before each page.
+            n = n.min(k.disk.room(block, false, cx.pid, cx.now, n));
+            if n == 0 {
+                self.pageout = 0;
+                return None;
+            }
+        }
+        k.disk.woke(cx.pid, cx.now);
+        let room = k.disk.room(block, true, cx.pid, cx.now, n);
+        if room == 0 {
+            if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
+                return Some(Step::Block(chan));
+            }
+        }
+        let Some(b) = k.buf.take_file(file, n.min(room.max(1))) else {
+            self.pageout = 0;
+            return None;
+        };
+        crate::fs::flush::submit(k, &b, Via::Writer, cx.pid, cx.now);
+        let written = b.hi - b.lo;
+        k.mm.pageouts += written;
+        k.mm.writeback_scanned_to = k.buf.next_seq();
+        self.pageout -= written.min(self.pageout);
+        self.pageout_cpu = written;
+        self.pageout_step(k, cx)
+    }
+
+    /// 2.6.17's waits after a priority fell short (rmap-2.6.17): `throttle_vm_writeout()`
+    /// at the end of shrink_zone, then try_to_free_pages' `wakeup_pdflush(total_scanned)`
+    /// and its `blk_congestion_wait(WRITE, HZ/10)` below DEF_PRIORITY - 2 (balance_pgdat
+    /// naps alike). Returns the nap, if any.
+    fn nap_26(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
+        let ten = jiffies_ns(k, 10);
+        if !self.throttled {
+            let l = get_dirty_limits(k);
+            if l.nr_writeback > l.dirty + l.dirty / 10 {
+                self.nap.start(blk_congestion_wait(ten));
+                return self.nap.next(k, cx);
+            }
+            self.throttled = true;
+        }
+        if self.congested {
+            return None;
+        }
+        self.congested = true;
+        if self.goal == Goal::Direct && self.scanned > SWAP_CLUSTER_MAX + SWAP_CLUSTER_MAX / 2 {
+            pdflush_operation(
+                k,
+                Job::Background {
+                    min_pages: self.scanned,
+                },
+                cx.now,
+            );
+        }
+        if self.priority < DEF_PRIORITY - 2 {
+            self.nap.start(blk_congestion_wait(ten));
+            return self.nap.next(k, cx);
+        }
+        None
     }
 
     fn done(&self, k: &KState) -> bool {
@@ -180,22 +320,24 @@ impl ShrinkZones {
     }
 
     /// Submit this batch's swap writes, one request per run of consecutive slots (as the
-    /// elevator merges them); with the queue full, sleep until a request completes
-    /// (`get_request_wait`). Returns the sleep, if any.
-    fn submit_writes(&mut self, k: &mut KState, now: u64) -> Option<Step> {
+    /// elevator merges them); with the queue full, sleep in `get_request_wait` (2.6's queue:
+    /// woken by a freed request, then batching; 2.4's: until a request completes). Returns
+    /// the sleep, if any.
+    fn submit_writes(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
         self.writes.sort_unstable();
         while !self.writes.is_empty() {
             let run = 1 + self.writes.windows(2).take_while(|w| w[1] == w[0] + 1).count();
             let block = SWAP_FIRST_BLOCK + self.writes[0];
-            if let Some(chan) = k.disk.must_wait(block, run as u64) {
+            if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, run as u64, cx.pid, cx.now) {
                 return Some(Step::Block(chan));
             }
-            k.disk_submit(
-                crate::dev::disk::Dir::Write,
+            k.disk_submit_by(
+                Dir::Write,
                 block,
                 run as u64,
                 crate::dev::disk::Payload::Other,
-                now,
+                cx.pid,
+                cx.now,
             );
             self.writes.drain(..run);
         }
@@ -272,7 +414,13 @@ impl ShrinkZones {
 
     fn next_step(&mut self, k: &mut KState, cx: &Ctx) -> Step {
         loop {
+            if let Some(s) = self.nap.next(k, cx) {
+                return s;
+            }
             if let Some(s) = self.swap_out_step(k) {
+                return s;
+            }
+            if let Some(s) = self.pageout_step(k, cx) {
                 return s;
             }
             match self.stage {
@@ -311,6 +459,7 @@ impl ShrinkZones {
                     }
                     self.inactive_left -= n;
                     let got = self.isolate(k, n);
+                    self.scanned += got;
                     self.stage = Stage::List;
                     return Step::Work(Work {
                         func: "shrink_cache",
@@ -358,7 +507,7 @@ impl ShrinkZones {
                             );
                         }
                         None => {
-                            if let Some(sleep) = self.submit_writes(k, cx.now) {
+                            if let Some(sleep) = self.submit_writes(k, cx) {
                                 return sleep;
                             }
                             self.stage = if self.done(k) { Stage::Next } else { Stage::Refill };
@@ -369,7 +518,11 @@ impl ShrinkZones {
                     if self.done(k) {
                         return Step::Done;
                     }
-                    if self.priority < DEF_PRIORITY - 2 && !self.congested {
+                    if k.reclaim == Reclaim::Rmap2617 {
+                        if let Some(s) = self.nap_26(k, cx) {
+                            return s;
+                        }
+                    } else if self.priority < DEF_PRIORITY - 2 && !self.congested {
                         // blk_congestion_wait(WRITE, HZ/10): until a request completes.
                         if let Some(chan) = k.disk.oldest() {
                             self.congested = true;
@@ -377,6 +530,7 @@ impl ShrinkZones {
                         }
                     }
                     self.congested = false;
+                    self.throttled = false;
                     if self.priority == 0 {
                         // try_to_free_pages fell short at every priority: out_of_memory()
                         // (kswapd's balance_pgdat never calls it).
@@ -404,18 +558,30 @@ impl Path for ShrinkZones {
         self.next_step(k, cx)
     }
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+        if self.pageout_cpu > 0 {
+            self.pageout_cpu -= done.min(self.pageout_cpu);
+            return;
+        }
         if let Some(n) = self.refill.take() {
             k.mm.refill_inactive(n, done);
             return;
         }
         if let Some(n) = self.cache.take() {
             // The batch's page-cache pages, oldest first: clean ones are freed, dirty ones
-            // go back to the list (`keep`).
+            // go back to the list (`keep`). Under rmap-2.6.17 the pages not clean are
+            // PG_dirty and PG_writeback ones (2.6's counts), and the dirty ones go to
+            // pageout() before they are kept.
+            let pageout = k.reclaim == Reclaim::Rmap2617;
+            let dirty = if pageout {
+                k.buf.nr_dirty + k.buf.in_flight()
+            } else {
+                k.buf.dirty_for_balance()
+            };
             let lim = ScanLimits {
                 want: n,
                 max_scan: done.min(n),
                 max_mapped: 0,
-                dirty: k.buf.dirty_for_balance(),
+                dirty,
             };
             let cache = k.mm.cache;
             let done_hi = k.buf.done_hi;
@@ -426,23 +592,33 @@ impl Path for ShrinkZones {
             k.buf.pages_freed(sc.freed, cache);
             k.dcache.pages_dropped(sc.emptied);
             self.reclaimed += sc.freed;
+            if pageout {
+                // Past the clean pages: the writeback pages not yet rotated, then the dirty.
+                let from = k.mm.writeback_scanned_to.max(k.buf.done_hi);
+                let writeback = sc.dirty.min(k.buf.next_seq() - from);
+                k.mm.writeback_kept += writeback;
+                k.mm.writeback_scanned_to = from + writeback;
+                self.pageout = sc.dirty - writeback;
+            }
         }
     }
 }
 
 /// kswapd0's pass: `balance_pgdat` until free pages reach pages_high.
 pub fn balance_pgdat() -> Box<dyn Path> {
-    ShrinkZones::new(Goal::Kswapd)
+    ShrinkZones::new(Goal::Kswapd, false)
 }
 
-/// A task's direct reclaim: `try_to_free_pages` until SWAP_CLUSTER_MAX pages are reclaimed.
-pub fn try_to_free_pages() -> Box<dyn Path> {
-    ShrinkZones::new(Goal::Direct)
+/// A task's direct reclaim: `try_to_free_pages` until SWAP_CLUSTER_MAX pages are reclaimed;
+/// `writer`: the task is in a buffered write to the disk (`current->backing_dev_info`).
+pub fn try_to_free_pages(writer: bool) -> Box<dyn Path> {
+    ShrinkZones::new(Goal::Direct, writer)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::path::Chan;
     use crate::kernel::tests::{kstate, run_to_sleep};
 
     /// Memory filled with idle anonymous pages of two address spaces.
@@ -457,11 +633,91 @@ mod tests {
         k
     }
 
+    /// rmap-2.6.17 over page-based writeback and 2.6's queue: memory filled with one file's
+    /// dirty cache, its oldest `writeback` pages submitted by task 99 (under writeback);
+    /// the queue congested by task 99's writes elsewhere if `congest`.
+    fn dirty_full(writeback: u64, congest: bool) -> KState {
+        let mut k = kstate();
+        k.reclaim = Reclaim::Rmap2617;
+        k.writeback = crate::variant::Writeback::Pdflush2617;
+        k.disk.use_26_block_layer(250, false);
+        let n = k.mm.free - k.mm.pages_min;
+        let f = k.mm.create_file(n);
+        k.mm.add_pages(f, 0, n);
+        let block = k.mm.files[&f].block;
+        k.buf.dirty(f, 1, n, block, 0);
+        if writeback > 0 {
+            let b = k.buf.take(writeback, None).expect("dirty pages");
+            crate::fs::flush::submit(&mut k, &b, Via::Writer, 99, 0);
+        }
+        let mut at = SWAP_FIRST_BLOCK;
+        while congest && !k.disk.congested {
+            k.disk_submit_by(Dir::Write, at, 1, crate::dev::disk::Payload::Other, 99, 0);
+            at += 2;
+        }
+        k
+    }
+
+    #[test]
+    fn the_writers_reclaim_writes_its_dirty_pages_into_a_congested_queue_another_tasks_does_not() {
+        // Another task's direct reclaim: may_write_to_queue() is false, nothing is written,
+        // and it naps in blk_congestion_wait once below DEF_PRIORITY - 2.
+        let mut k = dirty_full(0, true);
+        let dirty = k.buf.nr_dirty;
+        let sleep = run_to_sleep(&mut k, try_to_free_pages(false));
+        assert!(matches!(sleep, Some(Chan::Congestion(_))), "{sleep:?}");
+        assert_eq!((k.mm.pageouts, k.buf.nr_dirty), (0, dirty));
+        // The writer's own (current->backing_dev_info is the disk's): pageout() writes every
+        // dirty page it meets into the congested queue (merged into a few requests), then
+        // naps alike: the pages are under writeback, none freed yet.
+        let mut k = dirty_full(0, true);
+        let sleep = run_to_sleep(&mut k, try_to_free_pages(true));
+        assert!(matches!(sleep, Some(Chan::Congestion(_))), "{sleep:?}");
+        assert!(k.mm.pageouts >= SWAP_CLUSTER_MAX, "{}", k.mm.pageouts);
+        assert_eq!(k.buf.nr_dirty, dirty - k.mm.pageouts);
+        assert_eq!(k.buf.in_flight(), k.mm.pageouts);
+    }
+
+    #[test]
+    fn pages_under_writeback_are_kept_and_the_dirty_ones_behind_them_written() {
+        // The oldest 128 pages are under writeback: kswapd's first four batches keep them
+        // (no page freed, none written), the fifth meets dirty pages and writes them.
+        let mut k = dirty_full(4 * SWAP_CLUSTER_MAX, false);
+        let free = k.mm.free;
+        let mut p = balance_pgdat();
+        let cx = Ctx { now: 0, pid: 2 };
+        for _ in 0..10_000 {
+            if k.mm.pageouts > 0 {
+                break;
+            }
+            match p.next(&mut k, &cx) {
+                Step::Loop(l) => p.advanced(&mut k, &cx, l.items),
+                Step::Done | Step::Block(_) => break,
+                Step::Work(_) => {}
+            }
+        }
+        assert_eq!(k.mm.writeback_kept, 4 * SWAP_CLUSTER_MAX);
+        assert_eq!(k.mm.free, free);
+        assert!(k.mm.pageouts > 0);
+        // Still under writeback, the kept pages are behind the scan now.
+        assert_eq!(k.mm.writeback_scanned_to, k.buf.next_seq());
+    }
+
+    #[test]
+    fn the_same_state_reclaims_the_same_way() {
+        let run = || {
+            let mut k = dirty_full(SWAP_CLUSTER_MAX, true);
+            let sleep = run_to_sleep(&mut k, try_to_free_pages(true));
+            (sleep, k.mm.pageouts, k.mm.writeback_kept, k.mm.free, k.buf.in_flight())
+        };
+        assert_eq!(run(), run());
+    }
+
     #[test]
     fn direct_reclaim_swaps_out_old_anonymous_pages_through_get_swap_page() {
         let mut k = anon_full();
         let free = k.mm.free;
-        let mut p = try_to_free_pages();
+        let mut p = try_to_free_pages(false);
         let cx = Ctx { now: 0, pid: 1 };
         let mut scans = 0;
         for _ in 0..10_000 {
@@ -484,7 +740,7 @@ mod tests {
     #[test]
     fn a_page_back_from_swap_keeps_its_slot_until_swap_is_half_full() {
         let mut k = anon_full();
-        assert_eq!(run_to_sleep(&mut k, try_to_free_pages()), None);
+        assert_eq!(run_to_sleep(&mut k, try_to_free_pages(false)), None);
         let out = k.mm.mms[&3].swapped.len() as u64;
         assert!(out > 0);
         let used = k.mm.swap.used();
@@ -506,7 +762,7 @@ mod tests {
             k.mm.reference(mm);
         }
         let active = k.mm.nr_active();
-        let mut p = try_to_free_pages();
+        let mut p = try_to_free_pages(false);
         let cx = Ctx { now: 0, pid: 1 };
         // The first batch meets only young pages: activated.
         for _ in 0..4 {

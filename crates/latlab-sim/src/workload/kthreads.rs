@@ -75,7 +75,7 @@ pub fn for_variant(v: &Variant) -> Vec<Kthread> {
     };
     let mut threads = vec![match v.reclaim {
         Reclaim::Vmscan24 => Kthread::Kswapd,
-        Reclaim::Rmap269 => Kthread::Kswapd0,
+        Reclaim::Rmap269 | Reclaim::Rmap2617 => Kthread::Kswapd0,
     }];
     threads.extend_from_slice(writeback);
     threads.push(Kthread::Kjournald);
