@@ -348,6 +348,18 @@ impl Disk {
         tail + self.allocatable(pid, now, reqs) * self.max_request_blocks
     }
 
+    /// Blocks of a write at `block` a caller that tests `bdi_write_congested()` before each
+    /// page (2.6 reclaim's `may_write_to_queue`) hands to the queue before it finds the queue
+    /// congested: none once congested, else up to the page that allocates the
+    /// `congestion_on`-th request, which makes it congested.
+    pub fn uncongested_room(&self, block: u64) -> u64 {
+        if self.congested {
+            return 0;
+        }
+        let free = (self.congestion_on - 1).saturating_sub(self.slots_used());
+        self.tail_room(block) + free * self.max_request_blocks + u64::from(free == 0)
+    }
+
     /// The oldest request's completion, if any is queued (what `blk_congestion_wait` ends on
     /// in the model).
     pub fn oldest(&self) -> Option<Chan> {

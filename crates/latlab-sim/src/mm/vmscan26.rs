@@ -212,14 +212,14 @@ impl ShrinkZones {
         let mut n = self.pageout;
         if !swapwrite {
             // bdi_write_congested() before each page.
-            n = n.min(k.disk.room(block, false, cx.pid, cx.now, n));
+            n = n.min(k.disk.uncongested_room(block));
             if n == 0 {
                 self.pageout = 0;
                 return None;
             }
         }
         k.disk.woke(cx.pid, cx.now);
-        let room = k.disk.room(block, true, cx.pid, cx.now, n);
+        let room = k.disk.room(block, cx.pid, cx.now, n);
         if room == 0 {
             if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
                 return Some(Step::Block(chan));
