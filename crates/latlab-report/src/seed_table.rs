@@ -346,10 +346,15 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
     );
     let num = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |x| format!("{x:.prec$}"));
     for v in runs {
+        // iozone's rows: no stream (sysbench's have theirs).
         let find = |f: &str| {
-            rows.iter()
-                .find(|r| r.figure == f && r.variant == v.result.meta.kernel && r.case.as_deref() == v.case)
+            rows.iter().find(|r| {
+                r.figure == f && r.variant == v.result.meta.kernel && r.case.as_deref() == v.case && r.stream.is_none()
+            })
         };
+        if v.result.stream("write").is_none() {
+            continue;
+        }
         let Some(mx) = find("max_write_latency") else { continue };
         let verdict = match mx.published {
             Some(p) if p > 0.0 => {
@@ -410,7 +415,9 @@ fn render_sysbench(runs: &[RunView], rows: &[CompareRow], w: usize) -> String {
     let mut out = String::new();
     let num = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |x| format!("{x:.prec$}"));
     for v in runs {
-        let Some(s) = v.result.stream(SYSBENCH_STREAM) else { continue };
+        let Some(s) = v.result.stream(SYSBENCH_STREAM) else {
+            continue;
+        };
         let find = |f: &str| {
             rows.iter().find(|r| {
                 r.figure == f

@@ -597,7 +597,8 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         }
         for (pass, kb_s) in w.rates {
             // The benchmark's figure (KB/s over the timed loop), in MB/s.
-            r.throughput.insert(format!("{}_MBps", pass.name()), kb_s * 1024.0 / 1e6);
+            r.throughput
+                .insert(format!("{}_MBps", pass.name()), kb_s * 1024.0 / 1e6);
         }
         for (pass, counts, secs) in w.ops {
             for (op, n) in ["reads", "writes", "fsyncs"].into_iter().zip(counts) {
