@@ -1020,9 +1020,13 @@ impl Setting {
             why,
         };
         let int = || {
-            value
-                .parse::<u64>()
-                .map_err(|_| bad(format!("`{value}` is not a whole number")))
+            value.parse::<u64>().map_err(|_| {
+                bad(if value.trim_start().starts_with('-') && value.parse::<f64>().is_ok() {
+                    format!("`{value}` is negative: must be a whole number >= 0")
+                } else {
+                    format!("`{value}` is not a whole number")
+                })
+            })
         };
         let flag = || {
             value
