@@ -394,7 +394,7 @@ impl Cmd {
     }
 
     /// Queue the command's next batch of work; false when it has nothing more to do.
-    fn refill(&mut self, cx: &mut ProgCx) -> bool {
+    fn next_batch(&mut self, cx: &mut ProgCx) -> bool {
         let stage = self.stage;
         self.stage += 1;
         let reg = self.reg.clone();
@@ -688,16 +688,38 @@ impl Cmd {
     }
 }
 
+/// A program that queues its work a batch at a time ([`drive`] runs it).
+pub(crate) trait Batches {
+    fn ops(&mut self) -> &mut Ops;
+    /// Queue the next batch of work; false when there is nothing more to do.
+    fn refill(&mut self, cx: &mut ProgCx) -> bool;
+}
+
+/// A [`Batches`] program's next action: its queue's next, refilled as it runs dry; exit once
+/// it has nothing more to do.
+pub(crate) fn drive(p: &mut impl Batches, cx: &mut ProgCx) -> Action {
+    loop {
+        if let Some(a) = p.ops().pop(cx) {
+            return a;
+        }
+        if !p.refill(cx) {
+            return Action::Exit;
+        }
+    }
+}
+
+impl Batches for Cmd {
+    fn ops(&mut self) -> &mut Ops {
+        &mut self.ops
+    }
+    fn refill(&mut self, cx: &mut ProgCx) -> bool {
+        self.next_batch(cx)
+    }
+}
+
 impl Program for Cmd {
     fn next(&mut self, cx: &mut ProgCx) -> Action {
-        loop {
-            if let Some(a) = self.ops.pop(cx) {
-                return a;
-            }
-            if !self.refill(cx) {
-                return Action::Exit;
-            }
-        }
+        drive(self, cx)
     }
 }
 

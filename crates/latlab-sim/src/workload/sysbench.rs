@@ -26,7 +26,7 @@
 //! nothing (docs/fidelity.md says what that leaves out).
 
 use super::iozone::{fsync, timed};
-use super::script::{Ops, Reg};
+use super::script::{drive, Batches, Ops, Reg};
 use super::{Action, ProgCx, Program};
 use crate::fs::ext3::{sys_read, sys_rewrite};
 use crate::measure::write_latency::{IoOp, Pass};
@@ -212,7 +212,7 @@ impl Sysbench {
     }
 
     /// Queue the process's next work; false when it is done.
-    fn refill(&mut self, cx: &mut ProgCx) -> bool {
+    fn next_batch(&mut self, cx: &mut ProgCx) -> bool {
         let f = self.f;
         let block = f.block_kb * 1024;
         match self.phase {
@@ -265,16 +265,18 @@ impl Sysbench {
     }
 }
 
+impl Batches for Sysbench {
+    fn ops(&mut self) -> &mut Ops {
+        &mut self.ops
+    }
+    fn refill(&mut self, cx: &mut ProgCx) -> bool {
+        self.next_batch(cx)
+    }
+}
+
 impl Program for Sysbench {
     fn next(&mut self, cx: &mut ProgCx) -> Action {
-        loop {
-            if let Some(a) = self.ops.pop(cx) {
-                return a;
-            }
-            if !self.refill(cx) {
-                return Action::Exit;
-            }
-        }
+        drive(self, cx)
     }
 }
 
