@@ -429,8 +429,8 @@ fn render_sysbench(runs: &[RunView], rows: &[CompareRow], w: usize) -> String {
         if out.is_empty() {
             let _ = writeln!(
                 out,
-                "\n{}\n{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>16}",
-                format!("sysbench fileio rndrw, the seed's \"mix throughput\" ({})", s.measures),
+                "\nsysbench fileio rndrw, the seed's \"mix throughput\" ({})\n{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>16}",
+                s.measures,
                 "",
                 "",
                 "worst",
