@@ -133,7 +133,7 @@ pub fn regroup(exp: &Experiment, per_job: Vec<Vec<CompareRow>>) -> Vec<Vec<Compa
         let gains = seed_table::gain_rows(&rows, |r| {
             exp.runs
                 .iter()
-                .find(|run| run.config.variant.name == r.variant && run.case == r.case)
+                .find(|run| run.config.variant.name == r.variant && run.case == r.case && run.stream() == r.stream)
                 .and_then(|run| run.published.throughput_gain)
         });
         rows.extend(gains);

@@ -135,6 +135,10 @@ fn default_seed() -> u64 {
 struct RunRepr {
     label: String,
     variant: String,
+    /// This run's workload, where it is not the experiment's (seed 001's sysbench rows
+    /// beside its iozone rows).
+    #[serde(default)]
+    workload: Option<String>,
     /// Samples the seed's run collected: the model runs (idle after the workload) at least
     /// as long as that took at `rtc_hz`.
     #[serde(default)]
@@ -221,6 +225,25 @@ pub struct Run {
     pub published: Published,
     /// The file's hard stop, if it gave one.
     pub max_seconds: Option<u64>,
+}
+
+impl Run {
+    /// The stream that names this run's comparison rows beside its kernel and case, as
+    /// `compare_rows` names it: the POSIX timer's, the tracer's window of swap fill, or
+    /// sysbench's (seed 001's sysbench rows beside its iozone rows); None for the rest.
+    pub fn stream(&self) -> Option<String> {
+        let c = &self.config;
+        let sysbench = c
+            .workload
+            .commands
+            .iter()
+            .any(|x| matches!(x, latlab_sim::CommandSpec::Sysbench(_)));
+        c.posix_timer
+            .as_ref()
+            .map(|p| p.notify.stream().to_string())
+            .or(c.preempt_off.map(|[lo, hi]| format!("swap {lo}-{hi}%")))
+            .or(sysbench.then(|| latlab_sim::measure::write_latency::Pass::Rndrw.stream().to_string()))
+    }
 }
 
 /// The longest run an experiment may imply without a `max_seconds` of its own: two simulated
@@ -492,25 +515,27 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
         return Err(field("run", "an experiment needs at least one [[run]]".into()));
     }
     let machine = machine(origin, &f.machine, line_of_value(text, "machine", &f.machine), files)?;
-    let Some(mut workload) = builtin::workload(&f.workload) else {
-        return Err(ExpError::Unknown {
-            origin: origin.into(),
-            line: line_of_value(text, "workload", &f.workload),
-            what: "workload",
-            name: f.workload.clone(),
-            valid: builtin::WORKLOADS.join(", "),
-        });
+    // A built-in workload by name, with the file's [preload] and hogs (for every run).
+    let workload_named = |name: &str| -> Result<latlab_sim::Workload, ExpError> {
+        let Some(mut w) = builtin::workload(name) else {
+            return Err(ExpError::Unknown {
+                origin: origin.into(),
+                line: line_of_value(text, "workload", name),
+                what: "workload",
+                name: name.into(),
+                valid: builtin::WORKLOADS.join(", "),
+            });
+        };
+        if let Some(p) = &f.preload {
+            w.preload = p.apply(&w.preload);
+        }
+        if let Some(n) = f.hogs {
+            sizes::set(&mut w.commands, "hogs", n.into()).map_err(|why| field("hogs", why))?;
+        }
+        w.preload.validate(&machine).map_err(|(name, why)| field(name, why))?;
+        Ok(w)
     };
-    if let Some(p) = &f.preload {
-        workload.preload = p.apply(&workload.preload);
-    }
-    if let Some(n) = f.hogs {
-        sizes::set(&mut workload.commands, "hogs", n.into()).map_err(|why| field("hogs", why))?;
-    }
-    workload
-        .preload
-        .validate(&machine)
-        .map_err(|(name, why)| field(name, why))?;
+    let workload = workload_named(&f.workload)?;
     let mut runs = Vec::new();
     for r in f.run {
         let v = variant(origin, &r.variant, line_of_value(text, "variant", &r.variant), files)?;
@@ -614,12 +639,21 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 format!("must be a ratio > 0, got {g}"),
             ));
         }
-        let mut run_workload = workload.clone();
+        let mut run_workload = match &r.workload {
+            None => workload.clone(),
+            Some(name) => workload_named(name)?,
+        };
         let case = match r.file_pct_of_ram {
             None => None,
             Some(pct) => {
                 let mb = machine.ram_mib * u64::from(pct) / 100;
-                sizes::set(&mut run_workload.commands, "iozone.file_mb", mb).map_err(|why| {
+                // The benchmark's total file size: iozone's file or sysbench's files.
+                let key = FILE_SIZES
+                    .iter()
+                    .copied()
+                    .find(|k| sizes::get(&run_workload.commands, k).is_some())
+                    .unwrap_or(FILE_SIZES[0]);
+                sizes::set(&mut run_workload.commands, key, mb).map_err(|why| {
                     field(
                         "file_pct_of_ram",
                         format!("{pct} % of the machine's {} MiB is {mb} MB: {why}", machine.ram_mib),
@@ -693,6 +727,9 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
     })
 }
 
+/// The workload sizes `file_pct_of_ram` sets, the first the run's workload has.
+const FILE_SIZES: [&str; 2] = ["iozone.file_mb", "sysbench.file_mb"];
+
 /// A POSIX timer's period in us: 100 us (below it every expiry of a loaded box is an
 /// overrun) to 10 s (a run sees a few).
 fn check_timer_period(us: u64) -> Result<(), String> {
@@ -761,8 +798,15 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
     }
     let setting = Setting::parse(origin, key, value)?;
     let mut out = exp.clone();
+    // A size reaches the runs whose workload has its command (seed 001's iozone runs, not
+    // its sysbench runs); it is an error only if none has.
+    let sized = |c: &SimConfig| sizes::get(&c.workload.commands, key).is_some();
+    let some_sized = exp.runs.iter().any(|r| sized(&r.config));
     for run in &mut out.runs {
         let c = &mut run.config;
+        if matches!(setting, Setting::Size(..)) && some_sized && !sized(c) {
+            continue;
+        }
         match &setting {
             Setting::Seed(seed) => c.seed = *seed,
             // The run lasts as long as the seed's did (its samples at the file's own rate),
@@ -976,9 +1020,13 @@ impl Setting {
             why,
         };
         let int = || {
-            value
-                .parse::<u64>()
-                .map_err(|_| bad(format!("`{value}` is not a whole number")))
+            value.parse::<u64>().map_err(|_| {
+                bad(if value.trim_start().starts_with('-') && value.parse::<f64>().is_ok() {
+                    format!("`{value}` is negative: must be a whole number >= 0")
+                } else {
+                    format!("`{value}` is not a whole number")
+                })
+            })
         };
         let flag = || {
             value

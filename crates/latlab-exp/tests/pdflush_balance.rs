@@ -24,21 +24,28 @@ fn slowest_note(r: &RunResult) -> String {
 #[test]
 fn the_experiment_has_both_kernels_at_both_sizes_and_no_realfeel() {
     let exp = latlab_exp::builtin_experiment("pdflush-balance").unwrap();
-    let rows: Vec<(String, Option<String>)> = exp
+    let rows: Vec<(String, Option<String>, Option<String>)> = exp
         .runs
         .iter()
-        .map(|r| (r.config.variant.name.clone(), r.case.clone()))
+        .map(|r| (r.config.variant.name.clone(), r.case.clone(), r.stream()))
         .collect();
+    // iozone's rows and sysbench's.
     for v in ["2.6.17", "2.6.17+pdflush-balance", "3.2+io-less"] {
         for c in ["50%", "120%"] {
-            assert!(rows.contains(&(v.into(), Some(c.into()))), "{v} {c}: {rows:?}");
+            for s in [None, Some("sysbench-rndrw".to_string())] {
+                assert!(
+                    rows.contains(&(v.into(), Some(c.into()), s.clone())),
+                    "{v} {c} {s:?}: {rows:?}"
+                );
+            }
         }
     }
     for r in &exp.runs {
         assert!(!r.config.realfeel, "the seed timed the writer alone");
         let mb = match r.config.workload.commands[0] {
             latlab_sim::CommandSpec::Iozone { file_mb, .. } => file_mb,
-            _ => panic!("iozone"),
+            latlab_sim::CommandSpec::Sysbench(f) => f.file_mb,
+            _ => panic!("iozone or sysbench"),
         };
         // 50 % and 120 % of the P4's 1 GiB.
         assert_eq!(mb, if r.case.as_deref() == Some("50%") { 512 } else { 1228 });

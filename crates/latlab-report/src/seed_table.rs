@@ -142,6 +142,10 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
             rows.extend(write_rows(v, source));
             continue;
         }
+        if s.name == SYSBENCH_STREAM {
+            rows.extend(sysbench_rows(v, s, source));
+            continue;
+        }
         if s.name.starts_with("posix_timer") {
             rows.extend(posix_rows(v, s, source));
             continue;
@@ -189,7 +193,11 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
     }
     let gains = gain_rows(&rows, |r| {
         runs.iter()
-            .find(|v| v.result.meta.kernel == r.variant && v.case == r.case.as_deref())
+            .find(|v| {
+                v.result.meta.kernel == r.variant
+                    && v.case == r.case.as_deref()
+                    && v.result.stream(r.stream.as_deref().unwrap_or("write")).is_some()
+            })
             .and_then(|v| v.published.throughput_gain)
     });
     rows.extend(gains);
@@ -262,16 +270,41 @@ fn write_rows(v: &RunView, source: &str) -> Vec<CompareRow> {
     rows
 }
 
-/// Seed 001's gains, figures across runs: each `write_throughput` row over the first one of
-/// the same case (the stock kernel's), as `throughput_gain` rows after all others, with the
-/// seed's gain for that row (`published`). Separate from the per-run rows so that runs made
-/// one at a time (`latlab uncertainty`'s jobs) merge into the same rows.
+/// The stream of sysbench's fileio requests (its rows' `stream`), and its counter of
+/// requests over 100 ms (latlab_sim's `Pass::Rndrw`; this crate reads results only).
+const SYSBENCH_STREAM: &str = "sysbench-rndrw";
+const SYSBENCH_OVER: &str = "rndrw_requests_over_100ms";
+
+/// Seed 001's figures for a sysbench `fileio` rndrw run: its slowest request (ms), its
+/// requests a second and its "mix throughput" (MB/s read and written over the run, sysbench's
+/// "Total transferred ... /sec"). The gain over another run is [`gain_rows`]'.
+fn sysbench_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<CompareRow> {
+    let base = CompareRow::of_run(v, Some(s.name.clone()), source);
+    let mut rows = vec![base.with("max_request_latency", "ms", ms(s.hist.max()), None)];
+    let t = &v.result.throughput;
+    if let Some(&n) = t.get("rndrw_requests_per_s") {
+        rows.push(base.with("requests_per_sec", "count/s", n, None));
+    }
+    if let Some(&m) = t.get("rndrw_MBps") {
+        rows.push(base.with("mix_throughput", "MB/s", m, None));
+    }
+    rows
+}
+
+/// Seed 001's gains, figures across runs: each throughput row (iozone's `write_throughput`,
+/// sysbench's `mix_throughput`) over the first one of the same figure, case and stream (the
+/// stock kernel's), as `throughput_gain` rows after all others, with the seed's gain for
+/// that row (`published`). Separate from the per-run rows so that runs made one at a time
+/// (`latlab uncertainty`'s jobs) merge into the same rows.
 pub fn gain_rows(rows: &[CompareRow], published: impl Fn(&CompareRow) -> Option<f64>) -> Vec<CompareRow> {
-    let tput = |r: &&CompareRow| r.figure == "write_throughput";
+    let tput = |r: &&CompareRow| r.figure == "write_throughput" || r.figure == "mix_throughput";
     rows.iter()
         .filter(tput)
         .filter_map(|r| {
-            let base = rows.iter().filter(tput).find(|b| b.case == r.case)?;
+            let base = rows
+                .iter()
+                .filter(tput)
+                .find(|b| b.figure == r.figure && b.case == r.case && b.stream == r.stream)?;
             (!std::ptr::eq(base, r) && base.model > 0.0).then(|| CompareRow {
                 figure: "throughput_gain".into(),
                 unit: "ratio".into(),
@@ -313,10 +346,15 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
     );
     let num = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |x| format!("{x:.prec$}"));
     for v in runs {
+        // iozone's rows: no stream (sysbench's have theirs).
         let find = |f: &str| {
-            rows.iter()
-                .find(|r| r.figure == f && r.variant == v.result.meta.kernel && r.case.as_deref() == v.case)
+            rows.iter().find(|r| {
+                r.figure == f && r.variant == v.result.meta.kernel && r.case.as_deref() == v.case && r.stream.is_none()
+            })
         };
+        if v.result.stream("write").is_none() {
+            continue;
+        }
         let Some(mx) = find("max_write_latency") else { continue };
         let verdict = match mx.published {
             Some(p) if p > 0.0 => {
@@ -343,6 +381,7 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
             num(gain.map(|r| r.model), 2),
         );
     }
+    out.push_str(&render_sysbench(runs, rows, w));
     for v in runs {
         let Some(s) = v.result.stream("write") else { continue };
         let mut model: Vec<&latlab_core::Sample> = s.worst.iter().collect();
@@ -365,6 +404,61 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
             });
             let _ = writeln!(out, "{sd:>12}   {lat:>12} {off:>12}");
         }
+    }
+    out
+}
+
+/// Seed 001's sysbench block of its table (nothing without sysbench runs): per kernel and
+/// total file size, the slowest request, requests over 100 ms, sysbench's requests a second
+/// and mix throughput, and the gain over the first kernel of the same size beside the seed's.
+fn render_sysbench(runs: &[RunView], rows: &[CompareRow], w: usize) -> String {
+    let mut out = String::new();
+    let num = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |x| format!("{x:.prec$}"));
+    for v in runs {
+        let Some(s) = v.result.stream(SYSBENCH_STREAM) else {
+            continue;
+        };
+        let find = |f: &str| {
+            rows.iter().find(|r| {
+                r.figure == f
+                    && r.variant == v.result.meta.kernel
+                    && r.case.as_deref() == v.case
+                    && r.stream.as_deref() == Some(SYSBENCH_STREAM)
+            })
+        };
+        if out.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nsysbench fileio rndrw, the seed's \"mix throughput\" ({})\n{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>16}",
+                s.measures,
+                "",
+                "",
+                "worst",
+                "reqs",
+                "",
+                "mix",
+                "mix gain"
+            );
+            let _ = writeln!(
+                out,
+                "{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>8}{:>8}",
+                "Run", "files", "req (ms)", ">100 ms", "reqs/s", "MB/s", "seed", "model"
+            );
+        }
+        let gain = find("throughput_gain");
+        let over = v.result.counters.get(SYSBENCH_OVER).copied();
+        let _ = writeln!(
+            out,
+            "{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>8}{:>8}",
+            v.label,
+            v.case.unwrap_or("-"),
+            num(find("max_request_latency").map(|r| r.model), 1),
+            num(over.map(|n| n as f64), 0),
+            num(find("requests_per_sec").map(|r| r.model), 1),
+            num(find("mix_throughput").map(|r| r.model), 2),
+            num(gain.and_then(|r| r.published), 2),
+            num(gain.map(|r| r.model), 2),
+        );
     }
     out
 }
@@ -722,7 +816,7 @@ impl SweepRow {
 /// A row's worst case: realfeel's or a POSIX timer's `max_latency`, or seed 001's
 /// `max_write_latency`.
 fn is_worst(r: &CompareRow) -> bool {
-    r.figure == "max_latency" || r.figure == "max_write_latency"
+    r.figure == "max_latency" || r.figure == "max_write_latency" || r.figure == "max_request_latency"
 }
 
 /// A sweep: each run's worst case (model) for every value of `key`, beside the seed's

@@ -259,18 +259,30 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
             why,
         })?;
     for c in &cfg.workload.commands {
-        if let CommandSpec::Iozone { file_mb, .. } = c {
-            let disk_mb = cfg.machine.disk.capacity_gb * 1e9 / (1 << 20) as f64;
-            if *file_mb as f64 > disk_mb {
-                return Err(SimError::Workload {
-                    workload: cfg.workload.name.clone(),
-                    field: "iozone.file_mb",
-                    why: format!(
-                        "a {file_mb} MB file does not fit on machine `{}`'s {} GB disk",
-                        cfg.machine.name, cfg.machine.disk.capacity_gb
-                    ),
-                });
+        let bad = |field, why| SimError::Workload {
+            workload: cfg.workload.name.clone(),
+            field,
+            why,
+        };
+        let (field, file_mb) = match c {
+            CommandSpec::Iozone { file_mb, .. } => ("iozone.file_mb", *file_mb),
+            CommandSpec::Sysbench(f) => {
+                if let Some((field, why)) = f.check() {
+                    return Err(bad(field, why));
+                }
+                ("sysbench.file_mb", f.file_mb)
             }
+            _ => continue,
+        };
+        let disk_mb = cfg.machine.disk.capacity_gb * 1e9 / (1 << 20) as f64;
+        if file_mb as f64 > disk_mb {
+            return Err(bad(
+                field,
+                format!(
+                    "{file_mb} MB of files does not fit on machine `{}`'s {} GB disk",
+                    cfg.machine.name, cfg.machine.disk.capacity_gb
+                ),
+            ));
         }
     }
     let swap = latlab_swap::by_name(
@@ -587,12 +599,23 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         }
     }
     if let Some(w) = std::mem::take(&mut k.wtrack).finish() {
-        for (pass, n) in measure::write_latency::PASS_NAMES.iter().zip(w.long_writes) {
-            r.counters.insert(format!("{pass}s_over_100ms"), n);
+        for (pass, n) in w.long_writes {
+            r.counters.insert(pass.over_counter().into(), n);
         }
         for (pass, kb_s) in w.rates {
-            // iozone's figure (KB/s over the record loop), in MB/s.
-            r.throughput.insert(format!("{pass}_MBps"), kb_s * 1024.0 / 1e6);
+            // The benchmark's figure (KB/s over the timed loop), in MB/s.
+            r.throughput
+                .insert(format!("{}_MBps", pass.name()), kb_s * 1024.0 / 1e6);
+        }
+        for (pass, counts, secs) in w.ops {
+            for (op, n) in ["reads", "writes", "fsyncs"].into_iter().zip(counts) {
+                r.counters.insert(format!("{}_{op}", pass.name()), n);
+            }
+            if secs > 0.0 {
+                // sysbench's "Requests/sec executed": reads and writes, not fsyncs.
+                let n = (counts[0] + counts[1]) as f64 / secs;
+                r.throughput.insert(format!("{}_requests_per_s", pass.name()), n);
+            }
         }
         r.streams.extend(w.streams);
     }

@@ -226,14 +226,7 @@ pub fn row_labels(exp: &Experiment) -> Vec<seed_table::SweepRow> {
         .iter()
         .map(|r| seed_table::SweepRow {
             variant: r.config.variant.name.clone(),
-            // The row's stream as compare_rows names it: the POSIX timer's, or the tracer's
-            // window of swap fill.
-            stream: r
-                .config
-                .posix_timer
-                .as_ref()
-                .map(|p| p.notify.stream().to_string())
-                .or(r.config.preempt_off.map(|[lo, hi]| format!("swap {lo}-{hi}%"))),
+            stream: r.stream(),
             case: r.case.clone(),
             label: r.label.clone(),
         })

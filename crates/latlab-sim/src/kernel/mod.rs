@@ -548,9 +548,9 @@ impl Kernel {
                     (Mark::PosixSample { due }, Some(p)) => {
                         p.on_sample(due, self.now, cur, &self.tasks, self.sched.name())
                     }
-                    (Mark::WriteStart { pass }, _) => self.wtrack.on_start(cur, pass.into(), self.now),
-                    (Mark::WriteDone { offset_kb, bytes }, _) => {
-                        self.wtrack.on_done(offset_kb, bytes, self.now, &self.tasks)
+                    (Mark::IoStart { pass }, _) => self.wtrack.on_start(cur, pass, self.now),
+                    (Mark::IoDone { offset_kb, bytes, op }, _) => {
+                        self.wtrack.on_done(offset_kb, bytes, op, self.now, &self.tasks)
                     }
                     _ => self.tracker.on_mark(mark, self.now, cur, &self.tasks),
                 }

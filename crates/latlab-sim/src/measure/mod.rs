@@ -26,10 +26,15 @@ pub enum Mark {
     PosixTask,
     /// The notify function for the timer expiry due at `due` runs now.
     PosixSample { due: Nanos },
-    /// A timed write(2) of iozone `-Q` is about to be called (pass 0 write, 1 rewrite).
-    WriteStart { pass: u8 },
-    /// That write(2) returned, having written `bytes` at `offset_kb`.
-    WriteDone { offset_kb: u64, bytes: u64 },
+    /// A timed call of a benchmark's pass (iozone `-Q`'s write(2), sysbench's requests) is
+    /// about to be made.
+    IoStart { pass: write_latency::Pass },
+    /// That call returned, having moved `bytes` at `offset_kb`.
+    IoDone {
+        offset_kb: u64,
+        bytes: u64,
+        op: write_latency::IoOp,
+    },
 }
 
 /// Add `d` to `k`'s tally in `v` (a handful of entries: a linear search), keeping the order

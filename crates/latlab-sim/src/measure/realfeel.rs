@@ -232,8 +232,8 @@ impl Tracker {
                 self.win.open = false;
                 self.finish(irq_at, now, tasks);
             }
-            // The POSIX-timer test's and iozone's marks go to their own trackers.
-            Mark::PosixTask | Mark::PosixSample { .. } | Mark::WriteStart { .. } | Mark::WriteDone { .. } => {}
+            // The POSIX-timer test's and the I/O benchmarks' marks go to their own trackers.
+            Mark::PosixTask | Mark::PosixSample { .. } | Mark::IoStart { .. } | Mark::IoDone { .. } => {}
         }
     }
 

@@ -12,6 +12,12 @@
 //!
 //! Each pass's throughput is iozone's: the file's bytes over the time of its record loop
 //! (the `fsync` and `close` after it are not timed).
+//!
+//! sysbench's `fileio` run ([`crate::workload::sysbench`]) is timed the same way as a third
+//! pass, `rndrw`: each `pread`/`pwrite` request into the `sysbench-rndrw` stream (sysbench
+//! 0.4's `sb_percentile_update` times reads and writes, not fsyncs), and its throughput as
+//! sysbench prints it: bytes read and written over the whole run, the periodic and final
+//! fsyncs included (its `cumulative_timer1` runs until the last request is done).
 
 use crate::kernel::task::{Task, TaskId};
 use latlab_core::{Attribution, Nanos, Sample, Stream};
@@ -22,10 +28,77 @@ pub const KEEP_WORST: usize = 10;
 /// Seed 001's threshold of a long write: "> 0.1 sec write(2) latencies".
 pub const LONG_WRITE_NS: Nanos = 100_000_000;
 
-/// A write(2) under way.
+/// A benchmark's timed pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// iozone's write pass (wol.dat).
+    Write,
+    /// iozone's rewrite pass (rwol.dat).
+    Rewrite,
+    /// sysbench fileio's `run` in `rndrw` mode.
+    Rndrw,
+}
+
+impl Pass {
+    pub const ALL: [Pass; 3] = [Pass::Write, Pass::Rewrite, Pass::Rndrw];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+    /// The pass's name, as its throughput key has it (`write_MBps`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Pass::Write => "write",
+            Pass::Rewrite => "rewrite",
+            Pass::Rndrw => "rndrw",
+        }
+    }
+    /// The stream its timed calls go to.
+    pub fn stream(self) -> &'static str {
+        match self {
+            Pass::Rndrw => "sysbench-rndrw",
+            p => p.name(),
+        }
+    }
+    /// The counter of its calls over [`LONG_WRITE_NS`].
+    pub fn over_counter(self) -> &'static str {
+        match self {
+            Pass::Write => "writes_over_100ms",
+            Pass::Rewrite => "rewrites_over_100ms",
+            Pass::Rndrw => "rndrw_requests_over_100ms",
+        }
+    }
+    fn describe(self, bytes: u64) -> String {
+        match self {
+            Pass::Rndrw => format!("pread/pwrite of {bytes} B, sysbench fileio rndrw's requests"),
+            p => format!("write(2) of {bytes} B, iozone -Q's {} pass", p.name()),
+        }
+    }
+}
+
+/// What a timed call was: sysbench's request types (iozone's are all writes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOp {
+    Read,
+    Write,
+    /// Timed into its pass's span, not into its stream (sysbench's "Other" operations).
+    Fsync,
+}
+
+impl IoOp {
+    fn name(self) -> &'static str {
+        match self {
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Fsync => "fsync",
+        }
+    }
+}
+
+/// A timed call under way.
 struct Open {
     task: TaskId,
-    pass: usize,
+    pass: Pass,
     started: Nanos,
     /// The writer's own CPU time in the call, by kernel function.
     own: Vec<(&'static str, Nanos)>,
@@ -39,28 +112,26 @@ struct Open {
     asleep: Option<(&'static str, Nanos)>,
 }
 
-/// One pass of iozone's write test: when its record loop started and ended, bytes written.
+/// One pass: when its loop started and ended, bytes moved, calls by [`IoOp`].
 #[derive(Clone, Copy, Default)]
-struct Pass {
+struct Span {
     start: Option<Nanos>,
     end: Nanos,
     bytes: u64,
+    ops: [u64; 3],
 }
 
-/// Measurement state of the `write` stream.
+/// Measurement state of the passes' streams.
 #[derive(Default)]
 pub struct WriteTracker {
-    /// Write, rewrite: each pass's records.
-    streams: [Option<Stream>; 2],
+    /// Each pass's timed calls, by [`Pass`].
+    streams: [Option<Stream>; 3],
     open: Option<Open>,
-    passes: [Pass; 2],
-    long_writes: [u64; 2],
+    passes: [Span; 3],
+    long_writes: [u64; 3],
     /// Start of the measured run (samples' times are relative to it).
     pub epoch: Nanos,
 }
-
-/// The iozone passes, by index.
-pub const PASS_NAMES: [&str; 2] = ["write", "rewrite"];
 
 impl WriteTracker {
     /// True while a timed write is under way (the CPU loop reports time only then).
@@ -68,13 +139,13 @@ impl WriteTracker {
         self.open.is_some()
     }
 
-    /// Task `task` is about to call write(2) for a record of pass `pass` (0 write, 1 rewrite).
-    pub fn on_start(&mut self, task: TaskId, pass: usize, now: Nanos) {
-        let p = &mut self.passes[pass.min(1)];
+    /// Task `task` is about to make a timed call of pass `pass`.
+    pub fn on_start(&mut self, task: TaskId, pass: Pass, now: Nanos) {
+        let p = &mut self.passes[pass.index()];
         p.start.get_or_insert(now);
         self.open = Some(Open {
             task,
-            pass: pass.min(1),
+            pass,
             started: now,
             own: Vec::new(),
             others: Vec::new(),
@@ -117,20 +188,20 @@ impl WriteTracker {
         }
     }
 
-    /// The write(2) started last returned, having written `bytes` at `offset_kb`.
-    pub fn on_done(&mut self, offset_kb: u64, bytes: u64, now: Nanos, tasks: &[Task]) {
+    /// The call started last returned, having moved `bytes` at `offset_kb` (an `op`).
+    pub fn on_done(&mut self, offset_kb: u64, bytes: u64, op: IoOp, now: Nanos, tasks: &[Task]) {
         let Some(o) = self.open.take() else { return };
         let latency = now - o.started;
-        let pass = &mut self.passes[o.pass];
+        let i = o.pass.index();
+        let pass = &mut self.passes[i];
         pass.end = now;
         pass.bytes += bytes;
-        self.long_writes[o.pass] += u64::from(latency > LONG_WRITE_NS);
-        let stream = self.streams[o.pass].get_or_insert_with(|| {
-            Stream::new(
-                PASS_NAMES[o.pass],
-                format!("write(2) of {bytes} B, iozone -Q's {} pass", PASS_NAMES[o.pass]),
-            )
-        });
+        pass.ops[op as usize] += 1;
+        if op == IoOp::Fsync {
+            return;
+        }
+        self.long_writes[i] += u64::from(latency > LONG_WRITE_NS);
+        let stream = self.streams[i].get_or_insert_with(|| Stream::new(o.pass.stream(), o.pass.describe(bytes)));
         stream.hist.record(latency);
         let enters = stream.worst.len() < KEEP_WORST || stream.worst.last().is_some_and(|s| s.latency_ns < latency);
         if !enters {
@@ -159,7 +230,10 @@ impl WriteTracker {
             .collect();
         let note = format!(
             "model: {} of the record at {offset_kb} KB: the writer's own time {:.3} ms ({}); others ran {:.3} ms ({}); nobody ran {:.3} ms; the writer slept in {}",
-            PASS_NAMES[o.pass],
+            match o.pass {
+                Pass::Rndrw => op.name(),
+                p => p.name(),
+            },
             ms(own_ns),
             if funcs.is_empty() { "-".into() } else { funcs.join(", ") },
             ms(others_ns),
@@ -169,7 +243,10 @@ impl WriteTracker {
         );
         let mut tag = BTreeMap::new();
         tag.insert("offset_kb".into(), offset_kb.to_string());
-        tag.insert("pass".into(), PASS_NAMES[o.pass].into());
+        tag.insert("pass".into(), o.pass.name().into());
+        if o.pass == Pass::Rndrw {
+            tag.insert("op".into(), op.name().into());
+        }
         tag.insert("record_bytes".into(), bytes.to_string());
         stream.offer_worst(
             Sample {
@@ -192,33 +269,49 @@ impl WriteTracker {
 
     /// What was measured; None if no write was timed.
     pub fn finish(self) -> Option<Measured> {
-        let streams: Vec<Stream> = self.streams.into_iter().flatten().collect();
-        if streams.is_empty() {
+        let timed: Vec<Pass> = Pass::ALL
+            .into_iter()
+            .filter(|p| self.streams[p.index()].is_some())
+            .collect();
+        if timed.is_empty() {
             return None;
         }
-        let rates = self
-            .passes
-            .iter()
-            .zip(PASS_NAMES)
-            .filter_map(|(p, name)| {
+        let rates = Pass::ALL
+            .into_iter()
+            .filter_map(|pass| {
+                let p = &self.passes[pass.index()];
                 let start = p.start?;
                 let secs = (p.end - start) as f64 / 1e9;
-                (p.bytes > 0 && secs > 0.0).then(|| (name, p.bytes as f64 / 1024.0 / secs))
+                (p.bytes > 0 && secs > 0.0).then(|| (pass, p.bytes as f64 / 1024.0 / secs))
             })
             .collect();
         Some(Measured {
-            streams,
-            long_writes: self.long_writes,
+            long_writes: timed.iter().map(|p| (*p, self.long_writes[p.index()])).collect(),
+            // Only a pass with reads or fsyncs (sysbench's) has a mix to report.
+            ops: timed
+                .iter()
+                .map(|p| {
+                    let s = &self.passes[p.index()];
+                    let secs = s.start.map_or(0.0, |t| (s.end - t) as f64 / 1e9);
+                    (*p, s.ops, secs)
+                })
+                .filter(|(_, [r, _, f], _)| r + f > 0)
+                .collect(),
+            streams: self.streams.into_iter().flatten().collect(),
             rates,
         })
     }
 }
 
-/// The `write` and `rewrite` streams and iozone's figures.
+/// The passes' streams and the benchmarks' figures.
 pub struct Measured {
     pub streams: Vec<Stream>,
-    /// Writes over [`LONG_WRITE_NS`], per pass.
-    pub long_writes: [u64; 2],
-    /// Each pass's throughput in KB/s (iozone's figure: bytes over the record loop's time).
-    pub rates: Vec<(&'static str, f64)>,
+    /// Timed calls over [`LONG_WRITE_NS`], per pass that timed any.
+    pub long_writes: Vec<(Pass, u64)>,
+    /// Each pass's throughput in KB/s (iozone's figure: bytes over the record loop's time;
+    /// sysbench's: bytes read and written over the run).
+    pub rates: Vec<(Pass, f64)>,
+    /// Calls by [`IoOp`] (reads, writes, fsyncs) of each pass that made reads or fsyncs,
+    /// and the seconds from its first call's start to its last call's end.
+    pub ops: Vec<(Pass, [u64; 3], f64)>,
 }

@@ -15,9 +15,11 @@
 //! its own study; seed 001's kernels (2.6.17's page-based writeback) track pages.
 
 use super::script::{Ops, Reg};
-use super::Action;
+use super::{Action, ProgCx};
 use crate::fs::ext3::{sys_rewrite, sys_write};
 use crate::fs::flush::sys_sync;
+use crate::kernel::path::Path;
+use crate::measure::write_latency::{IoOp, Pass};
 use crate::measure::Mark;
 
 /// The registry group holding the test file.
@@ -39,9 +41,9 @@ pub(crate) fn refill(o: &mut Ops, reg: &Reg, stage: u32, file_mb: u64, record_kb
     // Stages 1..=batches: the write pass; then its untimed fsync and close; then the
     // rewrite pass; then its fsync and close.
     let (pass, batch) = match stage - 1 {
-        s if s < batches => (0u8, s),
+        s if s < batches => (Pass::Write, s),
         s if s == batches => return sync(o),
-        s if s <= 2 * batches => (1u8, s - batches - 1),
+        s if s <= 2 * batches => (Pass::Rewrite, s - batches - 1),
         s if s == 2 * batches + 1 => return sync(o),
         _ => return false,
     };
@@ -50,27 +52,45 @@ pub(crate) fn refill(o: &mut Ops, reg: &Reg, stage: u32, file_mb: u64, record_kb
     };
     let bytes = record_kb * 1024;
     for rec in batch * BATCH..((batch + 1) * BATCH).min(records) {
-        o.push(move |cx| {
-            cx.marks.push(Mark::WriteStart { pass });
-            Some(Action::Syscall(match pass {
-                0 => sys_write(file, bytes),
-                _ => sys_rewrite(file, rec * record_kb / 4, bytes),
-            }))
-        });
-        o.push(move |cx| {
-            cx.marks.push(Mark::WriteDone {
-                offset_kb: rec * record_kb,
-                bytes,
-            });
-            None
+        timed(o, pass, IoOp::Write, rec * record_kb, bytes, move |_| match pass {
+            Pass::Write => sys_write(file, bytes),
+            _ => sys_rewrite(file, rec * record_kb / 4, bytes),
         });
     }
     true
 }
 
+/// A call of `pass` timed on its own (a `gettimeofday` on either side in the benchmark):
+/// the [`Mark::IoStart`] and the system call, then the [`Mark::IoDone`] once it returned
+/// having moved `bytes` at `offset_kb`. iozone's and sysbench's timed calls alike.
+pub(crate) fn timed(
+    o: &mut Ops,
+    pass: Pass,
+    op: IoOp,
+    offset_kb: u64,
+    bytes: u64,
+    call: impl FnOnce(&mut ProgCx) -> Box<dyn Path> + 'static,
+) {
+    o.push(move |cx| {
+        cx.marks.push(Mark::IoStart { pass });
+        Some(Action::Syscall(call(cx)))
+    });
+    o.push(move |cx| {
+        cx.marks.push(Mark::IoDone { offset_kb, bytes, op });
+        None
+    });
+}
+
 /// The untimed `fsync(fd); close(fd)` after a pass: the model's `sync` (the file is the only
 /// dirty data iozone's box has).
 fn sync(o: &mut Ops) -> bool {
-    o.push(|cx| Some(Action::Syscall(sys_sync(cx.st.kthreads.kjournald))));
+    o.push(|cx| Some(Action::Syscall(fsync(cx))));
     true
+}
+
+/// `fsync(fd)` of a benchmark whose files hold the only dirty data on the box: the model's
+/// `sync` (2.6.17's ext3 ordered `fsync` commits the running transaction, whose data list
+/// holds every file's dirty buffers).
+pub(crate) fn fsync(cx: &mut ProgCx) -> Box<dyn Path> {
+    sys_sync(cx.st.kthreads.kjournald)
 }

@@ -13,6 +13,7 @@ pub mod realfeel;
 pub mod script;
 pub mod sizes;
 pub mod stress;
+pub mod sysbench;
 pub mod video;
 
 use crate::engine::Rng;

@@ -6,6 +6,7 @@
 //! sizes) from the run's seeded PRNG.
 
 use super::stress::{RunTest, StressTest};
+use super::sysbench::{Fileio, Phase, Sysbench};
 use super::{Action, ProgCx, Program, TaskSpec};
 use crate::fs::ext3::{sys_create, sys_lookup, sys_lstat_tree, sys_read, sys_rewrite, sys_unlink, sys_write};
 use crate::fs::flush::sys_sync;
@@ -240,6 +241,9 @@ pub enum CommandSpec {
     /// `iozone -i 0 -r RECORD_KB -s FILE_MB -Q`: write a new file of `file_mb` one
     /// `record_kb` write(2) at a time, then rewrite it, each write timed ([`super::iozone`]).
     Iozone { file_mb: u64, record_kb: u64 },
+    /// `sysbench --test=fileio --file-test-mode=rndrw prepare`, then `run`: two processes one
+    /// after the other ([`super::sysbench`]).
+    Sysbench(Fileio),
 }
 
 impl CommandSpec {
@@ -263,6 +267,7 @@ impl CommandSpec {
             CommandSpec::CpuHogs { tasks } => format!("hogs x{tasks}"),
             CommandSpec::Video { fps, .. } => format!("video {fps} fps"),
             CommandSpec::Iozone { file_mb, record_kb } => format!("iozone -i 0 -r {record_kb} -s {file_mb}m -Q"),
+            CommandSpec::Sysbench(f) => f.label(),
         }
     }
 }
@@ -389,7 +394,7 @@ impl Cmd {
     }
 
     /// Queue the command's next batch of work; false when it has nothing more to do.
-    fn refill(&mut self, cx: &mut ProgCx) -> bool {
+    fn next_batch(&mut self, cx: &mut ProgCx) -> bool {
         let stage = self.stage;
         self.stage += 1;
         let reg = self.reg.clone();
@@ -594,6 +599,16 @@ impl Cmd {
                 false
             }
             CommandSpec::Iozone { file_mb, record_kb } => super::iozone::refill(o, &reg, stage, file_mb, record_kb),
+            CommandSpec::Sysbench(f) => {
+                let phase = match stage {
+                    0 => Phase::Prepare,
+                    1 => Phase::Run,
+                    _ => return false,
+                };
+                o.spawn(move |_| TaskSpec::user("sysbench", Box::new(Sysbench::new(f, phase, reg))));
+                o.push(|_| Some(Action::WaitChildren));
+                true
+            }
             CommandSpec::Sync => {
                 if stage > 0 {
                     return false;
@@ -673,16 +688,38 @@ impl Cmd {
     }
 }
 
+/// A program that queues its work a batch at a time ([`drive`] runs it).
+pub(crate) trait Batches {
+    fn ops(&mut self) -> &mut Ops;
+    /// Queue the next batch of work; false when there is nothing more to do.
+    fn refill(&mut self, cx: &mut ProgCx) -> bool;
+}
+
+/// A [`Batches`] program's next action: its queue's next, refilled as it runs dry; exit once
+/// it has nothing more to do.
+pub(crate) fn drive(p: &mut impl Batches, cx: &mut ProgCx) -> Action {
+    loop {
+        if let Some(a) = p.ops().pop(cx) {
+            return a;
+        }
+        if !p.refill(cx) {
+            return Action::Exit;
+        }
+    }
+}
+
+impl Batches for Cmd {
+    fn ops(&mut self) -> &mut Ops {
+        &mut self.ops
+    }
+    fn refill(&mut self, cx: &mut ProgCx) -> bool {
+        self.next_batch(cx)
+    }
+}
+
 impl Program for Cmd {
     fn next(&mut self, cx: &mut ProgCx) -> Action {
-        loop {
-            if let Some(a) = self.ops.pop(cx) {
-                return a;
-            }
-            if !self.refill(cx) {
-                return Action::Exit;
-            }
-        }
+        drive(self, cx)
     }
 }
 

@@ -6,6 +6,7 @@
 
 use super::hogs::MAX_TASKS;
 use super::script::CommandSpec;
+use super::sysbench::Fileio;
 use crate::spread::Spread;
 
 /// One settable size.
@@ -119,6 +120,54 @@ pub const SIZES: &[Size] = &[
         // Seed 001's `-r 4`.
         spread: Spread::Given,
     },
+    Size {
+        key: "sysbench.file_mb",
+        what: "sysbench fileio's --file-total-size, MB",
+        min: 1,
+        max: 1 << 20,
+        // Seed 001's file sizes (50 % and 120 % of RAM).
+        spread: Spread::Given,
+    },
+    Size {
+        key: "sysbench.files",
+        what: "sysbench fileio's --file-num",
+        min: 1,
+        max: 1 << 16,
+        // sysbench 0.4's default (sb_fileio.c `fileio_args`); the seed gives no options.
+        spread: Spread::Given,
+    },
+    Size {
+        key: "sysbench.block_kb",
+        what: "sysbench fileio's --file-block-size, KB, whole pages",
+        min: 4,
+        max: 16 << 10,
+        // Likewise.
+        spread: Spread::Given,
+    },
+    Size {
+        key: "sysbench.rw_ratio_pct",
+        what: "sysbench fileio's --file-rw-ratio in hundredths (reads per 100 writes)",
+        min: 0,
+        max: 1_000_000,
+        // Likewise.
+        spread: Spread::Given,
+    },
+    Size {
+        key: "sysbench.fsync_freq",
+        what: "sysbench fileio's --file-fsync-freq, requests (0: none)",
+        min: 0,
+        max: 1 << 30,
+        // Likewise.
+        spread: Spread::Given,
+    },
+    Size {
+        key: "sysbench.requests",
+        what: "sysbench's --max-requests",
+        min: 1,
+        max: 10_000_000,
+        // Likewise.
+        spread: Spread::Given,
+    },
 ];
 
 /// Set the low (`low`) or high end of a `(min, max)` size pair; the pair if it crossed.
@@ -174,12 +223,20 @@ pub fn set(commands: &mut [CommandSpec], key: &str, value: u64) -> Result<(), St
                 true
             }
             ("iozone.record_kb", CommandSpec::Iozone { record_kb, .. }) => {
-                if !value.is_multiple_of(4) {
-                    err = Some(format!("{value} KB is not whole 4 KiB pages"));
-                }
+                err = whole_pages(value);
                 *record_kb = value;
                 true
             }
+            (_, CommandSpec::Sysbench(f)) => match sysbench_field(f, key) {
+                Some(v) => {
+                    if key == "sysbench.block_kb" {
+                        err = whole_pages(value);
+                    }
+                    *v = value;
+                    true
+                }
+                None => false,
+            },
             ("make.cc_ms_min" | "make.cc_ms_max", CommandSpec::MakeKernel { cc_ms, .. }) => {
                 err = set_bound(cc_ms, key.ends_with("_min"), value)
                     .map(|(lo, hi)| format!("the shortest compile ({lo} ms) would exceed the longest ({hi} ms)"));
@@ -220,7 +277,26 @@ pub fn get(commands: &[CommandSpec], key: &str) -> Option<u64> {
         ("make.cc1_mib_max", CommandSpec::MakeKernel { cc1_mib: Some(m), .. }) => Some(m.1),
         ("iozone.file_mb", CommandSpec::Iozone { file_mb, .. }) => Some(*file_mb),
         ("iozone.record_kb", CommandSpec::Iozone { record_kb, .. }) => Some(*record_kb),
+        (_, CommandSpec::Sysbench(f)) => sysbench_field(&mut f.clone(), key).map(|v| *v),
         _ => None,
+    })
+}
+
+/// An error unless `kb` is whole 4 KiB pages.
+fn whole_pages(kb: u64) -> Option<String> {
+    (!kb.is_multiple_of(4)).then(|| format!("{kb} KB is not whole 4 KiB pages"))
+}
+
+/// The field of sysbench's options that size `key` names.
+fn sysbench_field<'a>(f: &'a mut Fileio, key: &str) -> Option<&'a mut u64> {
+    Some(match key {
+        "sysbench.file_mb" => &mut f.file_mb,
+        "sysbench.files" => &mut f.files,
+        "sysbench.block_kb" => &mut f.block_kb,
+        "sysbench.rw_ratio_pct" => &mut f.rw_ratio_pct,
+        "sysbench.fsync_freq" => &mut f.fsync_freq,
+        "sysbench.requests" => &mut f.requests,
+        _ => return None,
     })
 }
 
@@ -289,7 +365,9 @@ mod tests {
             file_mb: 64,
             record_kb: 4,
         });
+        s.push(CommandSpec::Sysbench(Fileio::defaults(64)));
         assert_eq!(get(&s, "make.cc_ms_max"), Some(750));
+        assert_eq!(get(&s, "sysbench.rw_ratio_pct"), Some(150));
         // A sized build (seed 003's), so the cc1 sizes have something to set.
         if let CommandSpec::Parallel(v) = &mut s[0] {
             for c in v.iter_mut() {
@@ -300,7 +378,7 @@ mod tests {
         }
         for (i, size) in SIZES.iter().enumerate() {
             let v = match size.key {
-                "iozone.record_kb" => 8,
+                "iozone.record_kb" | "sysbench.block_kb" => 8,
                 "make.cc_ms_min" => 300,
                 "make.cc_ms_max" => 900,
                 "make.cc1_mib_min" => 16,
@@ -341,5 +419,13 @@ mod tests {
         assert!(e.contains("800 ms") && e.contains("750 ms"), "{e}");
         let e = set(&mut s, "hogs", 3).unwrap_err();
         assert!(e.contains("no `hogs` command"), "{e}");
+        // sysbench's options: a block of 0 or of part of a page, no files.
+        let mut s = vec![CommandSpec::Sysbench(Fileio::defaults(512))];
+        let e = set(&mut s, "sysbench.block_kb", 0).unwrap_err();
+        assert!(e.contains("4..=16384") && e.contains("--file-block-size"), "{e}");
+        let e = set(&mut s, "sysbench.block_kb", 6).unwrap_err();
+        assert!(e.contains("whole 4 KiB pages"), "{e}");
+        let e = set(&mut s, "sysbench.files", 0).unwrap_err();
+        assert!(e.contains("1..=65536") && e.contains("--file-num"), "{e}");
     }
 }
