@@ -146,7 +146,7 @@ mod tests {
             t.grab(3, now);
             t.grab(4, now + 1);
         }
-        assert!(now >= S + TIMEOUT_NS && now <= S + TIMEOUT_NS + 3 * S, "{now}");
+        assert!((S + TIMEOUT_NS..=S + TIMEOUT_NS + 3 * S).contains(&now), "{now}");
         assert!(t.held_by(4));
         // Timed out: mm 3 may not take it back for SWAP_TOKEN_TIMEOUT, even from an idle holder.
         t.grab(3, now + 10 * S);
