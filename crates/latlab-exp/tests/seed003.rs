@@ -61,10 +61,11 @@ fn the_scan_grows_with_swap_fill_and_the_later_allocators_bound_it() {
         "VP-S0+blist (what-if)",
         "VP-S0+lockless-2.6.14 (what-if)",
     ] {
-        let p = run(label, 240, 1).preempt_off.unwrap();
+        let p = run(label, 600, 1).preempt_off.unwrap();
         let worst = p.worst_swap.as_ref().unwrap().latency_ns;
         assert!(worst * 20 < high, "{label}: {worst} ns against scan-2.4's {high} ns");
-        // The storm reached the same depth.
+        // The storm reached the same depth within the experiment's 600 s (with 2.6.9's swap
+        // token the what-if storms pass 90 % later than 240 s).
         assert!(p.by_fill[9].swap_calls > 0, "{label}");
     }
 }

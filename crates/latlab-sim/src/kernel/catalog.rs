@@ -789,13 +789,15 @@ impl Path for DoExit {
     fn name(&self) -> &'static str {
         "do_exit"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
         self.stage += 1;
         match self.stage {
             1 => zap_step(k, self.mm, u64::MAX),
             2 => {
                 let t = k.c.exit_rest;
                 k.mm.drop_mm(self.mm);
+                // mmput(): put_swap_token() after exit_mmap.
+                k.mm.token.put(self.mm, cx.now);
                 Work::plain("exit_files", t)
             }
             _ => Step::Done,

@@ -403,6 +403,7 @@ impl Kernel {
                     now: self.now,
                     pid: self.tasks[cur].pid,
                 };
+                self.st.current_mm = self.tasks[cur].mm;
                 // Finish the step under way.
                 let mut resched_here: Option<SwitchReason> = None;
                 let bkl = path.holds_bkl();

@@ -69,6 +69,8 @@ pub struct KState {
     pub reclaim: crate::variant::Reclaim,
     /// 2.6.9's out_of_memory() throttle ([`crate::mm::oom_kill`]).
     pub oom: crate::mm::oom_kill::OomKiller,
+    /// `current->mm` of the task whose path runs (0: a kernel thread's, none).
+    pub current_mm: u32,
 }
 
 /// pids of the kernel threads paths may wake.
@@ -112,6 +114,7 @@ impl KState {
             ),
             reclaim: Default::default(),
             oom: Default::default(),
+            current_mm: 0,
         }
     }
 

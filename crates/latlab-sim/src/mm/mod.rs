@@ -30,6 +30,7 @@ pub mod page_writeback;
 pub mod pagecache;
 pub mod pdflush;
 pub mod swap_in;
+pub mod thrash;
 pub mod vmscan;
 pub mod vmscan26;
 pub mod writeback;
@@ -167,7 +168,8 @@ pub struct Mm {
     pub cache: u64,
     /// Anonymous (process) pages.
     pub anon: u64,
-    /// Zone watermarks (2.4 `zone_balance_ratio` 128, clamped to [20, 255]).
+    /// Zone watermarks: 2.4's ([`watermarks_24`]) unless the variant's reclaim sets its
+    /// own ([`Mm::set_watermarks`]).
     pub pages_min: u64,
     pub pages_low: u64,
     pub pages_high: u64,
@@ -188,6 +190,8 @@ pub struct Mm {
     next_block: u64,
     pub mms: BTreeMap<u32, MmRec>,
     pub swap: Box<dyn SwapAllocator>,
+    /// 2.6.9's swap token ([`thrash`]).
+    pub token: thrash::SwapToken,
     /// Round-robin cursor of swap_out over address spaces.
     pub swap_cursor: u32,
     /// Pages swapped out in all.
@@ -221,6 +225,37 @@ const KERNEL_PAGES: u64 = 4096;
 /// First data block: after the superblock, group descriptors and the journal.
 const FIRST_DATA_BLOCK: u64 = 16_384;
 
+/// 2.4's zone watermarks [min, low, high] for a zone of `total` pages (mm/page_alloc.c,
+/// 2.4.17/2.4.18): pages_min = realsize / zone_balance_ratio (128), clamped to
+/// [zone_balance_min 20, zone_balance_max 255]; low = 2*min; high = 3*min.
+pub fn watermarks_24(total: u64) -> [u64; 3] {
+    let min = (total / 128).clamp(20, 255);
+    [min, 2 * min, 3 * min]
+}
+
+/// 2.6.9's zone watermarks [min, low, high] for `lowmem` pages of low memory (mm/
+/// page_alloc.c of 2.6.9, unchanged from 2.6.8 until Nick Piggin's "mm-restore-atomic-buffer"
+/// of 10 Nov 2004 (linux-mm), whose removed lines are these):
+///
+/// ```text
+/// init_per_zone_pages_min: lowmem_kbytes = nr_free_buffer_pages() * (PAGE_SIZE >> 10);
+///     min_free_kbytes = int_sqrt(lowmem_kbytes), clamped to [128, 16384]
+///     ("512MB: 724k" in its comment's table)
+/// setup_per_zone_pages_min: pages_min = min_free_kbytes >> (PAGE_SHIFT - 10), shared
+///     among the low-memory zones by size; pages_low = pages_min * 2;
+///     pages_high = pages_min * 3
+/// ```
+///
+/// At boot `nr_free_buffer_pages()` counts each zone's present pages above a pages_high
+/// still 0: all of low memory. The model's one zone takes the whole share (DMA's 16 MiB
+/// would hold 1/32 of it at 512 MiB). 512 MiB: 181 / 362 / 543 pages.
+pub fn watermarks_269(lowmem: u64) -> [u64; 3] {
+    let kbytes = lowmem * 4;
+    let min_free_kbytes = oom_kill::int_sqrt(kbytes).clamp(128, 16384);
+    let min = min_free_kbytes >> 2;
+    [min, 2 * min, 3 * min]
+}
+
 /// One step of `refill_inactive` over `len` pages of one PG_referenced state, with `to_move`
 /// pages still to move and `to_visit` still to look at: how many it looks at (a referenced
 /// page is rotated, not moved).
@@ -236,17 +271,15 @@ fn refill_take(referenced: bool, len: u64, to_move: u64, to_visit: u64) -> u64 {
 impl Mm {
     pub fn new(m: &MachineProfile, swap: Box<dyn SwapAllocator>) -> Self {
         let total = m.ram_pages();
-        // mm/page_alloc.c (2.4): pages_min = realsize / zone_balance_ratio, clamped to
-        // [zone_balance_min 20, zone_balance_max 255]; low = 2*min; high = 3*min.
-        let min = (total / 128).clamp(20, 255);
+        let [min, low, high] = watermarks_24(total);
         Mm {
             total,
             free: total - KERNEL_PAGES.min(total / 2),
             cache: 0,
             anon: 0,
             pages_min: min,
-            pages_low: 2 * min,
-            pages_high: 3 * min,
+            pages_low: low,
+            pages_high: high,
             files: Files::default(),
             files_with_pages: 0,
             inactive: List::default(),
@@ -259,6 +292,7 @@ impl Mm {
             next_block: FIRST_DATA_BLOCK,
             mms: BTreeMap::new(),
             swap,
+            token: Default::default(),
             swap_cursor: 0,
             swapouts: 0,
             pageouts: 0,
@@ -679,6 +713,13 @@ impl Mm {
         sc
     }
 
+    /// The variant's reclaim keeps its own watermarks [min, low, high].
+    pub fn set_watermarks(&mut self, [min, low, high]: [u64; 3]) {
+        self.pages_min = min;
+        self.pages_low = low;
+        self.pages_high = high;
+    }
+
     /// Can `n` pages be allocated without reclaim (above pages_min)?
     pub fn can_alloc(&self, n: u64) -> bool {
         self.free >= n + self.pages_min
@@ -932,6 +973,17 @@ impl Mm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watermarks_of_2_6_9_follow_min_free_kbytes_and_2_4_keeps_its_own() {
+        // 512 MiB: int_sqrt(524288 KiB) = 724 KiB ("512MB: 724k") = 181 pages.
+        assert_eq!(watermarks_269(131_072), [181, 362, 543]);
+        // The comment's table: 16MB: 128k, 1024MB: 1024k; the floor of 128 KiB below.
+        assert_eq!(watermarks_269(4_096)[0], 32);
+        assert_eq!(watermarks_269(262_144)[0], 256);
+        assert_eq!(watermarks_269(1_024)[0], 32);
+        assert_eq!(watermarks_24(131_072), [255, 510, 765]);
+    }
 
     fn mm() -> Mm {
         let m = crate::kernel::tests::machine();

@@ -71,7 +71,7 @@ impl OomKiller {
 }
 
 /// `int_sqrt` (lib/int_sqrt.c): the integer square root.
-fn int_sqrt(x: u64) -> u64 {
+pub fn int_sqrt(x: u64) -> u64 {
     let mut r = (x as f64).sqrt() as u64;
     while r * r > x {
         r -= 1;

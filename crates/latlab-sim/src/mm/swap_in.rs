@@ -110,6 +110,10 @@ impl Path for TouchWorkingSet {
             };
             let n = (r.swapped.len() as u64).min(READAHEAD_PAGES);
             self.pending = n;
+            // A major fault: grab_swap_token() (2.6.9's reclaim, [`crate::mm::thrash`]).
+            if k.reclaim == crate::variant::Reclaim::Rmap269 {
+                k.mm.token.grab(self.mm, cx.now);
+            }
             let id = k.disk_submit(Dir::Read, SWAP_FIRST_BLOCK + slot, n, Payload::Other, cx.now);
             Step::Block(Chan::Io(id))
         }
@@ -124,5 +128,34 @@ impl Path for TouchWorkingSet {
             // Memory went meanwhile: what is left waits for the next round.
             self.pending = self.pending.max(done - n).min(READAHEAD_PAGES);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::tests::kstate;
+
+    #[test]
+    fn between_pages_min_and_pages_low_an_allocation_wakes_kswapd_and_reclaims_below_min() {
+        let mut k = kstate();
+        k.mm.set_watermarks(crate::mm::watermarks_269(k.mm.total));
+        k.reclaim = crate::variant::Reclaim::Rmap269;
+        k.kthreads.kswapd = 9;
+        let cx = Ctx { now: 0, pid: 1 };
+        let kswapd_woken = |k: &mut KState| k.out.drain(..).any(|r| matches!(r, KReq::Wake(Chan::Kthread(9))));
+        // Above pages_low: no kswapd.
+        let (min, low) = (k.mm.pages_min, k.mm.pages_low);
+        k.mm.grow(3, k.mm.free - low);
+        assert!(Alloc::default().need(&mut k, &cx, 1).is_none());
+        assert!(!kswapd_woken(&mut k));
+        // Below pages_low, above pages_min: kswapd is woken, the page is had at once.
+        k.mm.grow(3, 1);
+        assert!(k.mm.free > min && k.mm.free < low);
+        assert!(Alloc::default().need(&mut k, &cx, 1).is_none());
+        assert!(kswapd_woken(&mut k));
+        // At pages_min: the task reclaims itself.
+        k.mm.grow(3, k.mm.free - min);
+        assert!(Alloc::default().need(&mut k, &cx, 1).is_some());
     }
 }

@@ -299,10 +299,15 @@ impl ShrinkZones {
         for (owner, n) in met {
             match owner {
                 Some(mm) => {
-                    let young =
+                    // page_referenced(): the young share, or every page of the swap token's
+                    // holder when another reclaims ([`crate::mm::thrash`]).
+                    let young = if k.mm.token.protects(mm, k.current_mm) {
+                        n
+                    } else {
                         k.mm.mms
                             .get(&mm)
-                            .map_or(0, |r| (n * r.young).div_ceil(r.rss.max(1)).min(n));
+                            .map_or(0, |r| (n * r.young).div_ceil(r.rss.max(1)).min(n))
+                    };
                     if young > 0 {
                         if let Some(r) = k.mm.mms.get_mut(&mm) {
                             r.young -= young.min(r.young);
@@ -753,6 +758,33 @@ mod tests {
         assert!(k.mm.mms[&3].swapped.contains(&slot));
         assert_eq!(work.entries, 0);
         assert_eq!(k.mm.swap.used(), used);
+    }
+
+    /// Direct reclaim by `current_mm` until it is done: the address spaces' pages swapped.
+    fn reclaim_by(k: &mut KState, current_mm: u32) -> (usize, usize) {
+        k.current_mm = current_mm;
+        assert_eq!(run_to_sleep(k, try_to_free_pages()), None);
+        (k.mm.mms[&3].swapped.len(), k.mm.mms[&4].swapped.len())
+    }
+
+    #[test]
+    fn the_swap_token_keeps_its_holders_pages_from_other_reclaimers_but_not_from_itself() {
+        // Without the token mm 3's pages, the older, go first.
+        let mut k = anon_full();
+        let (three, four) = reclaim_by(&mut k, 4);
+        assert!(three > 0 && four == 0, "{three} {four}");
+        // mm 3 holds it: mm 4's reclaim, and kswapd's, pass over mm 3's pages.
+        for reclaimer in [4, 0] {
+            let mut k = anon_full();
+            k.mm.token.grab(3, 1);
+            let (three, four) = reclaim_by(&mut k, reclaimer);
+            assert!(three == 0 && four > 0, "{reclaimer}: {three} {four}");
+        }
+        // The holder's own reclaim takes its own pages.
+        let mut k = anon_full();
+        k.mm.token.grab(3, 1);
+        let (three, _) = reclaim_by(&mut k, 3);
+        assert!(three > 0);
     }
 
     #[test]
