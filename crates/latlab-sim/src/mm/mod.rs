@@ -256,6 +256,19 @@ pub fn watermarks_269(lowmem: u64) -> [u64; 3] {
     [min, 2 * min, 3 * min]
 }
 
+/// 2.6.17's zone watermarks [min, low, high] for `lowmem` pages (mm/page_alloc.c of the
+/// 2.6.17/2.6.18 line, read: index id 24248035265): `init_per_zone_pages_min` takes
+/// min_free_kbytes = int_sqrt(lowmem_kbytes * 16), clamped to [128, 65536] ("1024MB: 4096k"
+/// in its comment's table), and `setup_per_zone_pages_min` gives a low-memory zone
+/// pages_min = its share of min_free_kbytes >> 2, pages_low = min + min/4, pages_high =
+/// min + min/2 (Nick Piggin's change of Nov 2004). The model's one zone takes all of it, as
+/// for 2.6.9; 1 GiB: 1,024 / 1,280 / 1,536 pages.
+pub fn watermarks_2617(lowmem: u64) -> [u64; 3] {
+    let min_free_kbytes = oom_kill::int_sqrt(lowmem * 4 * 16).clamp(128, 65536);
+    let min = min_free_kbytes >> 2;
+    [min, min + min / 4, min + min / 2]
+}
+
 /// One step of `refill_inactive` over `len` pages of one PG_referenced state, with `to_move`
 /// pages still to move and `to_visit` still to look at: how many it looks at (a referenced
 /// page is rotated, not moved).
@@ -975,13 +988,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn watermarks_of_2_6_9_follow_min_free_kbytes_and_2_4_keeps_its_own() {
+    fn watermarks_of_2_6_follow_min_free_kbytes_and_2_4_keeps_its_own() {
         // 512 MiB: int_sqrt(524288 KiB) = 724 KiB ("512MB: 724k") = 181 pages.
         assert_eq!(watermarks_269(131_072), [181, 362, 543]);
         // The comment's table: 16MB: 128k, 1024MB: 1024k; the floor of 128 KiB below.
         assert_eq!(watermarks_269(4_096)[0], 32);
         assert_eq!(watermarks_269(262_144)[0], 256);
         assert_eq!(watermarks_269(1_024)[0], 32);
+        // 2.6.17's table ("16MB: 512k", "1024MB: 4096k"), low and high at 5/4 and 3/2 of min.
+        assert_eq!(watermarks_2617(262_144), [1024, 1280, 1536]);
+        assert_eq!(watermarks_2617(4_096)[0], 128);
         assert_eq!(watermarks_24(131_072), [255, 510, 765]);
     }
 

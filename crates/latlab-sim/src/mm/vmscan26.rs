@@ -763,7 +763,7 @@ mod tests {
     /// Direct reclaim by `current_mm` until it is done: the address spaces' pages swapped.
     fn reclaim_by(k: &mut KState, current_mm: u32) -> (usize, usize) {
         k.current_mm = current_mm;
-        assert_eq!(run_to_sleep(k, try_to_free_pages()), None);
+        assert_eq!(run_to_sleep(k, try_to_free_pages(false)), None);
         (k.mm.mms[&3].swapped.len(), k.mm.mms[&4].swapped.len())
     }
 
