@@ -297,11 +297,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
             .use_26_block_layer(cfg.variant.hz, cfg.variant.elevator == variant::Elevator::Anticipatory);
     }
     st.reclaim = cfg.variant.reclaim;
-    match st.reclaim {
-        variant::Reclaim::Rmap269 => st.mm.set_watermarks(mm::watermarks_269(st.mm.total)),
-        variant::Reclaim::Rmap2617 => st.mm.set_watermarks(mm::watermarks_2617(st.mm.total)),
-        variant::Reclaim::Vmscan24 => {}
-    }
+    st.mm.set_watermarks(mm::watermarks(st.reclaim, st.mm.total));
     preload(&mut st, &cfg.workload.preload);
     let sched = sched::build(&cfg.variant);
     let rng = engine::rng_for(cfg.seed, 1);

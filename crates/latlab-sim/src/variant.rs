@@ -128,7 +128,10 @@ pub enum Reclaim {
     /// 2.6.17/2.6.18): `shrink_page_list` skips PageWriteback pages and hands a dirty page to
     /// `pageout()` -> `->writepage` when `may_write_to_queue()` allows (kswapd, the writer
     /// on its own queue, or an uncongested queue); `try_to_free_pages` wakes pdflush and
-    /// naps in `blk_congestion_wait` (`mm::vmscan26`). Needs page-based writeback.
+    /// naps in `blk_congestion_wait` (`mm::vmscan26`); 2.6.17's zone watermarks
+    /// (`mm::watermarks_2617`). Needs page-based writeback. 2.6.17's swap token (mm/thrash.c,
+    /// ignored at priority 0 since Nov 2004) is not modelled here: seed 001's workloads never
+    /// fault a page in from swap.
     #[serde(rename = "rmap-2.6.17")]
     Rmap2617,
 }
@@ -525,5 +528,13 @@ mod tests {
             place_lag: true,
         });
         assert!(ok.validate().is_ok());
+        let mut rmap24 = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        rmap24.reclaim = Reclaim::Rmap269;
+        assert_eq!(rmap24.validate().unwrap_err().0, "reclaim");
+        let mut rmap2617_bdflush = variant_with(SchedClass::O1, PreemptModel::None, &[]);
+        rmap2617_bdflush.reclaim = Reclaim::Rmap2617;
+        let (f, why) = rmap2617_bdflush.validate().unwrap_err();
+        assert_eq!(f, "reclaim");
+        assert!(why.contains("page-based writeback"), "{why}");
     }
 }

@@ -256,7 +256,8 @@ impl Path for MpageWritepages {
             if self.done {
                 return Step::Done;
             }
-            // Before the loop, and after each page: a nonblocking caller stops at congestion.
+            // Before the loop and between pagevecs (the kernel tests after each page, but a
+            // hit ends the loop only at the pagevec's end): a nonblocking caller stops here.
             if wbc.nonblocking && k.disk.congested {
                 wbc.encountered_congestion = true;
                 return Step::Done;

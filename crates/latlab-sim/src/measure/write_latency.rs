@@ -287,7 +287,7 @@ impl WriteTracker {
             .collect();
         Some(Measured {
             long_writes: timed.iter().map(|p| (*p, self.long_writes[p.index()])).collect(),
-            // Only a pass with reads or fsyncs (sysbench's) has a mix to report.
+            // Only sysbench's pass has a mix of reads, writes and fsyncs to report.
             ops: timed
                 .iter()
                 .map(|p| {
@@ -295,7 +295,7 @@ impl WriteTracker {
                     let secs = s.start.map_or(0.0, |t| (s.end - t) as f64 / 1e9);
                     (*p, s.ops, secs)
                 })
-                .filter(|(_, [r, _, f], _)| r + f > 0)
+                .filter(|(p, _, _)| *p == Pass::Rndrw)
                 .collect(),
             streams: self.streams.into_iter().flatten().collect(),
             rates,

@@ -50,6 +50,16 @@ pub fn try_to_free_pages(r: crate::variant::Reclaim, writer: bool) -> Box<dyn cr
     }
 }
 
+/// The zone watermarks [min, low, high] the variant's reclaim sets up for `total` pages of
+/// low memory, each generation's `init_per_zone_pages_min`.
+pub fn watermarks(r: crate::variant::Reclaim, total: u64) -> [u64; 3] {
+    match r {
+        crate::variant::Reclaim::Vmscan24 => watermarks_24(total),
+        crate::variant::Reclaim::Rmap269 => watermarks_269(total),
+        crate::variant::Reclaim::Rmap2617 => watermarks_2617(total),
+    }
+}
+
 /// A file's page-cache and on-disk state.
 #[derive(Clone, Debug, Default)]
 pub struct FileRec {
@@ -261,7 +271,8 @@ pub fn watermarks_269(lowmem: u64) -> [u64; 3] {
 /// min_free_kbytes = int_sqrt(lowmem_kbytes * 16), clamped to [128, 65536] ("1024MB: 4096k"
 /// in its comment's table), and `setup_per_zone_pages_min` gives a low-memory zone
 /// pages_min = its share of min_free_kbytes >> 2, pages_low = min + min/4, pages_high =
-/// min + min/2 (Nick Piggin's change of Nov 2004). The model's one zone takes all of it, as
+/// min + min/2 (that source's `tmp >> 2`, `tmp >> 1`; Nick Piggin's Nov 2004 form,
+/// (min * 5) / 4 and (min * 3) / 2, gives the same for a low-memory zone). The model's one zone takes all of it, as
 /// for 2.6.9; 1 GiB: 1,024 / 1,280 / 1,536 pages.
 pub fn watermarks_2617(lowmem: u64) -> [u64; 3] {
     let min_free_kbytes = oom_kill::int_sqrt(lowmem * 4 * 16).clamp(128, 65536);

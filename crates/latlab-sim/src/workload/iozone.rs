@@ -34,7 +34,7 @@ pub(crate) fn refill(o: &mut Ops, reg: &Reg, stage: u32, file_mb: u64, record_kb
     let stage = u64::from(stage);
     if stage == 0 {
         // The record buffer, then creat() (the file's blocks reserved as it is written).
-        o.grow(record_kb / 4 + 50);
+        o.grow(record_kb / 4 + crate::workload::script::PROGRAM_PAGES);
         o.create(reg, GROUP, file_mb * 256);
         return true;
     }

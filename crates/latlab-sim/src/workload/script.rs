@@ -53,6 +53,11 @@ pub struct Ops {
     q: VecDeque<Op>,
 }
 
+/// Pages a small I/O program (dd, iozone, sysbench) touches besides its I/O buffer: its text,
+/// data and stack and the libc pages it writes. An estimate: 200 KiB, the resident size such
+/// a program showed in `ps` of the era less the shared, already resident, libc text.
+pub(crate) const PROGRAM_PAGES: u64 = 50;
+
 impl Ops {
     pub(crate) fn push(&mut self, f: impl FnOnce(&mut ProgCx) -> Option<Action> + 'static) {
         self.q.push_back(Box::new(f));
@@ -535,7 +540,7 @@ impl Cmd {
             }
             CommandSpec::Dd { mb, bs_kb, group } => {
                 if stage == 0 {
-                    o.grow(bs_kb / 4 + 50);
+                    o.grow(bs_kb / 4 + PROGRAM_PAGES);
                     let g: &'static str = Box::leak(group.into_boxed_str());
                     let cur = o.create(&reg, g, mb * 256);
                     for _ in 0..mb * 1024 / bs_kb {

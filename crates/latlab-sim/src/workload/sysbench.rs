@@ -26,7 +26,7 @@
 //! nothing (docs/fidelity.md says what that leaves out).
 
 use super::iozone::{fsync, timed};
-use super::script::{drive, Batches, Ops, Reg};
+use super::script::{drive, Batches, Ops, Reg, PROGRAM_PAGES};
 use super::{Action, ProgCx, Program};
 use crate::fs::ext3::{sys_read, sys_rewrite};
 use crate::measure::write_latency::{IoOp, Pass};
@@ -219,7 +219,7 @@ impl Sysbench {
             Phase::Prepare => {
                 if self.created == 0 {
                     // The aligned block buffer (sb_memalign) and the program itself.
-                    self.ops.grow(f.block_pages() + 50);
+                    self.ops.grow(f.block_pages() + PROGRAM_PAGES);
                 }
                 if self.created == f.files {
                     return false;
@@ -233,14 +233,18 @@ impl Sysbench {
             }
             Phase::Run => {
                 let reqs = self.requests.get_or_insert_with(|| {
-                    self.ops.grow(f.block_pages() + 50);
+                    self.ops.grow(f.block_pages() + PROGRAM_PAGES);
                     Requests::new(f)
                 });
                 let Some(req) = reqs.next(|n| cx.rng.gen_range(0..n)) else {
                     return false;
                 };
                 let files = self.reg.borrow().get(GROUP).to_vec();
-                let file_of = |i: u64| files.get(i as usize).copied().unwrap_or(0);
+                let file_of = |i: u64| {
+                    *files
+                        .get(i as usize)
+                        .expect("prepare created every file a request names")
+                };
                 match req {
                     // Whichever file it names: the model's fsync is its sync.
                     Request::Fsync { .. } => timed(&mut self.ops, Pass::Rndrw, IoOp::Fsync, 0, 0, fsync),
