@@ -30,7 +30,7 @@ use crate::fs::buffer::Via;
 use crate::fs::flush::submit;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
-use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
+use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
 use latlab_core::Nanos;
 use smallvec::smallvec;
@@ -181,6 +181,36 @@ impl Path for WritebackInodes {
     }
 }
 
+/// What [`write_dirty_run`] did.
+pub(crate) enum Handed {
+    /// No request free: sleep on this in `get_request_wait`.
+    Sleep(Chan),
+    /// This many pages went to the queue.
+    Wrote(u64),
+    /// The file had nothing dirty to take.
+    Nothing,
+}
+
+/// `->writepage` of up to `want` of `file`'s dirty pages from `block` on, as task `cx.pid`
+/// on the 2.6 queue (`submit_bh` -> `__make_request`): back from `get_request_wait` it
+/// batches (`ioc_set_batching`); what merges into the newest request and what `get_request`
+/// gives go to the queue; with no request free it sleeps until `freed_request` leaves room.
+/// Pdflush's and the writer's `mpage_writepages` and 2.6.17 reclaim's `pageout()` write so.
+pub(crate) fn write_dirty_run(k: &mut KState, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed {
+    k.disk.woke(cx.pid, cx.now);
+    let room = k.disk.room(block, cx.pid, cx.now, want);
+    if room == 0 {
+        if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
+            return Handed::Sleep(chan);
+        }
+    }
+    let Some(b) = k.buf.take_file(file, want.min(room.max(1))) else {
+        return Handed::Nothing;
+    };
+    submit(k, &b, Via::Writer, cx.pid, cx.now);
+    Handed::Wrote(b.hi - b.lo)
+}
+
 /// `mpage_writepages` of one inode under I_LOCK (2.6.17 fs/mpage.c with `get_block` NULL:
 /// ext3 ordered has no `->writepages`), the caller's `wbc` in `k.pwb.wbc`. It takes the
 /// dirty pages a pagevec (14) at a time; each page is locked, cleaned for I/O and written by
@@ -233,23 +263,17 @@ impl Path for MpageWritepages {
                 let Some(block) = k.buf.first_dirty_block(self.file) else {
                     return Step::Done;
                 };
-                // Back from get_request_wait: ioc_set_batching.
-                k.disk.woke(cx.pid, cx.now);
-                let room = k.disk.room(block, cx.pid, cx.now, self.pvec);
-                if room == 0 {
-                    // get_request_wait: sleep until freed_request leaves room, I_LOCK held.
-                    if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
+                match write_dirty_run(k, cx, self.file, block, self.pvec) {
+                    // get_request_wait, I_LOCK held.
+                    Handed::Sleep(chan) => {
                         if k.pwb.wbc.nonblocking {
                             k.pwb.stats.nonblocking_request_waits += 1;
                         }
                         return Step::Block(chan);
                     }
+                    Handed::Wrote(n) => self.pvec -= n,
+                    Handed::Nothing => return Step::Done,
                 }
-                let Some(b) = k.buf.take_file(self.file, self.pvec.min(room.max(1))) else {
-                    return Step::Done;
-                };
-                submit(k, &b, Via::Writer, cx.pid, cx.now);
-                self.pvec -= b.hi - b.lo;
                 continue;
             }
             let wbc = &mut k.pwb.wbc;

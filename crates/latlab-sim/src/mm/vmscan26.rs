@@ -64,7 +64,7 @@
 //! writes it at the first meeting).
 
 use crate::dev::disk::Dir;
-use crate::fs::buffer::Via;
+use crate::fs::fs_writeback::{write_dirty_run, Handed};
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
@@ -218,19 +218,14 @@ impl ShrinkZones {
                 return None;
             }
         }
-        k.disk.woke(cx.pid, cx.now);
-        let room = k.disk.room(block, cx.pid, cx.now, n);
-        if room == 0 {
-            if let Some(chan) = k.disk.get_request_wait(Dir::Write, block, 1, cx.pid, cx.now) {
-                return Some(Step::Block(chan));
+        let written = match write_dirty_run(k, cx, file, block, n) {
+            Handed::Sleep(chan) => return Some(Step::Block(chan)),
+            Handed::Wrote(written) => written,
+            Handed::Nothing => {
+                self.pageout = 0;
+                return None;
             }
-        }
-        let Some(b) = k.buf.take_file(file, n.min(room.max(1))) else {
-            self.pageout = 0;
-            return None;
         };
-        crate::fs::flush::submit(k, &b, Via::Writer, cx.pid, cx.now);
-        let written = b.hi - b.lo;
         k.mm.pageouts += written;
         k.mm.writeback_scanned_to = k.buf.next_seq();
         self.pageout -= written.min(self.pageout);
@@ -623,6 +618,7 @@ pub fn try_to_free_pages(writer: bool) -> Box<dyn Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::buffer::Via;
     use crate::kernel::path::Chan;
     use crate::kernel::tests::{kstate, run_to_sleep};
 
