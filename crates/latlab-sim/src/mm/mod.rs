@@ -463,13 +463,28 @@ impl Mm {
     /// `n` pages of `mm` whose ptes `swap_out` found young: `mark_page_accessed` activates
     /// them (`do_anonymous_page` left them referenced).
     pub fn activate_anon(&mut self, mm: u32, n: u64) {
+        self.activate(mm, n, false);
+    }
+
+    /// `n` pages of `mm` activated one by one (shrink_list's `activate_locked`, page after
+    /// page): what `n` calls of `activate_anon(mm, 1)` do, computed at once.
+    pub fn activate_anon_each(&mut self, mm: u32, n: u64) {
+        self.activate(mm, n, true);
+    }
+
+    fn activate(&mut self, mm: u32, n: u64, each: bool) {
         let rss = self.mms.get(&mm).map_or(0, |r| r.rss);
         let m = n.min(rss.saturating_sub(self.active_of(mm)));
         if m == 0 {
             return;
         }
         let live = self.inactive_pages();
-        self.inactive.forget_anon(mm, m, live, &self.files);
+        if each {
+            // Each page's activation leaves the inactive list one page shorter.
+            self.inactive.forget_anon_each(mm, m, live, &self.files);
+        } else {
+            self.inactive.forget_anon(mm, m, live, &self.files);
+        }
         self.count_anon_active(mm, m, 0);
         self.active.push_anon(mm, m, &self.files);
     }
