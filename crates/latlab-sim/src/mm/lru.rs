@@ -7,6 +7,7 @@
 //! swap-out, activation) are taken off lazily: `stale` counts them by address space, and they
 //! are dropped from its oldest runs when a walk meets them.
 
+use super::per_mm::PerMm;
 use super::Files;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -22,7 +23,7 @@ pub enum Run {
 #[derive(Default)]
 pub struct List {
     runs: VecDeque<Run>,
-    stale: BTreeMap<u32, u64>,
+    stale: PerMm,
     stale_total: u64,
     /// Runs after the last compaction (the next comes when they have doubled).
     compacted_runs: usize,
@@ -88,7 +89,7 @@ impl List {
         if n == 0 {
             return;
         }
-        *self.stale.entry(mm).or_default() += n;
+        *self.stale.get_mut(mm) += n;
         self.stale_total += n;
         if self.stale_total > 2 * live + 1024 {
             self.compact(files);
@@ -131,9 +132,9 @@ impl List {
         self.runs.iter().map(move |r| match *r {
             Run::File { .. } => (*r, Self::file_live(r, files)),
             Run::Anon { mm, n } => {
-                let gone = match self.stale.get(&mm) {
-                    None => 0,
-                    Some(&s) => {
+                let gone = match self.stale.get(mm) {
+                    0 => 0,
+                    s => {
                         let u = used.entry(mm).or_default();
                         let g = (s - *u).min(n);
                         *u += g;
@@ -188,13 +189,13 @@ impl List {
     /// Of a run of `n` anonymous pages of `mm`, how many are still there (consuming its
     /// stale count).
     pub fn take_stale(&mut self, mm: u32, n: u64) -> u64 {
-        let Some(s) = self.stale.get_mut(&mm) else { return n };
+        if self.stale.get(mm) == 0 {
+            return n;
+        }
+        let s = self.stale.get_mut(mm);
         let gone = (*s).min(n);
         *s -= gone;
         self.stale_total -= gone;
-        if *s == 0 {
-            self.stale.remove(&mm);
-        }
         n - gone
     }
 }

@@ -29,6 +29,7 @@ pub mod oom_kill;
 pub mod page_writeback;
 pub mod pagecache;
 pub mod pdflush;
+pub mod per_mm;
 pub mod swap_in;
 pub mod thrash;
 pub mod vmscan;
@@ -184,7 +185,7 @@ pub struct Mm {
     /// Page-cache pages on the active list (the files' `pages.count_active()`).
     active_cache: u64,
     /// Anonymous pages on the active list, by address space, and in all.
-    anon_active: BTreeMap<u32, u64>,
+    anon_active: per_mm::PerMm,
     active_anon: u64,
     next_file: u32,
     next_block: u64,
@@ -299,7 +300,7 @@ impl Mm {
             active: List::default(),
             stamp: 0,
             active_cache: 0,
-            anon_active: BTreeMap::new(),
+            anon_active: per_mm::PerMm::default(),
             active_anon: 0,
             next_file: 1,
             next_block: FIRST_DATA_BLOCK,
@@ -448,16 +449,13 @@ impl Mm {
 
     /// Anonymous pages of `mm` on the active list.
     fn active_of(&self, mm: u32) -> u64 {
-        self.anon_active.get(&mm).copied().unwrap_or(0)
+        self.anon_active.get(mm)
     }
 
     fn count_anon_active(&mut self, mm: u32, add: u64, sub: u64) {
-        let e = self.anon_active.entry(mm).or_default();
+        let e = self.anon_active.get_mut(mm);
         *e = *e + add - sub;
         self.active_anon = self.active_anon + add - sub;
-        if *e == 0 {
-            self.anon_active.remove(&mm);
-        }
     }
 
     /// `n` pages of `mm` whose ptes `swap_out` found young: `mark_page_accessed` activates
