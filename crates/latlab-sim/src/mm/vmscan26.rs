@@ -498,7 +498,7 @@ impl ShrinkZones {
                                     n += pages;
                                     match self.batch.front() {
                                         Some(&Page::SwapOut(next))
-                                            if !k.mm.mms.get(&next).is_some_and(|r| !r.swap_cache.is_empty()) =>
+                                            if k.mm.mms.get(&next).is_none_or(|r| r.swap_cache.is_empty()) =>
                                         {
                                             self.batch.pop_front();
                                             (m, pages) = (next, 1);
