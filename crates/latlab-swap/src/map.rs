@@ -72,22 +72,20 @@ impl SwapMap {
     /// starting there could no longer fit). Every entry is read at most once, in order, so
     /// this is the kernel's loop itself. Returns the start of the run and the entries read.
     pub(crate) fn find_free_run(&self, from: u64, highest: u64, len: u64) -> (Option<u64>, u64) {
+        // The kernel reads the candidate run entry by entry and restarts just past the first
+        // used one: the same reads, the used entry found by a byte search (every entry is
+        // FREE or USED).
         let mut start = from;
-        if start + len - 1 > highest {
-            return (None, 0);
-        }
-        for (i, &entry) in self.map[from as usize..=highest as usize].iter().enumerate() {
-            let offset = from + i as u64;
-            if entry != FREE {
-                start = offset + 1;
-                if start + len - 1 > highest {
-                    return (None, i as u64 + 1);
-                }
-            } else if offset == start + len - 1 {
-                return (Some(start), i as u64 + 1);
+        loop {
+            let end = start + len;
+            if end - 1 > highest {
+                return (None, start - from);
+            }
+            match memchr::memchr(USED, &self.map[start as usize..end as usize]) {
+                None => return (Some(start), end - from),
+                Some(i) => start += i as u64 + 1,
             }
         }
-        (None, highest + 1 - from)
     }
 }
 
@@ -314,6 +312,50 @@ mod tests {
         let (r, n) = m.find_free_run(0, 12, 8);
         assert_eq!(r, None);
         assert_eq!(n, 3 + 4);
+    }
+
+    /// The kernel's loop, entry by entry (2.6.9 scan_swap_map's "try to find an empty (even
+    /// not aligned) cluster").
+    fn free_run_entry_by_entry(m: &SwapMap, from: u64, highest: u64, len: u64) -> (Option<u64>, u64) {
+        let mut start = from;
+        if start + len - 1 > highest {
+            return (None, 0);
+        }
+        for offset in from..=highest {
+            if m.is_used(offset) {
+                start = offset + 1;
+                if start + len - 1 > highest {
+                    return (None, offset - from + 1);
+                }
+            } else if offset == start + len - 1 {
+                return (Some(start), offset - from + 1);
+            }
+        }
+        (None, highest + 1 - from)
+    }
+
+    #[test]
+    fn the_free_run_search_reads_what_the_kernels_loop_reads() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..2000 {
+            let size = rng.gen_range(1..600u64);
+            let density = rng.gen_range(0.0..0.2);
+            let mut m = SwapMap::new(size);
+            for i in 0..size {
+                if rng.gen_bool(density) {
+                    m.set_used(i);
+                }
+            }
+            let from = rng.gen_range(0..size);
+            let highest = rng.gen_range(from..size);
+            let len = rng.gen_range(1..300);
+            assert_eq!(
+                m.find_free_run(from, highest, len),
+                free_run_entry_by_entry(&m, from, highest, len),
+                "{size} {from} {highest} {len}"
+            );
+        }
     }
 
     #[test]

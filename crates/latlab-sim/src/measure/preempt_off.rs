@@ -33,6 +33,26 @@ fn caller(func: &'static str, path: &'static str) -> &'static str {
     }
 }
 
+/// One function entry of the stretch under way (a [`TraceEntry`] once the stretch is kept).
+#[derive(Clone, Copy)]
+struct Entry {
+    preempt_count: u32,
+    t_ns: Nanos,
+    func: &'static str,
+    parent: &'static str,
+}
+
+impl Entry {
+    fn traced(&self) -> TraceEntry {
+        TraceEntry {
+            preempt_count: self.preempt_count,
+            t_ns: self.t_ns,
+            func: self.func.into(),
+            parent: self.parent.into(),
+        }
+    }
+}
+
 /// The stretch under way.
 #[derive(Default)]
 struct Open {
@@ -41,14 +61,14 @@ struct Open {
     first: &'static str,
     last: (&'static str, &'static str),
     steps: u32,
-    entries: Vec<TraceEntry>,
+    entries: Vec<Entry>,
 }
 
 /// The tracer of one run.
 pub struct PreemptOffTracer {
     fill_pct: [u64; 2],
     open: Option<Open>,
-    spare: Vec<TraceEntry>,
+    spare: Vec<Entry>,
     out: PreemptOff,
     /// The kernel the trace headers name, with its switches and layout version.
     kernel: String,
@@ -78,13 +98,13 @@ impl PreemptOffTracer {
         }
     }
 
-    fn push(o: &mut Open, now: Nanos, pc: u32, func: &str, parent: &str) {
+    fn push(o: &mut Open, now: Nanos, pc: u32, func: &'static str, parent: &'static str) {
         if o.entries.len() < MAX_ENTRIES {
-            o.entries.push(TraceEntry {
+            o.entries.push(Entry {
                 preempt_count: pc,
                 t_ns: now - o.start,
-                func: func.into(),
-                parent: parent.into(),
+                func,
+                parent,
             });
         }
     }
@@ -179,7 +199,7 @@ impl PreemptOffTracer {
             started_at: o.first.into(),
             ended_at: ended.into(),
             flags: self.flags.clone(),
-            entries: o.entries.clone(),
+            entries: o.entries.iter().map(Entry::traced).collect(),
             version: self.version.into(),
         }
     }

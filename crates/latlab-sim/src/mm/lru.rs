@@ -7,6 +7,7 @@
 //! swap-out, activation) are taken off lazily: `stale` counts them by address space, and they
 //! are dropped from its oldest runs when a walk meets them.
 
+use super::per_mm::PerMm;
 use super::Files;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -22,7 +23,7 @@ pub enum Run {
 #[derive(Default)]
 pub struct List {
     runs: VecDeque<Run>,
-    stale: BTreeMap<u32, u64>,
+    stale: PerMm,
     stale_total: u64,
     /// Runs after the last compaction (the next comes when they have doubled).
     compacted_runs: usize,
@@ -88,10 +89,26 @@ impl List {
         if n == 0 {
             return;
         }
-        *self.stale.entry(mm).or_default() += n;
+        *self.stale.get_mut(mm) += n;
         self.stale_total += n;
         if self.stale_total > 2 * live + 1024 {
             self.compact(files);
+        }
+    }
+
+    /// As `n` calls of `forget_anon(mm, 1, live - i)` for i in 0..n (one page at a time, the
+    /// list shrinking by one each): the pages are counted in stretches that end where one of
+    /// those calls would compact, so compaction happens at the same page.
+    pub fn forget_anon_each(&mut self, mm: u32, n: u64, live: u64, files: &Files) {
+        let mut i = 0;
+        while i < n {
+            // Calls i..j as one: the last of them, call j - 1, is the first that compacts.
+            let mut j = i + 1;
+            while j < n && self.stale_total + (j - i) <= 2 * live.saturating_sub(j - 1) + 1024 {
+                j += 1;
+            }
+            self.forget_anon(mm, j - i, live.saturating_sub(j - 1), files);
+            i = j;
         }
     }
 
@@ -115,9 +132,9 @@ impl List {
         self.runs.iter().map(move |r| match *r {
             Run::File { .. } => (*r, Self::file_live(r, files)),
             Run::Anon { mm, n } => {
-                let gone = match self.stale.get(&mm) {
-                    None => 0,
-                    Some(&s) => {
+                let gone = match self.stale.get(mm) {
+                    0 => 0,
+                    s => {
                         let u = used.entry(mm).or_default();
                         let g = (s - *u).min(n);
                         *u += g;
@@ -172,13 +189,51 @@ impl List {
     /// Of a run of `n` anonymous pages of `mm`, how many are still there (consuming its
     /// stale count).
     pub fn take_stale(&mut self, mm: u32, n: u64) -> u64 {
-        let Some(s) = self.stale.get_mut(&mm) else { return n };
+        if self.stale.get(mm) == 0 {
+            return n;
+        }
+        let s = self.stale.get_mut(mm);
         let gone = (*s).min(n);
         *s -= gone;
         self.stale_total -= gone;
-        if *s == 0 {
-            self.stale.remove(&mm);
-        }
         n - gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list of `runs` alternating runs of address spaces 1 and 2, 8 pages each, with
+    /// `stale` pages of space 1 already gone.
+    fn list(runs: u32, stale: u64, files: &Files) -> List {
+        let mut l = List::default();
+        for i in 0..runs {
+            l.push_anon(1 + i % 2, 8, files);
+        }
+        l.forget_anon(1, stale, 8 * u64::from(runs) - stale, files);
+        l
+    }
+
+    #[test]
+    fn pages_forgotten_each_at_once_compact_where_one_by_one_would() {
+        let files = Files::default();
+        // (runs, stale, pages forgotten, whether one of the calls compacts)
+        for (runs, stale, n, compacts) in [(200, 1000, 500, true), (200, 0, 40, false), (300, 1800, 550, true)] {
+            let live = 8 * u64::from(runs) - stale;
+            let mut each = list(runs, stale, &files);
+            each.forget_anon_each(1, n, live, &files);
+            let mut one = list(runs, stale, &files);
+            for i in 0..n {
+                one.forget_anon(1, 1, live.saturating_sub(i), &files);
+            }
+            assert_eq!(one.runs.len() < runs as usize, compacts, "{runs} {stale} {n}");
+            assert_eq!(
+                format!("{:?}", each.runs),
+                format!("{:?}", one.runs),
+                "{runs} {stale} {n}"
+            );
+            assert_eq!((each.stale_total, &each.stale), (one.stale_total, &one.stale));
+        }
     }
 }

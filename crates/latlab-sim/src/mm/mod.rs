@@ -29,6 +29,7 @@ pub mod oom_kill;
 pub mod page_writeback;
 pub mod pagecache;
 pub mod pdflush;
+pub mod per_mm;
 pub mod swap_in;
 pub mod thrash;
 pub mod vmscan;
@@ -194,7 +195,7 @@ pub struct Mm {
     /// Page-cache pages on the active list (the files' `pages.count_active()`).
     active_cache: u64,
     /// Anonymous pages on the active list, by address space, and in all.
-    anon_active: BTreeMap<u32, u64>,
+    anon_active: per_mm::PerMm,
     active_anon: u64,
     next_file: u32,
     next_block: u64,
@@ -310,7 +311,7 @@ impl Mm {
             active: List::default(),
             stamp: 0,
             active_cache: 0,
-            anon_active: BTreeMap::new(),
+            anon_active: per_mm::PerMm::default(),
             active_anon: 0,
             next_file: 1,
             next_block: FIRST_DATA_BLOCK,
@@ -459,28 +460,40 @@ impl Mm {
 
     /// Anonymous pages of `mm` on the active list.
     fn active_of(&self, mm: u32) -> u64 {
-        self.anon_active.get(&mm).copied().unwrap_or(0)
+        self.anon_active.get(mm)
     }
 
     fn count_anon_active(&mut self, mm: u32, add: u64, sub: u64) {
-        let e = self.anon_active.entry(mm).or_default();
+        let e = self.anon_active.get_mut(mm);
         *e = *e + add - sub;
         self.active_anon = self.active_anon + add - sub;
-        if *e == 0 {
-            self.anon_active.remove(&mm);
-        }
     }
 
     /// `n` pages of `mm` whose ptes `swap_out` found young: `mark_page_accessed` activates
     /// them (`do_anonymous_page` left them referenced).
     pub fn activate_anon(&mut self, mm: u32, n: u64) {
+        self.activate(mm, n, false);
+    }
+
+    /// `n` pages of `mm` activated one by one (shrink_list's `activate_locked`, page after
+    /// page): what `n` calls of `activate_anon(mm, 1)` do, computed at once.
+    pub fn activate_anon_each(&mut self, mm: u32, n: u64) {
+        self.activate(mm, n, true);
+    }
+
+    fn activate(&mut self, mm: u32, n: u64, each: bool) {
         let rss = self.mms.get(&mm).map_or(0, |r| r.rss);
         let m = n.min(rss.saturating_sub(self.active_of(mm)));
         if m == 0 {
             return;
         }
         let live = self.inactive_pages();
-        self.inactive.forget_anon(mm, m, live, &self.files);
+        if each {
+            // Each page's activation leaves the inactive list one page shorter.
+            self.inactive.forget_anon_each(mm, m, live, &self.files);
+        } else {
+            self.inactive.forget_anon(mm, m, live, &self.files);
+        }
         self.count_anon_active(mm, m, 0);
         self.active.push_anon(mm, m, &self.files);
     }

@@ -478,16 +478,28 @@ impl ShrinkZones {
                             // the same.
                             None => {
                                 // Swap stays full for the rest of the batch: every page
-                                // without a swap-cache slot fails alike (one loop for them).
-                                k.mm.activate_anon(mm, 1);
-                                let mut n = 1;
-                                while let Some(&Page::SwapOut(m)) = self.batch.front() {
-                                    if k.mm.mms.get(&m).is_some_and(|r| !r.swap_cache.is_empty()) {
-                                        break;
+                                // without a swap-cache slot fails alike (one loop for them),
+                                // activated page after page, counted per address space.
+                                let (mut m, mut pages, mut n) = (mm, 1, 0);
+                                loop {
+                                    while let Some(&Page::SwapOut(next)) = self.batch.front() {
+                                        if next != m {
+                                            break;
+                                        }
+                                        self.batch.pop_front();
+                                        pages += 1;
                                     }
-                                    self.batch.pop_front();
-                                    k.mm.activate_anon(m, 1);
-                                    n += 1;
+                                    k.mm.activate_anon_each(m, pages);
+                                    n += pages;
+                                    match self.batch.front() {
+                                        Some(&Page::SwapOut(next))
+                                            if k.mm.mms.get(&next).is_none_or(|r| r.swap_cache.is_empty()) =>
+                                        {
+                                            self.batch.pop_front();
+                                            (m, pages) = (next, 1);
+                                        }
+                                        _ => break,
+                                    }
                                 }
                                 return LoopStep::plain(
                                     "shrink_list",
