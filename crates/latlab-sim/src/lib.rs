@@ -599,6 +599,10 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
             r.counters.insert("as_anticipations".into(), antic);
         }
     }
+    if cfg.variant.reclaim == variant::Reclaim::Rmap269 {
+        // Major faults that took 2.6.9's swap token (mm/thrash.c's grab_swap_token).
+        r.counters.insert("swap_token_grabs".into(), k.st.mm.token.grabs);
+    }
     if let Some(w) = std::mem::take(&mut k.wtrack).finish() {
         for (pass, n) in w.long_writes {
             r.counters.insert(pass.over_counter().into(), n);

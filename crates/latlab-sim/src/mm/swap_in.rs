@@ -21,7 +21,7 @@ pub const READAHEAD_PAGES: u64 = 8;
 const ALLOC_RETRY_NS: Nanos = 20_000_000;
 
 /// `__alloc_pages` for a path that needs `n` pages: wakes kswapd below pages_low, runs the
-/// variant's direct reclaim when short, and under 2.6.9 reclaim naps (HZ/50) when a reclaim
+/// variant's direct reclaim when short, and under either 2.6 reclaim naps (HZ/50) when a reclaim
 /// freed nothing before it tries again (2.4's allocator loops on reclaim without it).
 #[derive(Default)]
 pub struct Alloc {

@@ -145,7 +145,8 @@ pub struct ShrinkZones {
     writes: Vec<u64>,
     /// The cache pages of the batch just handed to shrink_list.
     cache: Option<u64>,
-    /// A priority below DEF_PRIORITY - 2 fell short: wait for the disk once.
+    /// rmap-2.6.9: a priority below DEF_PRIORITY - 2 fell short, so wait for the disk once;
+    /// rmap-2.6.17 (`nap_26`): this priority's waits are done.
     congested: bool,
     /// `current->backing_dev_info` is the disk's: a buffered write's direct reclaim.
     writer: bool,
@@ -652,6 +653,7 @@ mod tests {
     fn dirty_full(writeback: u64, congest: bool) -> KState {
         let mut k = kstate();
         k.reclaim = Reclaim::Rmap2617;
+        k.mm.set_watermarks(crate::mm::watermarks(k.reclaim, k.mm.total));
         k.writeback = crate::variant::Writeback::Pdflush2617;
         k.disk.use_26_block_layer(250, false);
         let n = k.mm.free - k.mm.pages_min;
