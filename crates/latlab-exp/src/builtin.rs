@@ -303,6 +303,15 @@ pub fn workload(name: &str) -> Option<Workload> {
         // 512 MiB box has. The box as booted for the test, its desktop logged in: X, GNOME,
         // a mail client and a browser, and the audio applications Revell tests with, ~300
         // MiB of anonymous memory nobody touches during the build (an estimate).
+        // Searched for sources (issue 17; docs/fidelity.md Seed 003 lists what was read):
+        // none of the era gives a kernel file's cc1 size, the object count or the per-file
+        // time, nor Revell's RAM, swap or desktop, so every size here stays an estimate.
+        // Bounds found: gcc 3.3's collector (ggc_min_heapsize_heuristic, gcc-3_3-branch,
+        // gcc-cvs 23 Feb 2003) does not collect below RAM/8 grown by 30% + 70% of RAM/1GB,
+        // ~106 MiB on the 512 MiB box, so a cc1 holds its file's whole allocation (8-64
+        // MiB not contradicted); a bare GNOME desktop of 2004-2005 needed 110-192 MB in all
+        // (OSNews story 9779; Fedora Core 2's "minimum for graphical: 192MB"), so 300 MiB
+        // of idle anonymous memory is the high side unless Revell's audio apps add it.
         "make-j32-swap-storm" => Workload {
             name: name.into(),
             commands: vec![CommandSpec::MakeKernel {
