@@ -79,7 +79,7 @@ pub fn build_loop(dir: &Path, stop: &AtomicBool, counters: &Counters, jobs: u32,
         };
         match status {
             Some(s) if s.success() => counters.add("builds", 1),
-            Some(s) if !stop.load(Ordering::Relaxed) => {
+            Some(s) if !stop_follows(stop) => {
                 return Err(io::Error::other(format!("make -j{jobs} failed: {s}")));
             }
             _ => {}
@@ -90,6 +90,22 @@ pub fn build_loop(dir: &Path, stop: &AtomicBool, counters: &Counters, jobs: u32,
     }
     let _ = std::fs::remove_dir_all(&src);
     Ok(())
+}
+
+/// Whether a make that just failed was being stopped: the parent's SIGTERM goes to the
+/// whole process group, so make or its compilers may die of it before this process's own
+/// handler has set `stop`. A failure with no stop within a second is a real one.
+fn stop_follows(stop: &AtomicBool) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        if t0.elapsed() >= Duration::from_secs(1) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Object files currently in `src` (a vanished directory counts as none).
