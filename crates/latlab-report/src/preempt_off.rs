@@ -176,15 +176,17 @@ pub fn render_growth(runs: &[RunView]) -> String {
         out,
         "\nPlot: worst get_swap_page stretch against swap fill (log scale, 1 us .. 10 ms)"
     );
-    let _ = writeln!(out, "{:<24}|1us      |10us     |100us    |1ms      |10ms", "");
+    let _ = writeln!(out, "{:<10}|1us      |10us     |100us    |1ms      |10ms", "swap fill");
     for (l, r) in &kernels {
+        let _ = writeln!(out, "{l}");
         for (b, row) in r.preempt_off.as_ref().expect("filtered").by_fill.iter().enumerate() {
             if row.swap_calls == 0 {
                 continue;
             }
             let x = us(row.get_swap_page_ns).max(1.0).log10();
             let n = ((x * 10.0).round() as usize).min(40);
-            let _ = writeln!(out, "{:<24}|{}", format!("{l} {}%", b * 10), "#".repeat(n.max(1)));
+            let fill = format!("  {}-{}%", b * 10, b * 10 + 10);
+            let _ = writeln!(out, "{fill:<10}|{}", "#".repeat(n.max(1)));
         }
     }
     out

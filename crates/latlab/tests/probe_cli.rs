@@ -1375,8 +1375,10 @@ fn report_reads_cyclictest_files() {
     }
     let d = scratch("cyclictest-files");
     let (cj, ch) = (d.join("c.json"), d.join("h.txt"));
+    // -h1000: buckets up to 1 ms, so a VM's 20-40 us wakeups land in the histogram (with
+    // -h20 most overflow, and cyclictest's JSON then holds no distribution to read).
     let ct = Command::new("cyclictest")
-        .args(["-m", "-q", "-p95", "-i1000", "-l300", "-t1", "-a0", "-h20"])
+        .args(["-m", "-q", "-p95", "-i1000", "-l300", "-t1", "-a0", "-h1000"])
         .arg(format!("--json={}", cj.display()))
         .arg(format!("--histfile={}", ch.display()))
         .output()
