@@ -3,20 +3,37 @@
 use latlab_core::{ms, us, Attribution, LoadFate, Nanos, RunResult, Sample};
 use std::fmt::Write;
 
-/// One line per stream: count, min, p50, p90, p99, p99.9, max (us).
-pub fn percentiles(label: &str, r: &RunResult) -> String {
+/// A stream's line label: the run's, and the stream's name when the run has several
+/// (realfeel beside iozone's `write`).
+fn stream_label(label: &str, r: &RunResult, stream: &str) -> String {
+    if r.streams.len() > 1 {
+        format!("{label} [{stream}]")
+    } else {
+        label.to_string()
+    }
+}
+
+/// The width that lines up [`percentiles`]' columns for all of `runs` (28 at least).
+pub fn percentiles_width<'a>(runs: impl IntoIterator<Item = (&'a str, &'a RunResult)>) -> usize {
+    runs.into_iter()
+        .flat_map(|(l, r)| {
+            r.streams
+                .iter()
+                .map(move |s| stream_label(l, r, &s.name).chars().count())
+        })
+        .fold(28, usize::max)
+}
+
+/// One line per stream: count, min, p50, p90, p99, p99.9, max (us), the label padded to
+/// `width` ([`percentiles_width`]).
+pub fn percentiles(label: &str, r: &RunResult, width: usize) -> String {
     let mut out = String::new();
     for s in &r.streams {
         let m = s.hist.summary();
-        // A run of several streams (realfeel beside iozone's `write`) names each line's.
-        let label = if r.streams.len() > 1 {
-            format!("{label} [{}]", s.name)
-        } else {
-            label.to_string()
-        };
+        let label = stream_label(label, r, &s.name);
         let _ = writeln!(
             out,
-            "{label:<28} n={:<9} min {:>7.1}  p50 {:>7.1}  p90 {:>7.1}  p99 {:>8.1}  p99.9 {:>9.1}  max {:>10.1} us  missed {}",
+            "{label:<width$} n={:<9} min {:>7.1}  p50 {:>7.1}  p90 {:>7.1}  p99 {:>8.1}  p99.9 {:>9.1}  max {:>10.1} us  missed {}",
             m.count,
             us(m.min_ns),
             us(m.p50_ns),
@@ -174,9 +191,9 @@ mod tests {
     #[test]
     fn percentiles_name_the_stream_only_when_a_run_has_several() {
         let mut r = crate::testutil::realfeel_result(&[]);
-        assert!(!percentiles("2.4.18", &r).contains('['));
+        assert!(!percentiles("2.4.18", &r, 28).contains('['));
         r.streams.push(latlab_core::Stream::new("write", "write(2)"));
-        let t = percentiles("2.4.18", &r);
+        let t = percentiles("2.4.18", &r, 28);
         assert!(t.contains("2.4.18 [realfeel]") && t.contains("2.4.18 [write]"), "{t}");
     }
 

@@ -309,8 +309,9 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         "realfeel wakeup latency"
     };
     outln!("\nPercentiles ({measured})")?;
+    let width = summary::percentiles_width(views.iter().map(|v| (v.label, v.result)));
     for v in &views {
-        out!("{}", summary::percentiles(v.label, v.result))?;
+        out!("{}", summary::percentiles(v.label, v.result, width))?;
     }
     if !posix && !writes {
         outln!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited")?;

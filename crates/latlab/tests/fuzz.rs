@@ -254,7 +254,7 @@ fn check_result(text: &str) -> Result<(), String> {
         csv::buckets(&runs[0], per_octave);
     }
     html::render(&runs, 5);
-    summary::percentiles(&labels[0], &runs[0]);
+    summary::percentiles(&labels[0], &runs[0], 28);
     summary::causes(&labels[0], &runs[0]);
     for s in &runs[0].streams {
         for w in &s.worst {
