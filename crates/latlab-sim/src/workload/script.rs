@@ -693,24 +693,11 @@ impl Cmd {
     }
 }
 
-/// A program that queues its work a batch at a time ([`drive`] runs it).
+/// A program that queues its work a batch at a time (its [`Program`] impl below runs it).
 pub(crate) trait Batches {
     fn ops(&mut self) -> &mut Ops;
     /// Queue the next batch of work; false when there is nothing more to do.
     fn refill(&mut self, cx: &mut ProgCx) -> bool;
-}
-
-/// A [`Batches`] program's next action: its queue's next, refilled as it runs dry; exit once
-/// it has nothing more to do.
-pub(crate) fn drive(p: &mut impl Batches, cx: &mut ProgCx) -> Action {
-    loop {
-        if let Some(a) = p.ops().pop(cx) {
-            return a;
-        }
-        if !p.refill(cx) {
-            return Action::Exit;
-        }
-    }
 }
 
 impl Batches for Cmd {
@@ -722,9 +709,18 @@ impl Batches for Cmd {
     }
 }
 
-impl Program for Cmd {
+/// Every [`Batches`] program runs the same way: its queue's next action, refilled as it
+/// runs dry; it exits once it has nothing more to do.
+impl<T: Batches> Program for T {
     fn next(&mut self, cx: &mut ProgCx) -> Action {
-        drive(self, cx)
+        loop {
+            if let Some(a) = self.ops().pop(cx) {
+                return a;
+            }
+            if !self.refill(cx) {
+                return Action::Exit;
+            }
+        }
     }
 }
 

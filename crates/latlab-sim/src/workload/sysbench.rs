@@ -26,8 +26,8 @@
 //! nothing (docs/fidelity.md says what that leaves out).
 
 use super::iozone::{fsync, timed};
-use super::script::{drive, Batches, Ops, Reg, PROGRAM_PAGES};
-use super::{Action, ProgCx, Program};
+use super::script::{Batches, Ops, Reg, PROGRAM_PAGES};
+use super::{Action, ProgCx};
 use crate::fs::ext3::{sys_read, sys_rewrite};
 use crate::measure::write_latency::{IoOp, Pass};
 use rand::Rng as _;
@@ -239,17 +239,16 @@ impl Sysbench {
                 let Some(req) = reqs.next(|n| cx.rng.gen_range(0..n)) else {
                     return false;
                 };
-                let files = self.reg.borrow().get(GROUP).to_vec();
-                let file_of = |i: u64| {
-                    *files
-                        .get(i as usize)
-                        .expect("prepare created every file a request names")
-                };
                 match req {
                     // Whichever file it names: the model's fsync is its sync.
                     Request::Fsync { .. } => timed(&mut self.ops, Pass::Rndrw, IoOp::Fsync, 0, 0, fsync),
                     Request::Io { write, file, block: b } => {
-                        let fd = file_of(file);
+                        let fd = *self
+                            .reg
+                            .borrow()
+                            .get(GROUP)
+                            .get(file as usize)
+                            .expect("prepare created every file a request names");
                         let page = b * f.block_pages();
                         let offset_kb = (file * f.blocks_per_file() + b) * f.block_kb;
                         if write {
@@ -275,12 +274,6 @@ impl Batches for Sysbench {
     }
     fn refill(&mut self, cx: &mut ProgCx) -> bool {
         self.next_batch(cx)
-    }
-}
-
-impl Program for Sysbench {
-    fn next(&mut self, cx: &mut ProgCx) -> Action {
-        drive(self, cx)
     }
 }
 
