@@ -307,7 +307,7 @@ mod tests {
     use super::*;
     use crate::dev::disk::{Disk, Payload};
     use crate::kernel::path::Chan;
-    use crate::kernel::tests::{kstate, machine};
+    use crate::kernel::tests::{kstate, machine, run_to_sleep_as};
 
     const FILE: u32 = 1;
     const PDFLUSH: u32 = 2;
@@ -332,17 +332,6 @@ mod tests {
     fn other_writes(k: &mut KState, n: u64) {
         for i in 0..n {
             k.disk_submit_by(Dir::Write, 10 * i + 10, 1, Payload::Other, OTHER, 0);
-        }
-    }
-
-    /// Run `p` as `cx`: its CPU work done at once, until it sleeps or ends.
-    fn run(p: &mut dyn Path, k: &mut KState, cx: &Ctx) -> Step {
-        loop {
-            match p.next(k, cx) {
-                Step::Loop(l) => p.advanced(k, cx, l.items),
-                Step::Work(_) => {}
-                s => return s,
-            }
         }
     }
 
@@ -371,8 +360,8 @@ mod tests {
         );
         // The throttled writer's WB_SYNC_NONE pass skips the inode: it writes nothing.
         let wcx = Ctx { now: 1, pid: WRITER };
-        let mut writer = writeback_inodes(Wbc::new(1_536, false, None), false);
-        assert!(matches!(run(writer.as_mut(), &mut k, &wcx), Step::Done));
+        let writer = writeback_inodes(Wbc::new(1_536, false, None), false);
+        assert_eq!(run_to_sleep_as(&mut k, writer, &wcx), None);
         assert_eq!((k.pwb.wbc.nr_to_write, k.pwb.stats.ilock_skips), (1_536, 1));
     }
 
@@ -382,8 +371,8 @@ mod tests {
         // to the end of that pagevec, then stops with I_LOCK dropped.
         let mut k = setup(111);
         let cx = Ctx { now: 0, pid: PDFLUSH };
-        let mut pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
-        assert!(matches!(run(pdflush.as_mut(), &mut k, &cx), Step::Done));
+        let pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
+        assert_eq!(run_to_sleep_as(&mut k, pdflush, &cx), None);
         let w = k.pwb.wbc;
         assert!(w.encountered_congestion);
         // 128 pages fill its first request; the second opens in the tenth pagevec (pages
@@ -392,11 +381,8 @@ mod tests {
         assert!(k.pwb.i_lock.is_empty() && k.pwb.bdi_pdflush.is_none());
         // Not congested, with the same queue, a blocking caller would have written on.
         let mut k = setup(111);
-        let mut writer = writeback_inodes(Wbc::new(1_024, false, None), false);
-        assert!(matches!(
-            run(writer.as_mut(), &mut k, &Ctx { now: 0, pid: WRITER }),
-            Step::Done
-        ));
+        let writer = writeback_inodes(Wbc::new(1_024, false, None), false);
+        assert_eq!(run_to_sleep_as(&mut k, writer, &Ctx { now: 0, pid: WRITER }), None);
         assert_eq!(k.pwb.wbc.nr_to_write, 0);
     }
 }

@@ -1009,11 +1009,15 @@ pub(crate) mod tests {
 
     /// Run a kernel path, every loop to its end with no time passing (so no write
     /// completes): the first sleep it takes, if any.
-    pub(crate) fn run_to_sleep(k: &mut KState, mut p: Box<dyn Path>) -> Option<Chan> {
-        let cx = Ctx { now: 0, pid: 1 };
+    pub(crate) fn run_to_sleep(k: &mut KState, p: Box<dyn Path>) -> Option<Chan> {
+        run_to_sleep_as(k, p, &Ctx { now: 0, pid: 1 })
+    }
+
+    /// [`run_to_sleep`] as the task `cx.pid`, at `cx.now`.
+    pub(crate) fn run_to_sleep_as(k: &mut KState, mut p: Box<dyn Path>, cx: &Ctx) -> Option<Chan> {
         for _ in 0..10_000 {
-            match p.next(k, &cx) {
-                Step::Loop(l) => p.advanced(k, &cx, l.items),
+            match p.next(k, cx) {
+                Step::Loop(l) => p.advanced(k, cx, l.items),
                 Step::Work(_) => {}
                 Step::Block(c) => return Some(c),
                 Step::Done => return None,
