@@ -121,6 +121,13 @@ struct Span {
     ops: [u64; 3],
 }
 
+impl Span {
+    /// Seconds from its first call's start to its last call's end (0 if it made none).
+    fn secs(&self) -> f64 {
+        self.start.map_or(0.0, |t| (self.end - t) as f64 / 1e9)
+    }
+}
+
 /// Measurement state of the passes' streams.
 #[derive(Default)]
 pub struct WriteTracker {
@@ -280,8 +287,7 @@ impl WriteTracker {
             .into_iter()
             .filter_map(|pass| {
                 let p = &self.passes[pass.index()];
-                let start = p.start?;
-                let secs = (p.end - start) as f64 / 1e9;
+                let secs = p.secs();
                 (p.bytes > 0 && secs > 0.0).then(|| (pass, p.bytes as f64 / 1024.0 / secs))
             })
             .collect();
@@ -290,12 +296,11 @@ impl WriteTracker {
             // Only sysbench's pass has a mix of reads, writes and fsyncs to report.
             ops: timed
                 .iter()
+                .filter(|p| **p == Pass::Rndrw)
                 .map(|p| {
                     let s = &self.passes[p.index()];
-                    let secs = s.start.map_or(0.0, |t| (s.end - t) as f64 / 1e9);
-                    (*p, s.ops, secs)
+                    (*p, s.ops, s.secs())
                 })
-                .filter(|(p, _, _)| *p == Pass::Rndrw)
                 .collect(),
             streams: self.streams.into_iter().flatten().collect(),
             rates,
@@ -311,7 +316,7 @@ pub struct Measured {
     /// Each pass's throughput in KB/s (iozone's figure: bytes over the record loop's time;
     /// sysbench's: bytes read and written over the run).
     pub rates: Vec<(Pass, f64)>,
-    /// Calls by [`IoOp`] (reads, writes, fsyncs) of each pass that made reads or fsyncs,
-    /// and the seconds from its first call's start to its last call's end.
+    /// Calls by [`IoOp`] (reads, writes, fsyncs) of sysbench's pass, if it ran, and the
+    /// seconds from its first call's start to its last call's end.
     pub ops: Vec<(Pass, [u64; 3], f64)>,
 }
