@@ -291,6 +291,21 @@ fn sysbench_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<Comp
     rows
 }
 
+/// Run `v`'s row of `figure` for its stream `stream` (None: the run's rows without one).
+fn run_row<'a>(rows: &'a [CompareRow], v: &RunView, stream: Option<&str>, figure: &str) -> Option<&'a CompareRow> {
+    rows.iter().find(|r| {
+        r.figure == figure
+            && r.variant == v.result.meta.kernel
+            && r.case.as_deref() == v.case
+            && r.stream.as_deref() == stream
+    })
+}
+
+/// A figure for the table at `prec` decimals, `-` where there is none.
+fn num(x: Option<f64>, prec: usize) -> String {
+    x.map_or("-".to_string(), |x| format!("{x:.prec$}"))
+}
+
 /// Seed 001's gains, figures across runs: each throughput row (iozone's `write_throughput`,
 /// sysbench's `mix_throughput`) over the first one of the same figure, case and stream (the
 /// stock kernel's), as `throughput_gain` rows after all others, with the seed's gain for
@@ -344,14 +359,9 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
         "{:<w$}{:>6}{:>9}{:>9}{:>8}{:>8}{:>8}{:>9}{:>9}{:>8}{:>8}",
         "Run", "file", "seed", "model", "", "seed", "model", "write", "rewrite", "seed", "model"
     );
-    let num = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |x| format!("{x:.prec$}"));
     for v in runs {
         // iozone's rows: no stream (sysbench's have theirs).
-        let find = |f: &str| {
-            rows.iter().find(|r| {
-                r.figure == f && r.variant == v.result.meta.kernel && r.case.as_deref() == v.case && r.stream.is_none()
-            })
-        };
+        let find = |f: &str| run_row(rows, v, None, f);
         if v.result.stream("write").is_none() {
             continue;
         }
@@ -413,19 +423,11 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
 /// and mix throughput, and the gain over the first kernel of the same size beside the seed's.
 fn render_sysbench(runs: &[RunView], rows: &[CompareRow], w: usize) -> String {
     let mut out = String::new();
-    let num = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |x| format!("{x:.prec$}"));
     for v in runs {
         let Some(s) = v.result.stream(SYSBENCH_STREAM) else {
             continue;
         };
-        let find = |f: &str| {
-            rows.iter().find(|r| {
-                r.figure == f
-                    && r.variant == v.result.meta.kernel
-                    && r.case.as_deref() == v.case
-                    && r.stream.as_deref() == Some(SYSBENCH_STREAM)
-            })
-        };
+        let find = |f: &str| run_row(rows, v, Some(SYSBENCH_STREAM), f);
         if out.is_empty() {
             let _ = writeln!(
                 out,
@@ -479,17 +481,10 @@ pub fn render_posix_timer(title: &str, source: &str, runs: &[RunView], rows: &[C
         "Run", "seed", "model", "", "seed", "model", "", "seed", "model"
     );
     for v in runs {
-        let find = |f: &str| {
-            rows.iter().find(|r| {
-                r.figure == f
-                    && r.variant == v.result.meta.kernel
-                    && r.stream.as_deref() == v.result.streams.first().map(|s| s.name.as_str())
-            })
-        };
+        let find = |f: &str| run_row(rows, v, v.result.streams.first().map(|s| s.name.as_str()), f);
         let (Some(mx), Some(av), Some(mi)) = (find("max_latency"), find("avg_latency"), find("missed_events")) else {
             continue;
         };
-        let num = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1}"));
         let verdict = |r: &CompareRow, bar: f64| match r.published {
             Some(p) if p > 0.0 => {
                 let q = r.model / p;
@@ -497,19 +492,18 @@ pub fn render_posix_timer(title: &str, source: &str, runs: &[RunView], rows: &[C
             }
             _ => String::new(),
         };
-        let missed = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.0}"));
         let _ = writeln!(
             out,
             "{:<w$}{:>11}{:>11}{:>8}{:>11}{:>11}{:>8}{:>8}{:>8}",
             v.label,
-            num(mx.published),
-            num(Some(mx.model)),
+            num(mx.published, 1),
+            num(Some(mx.model), 1),
             verdict(mx, 1.5),
-            num(av.published),
-            num(Some(av.model)),
+            num(av.published, 1),
+            num(Some(av.model), 1),
             verdict(av, 2.0),
-            missed(mi.published),
-            missed(Some(mi.model)),
+            num(mi.published, 0),
+            num(Some(mi.model), 0),
         );
     }
     let _ = writeln!(out, "(a ratio marked ! is outside its bar)");
