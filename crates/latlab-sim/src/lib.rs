@@ -613,8 +613,8 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
                 .insert(format!("{}_MBps", pass.name()), kb_s * 1024.0 / 1e6);
         }
         for (pass, counts, secs) in w.ops {
-            for (op, n) in ["reads", "writes", "fsyncs"].into_iter().zip(counts) {
-                r.counters.insert(format!("{}_{op}", pass.name()), n);
+            for (op, n) in measure::write_latency::IoOp::ALL.into_iter().zip(counts) {
+                r.counters.insert(format!("{}_{}s", pass.name(), op.name()), n);
             }
             if secs > 0.0 {
                 // sysbench's "Requests/sec executed": reads and writes, not fsyncs.

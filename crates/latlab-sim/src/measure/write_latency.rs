@@ -86,7 +86,10 @@ pub enum IoOp {
 }
 
 impl IoOp {
-    fn name(self) -> &'static str {
+    /// In the order of a pass's call counts (`Measured::ops`).
+    pub const ALL: [IoOp; 3] = [IoOp::Read, IoOp::Write, IoOp::Fsync];
+
+    pub fn name(self) -> &'static str {
         match self {
             IoOp::Read => "read",
             IoOp::Write => "write",
