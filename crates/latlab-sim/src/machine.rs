@@ -12,6 +12,13 @@ use latlab_core::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The most logical CPUs a profile may give (the engine steps every CPU at each boundary).
+pub const MAX_CPUS: u32 = 8;
+
+fn one_cpu() -> u32 {
+    1
+}
+
 /// A simulated machine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,6 +29,10 @@ pub struct MachineProfile {
     pub description: String,
     /// CPU clock in MHz.
     pub cpu_mhz: f64,
+    /// Logical CPUs the kernel runs on (a Pentium 4 with Hyper-Threading has two); 1 when
+    /// the profile does not say.
+    #[serde(default = "one_cpu")]
+    pub cpus: u32,
     /// Cycles per instruction of kernel code (pointer chasing, branches), dimensionless.
     pub kernel_cpi: f64,
     /// Load-to-use latency of a cache miss served from DRAM, ns.
@@ -165,6 +176,9 @@ impl MachineProfile {
             }
         };
         num("cpu_mhz", self.cpu_mhz, 1.0, 1e6)?;
+        if !(1..=MAX_CPUS).contains(&self.cpus) {
+            return Err(("cpus", format!("must be 1..={MAX_CPUS}, got {}", self.cpus)));
+        }
         // 1 TiB of RAM and 64 GiB of swap: the swap map is a byte per slot (16 M slots).
         if !(16..=1 << 20).contains(&self.ram_mib) {
             return Err(("ram_mib", format!("must be 16..=1048576 (1 TiB), got {}", self.ram_mib)));

@@ -104,21 +104,34 @@ impl SwitchReason {
     }
 }
 
+/// One logical CPU's context.
+#[derive(Clone, Copy, Debug)]
+struct Cpu {
+    /// The task it runs: its idle task (`swapper`, task id = the CPU's number) when none.
+    current: TaskId,
+    /// Time still owed to schedule()/context switch, run with interrupts off before the
+    /// current task continues.
+    overhead: Nanos,
+    /// When the current task last got the CPU or entered the kernel.
+    ran_since: Nanos,
+}
+
 /// The simulated machine running one kernel variant.
 pub struct Kernel {
     pub now: Nanos,
     q: EventQueue<Ev>,
     pub tasks: Vec<Task>,
-    current: TaskId,
+    /// The machine's logical CPUs (`MachineProfile::cpus`); tasks `0..cpus.len()` are their
+    /// idle tasks.
+    cpus: SmallVec<[Cpu; 2]>,
+    /// The CPU whose context the code below runs in (0 on a uniprocessor).
+    cpu: usize,
     sched: Box<dyn Scheduler>,
     pub v: Variant,
     pub m: MachineProfile,
     pub st: KState,
     /// Sleepers by channel, in the order they slept (looked up by key only, never walked).
     waiters: FxHashMap<Chan, SmallVec<[TaskId; 2]>>,
-    /// Time still owed to schedule()/context switch, run with interrupts off before the
-    /// current task continues.
-    overhead: Nanos,
     tick_ns: Nanos,
     rtc_period: Option<Nanos>,
     next_timer_token: u64,
@@ -135,15 +148,15 @@ pub struct Kernel {
     pids: BTreeMap<u32, TaskId>,
     next_pid: u32,
     next_mm: u32,
-    /// When the current task last got the CPU or entered the kernel.
-    ran_since: Nanos,
     boundaries: u64,
 }
 
 impl Kernel {
     pub fn new(v: Variant, m: MachineProfile, sched: Box<dyn Scheduler>, st: KState, rng: Rng) -> Self {
         let tick_ns = 1_000_000_000 / v.hz as Nanos;
-        let idle = Task {
+        let ncpus = m.cpus.max(1) as usize;
+        // Every CPU's idle task is pid 0, `swapper` (init_task and its per-CPU copies).
+        let idle = |cpu| Task {
             pid: 0,
             comm: "swapper".into(),
             policy: Policy::Other,
@@ -163,18 +176,27 @@ impl Kernel {
             exiting: false,
             oom_killed: false,
             wait_below: None,
+            cpu,
         };
+        let tasks = (0..ncpus).map(idle).collect();
+        let cpus = (0..ncpus)
+            .map(|c| Cpu {
+                current: c,
+                overhead: 0,
+                ran_since: 0,
+            })
+            .collect();
         let mut k = Kernel {
             now: 0,
             q: EventQueue::new(),
-            tasks: vec![idle],
-            current: 0,
+            tasks,
+            cpus,
+            cpu: 0,
             sched,
             v,
             m,
             st,
             waiters: FxHashMap::default(),
-            overhead: 0,
             tick_ns,
             rtc_period: None,
             next_timer_token: 0,
@@ -187,7 +209,6 @@ impl Kernel {
             pids: BTreeMap::new(),
             next_pid: 1,
             next_mm: 1,
-            ran_since: 0,
             boundaries: 0,
         };
         k.pids.insert(0, 0);
@@ -241,6 +262,7 @@ impl Kernel {
             exiting: false,
             oom_killed: false,
             wait_below: None,
+            cpu: self.cpu,
         });
         self.pids.insert(pid, id);
         self.stats.tasks_created += 1;
@@ -266,15 +288,19 @@ impl Kernel {
                 progress(self.now);
                 next_report = self.now + 1_000_000_000;
             }
-            let seg = self.segment_len();
-            let irqs_off = self.irqs_off();
+            // The CPU whose context reaches its boundary first (the lowest on a tie); every
+            // interrupt goes to CPU 0, which takes none while its interrupts are off.
+            let (seg, cpu) = self.next_boundary();
+            let irqs_off = self.irqs_off(0);
             match (seg, self.q.peek_time()) {
                 (Some(d), Some(t)) if irqs_off || self.now + d <= t => {
                     self.advance(d);
+                    self.cpu = cpu;
                     self.boundary();
                 }
                 (Some(d), None) => {
                     self.advance(d);
+                    self.cpu = cpu;
                     self.boundary();
                 }
                 (_, Some(t)) => {
@@ -282,6 +308,7 @@ impl Kernel {
                         self.advance(t - self.now);
                     }
                     let (at, ev) = self.q.pop().expect("peeked");
+                    self.cpu = 0;
                     self.event(at, ev);
                 }
                 (None, None) => break,
@@ -289,20 +316,55 @@ impl Kernel {
         }
     }
 
-    fn irqs_off(&self) -> bool {
-        if self.overhead > 0 {
+    /// The task CPU `self.cpu` runs.
+    fn cur(&self) -> TaskId {
+        self.cpus[self.cpu].current
+    }
+
+    /// Is `t` a CPU's idle task?
+    fn is_idle(&self, t: TaskId) -> bool {
+        t < self.cpus.len()
+    }
+
+    /// The id schedulers and trackers know `t` by: every CPU's idle task is 0 to them.
+    fn ext(&self, t: TaskId) -> TaskId {
+        if self.is_idle(t) {
+            0
+        } else {
+            t
+        }
+    }
+
+    /// The first boundary of any CPU's context: how far off, and whose.
+    fn next_boundary(&mut self) -> (Option<Nanos>, usize) {
+        let mut best = (None, 0);
+        for c in 0..self.cpus.len() {
+            self.cpu = c;
+            if let Some(d) = self.segment_len() {
+                if best.0.is_none_or(|b| d < b) {
+                    best = (Some(d), c);
+                }
+            }
+        }
+        best
+    }
+
+    fn irqs_off(&self, cpu: usize) -> bool {
+        let c = &self.cpus[cpu];
+        if c.overhead > 0 {
             return true;
         }
-        matches!(&self.tasks[self.current].exec,
+        matches!(&self.tasks[c.current].exec,
             Exec::Kernel { step: Some(Running { step: Step::Work(w), .. }), .. } if w.irqs_off)
     }
 
     /// Time until the current context reaches its next boundary; None when idle.
     fn segment_len(&self) -> Option<Nanos> {
-        if self.overhead > 0 {
-            return Some(self.overhead);
+        let c = &self.cpus[self.cpu];
+        if c.overhead > 0 {
+            return Some(c.overhead);
         }
-        let t = &self.tasks[self.current];
+        let t = &self.tasks[c.current];
         match &t.exec {
             Exec::Idle => {
                 if t.need_resched {
@@ -326,12 +388,21 @@ impl Kernel {
         }
     }
 
-    /// Let `d` ns of CPU time pass in the current context.
+    /// Let `d` ns pass on every CPU (none reaches its boundary before).
     fn advance(&mut self, d: Nanos) {
         self.now += d;
-        if self.overhead > 0 {
-            let x = d.min(self.overhead);
-            self.overhead -= x;
+        for c in 0..self.cpus.len() {
+            self.cpu = c;
+            self.advance_cpu(d);
+        }
+    }
+
+    /// Let `d` ns of CPU time pass in CPU `self.cpu`'s context.
+    fn advance_cpu(&mut self, d: Nanos) {
+        let c = &mut self.cpus[self.cpu];
+        if c.overhead > 0 {
+            let x = d.min(c.overhead);
+            c.overhead -= x;
             self.stats.sched_ns += x;
             self.tracker.on_sched(x);
             if let Some(p) = self.ptrack.as_mut() {
@@ -340,9 +411,10 @@ impl Kernel {
             self.wtrack.on_sched(x);
             return;
         }
-        let cur = self.current;
+        let cur = self.cur();
+        let idle = self.is_idle(cur);
         if let Some(p) = self.ptrack.as_mut() {
-            if cur != 0 {
+            if !idle {
                 p.on_run(cur, d);
             }
         }
@@ -365,20 +437,21 @@ impl Kernel {
             }
             _ => {}
         }
+        let ext = if idle { 0 } else { cur };
         if self.wtrack.measuring() {
-            self.wtrack.on_run(cur, d, at.0);
+            self.wtrack.on_run(ext, d, at.0);
         }
-        self.tracker.on_run(cur, d, at);
+        self.tracker.on_run(ext, d, at);
     }
 
     // ----- boundaries -------------------------------------------------------------------
 
     fn boundary(&mut self) {
         self.boundaries += 1;
-        if self.overhead > 0 {
+        if self.cpus[self.cpu].overhead > 0 {
             return;
         }
-        let cur = self.current;
+        let cur = self.cur();
         // A user burst with time left goes on (the commonest boundary: an interrupt's end),
         // without moving the Exec out and back.
         if matches!(self.tasks[cur].exec, Exec::User { left } if left > 0) {
@@ -510,7 +583,7 @@ impl Kernel {
 
     /// The current task is in user space (or between kernel-thread passes): run its program.
     fn dispatch(&mut self) {
-        let cur = self.current;
+        let cur = self.cur();
         for _ in 0..64 {
             if let Some(n) = self.tasks[cur].wait_below {
                 if self.tasks[cur].children >= n {
@@ -564,7 +637,7 @@ impl Kernel {
                 }
                 Action::Syscall(path) => {
                     self.stats.syscalls += 1;
-                    self.ran_since = self.now;
+                    self.cpus[self.cpu].ran_since = self.now;
                     let from_user = !self.tasks[cur].kthread;
                     let entry = if from_user { self.m.syscall_ns } else { 0 };
                     let s = path::Work::plain("system_call", entry);
@@ -693,16 +766,33 @@ impl Kernel {
                 p.on_placed(t, how);
             }
         }
-        let cur = self.current;
+        let target = self.wake_cpu(t);
+        let cur = self.ext(self.cpus[target].current);
         if self.sched.wakeup_preempt(&self.tasks, t, cur, self.now) {
             let fair = |x: TaskId| x != 0 && self.tasks[x].policy == Policy::Other;
-            self.resched_curr(preempt::resched_is_lazy(&self.v, fair(cur), fair(t)));
+            self.resched_curr(target, preempt::resched_is_lazy(&self.v, fair(cur), fair(t)));
         }
     }
 
-    /// `resched_curr` / `resched_curr_lazy`.
-    fn resched_curr(&mut self, lazy: bool) {
-        let c = &mut self.tasks[self.current];
+    /// The CPU a wakeup of `t` asks to run it (2.6.17's try_to_wake_up on an SMT domain):
+    /// the CPU it last ran on, unless that one is busy and another is idle (`wake_idle`,
+    /// SD_WAKE_IDLE); `wake_affine`'s move towards the waker is not modelled. The runqueue
+    /// is shared, so this only decides whose current task the preemption test is against.
+    fn wake_cpu(&self, t: TaskId) -> usize {
+        let last = self.tasks[t].cpu;
+        if self.cpus.len() == 1 || self.is_idle(self.cpus[last].current) {
+            return last;
+        }
+        (0..self.cpus.len())
+            .find(|&c| self.is_idle(self.cpus[c].current))
+            .unwrap_or(last)
+    }
+
+    /// `resched_curr` / `resched_curr_lazy` of CPU `cpu`'s current task (on another CPU than
+    /// the waker's, 2.6's `resched_task` sends it a reschedule IPI, which the CPU loop's
+    /// check after every event stands for).
+    fn resched_curr(&mut self, cpu: usize, lazy: bool) {
+        let c = &mut self.tasks[self.cpus[cpu].current];
         if lazy {
             c.need_resched_lazy = true;
         } else {
@@ -732,22 +822,32 @@ impl Kernel {
 
     /// schedule(): pick the next task and charge the decision and switch as IRQ-off time.
     fn schedule(&mut self, reason: SwitchReason) {
-        let prev = self.current;
+        let prev = self.cur();
         self.tasks[prev].need_resched = false;
         self.tasks[prev].need_resched_lazy = false;
         self.stats.schedule_calls += 1;
-        let (next, cost) = self.sched.pick(&self.tasks, prev, &self.m, self.now);
+        // The tasks the other CPUs run stay on the shared runqueue but cannot be taken.
+        let busy: SmallVec<[TaskId; 2]> = (0..self.cpus.len())
+            .filter(|&c| c != self.cpu)
+            .map(|c| self.cpus[c].current)
+            .filter(|&t| !self.is_idle(t))
+            .collect();
+        let (next, cost) = self.sched.pick_excluding(&self.tasks, self.ext(prev), &busy, &self.m, self.now);
+        let next = if next == 0 { self.cpu } else { next };
         let mut overhead = cost;
         if next != prev {
             overhead += self.m.ctx_switch_ns;
             self.stats.context_switches += 1;
-            self.current = next;
+            self.cpus[self.cpu].current = next;
+            self.tasks[next].cpu = self.cpu;
         }
-        self.ran_since = self.now + overhead;
-        if next == 0 {
-            self.tasks[0].exec = Exec::Idle;
+        if self.is_idle(next) {
+            self.tasks[next].exec = Exec::Idle;
         }
-        self.overhead = overhead;
+        let c = &mut self.cpus[self.cpu];
+        c.ran_since = self.now + overhead;
+        c.overhead = overhead;
+        let (prev, next) = (self.ext(prev), self.ext(next));
         self.tracker.on_switch(self.now, prev, next, reason);
     }
 
@@ -757,7 +857,7 @@ impl Kernel {
         match ev {
             Ev::Wake(chan) => {
                 self.wake(chan);
-                self.maybe_preempt_after_irq();
+                self.preempt_after_irq();
             }
             Ev::Irq(irq) => self.irq(at, irq),
         }
@@ -777,11 +877,12 @@ impl Kernel {
             p.on_irq(delivered, h, irq, self.v.hardirq_threads && matches!(irq, Irq::Disk(_)));
         }
         if irq == Irq::Rtc {
+            let cur = self.cur();
             let cause = preempt::cause_of(
-                &self.tasks[self.current],
-                self.current,
-                self.current == 0,
-                self.ran_since,
+                &self.tasks[cur],
+                cur,
+                self.is_idle(cur),
+                self.cpus[self.cpu].ran_since,
             );
             self.tracker.on_rtc_irq(at, delivered, h, cause);
         } else {
@@ -799,14 +900,20 @@ impl Kernel {
             Irq::Tick => {
                 self.st.jiffies += 1;
                 self.q.schedule(at + self.tick_ns, Ev::Irq(Irq::Tick));
-                let cur = self.current;
-                // Lazy preemption: a NEED_RESCHED_LAZY left from before is promoted.
-                if std::mem::take(&mut self.tasks[cur].need_resched_lazy) {
-                    self.tasks[cur].need_resched = true;
-                }
-                if self.sched.tick(&self.tasks, cur, self.now) {
-                    let fair = cur != 0 && self.tasks[cur].policy == Policy::Other;
-                    self.resched_curr(preempt::resched_is_lazy(&self.v, fair, fair));
+                // scheduler_tick on every CPU: on SMP each CPU's local APIC timer runs
+                // update_process_times at HZ; the model fires them with CPU 0's tick (one
+                // handler's time stands for all).
+                for c in 0..self.cpus.len() {
+                    let cur = self.cpus[c].current;
+                    // Lazy preemption: a NEED_RESCHED_LAZY left from before is promoted.
+                    if std::mem::take(&mut self.tasks[cur].need_resched_lazy) {
+                        self.tasks[cur].need_resched = true;
+                    }
+                    let cur = self.ext(cur);
+                    if self.sched.tick(&self.tasks, cur, self.now) {
+                        let fair = cur != 0 && self.tasks[cur].policy == Policy::Other;
+                        self.resched_curr(c, preempt::resched_is_lazy(&self.v, fair, fair));
+                    }
                 }
             }
             Irq::Rtc => {
@@ -833,16 +940,25 @@ impl Kernel {
                 }
             }
         }
-        self.maybe_preempt_after_irq();
+        self.preempt_after_irq();
+    }
+
+    /// After an interrupt (CPU 0's ret_from_intr, and the reschedule IPI a wakeup sent any
+    /// other CPU), each CPU reschedules if it must and its context allows it.
+    fn preempt_after_irq(&mut self) {
+        for c in 0..self.cpus.len() {
+            self.cpu = c;
+            self.maybe_preempt_after_irq();
+        }
     }
 
     /// ret_from_intr: reschedule if need_resched and the interrupted context allows it.
     fn maybe_preempt_after_irq(&mut self) {
-        let cur = self.current;
+        let cur = self.cur();
         let t = &self.tasks[cur];
         // Return to user space honours NEED_RESCHED_LAZY too (exit_to_user_mode_loop).
         let to_user = matches!(t.exec, Exec::User { .. } | Exec::Ready);
-        if self.overhead > 0 || !(t.need_resched || (to_user && t.need_resched_lazy)) {
+        if self.cpus[self.cpu].overhead > 0 || !(t.need_resched || (to_user && t.need_resched_lazy)) {
             return;
         }
         match preempt::at_irq_return(&self.tasks[cur].exec, &self.v) {

@@ -94,6 +94,8 @@ pub struct Task {
     pub oom_killed: bool,
     /// In wait4 until fewer children than this are alive.
     pub wait_below: Option<u32>,
+    /// The CPU it last ran on (`task_cpu`), where a wakeup looks first.
+    pub cpu: usize,
 }
 
 impl Task {
@@ -126,5 +128,6 @@ pub(crate) fn tests_task() -> Task {
         exiting: false,
         oom_killed: false,
         wait_below: None,
+        cpu: 0,
     }
 }

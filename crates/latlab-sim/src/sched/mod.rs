@@ -37,6 +37,24 @@ pub trait Scheduler {
     /// schedule(): choose the next task; `prev` is still on the runqueue if runnable.
     /// Returns the choice and the time the decision took.
     fn pick(&mut self, tasks: &[Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos);
+    /// Can several CPUs share this runqueue ([`Scheduler::pick_excluding`])?
+    fn smp(&self) -> bool {
+        false
+    }
+    /// schedule() on one of several CPUs sharing the runqueue: as `pick`, but never a task
+    /// of `busy` (those the other CPUs run). Only a scheduler whose `smp()` is true is given
+    /// a machine of more than one CPU (checked when a run is built).
+    fn pick_excluding(
+        &mut self,
+        tasks: &[Task],
+        prev: TaskId,
+        busy: &[TaskId],
+        m: &MachineProfile,
+        now: Nanos,
+    ) -> (TaskId, Nanos) {
+        debug_assert!(busy.is_empty(), "{} models one CPU", self.name());
+        self.pick(tasks, prev, m, now)
+    }
     /// Timer tick charged to `curr`; true if `curr` should reschedule.
     fn tick(&mut self, tasks: &[Task], curr: TaskId, now: Nanos) -> bool;
     /// Should waking `p` set need_resched on `curr`? Asked right after `enqueue(p)`.

@@ -135,8 +135,10 @@ pub struct O1 {
     /// `rq->expired_timestamp` (jiffies), None for 0.
     expired_timestamp: Option<u64>,
     best_expired_prio: i32,
-    /// Timer ticks seen (the kernel's `jiffies`: `tick` is called on every one).
+    /// Timer ticks seen (the kernel's `jiffies`: `tick` is called on every one, on each CPU).
     jiffies: u64,
+    /// When the last tick came: every CPU's `scheduler_tick` runs at the same instant.
+    last_tick: Option<Nanos>,
     st: Vec<Option<PTask>>,
     new_child: Option<NewChild>,
     /// The task the last `enqueue` activated and whether waking it reschedules the current
@@ -154,6 +156,7 @@ impl O1 {
             expired_timestamp: None,
             best_expired_prio: MAX_PRIO,
             jiffies: 0,
+            last_tick: None,
             st: Vec::new(),
             new_child: None,
             last_enqueued: None,
@@ -305,6 +308,29 @@ impl O1 {
     }
 
     // ----- prio arrays -----------------------------------------------------------------
+
+    /// The task schedule() takes: the head of `active`'s first non-empty priority list,
+    /// switching the arrays when `active` is empty (`rq->expired` becomes `rq->active`);
+    /// on SMP, the first task in that order that no other CPU runs (`busy`), switching
+    /// when `active` holds none.
+    fn first_eligible(&mut self, busy: &[TaskId]) -> Option<TaskId> {
+        let first = |arr: &PrioArray| -> Option<TaskId> {
+            if busy.is_empty() {
+                let idx = arr.find_first_bit()?;
+                return Some(*arr.queue[idx].front().expect("bit set: list not empty"));
+            }
+            arr.queue.iter().flatten().copied().find(|t| !busy.contains(t))
+        };
+        if let Some(t) = first(&self.arrays[self.active]) {
+            return Some(t);
+        }
+        // Switch the active and expired arrays.
+        let t = first(&self.arrays[1 - self.active])?;
+        self.active = 1 - self.active;
+        self.expired_timestamp = None;
+        self.best_expired_prio = MAX_PRIO;
+        Some(t)
+    }
 
     /// `enqueue_task(p, array)`: `list_add_tail` on `queue[p->prio]`, set the bit.
     fn enqueue_task(&mut self, t: TaskId, a: usize) {
@@ -544,7 +570,28 @@ impl Scheduler for O1 {
         }
     }
 
-    fn pick(&mut self, _tasks: &[Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos) {
+    fn pick(&mut self, tasks: &[Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos) {
+        self.pick_excluding(tasks, prev, &[], m, now)
+    }
+
+    fn smp(&self) -> bool {
+        true
+    }
+
+    /// Two logical CPUs share this one runqueue. 2.6.17's SMT domain balances siblings at
+    /// once where it matters here: a wakeup goes to an idle sibling (SD_WAKE_IDLE, the
+    /// kernel's choice of CPU) and a CPU about to idle pulls a queued task
+    /// (SD_BALANCE_NEWIDLE, `idle_balance`), which a shared queue does by construction. Not
+    /// modelled: per-CPU arrays and timeslice expiry, the periodic balancing of two busy
+    /// siblings, `dependent_sleeper`.
+    fn pick_excluding(
+        &mut self,
+        _tasks: &[Task],
+        prev: TaskId,
+        busy: &[TaskId],
+        m: &MachineProfile,
+        now: Nanos,
+    ) -> (TaskId, Nanos) {
         let mut cost = m.schedule_base_ns + m.cost(PICK_INSTR, 0.0);
         let ns_max = self.ns_max_sleep_avg();
         let known = |s: &Self, t: TaskId| t != 0 && s.st.get(t).is_some_and(|p| p.is_some());
@@ -558,16 +605,8 @@ impl Scheduler for O1 {
         let next = if self.nr_running == 0 {
             self.expired_timestamp = None;
             0
-        } else {
-            if self.arrays[self.active].nr_active == 0 {
-                // Switch the active and expired arrays.
-                self.active = 1 - self.active;
-                self.expired_timestamp = None;
-                self.best_expired_prio = MAX_PRIO;
-            }
+        } else if let Some(next) = self.first_eligible(busy) {
             let a = self.active;
-            let idx = self.arrays[a].find_first_bit().expect("nr_active > 0: a bit is set");
-            let next = *self.arrays[a].queue[idx].front().expect("bit set: list not empty");
             let n = self.p(next).clone();
             if !n.rt && n.activated {
                 // `delta = now - next->timestamp`, for an ordinary wakeup `delta * (
@@ -581,6 +620,9 @@ impl Scheduler for O1 {
             }
             self.pm(next).activated = false;
             next
+        } else {
+            // Every runnable task runs on another CPU.
+            0
         };
         if known(self, prev) {
             // `prev->sleep_avg -= run_time` (not below 0); `prev->timestamp = now`.
@@ -594,8 +636,11 @@ impl Scheduler for O1 {
         (next, cost)
     }
 
-    fn tick(&mut self, _tasks: &[Task], curr: TaskId, _now: Nanos) -> bool {
-        self.jiffies += 1;
+    fn tick(&mut self, _tasks: &[Task], curr: TaskId, now: Nanos) -> bool {
+        if self.last_tick != Some(now) {
+            self.last_tick = Some(now);
+            self.jiffies += 1;
+        }
         if curr == 0 || !self.st.get(curr).is_some_and(|p| p.is_some()) {
             return false;
         }
