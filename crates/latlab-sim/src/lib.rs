@@ -300,6 +300,30 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     st.mm.set_watermarks(mm::watermarks(st.reclaim, st.mm.total));
     preload(&mut st, &cfg.workload.preload);
     let sched = sched::build(&cfg.variant);
+    if cfg.machine.cpus > 1 {
+        let why = if !sched.smp() {
+            Some(format!(
+                "{} CPUs, but variant `{}`'s `{}` scheduler is modelled on one CPU (only `o1` runs on several)",
+                cfg.machine.cpus,
+                cfg.variant.name,
+                sched.name()
+            ))
+        } else if cfg.preempt_off.is_some() {
+            Some(format!(
+                "{} CPUs, but the preemption-off latency tracer follows one CPU",
+                cfg.machine.cpus
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(SimError::Machine {
+                profile: cfg.machine.name.clone(),
+                field: "cpus",
+                why,
+            });
+        }
+    }
     let rng = engine::rng_for(cfg.seed, 1);
     let mut k = Kernel::new(cfg.variant.clone(), cfg.machine.clone(), sched, st, rng);
 

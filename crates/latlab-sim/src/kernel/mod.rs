@@ -780,12 +780,28 @@ impl Kernel {
     /// is shared, so this only decides whose current task the preemption test is against.
     fn wake_cpu(&self, t: TaskId) -> usize {
         let last = self.tasks[t].cpu;
-        if self.cpus.len() == 1 || self.is_idle(self.cpus[last].current) {
+        if self.cpus.len() == 1 || self.idle_unasked(last) {
             return last;
         }
-        (0..self.cpus.len())
-            .find(|&c| self.is_idle(self.cpus[c].current))
-            .unwrap_or(last)
+        (0..self.cpus.len()).find(|&c| self.idle_unasked(c)).unwrap_or(last)
+    }
+
+    /// Is CPU `c` idle and not yet asked to reschedule?
+    fn idle_unasked(&self, c: usize) -> bool {
+        let t = self.cpus[c].current;
+        self.is_idle(t) && !self.tasks[t].need_resched
+    }
+
+    /// A task is left waiting on the runqueue while a CPU idles: that CPU pulls it (2.6.17's
+    /// idle balancing on an SMT domain, `idle_balance` and the idle CPU's `rebalance_tick`).
+    fn kick_idle_cpu(&mut self) {
+        let running = self.cpus.iter().filter(|c| !self.is_idle(c.current)).count();
+        if self.sched.nr_running() <= running {
+            return;
+        }
+        if let Some(c) = (0..self.cpus.len()).find(|&c| self.idle_unasked(c)) {
+            self.resched_curr(c, false);
+        }
     }
 
     /// `resched_curr` / `resched_curr_lazy` of CPU `cpu`'s current task (on another CPU than
@@ -849,6 +865,9 @@ impl Kernel {
         c.overhead = overhead;
         let (prev, next) = (self.ext(prev), self.ext(next));
         self.tracker.on_switch(self.now, prev, next, reason);
+        if self.cpus.len() > 1 {
+            self.kick_idle_cpu();
+        }
     }
 
     // ----- interrupts and timers -----------------------------------------------------------
@@ -1024,6 +1043,7 @@ pub(crate) mod tests {
             name: "test".into(),
             description: String::new(),
             cpu_mhz: 1000.0,
+            cpus: 1,
             kernel_cpi: 1.0,
             mem_latency_ns: 100.0,
             copy_mb_s: 1000.0,
@@ -1189,6 +1209,11 @@ pub(crate) mod tests {
 
     /// Latency a SCHED_FIFO task woken by a timer sees while another task runs a loop.
     fn wake_latency(v: Variant, point: Option<Point>, lock: Option<Lock>, bkl: bool) -> Nanos {
+        wake_latency_on(kernel(v), point, lock, bkl)
+    }
+
+    /// [`wake_latency`] on the kernel `k`.
+    fn wake_latency_on(mut k: Kernel, point: Option<Point>, lock: Option<Lock>, bkl: bool) -> Nanos {
         struct Sleeper {
             woke: std::rc::Rc<std::cell::Cell<Nanos>>,
             phase: u8,
@@ -1206,7 +1231,6 @@ pub(crate) mod tests {
                 }
             }
         }
-        let mut k = kernel(v);
         let woke = std::rc::Rc::new(std::cell::Cell::new(0));
         k.spawn(
             TaskSpec {
@@ -1275,5 +1299,56 @@ pub(crate) mod tests {
             true,
         );
         assert!(bkl_pt < 100_000, "{bkl_pt}");
+    }
+
+    /// A 2.6-style kernel (O(1) at HZ 100, no preemption) on the test machine with `cpus` CPUs.
+    fn smp_kernel(cpus: u32) -> Kernel {
+        let m = MachineProfile { cpus, ..machine() };
+        let st = KState::new(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
+        let v = variant_with(SchedClass::O1, PreemptModel::None, &[]);
+        Kernel::new(v, m, Box::new(crate::sched::o1::O1::new(100)), st, crate::engine::rng_for(7, 1))
+    }
+
+    /// A task that computes in user space for ever.
+    struct Hog;
+
+    impl Program for Hog {
+        fn next(&mut self, _cx: &mut ProgCx) -> Action {
+            Action::Compute(u64::MAX / 4)
+        }
+    }
+
+    /// CPU time each of two hogs got in a second on `cpus` CPUs, and the engine's events.
+    fn two_hogs(cpus: u32) -> (Nanos, Nanos, u64) {
+        let mut k = smp_kernel(cpus);
+        let a = k.spawn(TaskSpec::user("a", Box::new(Hog)), None);
+        let b = k.spawn(TaskSpec::user("b", Box::new(Hog)), None);
+        k.run_until(1_000_000_000, |_| {});
+        let ns = |pid| k.tasks[k.pids[&pid]].cpu_ns;
+        (ns(a), ns(b), k.events())
+    }
+
+    #[test]
+    fn two_cpus_run_two_hogs_at_once() {
+        let (a, b, _) = two_hogs(1);
+        assert!(a + b <= 1_000_000_000, "one CPU shares a second: {a} + {b}");
+        assert!(a > 300_000_000 && b > 300_000_000, "O(1) timeslices share it: {a} / {b}");
+        let (a, b, _) = two_hogs(2);
+        assert!(a > 990_000_000 && b > 990_000_000, "each hog has a CPU: {a} / {b}");
+    }
+
+    #[test]
+    fn an_smp_run_repeats_itself() {
+        assert_eq!(two_hogs(2), two_hogs(2));
+    }
+
+    #[test]
+    fn a_wakeup_goes_to_the_idle_cpu() {
+        // One CPU: the woken SCHED_FIFO task waits for the hog's 200 ms non-preemptible loop.
+        let up = wake_latency_on(smp_kernel(1), None, None, false);
+        assert!(up > 100_000_000, "{up}");
+        // Two: the other CPU is idle and runs it at once (wake_idle, a reschedule IPI).
+        let smp = wake_latency_on(smp_kernel(2), None, None, false);
+        assert!(smp < 100_000, "{smp}");
     }
 }
