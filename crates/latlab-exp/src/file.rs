@@ -181,6 +181,9 @@ struct RunRepr {
     /// The longest `get_swap_page` stretch the seed published for the window, ms.
     #[serde(default)]
     published_swap_max_ms: Option<f64>,
+    /// The kernel's `maxcpus=` boot parameter: the logical CPUs of the machine it brings up.
+    #[serde(default)]
+    maxcpus: Option<u32>,
     /// The task and the function (where it ended) of the seed's worst trace.
     #[serde(default)]
     published_task: Option<String>,
@@ -683,6 +686,15 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 ));
             }
         }
+        if let Some(n) = r.maxcpus.filter(|n| !(1..=machine.cpus).contains(n)) {
+            return Err(field(
+                "maxcpus",
+                format!(
+                    "must be 1..={} (machine `{}`'s logical CPUs), got {n}",
+                    machine.cpus, machine.name
+                ),
+            ));
+        }
         runs.push(Run {
             label: r.label,
             case,
@@ -699,6 +711,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 realfeel: posix_timer.is_none() && f.table != TableKind::WriteLatency,
                 posix_timer,
                 preempt_off: (f.table == TableKind::PreemptOff).then_some(window),
+                maxcpus: r.maxcpus,
             },
             published: Published {
                 samples: r.published_samples,

@@ -169,6 +169,16 @@ pub struct SimConfig {
     /// Run the voluntary-preempt tracer (seed 003) beside the measurement, keeping the worst
     /// stretches that ended with the swap fill in this window, percent [low, high].
     pub preempt_off: Option<[u64; 2]>,
+    /// The kernel's `maxcpus=` boot parameter: it brings up at most this many of the machine's
+    /// logical CPUs (all of them when None).
+    pub maxcpus: Option<u32>,
+}
+
+impl SimConfig {
+    /// The logical CPUs the kernel runs on: the machine's, at most `maxcpus`.
+    pub fn cpus(&self) -> u32 {
+        self.maxcpus.map_or(self.machine.cpus, |n| n.min(self.machine.cpus))
+    }
 }
 
 /// Seed 004's wakeup-latency test ([`workload::posix_test`]).
@@ -300,18 +310,24 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     st.mm.set_watermarks(mm::watermarks(st.reclaim, st.mm.total));
     preload(&mut st, &cfg.workload.preload);
     let sched = sched::build(&cfg.variant);
-    if cfg.machine.cpus > 1 {
+    let cpus = cfg.cpus();
+    if cfg.maxcpus == Some(0) {
+        return Err(SimError::Workload {
+            workload: cfg.workload.name.clone(),
+            field: "maxcpus",
+            why: "must be at least 1".into(),
+        });
+    }
+    if cpus > 1 {
         let why = if !sched.smp() {
             Some(format!(
-                "{} CPUs, but variant `{}`'s `{}` scheduler is modelled on one CPU (only `o1` runs on several)",
-                cfg.machine.cpus,
+                "{cpus} CPUs, but variant `{}`'s `{}` scheduler is modelled on one CPU (only `o1` runs on several; a run's `maxcpus = 1` boots it on one)",
                 cfg.variant.name,
                 sched.name()
             ))
         } else if cfg.preempt_off.is_some() {
             Some(format!(
-                "{} CPUs, but the preemption-off latency tracer follows one CPU",
-                cfg.machine.cpus
+                "{cpus} CPUs, but the preemption-off latency tracer follows one CPU (a run's `maxcpus = 1` boots the kernel on one)"
             ))
         } else {
             None
@@ -325,7 +341,11 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         }
     }
     let rng = engine::rng_for(cfg.seed, 1);
-    let mut k = Kernel::new(cfg.variant.clone(), cfg.machine.clone(), sched, st, rng);
+    let machine = MachineProfile {
+        cpus,
+        ..cfg.machine.clone()
+    };
+    let mut k = Kernel::new(cfg.variant.clone(), machine, sched, st, rng);
 
     // The variant's kernel threads, then the measurement task, then the workload's shell.
     for kind in workload::kthreads::for_variant(&cfg.variant) {
@@ -515,6 +535,7 @@ const TRANSIENT_MM: u32 = u32::MAX - 4;
 fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str, u64)]) -> (RunResult, EngineStats) {
     let mut settings = BTreeMap::new();
     settings.insert("rtc_hz".into(), cfg.rtc_hz.to_string());
+    settings.insert("cpus".into(), cfg.cpus().to_string());
     // The measured task's policy, in the probe's words.
     settings.insert("policy".into(), RunMeta::fifo_policy(cfg.rt_priority));
     settings.insert("preempt".into(), format!("{:?}", cfg.variant.preempt));

@@ -19,6 +19,14 @@ fn one_cpu() -> u32 {
     1
 }
 
+fn full_speed() -> f64 {
+    1.0
+}
+
+fn is_full_speed(s: &f64) -> bool {
+    *s == 1.0
+}
+
 /// A simulated machine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,6 +41,10 @@ pub struct MachineProfile {
     /// the profile does not say.
     #[serde(default = "one_cpu")]
     pub cpus: u32,
+    /// The share of its own speed a logical CPU keeps while another is busy: below 1 for
+    /// Hyper-Threading siblings sharing one core, 1 (the default) for separate cores.
+    #[serde(default = "full_speed", skip_serializing_if = "is_full_speed")]
+    pub sibling_speed: f64,
     /// Cycles per instruction of kernel code (pointer chasing, branches), dimensionless.
     pub kernel_cpi: f64,
     /// Load-to-use latency of a cache miss served from DRAM, ns.
@@ -179,6 +191,7 @@ impl MachineProfile {
         if !(1..=MAX_CPUS).contains(&self.cpus) {
             return Err(("cpus", format!("must be 1..={MAX_CPUS}, got {}", self.cpus)));
         }
+        num("sibling_speed", self.sibling_speed, 0.05, 1.0)?;
         // 1 TiB of RAM and 64 GiB of swap: the swap map is a byte per slot (16 M slots).
         if !(16..=1 << 20).contains(&self.ram_mib) {
             return Err(("ram_mib", format!("must be 16..=1048576 (1 TiB), got {}", self.ram_mib)));

@@ -358,8 +358,34 @@ impl Kernel {
             Exec::Kernel { step: Some(Running { step: Step::Work(w), .. }), .. } if w.irqs_off)
     }
 
+    /// The share of its own speed CPU `self.cpu` runs at now: the machine's `sibling_speed`
+    /// while another CPU is busy (Hyper-Threading siblings share one core's units), else 1.
+    fn speed(&self) -> f64 {
+        if self.m.sibling_speed >= 1.0 {
+            return 1.0;
+        }
+        let other_busy = (0..self.cpus.len())
+            .any(|c| c != self.cpu && (!self.is_idle(self.cpus[c].current) || self.cpus[c].overhead > 0));
+        if other_busy {
+            self.m.sibling_speed
+        } else {
+            1.0
+        }
+    }
+
     /// Time until the current context reaches its next boundary; None when idle.
     fn segment_len(&self) -> Option<Nanos> {
+        let work = self.segment_work()?;
+        let s = self.speed();
+        Some(if s < 1.0 {
+            (work as f64 / s).ceil() as Nanos
+        } else {
+            work
+        })
+    }
+
+    /// The CPU work left before the current context's next boundary; None when idle.
+    fn segment_work(&self) -> Option<Nanos> {
         let c = &self.cpus[self.cpu];
         if c.overhead > 0 {
             return Some(c.overhead);
@@ -399,10 +425,14 @@ impl Kernel {
 
     /// Let `d` ns of CPU time pass in CPU `self.cpu`'s context.
     fn advance_cpu(&mut self, d: Nanos) {
+        // The work `d` ns of this CPU's time does (less than `d` on a busy HT core).
+        let s = self.speed();
+        let work = if s < 1.0 { (d as f64 * s).ceil() as Nanos } else { d };
         let c = &mut self.cpus[self.cpu];
         if c.overhead > 0 {
-            let x = d.min(c.overhead);
-            c.overhead -= x;
+            // `d` never runs past the overhead's end: it is all schedule() time.
+            let x = d;
+            c.overhead -= work.min(c.overhead);
             self.stats.sched_ns += x;
             self.tracker.on_sched(x);
             if let Some(p) = self.ptrack.as_mut() {
@@ -422,9 +452,9 @@ impl Kernel {
         t.cpu_ns += d;
         let mut at: (&'static str, Option<Lock>) = ("user", None);
         match &mut t.exec {
-            Exec::User { left } => *left -= d.min(*left),
+            Exec::User { left } => *left -= work.min(*left),
             Exec::Kernel { step: Some(r), .. } => {
-                r.left -= d.min(r.left);
+                r.left -= work.min(r.left);
                 at = match &r.step {
                     Step::Work(w) => (w.func, w.lock),
                     Step::Loop(l) => (l.func, l.lock),
@@ -792,9 +822,11 @@ impl Kernel {
         self.is_idle(t) && !self.tasks[t].need_resched
     }
 
-    /// A task is left waiting on the runqueue while a CPU idles: that CPU pulls it (2.6.17's
-    /// idle balancing on an SMT domain, `idle_balance` and the idle CPU's `rebalance_tick`).
-    fn kick_idle_cpu(&mut self) {
+    /// At a tick, an idle CPU pulls a task left waiting on the runqueue (2.6.17's
+    /// `rebalance_tick` on an idle CPU of an SMT domain, every tick: docs/research/
+    /// smp-ht-2.6.17.md section 3). A CPU about to idle takes a waiting task at once
+    /// (`idle_balance`): the shared runqueue does that in `schedule()`.
+    fn pull_to_idle_cpu(&mut self) {
         let running = self.cpus.iter().filter(|c| !self.is_idle(c.current)).count();
         if self.sched.nr_running() <= running {
             return;
@@ -848,7 +880,9 @@ impl Kernel {
             .map(|c| self.cpus[c].current)
             .filter(|&t| !self.is_idle(t))
             .collect();
-        let (next, cost) = self.sched.pick_excluding(&self.tasks, self.ext(prev), &busy, &self.m, self.now);
+        let (next, cost) = self
+            .sched
+            .pick_excluding(&self.tasks, self.ext(prev), &busy, &self.m, self.now);
         let next = if next == 0 { self.cpu } else { next };
         let mut overhead = cost;
         if next != prev {
@@ -865,9 +899,6 @@ impl Kernel {
         c.overhead = overhead;
         let (prev, next) = (self.ext(prev), self.ext(next));
         self.tracker.on_switch(self.now, prev, next, reason);
-        if self.cpus.len() > 1 {
-            self.kick_idle_cpu();
-        }
     }
 
     // ----- interrupts and timers -----------------------------------------------------------
@@ -897,12 +928,7 @@ impl Kernel {
         }
         if irq == Irq::Rtc {
             let cur = self.cur();
-            let cause = preempt::cause_of(
-                &self.tasks[cur],
-                cur,
-                self.is_idle(cur),
-                self.cpus[self.cpu].ran_since,
-            );
+            let cause = preempt::cause_of(&self.tasks[cur], cur, self.is_idle(cur), self.cpus[self.cpu].ran_since);
             self.tracker.on_rtc_irq(at, delivered, h, cause);
         } else {
             self.tracker.on_other_irq(irq, h);
@@ -933,6 +959,9 @@ impl Kernel {
                         let fair = cur != 0 && self.tasks[cur].policy == Policy::Other;
                         self.resched_curr(c, preempt::resched_is_lazy(&self.v, fair, fair));
                     }
+                }
+                if self.cpus.len() > 1 {
+                    self.pull_to_idle_cpu();
                 }
             }
             Irq::Rtc => {
@@ -1044,6 +1073,7 @@ pub(crate) mod tests {
             description: String::new(),
             cpu_mhz: 1000.0,
             cpus: 1,
+            sibling_speed: 1.0,
             kernel_cpi: 1.0,
             mem_latency_ns: 100.0,
             copy_mb_s: 1000.0,
@@ -1306,7 +1336,13 @@ pub(crate) mod tests {
         let m = MachineProfile { cpus, ..machine() };
         let st = KState::new(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
         let v = variant_with(SchedClass::O1, PreemptModel::None, &[]);
-        Kernel::new(v, m, Box::new(crate::sched::o1::O1::new(100)), st, crate::engine::rng_for(7, 1))
+        Kernel::new(
+            v,
+            m,
+            Box::new(crate::sched::o1::O1::new(100)),
+            st,
+            crate::engine::rng_for(7, 1),
+        )
     }
 
     /// A task that computes in user space for ever.
@@ -1332,9 +1368,45 @@ pub(crate) mod tests {
     fn two_cpus_run_two_hogs_at_once() {
         let (a, b, _) = two_hogs(1);
         assert!(a + b <= 1_000_000_000, "one CPU shares a second: {a} + {b}");
-        assert!(a > 300_000_000 && b > 300_000_000, "O(1) timeslices share it: {a} / {b}");
+        assert!(
+            a > 300_000_000 && b > 300_000_000,
+            "O(1) timeslices share it: {a} / {b}"
+        );
         let (a, b, _) = two_hogs(2);
         assert!(a > 990_000_000 && b > 990_000_000, "each hog has a CPU: {a} / {b}");
+    }
+
+    #[test]
+    fn busy_siblings_share_one_core() {
+        let mut k = smp_kernel(2);
+        k.m.sibling_speed = 0.6;
+        let a = k.spawn(TaskSpec::user("a", Box::new(Hog)), None);
+        let b = k.spawn(
+            TaskSpec::user(
+                "b",
+                Box::new(OneLoop {
+                    items: 100,
+                    per_item: 1_000_000,
+                    point: None,
+                    lock: None,
+                    bkl: false,
+                    done: false,
+                }),
+            ),
+            None,
+        );
+        k.run_until(1_000_000_000, |_| {});
+        // b's 100 ms system call takes 100 / 0.6 ms while a runs beside it; both then
+        // compute for the rest of the second, each at 0.6 of a core: CPU time is wall time.
+        let ns = |pid| k.tasks[k.pids[&pid]].cpu_ns;
+        assert!(ns(a) > 990_000_000 && ns(b) > 990_000_000, "{} / {}", ns(a), ns(b));
+        let user_left = |pid| match k.tasks[k.pids[&pid]].exec {
+            Exec::User { left } => left,
+            _ => 0,
+        };
+        // a's burst got 0.6 s of work done in the second, not 1 s.
+        let done = u64::MAX / 4 - user_left(a);
+        assert!((590_000_000..=610_000_000).contains(&done), "{done}");
     }
 
     #[test]

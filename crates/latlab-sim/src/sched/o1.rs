@@ -1028,6 +1028,7 @@ mod tests {
             posix_timer: None,
             realfeel: true,
             preempt_off: None,
+            maxcpus: None,
         };
         crate::simulate(&cfg, &mut |_, _| {}).unwrap().0
     }
