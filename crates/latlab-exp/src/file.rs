@@ -1507,6 +1507,25 @@ published_max_ms = 84.0
         assert!(parse("x.toml", &text, &no_files).is_ok());
     }
 
+    #[test]
+    fn maxcpus_boots_the_kernel_on_some_of_the_machines_cpus() {
+        // piii-850 has one CPU: maxcpus 1 is all of it, 0 and 2 are refused by name.
+        let ok = GOOD.replace("published_max_ms = 84.0", "maxcpus = 1");
+        assert_eq!(parse("x.toml", &ok, &no_files).unwrap().runs[0].config.cpus(), 1);
+        for n in ["0", "2"] {
+            let text = GOOD.replace("published_max_ms = 84.0", &format!("maxcpus = {n}"));
+            let e = parse("x.toml", &text, &no_files).unwrap_err().to_string();
+            assert!(
+                e.starts_with("x.toml:12: field `maxcpus`") && e.contains("must be 1..=1") && e.contains("piii-850"),
+                "{n}: {e}"
+            );
+        }
+        // The two logical CPUs of seed 001's P4 HT: all by default, one when asked.
+        let exp = crate::builtin_experiment("pdflush-balance").unwrap();
+        let cpus: Vec<u32> = exp.runs.iter().map(|r| r.config.cpus()).collect();
+        assert!(cpus.contains(&2) && cpus.contains(&1), "{cpus:?}");
+    }
+
     /// GOOD with a second run, on another kernel.
     fn two_runs() -> Experiment {
         let text = GOOD.to_string() + "\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";

@@ -1,12 +1,22 @@
-//! The uniprocessor kernel: the CPU loop, interrupts, wakeups, schedule().
+//! The kernel: the CPU loop, interrupts, wakeups, schedule().
 //!
-//! Follows Linux 2.4's structure (arch/i386/kernel/entry.S, kernel/sched.c): the CPU runs the
+//! Follows Linux 2.4's structure (arch/i386/kernel/entry.S, kernel/sched.c): each CPU runs its
 //! current task's user burst or kernel step; interrupts (timer tick at HZ, RTC, disk
 //! completion) run their handler on top of whatever runs, may wake tasks and set
 //! `need_resched`, and on return either reschedule (when the interrupted context allows it,
 //! see [`preempt`]) or resume. Kernel code gives up the CPU only where the variant lets it:
 //! blocking, return to user space, the rescheduling points it has, and, with kernel
 //! preemption, IRQ return and the unlock that brings `preempt_count` to 0.
+//!
+//! On a machine of several logical CPUs (seed 001's Pentium 4 HT; 2.6.17 SMP facts in
+//! docs/research/smp-ht-2.6.17.md) every CPU steps its own context and the earliest
+//! boundary is taken first. Device interrupts go to CPU 0 (i386's in-kernel IRQ balancer
+//! leaves them there on one package); each CPU's local timer runs `scheduler_tick`; a
+//! wakeup goes to an idle CPU first (`wake_idle`) and a CPU told to reschedule by another
+//! does so at its next chance (the reschedule IPI); an idle CPU pulls a waiting task at its
+//! tick (`rebalance_tick`). Not modelled: spinning on a spinlock another CPU holds (the
+//! model's paths take their state at step boundaries, so no two CPUs ever see it half
+//! changed), the cost of the IPI.
 
 pub mod catalog;
 pub mod lock;

@@ -9,7 +9,9 @@
 //! (`99 - rt_priority`), above every SCHED_OTHER task. Names are the kernel's; each formula
 //! is quoted above the code that follows it.
 //!
-//! Not modelled: SMP (load balancing, migration, sched domains, SMT), `sched_exit()` (an
+//! On a machine of several logical CPUs they share this one runqueue (see `pick_excluding`:
+//! 2.6.17's SMT domain for a Hyper-Threading pair); not modelled: per-CPU runqueues, load
+//! balancing between busy CPUs, migration costs, `dependent_sleeper`, `sched_exit()` (an
 //! exiting child's unused first slice back to its parent), `sched_yield`, `set_user_nice`,
 //! and the two wakeup kinds the trait does not tell apart: an uninterruptible sleeper's
 //! capped sleep_avg rise (`activated == -1`) and an interrupt wakeup's full on-runqueue
@@ -1008,7 +1010,11 @@ mod tests {
     /// A short run of CPU hogs beside realfeel on the test machine: 1 s of forks, then 2 s
     /// with every hog runnable.
     fn run(sched: crate::variant::SchedClass, hogs: u32, seed: u64) -> latlab_core::RunResult {
-        let cfg = crate::SimConfig {
+        crate::simulate(&config(sched, hogs, seed), &mut |_, _| {}).unwrap().0
+    }
+
+    fn config(sched: crate::variant::SchedClass, hogs: u32, seed: u64) -> crate::SimConfig {
+        crate::SimConfig {
             machine: m(),
             variant: crate::kernel::tests::variant_with(sched, crate::PreemptModel::None, &[]),
             workload: crate::Workload {
@@ -1029,8 +1035,26 @@ mod tests {
             realfeel: true,
             preempt_off: None,
             maxcpus: None,
+        }
+    }
+
+    #[test]
+    fn two_cpus_run_o1_only_and_maxcpus_boots_one() {
+        use crate::variant::SchedClass::{Goodness24 as G, O1 as B};
+        let two = |s| crate::SimConfig {
+            machine: MachineProfile { cpus: 2, ..m() },
+            ..config(s, 20, 1)
         };
-        crate::simulate(&cfg, &mut |_, _| {}).unwrap().0
+        let e = crate::simulate(&two(G), &mut |_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("field `cpus`") && e.contains("goodness"), "{e}");
+        let r = crate::simulate(&two(B), &mut |_, _| {}).unwrap().0;
+        assert_eq!(r.meta.settings["cpus"], "2");
+        let one = crate::SimConfig {
+            maxcpus: Some(1),
+            ..two(G)
+        };
+        let r = crate::simulate(&one, &mut |_, _| {}).unwrap().0;
+        assert_eq!(r.meta.settings["cpus"], "1");
     }
 
     #[test]
