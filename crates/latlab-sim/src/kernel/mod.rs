@@ -133,7 +133,7 @@ pub struct Kernel {
     pub tasks: Vec<Task>,
     /// The machine's logical CPUs (`MachineProfile::cpus`); tasks `0..cpus.len()` are their
     /// idle tasks.
-    cpus: SmallVec<[Cpu; 2]>,
+    cpus: Vec<Cpu>,
     /// The CPU whose context the code below runs in (0 on a uniprocessor).
     cpu: usize,
     sched: Box<dyn Scheduler>,
@@ -166,7 +166,7 @@ impl Kernel {
         let tick_ns = 1_000_000_000 / v.hz as Nanos;
         let ncpus = m.cpus.max(1) as usize;
         // Every CPU's idle task is pid 0, `swapper` (init_task and its per-CPU copies).
-        let idle = |cpu| Task {
+        let idle = |cpu: usize| Task {
             pid: 0,
             comm: "swapper".into(),
             policy: Policy::Other,
@@ -186,7 +186,7 @@ impl Kernel {
             exiting: false,
             oom_killed: false,
             wait_below: None,
-            cpu,
+            cpu: cpu as u8,
         };
         let tasks = (0..ncpus).map(idle).collect();
         let cpus = (0..ncpus)
@@ -272,7 +272,7 @@ impl Kernel {
             exiting: false,
             oom_killed: false,
             wait_below: None,
-            cpu: self.cpu,
+            cpu: self.cpu as u8,
         });
         self.pids.insert(pid, id);
         self.stats.tasks_created += 1;
@@ -347,6 +347,10 @@ impl Kernel {
 
     /// The first boundary of any CPU's context: how far off, and whose.
     fn next_boundary(&mut self) -> (Option<Nanos>, usize) {
+        if self.cpus.len() == 1 {
+            self.cpu = 0;
+            return (self.segment_len(), 0);
+        }
         let mut best = (None, 0);
         for c in 0..self.cpus.len() {
             self.cpu = c;
@@ -385,6 +389,9 @@ impl Kernel {
 
     /// Time until the current context reaches its next boundary; None when idle.
     fn segment_len(&self) -> Option<Nanos> {
+        if self.m.sibling_speed >= 1.0 {
+            return self.segment_work();
+        }
         let work = self.segment_work()?;
         let s = self.speed();
         Some(if s < 1.0 {
@@ -395,6 +402,7 @@ impl Kernel {
     }
 
     /// The CPU work left before the current context's next boundary; None when idle.
+    #[inline]
     fn segment_work(&self) -> Option<Nanos> {
         let c = &self.cpus[self.cpu];
         if c.overhead > 0 {
@@ -427,6 +435,11 @@ impl Kernel {
     /// Let `d` ns pass on every CPU (none reaches its boundary before).
     fn advance(&mut self, d: Nanos) {
         self.now += d;
+        if self.cpus.len() == 1 {
+            self.cpu = 0;
+            self.advance_cpu(d);
+            return;
+        }
         for c in 0..self.cpus.len() {
             self.cpu = c;
             self.advance_cpu(d);
@@ -436,8 +449,11 @@ impl Kernel {
     /// Let `d` ns of CPU time pass in CPU `self.cpu`'s context.
     fn advance_cpu(&mut self, d: Nanos) {
         // The work `d` ns of this CPU's time does (less than `d` on a busy HT core).
-        let s = self.speed();
-        let work = if s < 1.0 { (d as f64 * s).ceil() as Nanos } else { d };
+        let work = if self.m.sibling_speed >= 1.0 {
+            d
+        } else {
+            (d as f64 * self.speed()).ceil() as Nanos
+        };
         let c = &mut self.cpus[self.cpu];
         if c.overhead > 0 {
             // `d` never runs past the overhead's end: it is all schedule() time.
@@ -819,7 +835,7 @@ impl Kernel {
     /// SD_WAKE_IDLE); `wake_affine`'s move towards the waker is not modelled. The runqueue
     /// is shared, so this only decides whose current task the preemption test is against.
     fn wake_cpu(&self, t: TaskId) -> usize {
-        let last = self.tasks[t].cpu;
+        let last = usize::from(self.tasks[t].cpu);
         if self.cpus.len() == 1 || self.idle_unasked(last) {
             return last;
         }
@@ -884,22 +900,25 @@ impl Kernel {
         self.tasks[prev].need_resched = false;
         self.tasks[prev].need_resched_lazy = false;
         self.stats.schedule_calls += 1;
-        // The tasks the other CPUs run stay on the shared runqueue but cannot be taken.
-        let busy: SmallVec<[TaskId; 2]> = (0..self.cpus.len())
-            .filter(|&c| c != self.cpu)
-            .map(|c| self.cpus[c].current)
-            .filter(|&t| !self.is_idle(t))
-            .collect();
-        let (next, cost) = self
-            .sched
-            .pick_excluding(&self.tasks, self.ext(prev), &busy, &self.m, self.now);
+        let (next, cost) = if self.cpus.len() == 1 {
+            self.sched.pick(&self.tasks, self.ext(prev), &self.m, self.now)
+        } else {
+            // The tasks the other CPUs run stay on the shared runqueue but cannot be taken.
+            let busy: SmallVec<[TaskId; 2]> = (0..self.cpus.len())
+                .filter(|&c| c != self.cpu)
+                .map(|c| self.cpus[c].current)
+                .filter(|&t| !self.is_idle(t))
+                .collect();
+            self.sched
+                .pick_excluding(&self.tasks, self.ext(prev), &busy, &self.m, self.now)
+        };
         let next = if next == 0 { self.cpu } else { next };
         let mut overhead = cost;
         if next != prev {
             overhead += self.m.ctx_switch_ns;
             self.stats.context_switches += 1;
             self.cpus[self.cpu].current = next;
-            self.tasks[next].cpu = self.cpu;
+            self.tasks[next].cpu = self.cpu as u8;
         }
         if self.is_idle(next) {
             self.tasks[next].exec = Exec::Idle;
@@ -1004,6 +1023,11 @@ impl Kernel {
     /// After an interrupt (CPU 0's ret_from_intr, and the reschedule IPI a wakeup sent any
     /// other CPU), each CPU reschedules if it must and its context allows it.
     fn preempt_after_irq(&mut self) {
+        if self.cpus.len() == 1 {
+            self.cpu = 0;
+            self.maybe_preempt_after_irq();
+            return;
+        }
         for c in 0..self.cpus.len() {
             self.cpu = c;
             self.maybe_preempt_after_irq();

@@ -94,8 +94,9 @@ pub struct Task {
     pub oom_killed: bool,
     /// In wait4 until fewer children than this are alive.
     pub wait_below: Option<u32>,
-    /// The CPU it last ran on (`task_cpu`), where a wakeup looks first.
-    pub cpu: usize,
+    /// The CPU it last ran on (`task_cpu`), where a wakeup looks first (fewer than
+    /// `machine::MAX_CPUS`).
+    pub cpu: u8,
 }
 
 impl Task {
