@@ -41,10 +41,12 @@ pub struct RunMeta {
 
 impl RunMeta {
     /// The settings that describe the system a run measured, in the order reports show them
-    /// (the probe records them): the preemption model in force, the kernel command line, the
-    /// clocksource, the CPU frequency governor, the hypervisor's steal time during the run,
-    /// and the kernel's own latency tracers.
-    pub const SYSTEM: [&'static str; 6] = [
+    /// (the probe records them): the logical CPUs online (the model records those its kernel
+    /// brought up), the preemption model in force, the kernel command line, the clocksource, the CPU
+    /// frequency governor, the hypervisor's steal time during the run, and the kernel's own
+    /// latency tracers.
+    pub const SYSTEM: [&'static str; 7] = [
+        "cpus_online",
         "preemption",
         "cmdline",
         "clocksource",

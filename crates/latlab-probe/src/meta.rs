@@ -49,6 +49,17 @@ pub fn new_meta(workload: &str, duration_ns: u64, mut settings: BTreeMap<String,
 pub fn system_facts() -> BTreeMap<String, String> {
     let cmdline = read("/proc/cmdline").unwrap_or_default();
     let mut m = BTreeMap::new();
+    // sysconf(_SC_NPROCESSORS_ONLN): the CPUs online, what the model's `cpus` counts.
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    m.insert(
+        "cpus_online".into(),
+        if online > 0 {
+            online.to_string()
+        } else {
+            "not readable (sysconf)".into()
+        },
+    );
     m.insert("preemption".into(), preemption(&cmdline));
     m.insert(
         "cmdline".into(),

@@ -535,7 +535,7 @@ const TRANSIENT_MM: u32 = u32::MAX - 4;
 fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str, u64)]) -> (RunResult, EngineStats) {
     let mut settings = BTreeMap::new();
     settings.insert("rtc_hz".into(), cfg.rtc_hz.to_string());
-    settings.insert("cpus".into(), cfg.cpus().to_string());
+    settings.insert("cpus_online".into(), cfg.cpus().to_string());
     // The measured task's policy, in the probe's words.
     settings.insert("policy".into(), RunMeta::fifo_policy(cfg.rt_priority));
     settings.insert("preempt".into(), format!("{:?}", cfg.variant.preempt));

@@ -1048,13 +1048,13 @@ mod tests {
         let e = crate::simulate(&two(G), &mut |_, _| {}).unwrap_err().to_string();
         assert!(e.contains("field `cpus`") && e.contains("goodness"), "{e}");
         let r = crate::simulate(&two(B), &mut |_, _| {}).unwrap().0;
-        assert_eq!(r.meta.settings["cpus"], "2");
+        assert_eq!(r.meta.settings["cpus_online"], "2");
         let one = crate::SimConfig {
             maxcpus: Some(1),
             ..two(G)
         };
         let r = crate::simulate(&one, &mut |_, _| {}).unwrap().0;
-        assert_eq!(r.meta.settings["cpus"], "1");
+        assert_eq!(r.meta.settings["cpus_online"], "1");
     }
 
     #[test]
