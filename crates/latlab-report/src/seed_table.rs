@@ -100,9 +100,14 @@ impl CompareRow {
         }
     }
 
-    /// Within the fidelity bar: 1.5x of a published number, 2x of a published bucket's edges.
+    /// Within the fidelity bar: 1.5x of a published number (exactly 0 where 0 is published),
+    /// 2x of a published bucket's edges.
     pub fn within_bar(&self) -> Option<bool> {
         if let Some(p) = self.published {
+            // Nothing published (no write over 100 ms, no missed event): none in the model.
+            if p == 0.0 {
+                return Some(self.model == 0.0);
+            }
             return Some(p > 0.0 && self.model / p <= 1.5 && p / self.model.max(1e-12) <= 1.5);
         }
         self.published_range
@@ -520,6 +525,15 @@ fn fmt_count(x: f64) -> String {
     }
 }
 
+/// A figure in its unit: a count whole, anything else as [`fmt_ms`].
+fn fmt_figure(x: f64, unit: &str) -> String {
+    if unit == "count" {
+        format!("{x:.0}")
+    } else {
+        fmt_ms(x)
+    }
+}
+
 fn fmt_ms(x: f64) -> String {
     if x >= 10.0 {
         format!("{x:.1}")
@@ -813,9 +827,20 @@ fn is_worst(r: &CompareRow) -> bool {
     r.figure == "max_latency" || r.figure == "max_write_latency" || r.figure == "max_request_latency"
 }
 
+/// The figures a sweep shows besides the worst case, where the runs have them: (figure,
+/// what the table's heading calls it).
+const SWEEP_EXTRAS: &[(&str, &str)] = &[
+    ("avg_latency", "Average latency"),
+    ("writes_over_100ms", "Writes over 100 ms"),
+    ("write_throughput", "iozone write"),
+    ("mix_throughput", "sysbench mix"),
+    ("throughput_gain", "Write gain over the stock kernel"),
+];
+
 /// A sweep: each run's worst case (model) for every value of `key`, beside the seed's
-/// figure, marked where it meets the fidelity bar. `columns[i]` holds the comparison rows of
-/// the runs with `values[i]`; `labels` names the rows, in order.
+/// figure, marked where it meets the fidelity bar; then, where the runs have them, the
+/// other figures a seed's table shows ([`SWEEP_EXTRAS`]) the same way. `columns[i]` holds
+/// the comparison rows of the runs with `values[i]`; `labels` names the rows, in order.
 pub fn render_sweep(
     title: &str,
     key: &str,
@@ -825,23 +850,57 @@ pub fn render_sweep(
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
-    let worst = |rows: &[CompareRow], row: &SweepRow| {
+    sweep_table(&mut out, "Worst case", &is_worst, key, values, columns, labels);
+    for (figure, what) in SWEEP_EXTRAS {
+        let has = |r: &CompareRow| r.figure == *figure;
+        if columns.iter().flatten().any(has) {
+            out.push('\n');
+            sweep_table(&mut out, what, &has, key, values, columns, labels);
+        }
+    }
+    out
+}
+
+/// One table of a sweep: the figure `is_figure` picks, per row and value, beside the seed's;
+/// rows without it left out (the worst case keeps every row, `-` where a run has none).
+fn sweep_table(
+    out: &mut String,
+    what: &str,
+    is_figure: &dyn Fn(&CompareRow) -> bool,
+    key: &str,
+    values: &[&str],
+    columns: &[Vec<CompareRow>],
+    labels: &[SweepRow],
+) {
+    // A run's row belongs to the label of its stream, or, when no label names that
+    // stream, to its kernel's (and case's) label without one.
+    let claimed = |r: &CompareRow| {
+        labels
+            .iter()
+            .any(|l| l.variant == r.variant && l.case == r.case && l.stream == r.stream)
+    };
+    let find = |rows: &[CompareRow], row: &SweepRow| {
         rows.iter()
             .find(|r| {
                 r.variant == row.variant
-                    && is_worst(r)
+                    && is_figure(r)
                     && r.case == row.case
-                    && (row.stream.is_none() || r.stream == row.stream)
+                    && (r.stream == row.stream || (row.stream.is_none() && !claimed(r)))
             })
             .cloned()
     };
-    // Rows with a published worst case: the only ones the bar can judge.
-    let judged = labels
+    let worst = what == "Worst case";
+    let rows: Vec<&SweepRow> = labels
+        .iter()
+        .filter(|row| worst || columns.iter().any(|c| find(c, row).is_some()))
+        .collect();
+    // Rows with a published figure: the only ones the bar can judge.
+    let judged = rows
         .iter()
         .filter(|row| {
             columns
                 .first()
-                .and_then(|c| worst(c, row))
+                .and_then(|c| find(c, row))
                 .is_some_and(|r| r.published.is_some() || r.published_range.is_some())
         })
         .count();
@@ -849,17 +908,22 @@ pub fn render_sweep(
     let unit = columns
         .iter()
         .flatten()
-        .find(|r| is_worst(r))
-        .map_or("ms", |r| r.unit.as_str());
+        .find(|r| is_figure(r))
+        .map_or(if worst { "ms" } else { "" }, |r| r.unit.as_str());
+    let what = if unit.is_empty() || unit == "count" || unit == "ratio" {
+        what.to_string()
+    } else {
+        format!("{what} ({unit})")
+    };
     if judged == 0 {
-        let _ = writeln!(out, "Worst case ({unit}) by {key}; no published figures (a what-if)\n");
+        let _ = writeln!(out, "{what} by {key}; no published figures (a what-if)\n");
     } else {
         let _ = writeln!(
             out,
-            "Worst case ({unit}) by {key}; * meets the bar (a number within 1.5x, a bucket within 2x of its edges)\n"
+            "{what} by {key}; * meets the bar (a number within 1.5x, none where the seed has none, a bucket within 2x of its edges)\n"
         );
     }
-    let w = label_width(labels.iter().map(|r| r.label.as_str()));
+    let w = label_width(rows.iter().map(|r| r.label.as_str()));
     let cw = crate::column_width(values.iter().map(|v| v.len() + 2), 11);
     let _ = write!(out, "{:<w$}{:>14}", "Kernel", "seed");
     for v in values {
@@ -867,21 +931,21 @@ pub fn render_sweep(
     }
     let _ = writeln!(out);
     let mut met = vec![0usize; values.len()];
-    for row in labels {
+    for row in rows {
         let label = &row.label;
-        let first = columns.first().and_then(|c| worst(c, row));
+        let first = columns.first().and_then(|c| find(c, row));
         let seed = match first.as_ref().map(|r| (r.published, r.published_range)) {
-            Some((Some(p), _)) => fmt_ms(p),
+            Some((Some(p), _)) => fmt_figure(p, unit),
             Some((None, Some([lo, hi]))) => format!("{lo}-{hi}"),
             _ => "-".into(),
         };
         let _ = write!(out, "{label:<w$}{seed:>14}");
         for (i, col) in columns.iter().enumerate() {
-            let cell = match worst(col, row) {
+            let cell = match find(col, row) {
                 Some(r) => {
                     let ok = r.within_bar() == Some(true);
                     met[i] += usize::from(ok);
-                    format!("{}{}", fmt_ms(r.model), if ok { "*" } else { " " })
+                    format!("{}{}", fmt_figure(r.model, unit), if ok { "*" } else { " " })
                 }
                 None => "-".into(),
             };
@@ -896,7 +960,6 @@ pub fn render_sweep(
         }
         let _ = writeln!(out);
     }
-    out
 }
 
 /// Width of the label column: the longest label and two spaces, at least 8.
@@ -1090,6 +1153,62 @@ mod tests {
             !t.contains("within the bar") && t.contains("no published figures"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_sweep_shows_seed_001s_counts_rates_and_gains_by_their_own_rows() {
+        let fig =
+            |variant: &str, stream: Option<&str>, figure: &str, unit: &str, model: f64, p: Option<f64>| CompareRow {
+                variant: variant.into(),
+                stream: stream.map(Into::into),
+                case: Some("50%".into()),
+                figure: figure.into(),
+                unit: unit.into(),
+                ..row(model, p, None)
+            };
+        let labels: Vec<SweepRow> = [
+            ("2.6.17", None, "iozone"),
+            ("2.6.17", Some("sysbench-rndrw"), "sysbench"),
+        ]
+        .map(|(v, stream, label)| SweepRow {
+            variant: v.into(),
+            stream: stream.map(Into::into),
+            case: Some("50%".into()),
+            label: label.into(),
+        })
+        .into();
+        let col = vec![
+            fig("2.6.17", None, "max_write_latency", "ms", 268.0, Some(400.0)),
+            fig("2.6.17", None, "writes_over_100ms", "count", 0.0, Some(0.0)),
+            fig("2.6.17", None, "write_throughput", "MB/s", 234.4, None),
+            fig(
+                "2.6.17",
+                Some("sysbench-rndrw"),
+                "max_request_latency",
+                "ms",
+                0.03,
+                None,
+            ),
+            fig("2.6.17", Some("sysbench-rndrw"), "mix_throughput", "MB/s", 6.8, None),
+        ];
+        let t = render_sweep("t", "machine.cpus", &["2"], &[col], &labels);
+        let table = |head: &str| {
+            t.split("\n\n")
+                .skip_while(|p| !p.starts_with(head))
+                .nth(1)
+                .unwrap_or("")
+                .to_string()
+        };
+        // A count is whole, and 0 where the seed has 0 meets the bar.
+        assert!(
+            table("Writes over 100 ms").contains("iozone") && table("Writes over 100 ms").contains(" 0*"),
+            "{t}"
+        );
+        // Each rate in its own table, on its own run's row only.
+        let iozone = table("iozone write (MB/s)");
+        assert!(iozone.contains("234.4") && !iozone.contains("sysbench"), "{t}");
+        let mix = table("sysbench mix (MB/s)");
+        assert!(mix.contains("6.80") && !mix.contains("iozone"), "{t}");
     }
 
     #[test]
