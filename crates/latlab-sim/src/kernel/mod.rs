@@ -307,11 +307,13 @@ impl Kernel {
                     self.advance(d);
                     self.cpu = cpu;
                     self.boundary();
+                    self.ipi_others(cpu);
                 }
                 (Some(d), None) => {
                     self.advance(d);
                     self.cpu = cpu;
                     self.boundary();
+                    self.ipi_others(cpu);
                 }
                 (_, Some(t)) => {
                     if t > self.now {
@@ -1018,6 +1020,21 @@ impl Kernel {
             }
         }
         self.preempt_after_irq();
+    }
+
+    /// CPU `from`'s code may have asked another CPU to reschedule (`resched_task` on a
+    /// remote CPU sends the reschedule IPI): that CPU takes the interrupt now and reschedules
+    /// if its context allows it.
+    fn ipi_others(&mut self, from: usize) {
+        if self.cpus.len() == 1 {
+            return;
+        }
+        for c in (0..self.cpus.len()).filter(|&c| c != from) {
+            if self.tasks[self.cpus[c].current].need_resched {
+                self.cpu = c;
+                self.maybe_preempt_after_irq();
+            }
+        }
     }
 
     /// After an interrupt (CPU 0's ret_from_intr, and the reschedule IPI a wakeup sent any
