@@ -1508,6 +1508,22 @@ published_max_ms = 84.0
     }
 
     #[test]
+    fn the_builtin_2_6_and_later_kernels_name_2_6s_journal() {
+        for (name, _) in builtin::VARIANTS {
+            let v = variant("t", name, 1, &no_files).unwrap();
+            let want = if v.base.starts_with("2.4") {
+                latlab_sim::variant::Journal::Jbd24
+            } else {
+                latlab_sim::variant::Journal::Jbd26
+            };
+            assert_eq!(v.journal, want, "{name}");
+        }
+        let text = "name = \"x\"\ndescription = \"\"\nbase = \"2.6.9\"\npreempt = \"none\"\npoints = []\nhz = 1000\nsched = \"o1\"\ntimer = \"jiffies\"\nwriteback = \"bdflush-2.4\"\nswap_allocator = \"scan-2.4\"\njournal = \"jbd-3\"\n";
+        let e = toml::from_str::<Variant>(text).unwrap_err().to_string();
+        assert!(e.contains("journal") && e.contains("jbd-2.6"), "{e}");
+    }
+
+    #[test]
     fn maxcpus_boots_the_kernel_on_some_of_the_machines_cpus() {
         // piii-850 has one CPU: maxcpus 1 is all of it, 0 and 2 are refused by name.
         let ok = GOOD.replace("published_max_ms = 84.0", "maxcpus = 1");

@@ -307,6 +307,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
             .use_26_block_layer(cfg.variant.hz, cfg.variant.elevator == variant::Elevator::Anticipatory);
     }
     st.reclaim = cfg.variant.reclaim;
+    st.jbd.generation = cfg.variant.journal;
     st.mm.set_watermarks(mm::watermarks(st.reclaim, st.mm.total));
     preload(&mut st, &cfg.workload.preload);
     let sched = sched::build(&cfg.variant);

@@ -110,6 +110,28 @@ pub struct DirtyTunables {
     pub dirty_background_ratio: u32,
 }
 
+/// The journal layer under ext3 (fs/jbd): what sets kjournald's context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Journal {
+    /// 2.4's jbd: kjournald calls `lock_kernel()` before `daemonize()` and never unlocks
+    /// it, so every commit runs under the big kernel lock (fs/jbd/journal.c, 2.4.18).
+    #[default]
+    #[serde(rename = "jbd-2.4")]
+    Jbd24,
+    /// 2.6's jbd (and jbd2 after it): kjournald takes no big kernel lock; its loop runs
+    /// under `j_state_lock`, dropped around `journal_commit_transaction()` (fs/jbd/journal.c
+    /// of 2.6; read in the index, id 31722133).
+    #[serde(rename = "jbd-2.6")]
+    Jbd26,
+}
+
+impl Journal {
+    /// Does kjournald commit under the big kernel lock?
+    pub fn kjournald_holds_bkl(self) -> bool {
+        self == Journal::Jbd24
+    }
+}
+
 /// Page reclaim: how the VM finds pages to free and anonymous pages to swap out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Reclaim {
@@ -234,6 +256,9 @@ pub struct Variant {
     /// Page reclaim (default `vmscan-2.4`, the model's reclaim until seed 003).
     #[serde(default, skip_serializing_if = "is_default")]
     pub reclaim: Reclaim,
+    /// ext3's journal layer (default `jbd-2.4`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub journal: Journal,
     /// Ingo Molnar's voluntary-preempt patch applied, by release (`R6`, `S0`; seed 003):
     /// what makes the switches below exist on a 2.6.8-2.6.10 (o1) kernel. Its tracer's
     /// `/proc/latency_trace` layout follows the release (v1.0.6 in the R series, v1.0.7

@@ -35,6 +35,8 @@ enum Walk {
 }
 
 pub struct Commit {
+    /// kjournald runs it under the big kernel lock (2.4's jbd).
+    bkl: bool,
     started: bool,
     sub: Nested,
     walk: Walk,
@@ -43,8 +45,9 @@ pub struct Commit {
     meta_done: bool,
 }
 
-pub fn journal_commit_transaction() -> Box<dyn Path> {
+pub fn journal_commit_transaction(generation: crate::variant::Journal) -> Box<dyn Path> {
     Box::new(Commit {
+        bkl: generation.kjournald_holds_bkl(),
         started: false,
         sub: Nested::default(),
         walk: Walk::None,
@@ -74,9 +77,10 @@ impl Path for Commit {
         "journal_commit_transaction"
     }
     /// 2.4's kjournald (fs/jbd/journal.c) calls `lock_kernel()` before `daemonize()` and
-    /// never unlocks it: the whole commit runs under the big kernel lock.
+    /// never unlocks it: the whole commit runs under the big kernel lock; 2.6's takes none
+    /// ([`crate::variant::Journal`]).
     fn holds_bkl(&self) -> bool {
-        true
+        self.bkl
     }
     fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
         if let Some(s) = self.sub.next(k, cx) {
@@ -187,5 +191,17 @@ impl Path for Commit {
             Walk::Skip(Region::Ahead) => t.pass_locked(done_hi),
             Walk::Skip(Region::All) | Walk::None => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::Journal;
+
+    #[test]
+    fn only_2_4s_kjournald_commits_under_the_big_kernel_lock() {
+        assert!(journal_commit_transaction(Journal::Jbd24).holds_bkl());
+        assert!(!journal_commit_transaction(Journal::Jbd26).holds_bkl());
     }
 }

@@ -224,6 +224,8 @@ impl Txn {
 
 #[derive(Debug, Default)]
 pub struct Journal {
+    /// The variant's journal layer (whether kjournald commits under the big kernel lock).
+    pub generation: crate::variant::Journal,
     pub running: Txn,
     pub committing: Option<Txn>,
     next_tid: u64,

@@ -1177,6 +1177,7 @@ pub(crate) mod tests {
             eevdf: None,
             elevator: Default::default(),
             reclaim: Default::default(),
+            journal: Default::default(),
             vp_patch: None,
             voluntary: false,
             softirq_threads: false,

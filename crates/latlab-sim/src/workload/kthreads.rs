@@ -106,7 +106,7 @@ impl Program for KthreadProg {
         match self.kind {
             Kthread::Kjournald => {
                 if st.jbd.commit_due(cx.now) {
-                    return Action::Syscall(journal_commit_transaction());
+                    return Action::Syscall(journal_commit_transaction(st.jbd.generation));
                 }
                 let due = st.jbd.running.started + COMMIT_INTERVAL_NS;
                 let wait = due.saturating_sub(cx.now).max(10_000_000);
