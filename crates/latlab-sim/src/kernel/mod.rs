@@ -1397,6 +1397,31 @@ pub(crate) mod tests {
         )
     }
 
+    /// A 2.6.35-style kernel (CFS under the RT class at HZ 1000) with `cpus` CPUs.
+    fn cfs_kernel(cpus: u32) -> Kernel {
+        let m = MachineProfile { cpus, ..machine() };
+        let st = KState::new(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
+        let v = variant_with(SchedClass::Cfs, PreemptModel::None, &[]);
+        let tun = crate::sched::cfs::tests::unpatched();
+        let sched = crate::sched::rt::WithRt::new(crate::sched::cfs::Cfs::new(tun));
+        Kernel::new(v, m, Box::new(sched), st, crate::engine::rng_for(7, 1))
+    }
+
+    #[test]
+    fn cfs_shares_two_cpus_fairly_among_three_hogs() {
+        let mut k = cfs_kernel(2);
+        let pids: Vec<u32> = ["a", "b", "c"]
+            .iter()
+            .map(|n| k.spawn(TaskSpec::user(*n, Box::new(Hog)), None))
+            .collect();
+        k.run_until(1_000_000_000, |_| {});
+        // Two CPUs' second among three: about 2/3 s each, within a few slices.
+        for pid in pids {
+            let ns = k.tasks[k.pids[&pid]].cpu_ns;
+            assert!((600_000_000..=730_000_000).contains(&ns), "{pid}: {ns}");
+        }
+    }
+
     /// A task that computes in user space for ever.
     struct Hog;
 

@@ -1,6 +1,7 @@
 //! The Completely Fair Scheduler as in the tree seed 004 patches: Linux 2.6.35 / 2.6.36-rc
-//! `kernel/sched_fair.c` (with `kernel/sched.c` and `kernel/sched_features.h`), one CPU,
-//! no group scheduling. The formula each function follows is quoted above its code.
+//! `kernel/sched_fair.c` (with `kernel/sched.c` and `kernel/sched_features.h`), one
+//! runqueue (the CPUs of a Hyper-Threading pair share it, each with its running entity out of
+//! the tree), no group scheduling. The formula each function follows is quoted above its code.
 //!
 //! - Every fair task has a `vruntime`: its run time scaled by `NICE_0_LOAD / weight`
 //!   (`calc_delta_fair`), weights from `prio_to_weight[]`. The runqueue keeps the queued
@@ -22,7 +23,7 @@
 //!
 //! Features as 2.6.35's defaults: GENTLE_FAIR_SLEEPERS, START_DEBIT, WAKEUP_PREEMPT,
 //! LAST_BUDDY on; NEXT_BUDDY off; HRTICK off (slices are checked at the tick). Not
-//! modelled: SMP load balancing, group scheduling, SCHED_BATCH/SCHED_IDLE, the
+//! modelled: per-CPU runqueues and their load balancing, group scheduling, SCHED_BATCH/SCHED_IDLE, the
 //! CACHE_HOT_BUDDY and ASYM_GRAN refinements, `sched_yield`.
 
 use super::rt::FairClass;
@@ -31,6 +32,7 @@ use crate::kernel::task::{Task, TaskId};
 use crate::machine::MachineProfile;
 use crate::variant::CfsTunables;
 use latlab_core::Nanos;
+use smallvec::SmallVec;
 use std::collections::BTreeSet;
 
 /// `NICE_0_LOAD` (kernel/sched.c): the weight of a nice-0 task.
@@ -99,7 +101,9 @@ pub struct Cfs {
     /// `cfs_rq->load.weight`: the queued entities, the running one included.
     load: u64,
     nr_running: usize,
-    curr: Option<TaskId>,
+    /// `cfs_rq->curr`: the running entities, out of the tree (one per CPU running a fair
+    /// task: the CPUs of a Hyper-Threading pair share this runqueue).
+    curr: SmallVec<[TaskId; 2]>,
     /// `cfs_rq->last`: the task a wakeup preempted (LAST_BUDDY).
     last: Option<TaskId>,
 }
@@ -119,7 +123,7 @@ impl Cfs {
             min_vruntime: VRUNTIME_BASE,
             load: 0,
             nr_running: 0,
-            curr: None,
+            curr: SmallVec::new(),
             last: None,
         }
     }
@@ -177,20 +181,24 @@ impl Cfs {
         calc_delta_fair(self.sched_slice(t), self.se[t].weight)
     }
 
-    /// `update_curr`: charge the running task its run time since `exec_start`.
+    /// `update_curr`: charge each running task its run time since `exec_start`.
     fn update_curr(&mut self, now: Nanos) {
-        let Some(c) = self.curr else { return };
-        let e = &mut self.se[c];
-        let delta = now.saturating_sub(e.exec_start);
-        e.sum_exec_runtime += delta;
-        e.vruntime += calc_delta_fair(delta, e.weight);
-        e.exec_start = now;
+        if self.curr.is_empty() {
+            return;
+        }
+        for &c in &self.curr {
+            let e = &mut self.se[c];
+            let delta = now.saturating_sub(e.exec_start);
+            e.sum_exec_runtime += delta;
+            e.vruntime += calc_delta_fair(delta, e.weight);
+            e.exec_start = now;
+        }
         self.update_min_vruntime();
     }
 
     /// `update_min_vruntime`: `max(min_vruntime, min(curr->vruntime, leftmost->vruntime))`.
     fn update_min_vruntime(&mut self) {
-        let curr = self.curr.map(|c| self.se[c].vruntime);
+        let curr = self.curr.iter().map(|&c| self.se[c].vruntime).min();
         let left = self.tree.first().map(|k| k.0);
         let v = match (curr, left) {
             (Some(c), Some(l)) => c.min(l),
@@ -262,10 +270,12 @@ impl FairClass for Cfs {
         // place_entity(cfs_rq, se, 1);`. The child's `on_rq` is 0, so its slice is taken
         // from a period of nr_running + 1 tasks.
         self.update_curr(now);
-        self.se[child].vruntime = parent.and(self.curr).map_or(0, |c| self.se[c].vruntime);
+        // The parent runs (it forks): its CPU's `curr`.
+        let running_parent = parent.filter(|p| self.curr.contains(p));
+        self.se[child].vruntime = running_parent.map_or(0, |c| self.se[c].vruntime);
         self.place_entity(child, true);
         // sched_child_runs_first: swap so the child is left of the parent.
-        if let (true, Some(c)) = (self.tun.child_runs_first, self.curr) {
+        if let (true, Some(c)) = (self.tun.child_runs_first, running_parent) {
             if self.se[c].vruntime < self.se[child].vruntime {
                 let (a, b) = (self.se[c].vruntime, self.se[child].vruntime);
                 self.se[c].vruntime = b;
@@ -291,7 +301,7 @@ impl FairClass for Cfs {
         self.se[t].on_rq = true;
         self.load += self.se[t].weight;
         self.nr_running += 1;
-        if self.curr != Some(t) {
+        if !self.curr.contains(&t) {
             self.tree_insert(t);
         }
         self.update_min_vruntime();
@@ -314,14 +324,16 @@ impl FairClass for Cfs {
         self.update_min_vruntime();
     }
 
-    fn put_prev(&mut self, _tasks: &[Task], now: Nanos) {
+    fn put_prev(&mut self, _tasks: &[Task], prev: TaskId, now: Nanos) {
         // put_prev_entity: `if (prev->on_rq) update_curr(cfs_rq); ... __enqueue_entity`.
-        let Some(c) = self.curr else { return };
-        if self.se[c].on_rq {
+        let Some(i) = self.curr.iter().position(|&c| c == prev) else {
+            return;
+        };
+        if self.se[prev].on_rq {
             self.update_curr(now);
-            self.tree_insert(c);
+            self.tree_insert(prev);
         }
-        self.curr = None;
+        self.curr.remove(i);
     }
 
     fn pick_next(&mut self, _tasks: &[Task], m: &MachineProfile, now: Nanos) -> (Option<TaskId>, Nanos) {
@@ -342,14 +354,16 @@ impl FairClass for Cfs {
         let e = &mut self.se[se];
         e.exec_start = now;
         e.prev_sum_exec_runtime = e.sum_exec_runtime;
-        self.curr = Some(se);
+        self.curr.push(se);
         // One erase here, and the insertion `put_prev` made of the previous task.
         let cost = m.cost(PICK_FIXED_INSTR, 0.0) + 2 * Self::tree_cost(m, n);
         (Some(se), cost)
     }
 
-    fn tick(&mut self, _tasks: &[Task], now: Nanos) -> bool {
-        let Some(c) = self.curr else { return false };
+    fn tick(&mut self, _tasks: &[Task], c: TaskId, now: Nanos) -> bool {
+        if !self.curr.contains(&c) {
+            return false;
+        }
         // entity_tick: `update_curr(cfs_rq); if (cfs_rq->nr_running > 1)
         // check_preempt_tick(cfs_rq, curr)`.
         self.update_curr(now);
@@ -379,7 +393,7 @@ impl FairClass for Cfs {
 
     fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool {
         self.ensure(tasks, p);
-        if self.curr != Some(curr) {
+        if !self.curr.contains(&curr) {
             return false;
         }
         // check_preempt_wakeup: `update_curr(cfs_rq); if (wakeup_preempt_entity(se, pse)
@@ -399,6 +413,10 @@ impl FairClass for Cfs {
         self.nr_running
     }
 
+    fn smp(&self) -> bool {
+        true
+    }
+
     fn placement(&self, t: TaskId) -> Option<Placement> {
         let e = self.se.get(t).filter(|e| e.known)?;
         Some(Placement::Cfs {
@@ -409,7 +427,7 @@ impl FairClass for Cfs {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::variant::GranPatch;
 
@@ -469,7 +487,7 @@ mod tests {
         let (first, _) = c.pick_next(&ts, &m, 0);
         let first = first.unwrap();
         // It runs 10 ms: min_vruntime follows the leftmost waiting task.
-        c.tick(&ts, 10 * MS);
+        c.tick(&ts, first, 10 * MS);
         let min = c.min_vruntime;
         // A fork by the running task: max(parent's vruntime, min_vruntime + vslice); with 4
         // tasks (3 + the child) the period is 2 ms x 4 and the vslice 2 ms.
@@ -517,10 +535,10 @@ mod tests {
                 c.fork(&ts, None, t, 0);
                 c.enqueue(&ts, t, 0);
             }
-            let (cur, _) = c.pick_next(&ts, &m, 0);
-            assert_eq!(c.sched_slice(cur.unwrap()), slice);
-            assert!(!c.tick(&ts, slice), "not past the slice yet");
-            assert!(c.tick(&ts, slice + 1), "past it");
+            let cur = c.pick_next(&ts, &m, 0).0.unwrap();
+            assert_eq!(c.sched_slice(cur), slice);
+            assert!(!c.tick(&ts, cur, slice), "not past the slice yet");
+            assert!(c.tick(&ts, cur, slice + 1), "past it");
         }
     }
 

@@ -268,8 +268,10 @@ impl FairClass for Eevdf {
         self.nr_running -= 1;
     }
 
-    fn put_prev(&mut self, _tasks: &[Task], now: Nanos) {
-        let Some(c) = self.curr else { return };
+    fn put_prev(&mut self, _tasks: &[Task], prev: TaskId, now: Nanos) {
+        let Some(c) = self.curr.filter(|&c| c == prev) else {
+            return;
+        };
         if self.se[c].on_rq {
             self.update_curr(now);
             self.tree_insert(c);
@@ -291,7 +293,10 @@ impl FairClass for Eevdf {
         (Some(se), m.cost(PICK_FIXED_INSTR, 0.0) + 2 * Self::tree_cost(m, n))
     }
 
-    fn tick(&mut self, _tasks: &[Task], now: Nanos) -> bool {
+    fn tick(&mut self, _tasks: &[Task], curr: TaskId, now: Nanos) -> bool {
+        if self.curr != Some(curr) {
+            return false;
+        }
         // entity_tick -> update_curr -> update_deadline.
         self.update_curr(now)
     }

@@ -1,4 +1,5 @@
-//! The real-time class above a fair class (kernel/sched_rt.c, 2.6.2x-6.x, uniprocessor):
+//! The real-time class above a fair class (kernel/sched_rt.c, 2.6.2x-6.x; on several CPUs,
+//! one queue they share, each CPU's running task excluded from the others' picks):
 //! SCHED_FIFO and SCHED_RR tasks in 100 priority lists (`rt_priority` 99 highest), always
 //! picked before any fair task; a woken RT task preempts any fair one and any RT one of
 //! lower priority. SCHED_RR tasks round-robin within their priority every `RR_TIMESLICE`
@@ -29,18 +30,22 @@ pub trait FairClass {
     fn enqueue(&mut self, tasks: &[Task], t: TaskId, now: Nanos);
     /// `dequeue_task_fair`: `t` sleeps or exited.
     fn dequeue(&mut self, tasks: &[Task], t: TaskId, now: Nanos);
-    /// `put_prev_task_fair`: the running task stops running (it may still be queued).
-    fn put_prev(&mut self, tasks: &[Task], now: Nanos);
+    /// `put_prev_task_fair`: running task `prev` stops running (it may still be queued).
+    fn put_prev(&mut self, tasks: &[Task], prev: TaskId, now: Nanos);
     /// `pick_next_task_fair`: the next task, if any, and what the pick cost (tree work).
     fn pick_next(&mut self, tasks: &[Task], m: &MachineProfile, now: Nanos) -> (Option<TaskId>, Nanos);
-    /// `task_tick_fair` for the running task: true to reschedule.
-    fn tick(&mut self, tasks: &[Task], now: Nanos) -> bool;
+    /// `task_tick_fair` for running task `curr`: true to reschedule.
+    fn tick(&mut self, tasks: &[Task], curr: TaskId, now: Nanos) -> bool;
     /// `check_preempt_wakeup`: fair `p` woke while fair `curr` runs.
     fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool;
     /// Fair tasks runnable, the running one included.
     fn nr_running(&self) -> usize;
     /// Where `t` stands in this class's order.
     fn placement(&self, t: TaskId) -> Option<Placement>;
+    /// Can several CPUs run this class's tasks at once (one `curr` each)?
+    fn smp(&self) -> bool {
+        false
+    }
 }
 
 /// The RT class over fair class `F`.
@@ -54,10 +59,8 @@ pub struct WithRt<F> {
     nr_rt: usize,
     /// RR slice left, by task.
     rr_left: Vec<Nanos>,
-    /// The running task belongs to the fair class (so `put_prev` is owed to it).
-    fair_running: bool,
-    /// When the running RT task's time was last charged.
-    last_tick: Nanos,
+    /// When each running RT task's time was last charged, by task.
+    rt_since: Vec<Nanos>,
 }
 
 fn is_rt(t: &Task) -> bool {
@@ -72,8 +75,7 @@ impl<F: FairClass> WithRt<F> {
             bitmap: 0,
             nr_rt: 0,
             rr_left: Vec::new(),
-            fair_running: false,
-            last_tick: 0,
+            rt_since: Vec::new(),
         }
     }
 
@@ -81,9 +83,17 @@ impl<F: FairClass> WithRt<F> {
         t.rt_priority.min(99) as usize
     }
 
-    fn highest(&self) -> Option<TaskId> {
+    /// The first RT task of the highest priority no other CPU runs (`busy`).
+    fn highest(&self, busy: &[TaskId]) -> Option<TaskId> {
         let p = u128::BITS.checked_sub(self.bitmap.leading_zeros() + 1)?;
-        self.queues[p as usize].front().copied()
+        if busy.is_empty() {
+            return self.queues[p as usize].front().copied();
+        }
+        (0..=p as usize)
+            .rev()
+            .flat_map(|p| self.queues[p].iter())
+            .copied()
+            .find(|t| !busy.contains(t))
     }
 }
 
@@ -133,19 +143,37 @@ impl<F: FairClass> Scheduler for WithRt<F> {
         }
     }
 
-    fn pick(&mut self, tasks: &[Task], _prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos) {
-        if self.fair_running {
-            self.fair.put_prev(tasks, now);
-            self.fair_running = false;
+    fn pick(&mut self, tasks: &[Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos) {
+        self.pick_excluding(tasks, prev, &[], m, now)
+    }
+
+    fn smp(&self) -> bool {
+        self.fair.smp()
+    }
+
+    /// On several CPUs: the RT class takes the highest RT task no other CPU runs; the fair
+    /// class's running tasks are out of its tree, so its pick never finds another CPU's.
+    fn pick_excluding(
+        &mut self,
+        tasks: &[Task],
+        prev: TaskId,
+        busy: &[TaskId],
+        m: &MachineProfile,
+        now: Nanos,
+    ) -> (TaskId, Nanos) {
+        if prev != 0 && !is_rt(&tasks[prev]) {
+            self.fair.put_prev(tasks, prev, now);
         }
         let mut cost = m.schedule_base_ns + m.cost(RT_PICK_INSTR, 0.0);
-        if let Some(t) = self.highest() {
-            self.last_tick = now;
+        if let Some(t) = self.highest(busy) {
+            if self.rt_since.len() <= t {
+                self.rt_since.resize(t + 1, 0);
+            }
+            self.rt_since[t] = now;
             return (t, cost);
         }
         let (next, c) = self.fair.pick_next(tasks, m, now);
         cost += c;
-        self.fair_running = next.is_some();
         (next.unwrap_or(0), cost)
     }
 
@@ -154,10 +182,14 @@ impl<F: FairClass> Scheduler for WithRt<F> {
             return false;
         }
         if !is_rt(&tasks[curr]) {
-            return self.fair_running && self.fair.tick(tasks, now);
+            return self.fair.tick(tasks, curr, now);
         }
-        let ran = now.saturating_sub(self.last_tick);
-        self.last_tick = now;
+        let since = self.rt_since.get(curr).copied().unwrap_or(0);
+        let ran = now.saturating_sub(since);
+        if self.rt_since.len() <= curr {
+            self.rt_since.resize(curr + 1, 0);
+        }
+        self.rt_since[curr] = now;
         if tasks[curr].policy != Policy::Rr {
             return false;
         }
