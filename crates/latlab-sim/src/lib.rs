@@ -322,7 +322,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
     if cpus > 1 {
         let why = if !sched.smp() {
             Some(format!(
-                "{cpus} CPUs, but variant `{}`'s `{}` scheduler is modelled on one CPU (`o1` and `cfs` run on several; a run's `maxcpus = 1` boots it on one)",
+                "{cpus} CPUs, but variant `{}`'s `{}` scheduler is modelled on one CPU (`o1`, `cfs` and `eevdf` run on several; a run's `maxcpus = 1` boots it on one)",
                 cfg.variant.name,
                 sched.name()
             ))

@@ -1397,28 +1397,42 @@ pub(crate) mod tests {
         )
     }
 
-    /// A 2.6.35-style kernel (CFS under the RT class at HZ 1000) with `cpus` CPUs.
-    fn cfs_kernel(cpus: u32) -> Kernel {
-        let m = MachineProfile { cpus, ..machine() };
+    /// A kernel of a fair class under the RT class on two CPUs of the test machine.
+    fn fair_kernel(sched: Box<dyn crate::sched::Scheduler>, class: SchedClass) -> Kernel {
+        let m = MachineProfile { cpus: 2, ..machine() };
         let st = KState::new(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
-        let v = variant_with(SchedClass::Cfs, PreemptModel::None, &[]);
-        let tun = crate::sched::cfs::tests::unpatched();
-        let sched = crate::sched::rt::WithRt::new(crate::sched::cfs::Cfs::new(tun));
-        Kernel::new(v, m, Box::new(sched), st, crate::engine::rng_for(7, 1))
+        let v = variant_with(class, PreemptModel::None, &[]);
+        Kernel::new(v, m, sched, st, crate::engine::rng_for(7, 1))
     }
 
     #[test]
-    fn cfs_shares_two_cpus_fairly_among_three_hogs() {
-        let mut k = cfs_kernel(2);
-        let pids: Vec<u32> = ["a", "b", "c"]
-            .iter()
-            .map(|n| k.spawn(TaskSpec::user(*n, Box::new(Hog)), None))
-            .collect();
-        k.run_until(1_000_000_000, |_| {});
-        // Two CPUs' second among three: about 2/3 s each, within a few slices.
-        for pid in pids {
-            let ns = k.tasks[k.pids[&pid]].cpu_ns;
-            assert!((600_000_000..=730_000_000).contains(&ns), "{pid}: {ns}");
+    fn cfs_and_eevdf_share_two_cpus_fairly_among_three_hogs() {
+        use crate::sched::rt::WithRt;
+        let cfs = WithRt::new(crate::sched::cfs::Cfs::new(crate::sched::cfs::tests::unpatched()));
+        let tun = crate::variant::EevdfTunables {
+            base_slice_ns: 3_000_000,
+            run_to_parity: true,
+            place_lag: true,
+        };
+        let eevdf = WithRt::new(crate::sched::eevdf::Eevdf::new(tun, 100));
+        for mut k in [
+            fair_kernel(Box::new(cfs), SchedClass::Cfs),
+            fair_kernel(Box::new(eevdf), SchedClass::Eevdf),
+        ] {
+            let pids: Vec<u32> = ["a", "b", "c"]
+                .iter()
+                .map(|n| k.spawn(TaskSpec::user(*n, Box::new(Hog)), None))
+                .collect();
+            k.run_until(1_000_000_000, |_| {});
+            // Two CPUs' second among three: about 2/3 s each, within a few slices.
+            for pid in pids {
+                let ns = k.tasks[k.pids[&pid]].cpu_ns;
+                assert!(
+                    (600_000_000..=730_000_000).contains(&ns),
+                    "{}: {pid}: {ns}",
+                    k.sched.name()
+                );
+            }
         }
     }
 

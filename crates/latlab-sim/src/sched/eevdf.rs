@@ -1,6 +1,7 @@
 //! EEVDF, the fair class of Linux 6.6+ (`kernel/sched/fair.c`, `kernel/sched/features.h`
-//! of 6.6-6.18; kernel-facts.md), one CPU, no group scheduling. The formula each function
-//! follows is quoted above its code.
+//! of 6.6-6.18; kernel-facts.md), one runqueue (the CPUs of a Hyper-Threading pair share
+//! it, one running entity each), no group scheduling. The formula each function follows is
+//! quoted above its code.
 //!
 //! - Every task has a `vruntime` (run time scaled by `NICE_0_LOAD / weight`, as CFS) and a
 //!   virtual deadline `vd_i = v_i + calc_delta_fair(slice, se)`. The queue's weighted
@@ -28,6 +29,7 @@ use crate::kernel::task::{Task, TaskId};
 use crate::machine::MachineProfile;
 use crate::variant::EevdfTunables;
 use latlab_core::Nanos;
+use smallvec::SmallVec;
 use std::collections::BTreeSet;
 
 /// Virtual times start here, so lags of either sign stay in range of an unsigned clock.
@@ -64,7 +66,12 @@ pub struct Eevdf {
     sum_wv: i128,
     sum_w: u64,
     nr_running: usize,
-    curr: Option<TaskId>,
+    /// `cfs_rq->curr`: the running entities (one per CPU running a fair task), out of the
+    /// tree but in the average while queued.
+    curr: SmallVec<[TaskId; 2]>,
+    /// Running tasks whose deadline passed while another CPU's tick or wakeup charged them:
+    /// their own CPU reschedules at its next tick (2.6's `resched_curr` would IPI it).
+    resched_pending: SmallVec<[TaskId; 2]>,
 }
 
 impl Eevdf {
@@ -79,7 +86,8 @@ impl Eevdf {
             sum_wv: 0,
             sum_w: 0,
             nr_running: 0,
-            curr: None,
+            curr: SmallVec::new(),
+            resched_pending: SmallVec::new(),
         }
     }
 
@@ -104,7 +112,12 @@ impl Eevdf {
     /// `div_s64` after its negative correction); the base when nothing is queued.
     fn avg_vruntime(&self) -> i128 {
         if self.sum_w == 0 {
-            return self.curr.map_or(VRUNTIME_BASE, |c| self.se[c].vruntime);
+            return self
+                .curr
+                .iter()
+                .map(|&c| self.se[c].vruntime)
+                .min()
+                .unwrap_or(VRUNTIME_BASE);
         }
         VRUNTIME_BASE + self.sum_wv.div_euclid(self.sum_w as i128)
     }
@@ -131,10 +144,39 @@ impl Eevdf {
         calc_delta_fair(self.tun.base_slice_ns, self.se[t].weight) as i128
     }
 
-    /// `update_curr` with `update_deadline`: charge the running task; true when its
-    /// deadline passed and others are queued (`resched_curr_lazy`).
-    fn update_curr(&mut self, now: Nanos) -> bool {
-        let Some(c) = self.curr else { return false };
+    /// `update_curr` for every running task (see [`Eevdf::update_curr_of`]).
+    fn update_curr(&mut self, now: Nanos) {
+        for i in 0..self.curr.len() {
+            self.update_one(self.curr[i], now);
+        }
+    }
+
+    /// `update_curr` for every running task; true when running task `c`'s deadline passed
+    /// and others are queued (`resched_curr_lazy`). Another CPU's task's deadline passing
+    /// here asks nothing of that CPU, as a deadline passing in an enqueue's `update_curr`
+    /// asks nothing of this one.
+    fn update_curr_of(&mut self, now: Nanos, c: TaskId) -> bool {
+        let mut resched = false;
+        for i in 0..self.curr.len() {
+            let t = self.curr[i];
+            if self.update_one(t, now) {
+                if t == c {
+                    resched = true;
+                } else if !self.resched_pending.contains(&t) {
+                    self.resched_pending.push(t);
+                }
+            }
+        }
+        if let Some(i) = self.resched_pending.iter().position(|&t| t == c) {
+            self.resched_pending.remove(i);
+            resched = true;
+        }
+        resched
+    }
+
+    /// `update_curr` with `update_deadline` for running task `c`: charge it; true when its
+    /// deadline passed and others are queued.
+    fn update_one(&mut self, c: TaskId, now: Nanos) -> bool {
         let delta = now.saturating_sub(self.se[c].exec_start);
         let on_rq = self.se[c].on_rq;
         if on_rq {
@@ -200,10 +242,10 @@ impl Eevdf {
         }
     }
 
-    /// `pick_eevdf`: the eligible entity with the earliest deadline (the running task
+    /// `pick_eevdf`: the eligible entity with the earliest deadline (running task `curr`
     /// included while queued and eligible); RUN_TO_PARITY keeps a protected running task.
-    fn pick_eevdf(&self) -> Option<TaskId> {
-        let curr = self.curr.filter(|&c| self.se[c].on_rq && self.eligible(c));
+    fn pick_eevdf(&self, curr: Option<TaskId>) -> Option<TaskId> {
+        let curr = curr.filter(|&c| self.se[c].on_rq && self.eligible(c));
         if let Some(c) = curr {
             if self.tun.run_to_parity && self.se[c].protect {
                 return Some(c);
@@ -250,7 +292,7 @@ impl FairClass for Eevdf {
         self.se[t].on_rq = true;
         self.nr_running += 1;
         self.account(t, true);
-        if self.curr != Some(t) {
+        if !self.curr.contains(&t) {
             self.tree_insert(t);
         }
     }
@@ -269,19 +311,21 @@ impl FairClass for Eevdf {
     }
 
     fn put_prev(&mut self, _tasks: &[Task], prev: TaskId, now: Nanos) {
-        let Some(c) = self.curr.filter(|&c| c == prev) else {
+        let Some(i) = self.curr.iter().position(|&c| c == prev) else {
             return;
         };
-        if self.se[c].on_rq {
+        if self.se[prev].on_rq {
             self.update_curr(now);
-            self.tree_insert(c);
+            self.tree_insert(prev);
         }
-        self.curr = None;
+        self.curr.remove(i);
+        self.resched_pending.retain(|t| *t != prev);
     }
 
     fn pick_next(&mut self, _tasks: &[Task], m: &MachineProfile, now: Nanos) -> (Option<TaskId>, Nanos) {
         let n = self.tree.len();
-        let Some(se) = self.pick_eevdf() else {
+        // The previous task is back in the tree (`put_prev`); another CPU's is no candidate.
+        let Some(se) = self.pick_eevdf(None) else {
             return (None, 0);
         };
         self.tree_remove(se);
@@ -289,27 +333,31 @@ impl FairClass for Eevdf {
         e.exec_start = now;
         // set_next_entity: RUN_TO_PARITY protects the slice just begun.
         e.protect = true;
-        self.curr = Some(se);
+        self.curr.push(se);
         (Some(se), m.cost(PICK_FIXED_INSTR, 0.0) + 2 * Self::tree_cost(m, n))
     }
 
     fn tick(&mut self, _tasks: &[Task], curr: TaskId, now: Nanos) -> bool {
-        if self.curr != Some(curr) {
+        if !self.curr.contains(&curr) {
             return false;
         }
         // entity_tick -> update_curr -> update_deadline.
-        self.update_curr(now)
+        self.update_curr_of(now, curr)
     }
 
     fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool {
         self.ensure(tasks, p);
-        if self.curr != Some(curr) {
+        if !self.curr.contains(&curr) {
             return false;
         }
         // check_preempt_wakeup_fair: `update_curr(cfs_rq); if (pick_eevdf(cfs_rq) == pse)
         // goto preempt;` (a deadline that passed in update_curr reschedules too).
-        let expired = self.update_curr(now);
-        expired || self.pick_eevdf() == Some(p)
+        let expired = self.update_curr_of(now, curr);
+        expired || self.pick_eevdf(Some(curr)) == Some(p)
+    }
+
+    fn smp(&self) -> bool {
+        true
     }
 
     fn nr_running(&self) -> usize {
