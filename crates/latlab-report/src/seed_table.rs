@@ -850,28 +850,40 @@ pub fn render_sweep(
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
-    sweep_table(&mut out, "Worst case", &is_worst, key, values, columns, labels);
+    let sweep = Sweep {
+        key,
+        values,
+        columns,
+        labels,
+    };
+    sweep_table(&mut out, &sweep, "Worst case", &is_worst, true);
     for (figure, what) in SWEEP_EXTRAS {
         let has = |r: &CompareRow| r.figure == *figure;
         if columns.iter().flatten().any(has) {
             out.push('\n');
-            sweep_table(&mut out, what, &has, key, values, columns, labels);
+            sweep_table(&mut out, &sweep, what, &has, false);
         }
     }
     out
 }
 
+/// What every table of one sweep shares: the key, its values, each value's rows, the labels.
+struct Sweep<'a> {
+    key: &'a str,
+    values: &'a [&'a str],
+    columns: &'a [Vec<CompareRow>],
+    labels: &'a [SweepRow],
+}
+
 /// One table of a sweep: the figure `is_figure` picks, per row and value, beside the seed's;
-/// rows without it left out (the worst case keeps every row, `-` where a run has none).
-fn sweep_table(
-    out: &mut String,
-    what: &str,
-    is_figure: &dyn Fn(&CompareRow) -> bool,
-    key: &str,
-    values: &[&str],
-    columns: &[Vec<CompareRow>],
-    labels: &[SweepRow],
-) {
+/// rows without it left out unless `all_rows` (the worst case's: `-` where a run has none).
+fn sweep_table(out: &mut String, sweep: &Sweep, what: &str, is_figure: &dyn Fn(&CompareRow) -> bool, all_rows: bool) {
+    let Sweep {
+        key,
+        values,
+        columns,
+        labels,
+    } = *sweep;
     // A run's row belongs to the label of its stream, or, when no label names that
     // stream, to its kernel's (and case's) label without one.
     let claimed = |r: &CompareRow| {
@@ -889,10 +901,9 @@ fn sweep_table(
             })
             .cloned()
     };
-    let worst = what == "Worst case";
     let rows: Vec<&SweepRow> = labels
         .iter()
-        .filter(|row| worst || columns.iter().any(|c| find(c, row).is_some()))
+        .filter(|row| all_rows || columns.iter().any(|c| find(c, row).is_some()))
         .collect();
     // Rows with a published figure: the only ones the bar can judge.
     let judged = rows
@@ -904,12 +915,13 @@ fn sweep_table(
                 .is_some_and(|r| r.published.is_some() || r.published_range.is_some())
         })
         .count();
-    // The rows' own unit (seed 004's are us).
+    // The rows' own unit (seed 004's are us); a table is drawn only for a figure some row
+    // has, but for the worst case's, which says ms when no run has one.
     let unit = columns
         .iter()
         .flatten()
         .find(|r| is_figure(r))
-        .map_or(if worst { "ms" } else { "" }, |r| r.unit.as_str());
+        .map_or("ms", |r| r.unit.as_str());
     let what = if unit.is_empty() || unit == "count" || unit == "ratio" {
         what.to_string()
     } else {

@@ -13,7 +13,7 @@
 //! boundary is taken first. Device interrupts go to CPU 0 (i386's in-kernel IRQ balancer
 //! leaves them there on one package); each CPU's local timer runs `scheduler_tick`; a
 //! wakeup goes to an idle CPU first (`wake_idle`) and a CPU told to reschedule by another
-//! does so at its next chance (the reschedule IPI); an idle CPU pulls a waiting task at its
+//! takes the reschedule IPI at once; an idle CPU pulls a waiting task at its
 //! tick (`rebalance_tick`). Not modelled: spinning on a spinlock another CPU holds (the
 //! model's paths take their state at step boundaries, so no two CPUs ever see it half
 //! changed), the cost of the IPI.
