@@ -16,6 +16,6 @@ pub mod units;
 
 pub use attribution::{Attribution, Cause, TaskSlice};
 pub use histogram::{LatencyHistogram, Summary};
-pub use result::{Engine, LatencySplit, LoadDeath, LoadFate, RunMeta, RunResult, Sample, Stream};
+pub use result::{Engine, IoRecord, LatencySplit, LoadDeath, LoadFate, RunMeta, RunResult, Sample, Stream};
 pub use trace::{FillRow, LatencyTrace, PreemptOff, RecordedEvent, RecordedEvents, TraceEntry};
 pub use units::{ms, us, Nanos};

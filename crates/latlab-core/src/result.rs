@@ -119,6 +119,19 @@ pub struct Stream {
     /// The IRQ / thread split of the samples (the probe's, when it traced the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<LatencySplit>,
+    /// Every timed call in order, when the run was asked to keep them (a write stream's
+    /// records, as iozone `-Q` lists them): empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<IoRecord>,
+}
+
+/// One timed I/O call of a write stream: where it was, how long it took, how much it moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoRecord {
+    /// File offset of the call, KiB.
+    pub offset_kb: u64,
+    pub latency_ns: Nanos,
+    pub bytes: u64,
 }
 
 impl Stream {
@@ -131,6 +144,7 @@ impl Stream {
             worst: Vec::new(),
             recorded: Vec::new(),
             split: None,
+            records: Vec::new(),
         }
     }
 

@@ -712,6 +712,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 posix_timer,
                 preempt_off: (f.table == TableKind::PreemptOff).then_some(window),
                 maxcpus: r.maxcpus,
+                keep_records: false,
             },
             published: Published {
                 samples: r.published_samples,

@@ -17,7 +17,7 @@ use crate::sched_trace::SchedTrace;
 use crate::signals;
 use crate::timer::Break;
 use latlab_core::attribution::Attribution;
-use latlab_core::result::{Sample, Stream};
+use latlab_core::result::{IoRecord, Sample, Stream};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
@@ -42,7 +42,7 @@ pub struct WriteConfig {
     pub break_above_ns: Option<u64>,
     /// Bytes written so far, for a live display.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    /// Keep every record's offset and latency ([`WriteOutcome::records`]).
+    /// Keep every record's offset, latency and size in the stream (`Stream::records`).
     pub keep_records: bool,
 }
 
@@ -59,8 +59,6 @@ pub struct WriteOutcome {
     pub broke: Option<Break>,
     /// Why the scheduler tracepoints could not be used, when `--explain` wanted them.
     pub trace_error: Option<String>,
-    /// Every record's (offset in KB, latency in ns), in order, when `keep_records`.
-    pub records: Vec<(u64, u64)>,
 }
 
 /// Ring buffer per CPU for the write trace: the whole machine is traced, so a long run keeps
@@ -143,9 +141,8 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
     let mut bytes = 0;
     let mut interrupted = false;
     let mut broke = None;
-    let mut kept = Vec::new();
     if cfg.keep_records {
-        kept.reserve_exact(records as usize);
+        stream.records.reserve_exact(records as usize);
     }
     for i in 0..records {
         if signals::stop_requested() {
@@ -162,7 +159,11 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         }
         stream.hist.record(lat);
         if cfg.keep_records {
-            kept.push(((i * cfg.record as u64) >> 10, lat));
+            stream.records.push(IoRecord {
+                offset_kb: (i * cfg.record as u64) >> 10,
+                latency_ns: lat,
+                bytes: cfg.record as u64,
+            });
         }
         let keeps = stream.worst.len() < cfg.keep_worst || stream.worst.last().is_some_and(|w| w.latency_ns < lat);
         if keeps {
@@ -222,19 +223,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         interrupted,
         broke,
         trace_error,
-        records: kept,
     })
-}
-
-/// Every record as iozone `-Q` writes its per-record file (`wol.dat`, iozone.c): a header,
-/// then one line per record, offset in KB, latency in microseconds and the record's bytes.
-pub fn records_file(records: &[(u64, u64)], record_bytes: usize) -> String {
-    let mut out = String::with_capacity(records.len() * 34 + 64);
-    out.push_str("Offset in Kbytes   Latency in microseconds  Transfer size in bytes\n");
-    for &(kb, ns) in records {
-        out.push_str(&format!("{kb:>10} {:>10.0} {record_bytes:>10}\n", ns as f64 / 1000.0));
-    }
-    out
 }
 
 /// Dirty-page state right after a slow record (/proc/vmstat and the dirty ratios).
@@ -292,15 +281,18 @@ mod tests {
         let out = run(&cfg).unwrap();
         assert_eq!(out.broke, None);
         assert_eq!(out.stream.hist.count(), 1024);
-        // Every record in iozone -Q's per-record layout, in file order.
-        let f = records_file(&out.records, 4096);
-        let rows: Vec<Vec<&str>> = f.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
-        assert!(f.starts_with("Offset in Kbytes"));
-        assert_eq!(rows.len(), 1024);
-        assert_eq!((rows[0][0], rows[1][0], rows[1023][0]), ("0", "4", "4092"));
-        assert!(rows
-            .iter()
-            .all(|r| r.len() == 3 && r[2] == "4096" && r[1].parse::<u64>().is_ok()));
+        // Every record, in file order.
+        let recs = &out.stream.records;
+        assert_eq!(recs.len(), 1024);
+        assert_eq!(
+            (recs[0].offset_kb, recs[1].offset_kb, recs[1023].offset_kb),
+            (0, 4, 4092)
+        );
+        assert!(recs.iter().all(|r| r.bytes == 4096));
+        assert_eq!(
+            recs.iter().map(|r| r.latency_ns).max(),
+            Some(out.stream.worst[0].latency_ns)
+        );
         assert_eq!(out.bytes, 4 << 20);
         assert_eq!(out.stream.worst.len(), 10);
         assert!(out.stream.worst[0].attribution.note.contains("dirty"));
@@ -326,7 +318,7 @@ mod tests {
         assert_eq!(out.stream.hist.count(), 1);
         assert_eq!(out.bytes, 4096);
         assert_eq!(cfg.progress.unwrap().load(std::sync::atomic::Ordering::Relaxed), 4096);
-        assert!(out.records.is_empty());
+        assert!(out.stream.records.is_empty());
         let b = out.broke.expect("broke");
         assert_eq!((b.stream.as_str(), b.latency_ns), ("write", out.stream.hist.max()));
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");

@@ -5,6 +5,7 @@
 //! - [`latency_trace`]: the worst sample as `/proc/latency_trace` text (seed 003's layout).
 //! - [`summary`]: percentiles and attribution of the worst samples.
 //! - [`cyclictest`]: `cyclictest -h` histogram files.
+//! - [`iozone_q`]: a write stream's records as iozone `-Q`'s per-record files (`wol.dat`).
 //! - [`input`]: a result read back from either engine's JSON, with errors that say why not.
 //! - [`buckets`]: log buckets and percentile points shared by the exports below.
 //! - [`compare`]: several results side by side (`latlab report compare`).
@@ -28,6 +29,7 @@ pub mod cyclictest;
 pub mod ftrace;
 pub mod html;
 pub mod input;
+pub mod iozone_q;
 pub mod latency_trace;
 pub mod plot;
 pub mod preempt_off;

@@ -172,6 +172,9 @@ pub struct SimConfig {
     /// The kernel's `maxcpus=` boot parameter: it brings up at most this many of the machine's
     /// logical CPUs (all of them when None).
     pub maxcpus: Option<u32>,
+    /// Keep every timed write(2) of a write stream in the result (`Stream::records`, iozone
+    /// `-Q`'s per-record files); off, only the histogram and the slowest are kept.
+    pub keep_records: bool,
 }
 
 impl SimConfig {
@@ -363,6 +366,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         .map(|w| measure::preempt_off::PreemptOffTracer::new(w, &cfg.variant));
     k.tracker.epoch = epoch;
     k.wtrack.epoch = epoch;
+    k.wtrack.keep_records = cfg.keep_records;
     match cfg.posix_timer {
         Some(p) => {
             let mut t = measure::posix_timer::PosixTracker::new(p.notify.stream(), p.notify.sigev());

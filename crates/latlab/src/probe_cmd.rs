@@ -518,9 +518,11 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         let display = cfg.progress.clone().map(|p| progress::bytes(cfg.size, p));
         let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e));
         drop(display);
-        let out = out?;
+        let mut out = out?;
         if let Some(p) = &w.records {
-            std::fs::write(p, write::records_file(&out.records, cfg.record))
+            // The records go to their file, not into the result's JSON.
+            let records = std::mem::take(&mut out.stream.records);
+            std::fs::write(p, latlab_report::iozone_q::records_file(&records))
                 .with_context(|| format!("--records {}", p.display()))?;
         }
         if let Some(e) = &out.trace_error {

@@ -43,6 +43,11 @@ pub struct Opts {
     /// Write each run's full result (RunResult JSON) into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Write every timed write(2) of each run into this directory as iozone -Q's per-record
+    /// files (`EXPERIMENT-LABEL-wol.dat`, `-rwol.dat`: offset KB, latency us, bytes; `sort
+    /// -nk2 FILE | tail` gives seed 001's listing).
+    #[arg(long, value_name = "DIR")]
+    pub records: Option<PathBuf>,
     /// Run the experiment once per value of a setting, the same for every kernel, and print
     /// each kernel's worst case per value: `seed`, `rtc_hz`, `hz`, `timer_period_us`, a
     /// workload size (`hogs`, `video.fps`, `video.decode_us`, `video.x_us`, `make.jobs`,
@@ -130,7 +135,10 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     let mut all = run_pool(&jobs, o)?.into_iter();
     let mut columns = Vec::new();
     for (e, t) in &jobs {
-        let results: Vec<RunResult> = all.by_ref().take(e.runs.len()).collect();
+        let mut results: Vec<RunResult> = all.by_ref().take(e.runs.len()).collect();
+        if let Some(dir) = &o.records {
+            write_records(e, &mut results, dir, &format!("-{t}"))?;
+        }
         if let Some(dir) = &o.out {
             write_out(e, &results, dir, &format!("-{t}"))?;
         }
@@ -182,6 +190,7 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
             if let Some(s) = o.seed {
                 cfg.seed = s;
             }
+            cfg.keep_records = o.records.is_some();
             let mut bar: Option<ProgressBar> = None;
             let t0 = Instant::now();
             let progress = &mut |now: u64, goal: u64| {
@@ -209,13 +218,43 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
     results.into_iter().collect()
 }
 
+/// A run's file in `dir`: `EXPERIMENT-LABEL[SUFFIX]TAIL`, with `/` and spaces as `_`.
+fn run_file(dir: &Path, exp: &Experiment, run: &latlab_exp::Run, suffix: &str, tail: &str) -> PathBuf {
+    dir.join(format!("{}-{}{suffix}{tail}", exp.name, run.label).replace(['/', ' '], "_"))
+}
+
 /// Each run's full result as `DIR/EXPERIMENT-LABEL[SUFFIX].json`.
 fn write_out(exp: &Experiment, results: &[RunResult], dir: &Path, suffix: &str) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("--out: cannot create {}", dir.display()))?;
     for (run, r) in exp.runs.iter().zip(results) {
-        let name = format!("{}-{}{suffix}.json", exp.name, run.label).replace(['/', ' '], "_");
-        let p = dir.join(name);
-        std::fs::write(&p, serde_json::to_vec_pretty(r)?).with_context(|| format!("cannot write {}", p.display()))?;
+        let p = run_file(dir, exp, run, suffix, ".json");
+        std::fs::write(&p, serde_json::to_vec_pretty(r)?)
+            .with_context(|| format!("--out: cannot write {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Each run's kept write(2) records as iozone -Q's per-record files,
+/// `DIR/EXPERIMENT-LABEL[SUFFIX]-wol.dat` (and `-rwol.dat`, ...); the records leave the
+/// results (they are not written into `--out`'s JSON).
+fn write_records(exp: &Experiment, results: &mut [RunResult], dir: &Path, suffix: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("--records: cannot create {}", dir.display()))?;
+    let mut written = 0;
+    for (run, r) in exp.runs.iter().zip(results) {
+        for s in r.streams.iter_mut().filter(|s| !s.records.is_empty()) {
+            let records = std::mem::take(&mut s.records);
+            let tail = format!("-{}", latlab_report::iozone_q::file_name(&s.name));
+            let p = run_file(dir, exp, run, suffix, &tail);
+            std::fs::write(&p, latlab_report::iozone_q::records_file(&records))
+                .with_context(|| format!("--records: cannot write {}", p.display()))?;
+            written += 1;
+        }
+    }
+    if written == 0 {
+        errln!(
+            "latlab: warning: --records: no run of {} times write(2) calls (only iozone and sysbench runs do); nothing written",
+            exp.name
+        );
     }
     Ok(())
 }
@@ -241,7 +280,10 @@ fn heading(exp: &Experiment) -> String {
 /// Run every variant of `exp` (in parallel) and print its report.
 fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     let started = Instant::now();
-    let results = run_all(exp, o)?;
+    let mut results = run_all(exp, o)?;
+    if let Some(dir) = &o.records {
+        write_records(exp, &mut results, dir, "")?;
+    }
     if let Some(dir) = &o.out {
         write_out(exp, &results, dir, "")?;
     }

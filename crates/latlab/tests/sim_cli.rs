@@ -425,3 +425,87 @@ fn every_experiments_rows_carry_their_stored_band() {
          `latlab uncertainty NAME --samples 64 --json > experiments/bands/NAME.json` (docs/fidelity.md \"Uncertainty\")"
     );
 }
+
+/// `--records DIR`: every timed write(2) of each iozone run as iozone -Q's per-record file,
+/// one line per record in file order, whose `sort -nk2 | tail` is the table's slowest
+/// listing; `--out`'s JSON does not carry them; a run without write streams says so.
+#[test]
+fn records_writes_iozones_per_record_files() {
+    let dir = Scratch::new("records");
+    let recs = dir.path("recs");
+    let out_dir = dir.path("out");
+    let out = latlab(&[
+        "reproduce",
+        "pdflush-balance",
+        "--vary",
+        "iozone.file_mb=8",
+        "--records",
+        &recs,
+        "--out",
+        &out_dir,
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let read = |name: &str| std::fs::read_to_string(dir.0.join("recs").join(name)).unwrap();
+    let wol = read("pdflush-balance-2.6.17,_50%-iozone.file_mb=8-wol.dat");
+    let mut lines = wol.lines();
+    assert_eq!(lines.next(), Some(latlab_report::iozone_q::HEADER));
+    let rows: Vec<[u64; 3]> = lines
+        .map(|l| {
+            let c: Vec<u64> = l.split_whitespace().map(|w| w.parse().unwrap()).collect();
+            [c[0], c[1], c[2]]
+        })
+        .collect();
+    // 8 MB in 4 KiB records, in file order.
+    assert_eq!(rows.len(), 2048);
+    assert!(rows
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r[0] == 4 * i as u64 && r[2] == 4096));
+    // The rewrite pass has its own file; sysbench's requests theirs.
+    assert_eq!(
+        read("pdflush-balance-2.6.17,_50%-iozone.file_mb=8-rwol.dat")
+            .lines()
+            .count(),
+        2049
+    );
+    assert!(
+        read("pdflush-balance-sysbench_2.6.17,_50%-iozone.file_mb=8-sysbench-rndrw.dat")
+            .lines()
+            .count()
+            > 1
+    );
+    // The saved result keeps its slowest ten, not every record: the same ten as the file's.
+    let saved = std::fs::read_to_string(
+        dir.0
+            .join("out")
+            .join("pdflush-balance-2.6.17,_50%-iozone.file_mb=8.json"),
+    )
+    .unwrap();
+    let r: latlab_core::RunResult = serde_json::from_str(&saved).unwrap();
+    let w = r.stream("write").unwrap();
+    assert!(w.records.is_empty() && !saved.contains("\"records\""));
+    let mut slowest: Vec<u64> = rows.iter().map(|r| r[1]).collect();
+    slowest.sort_unstable();
+    let mut worst: Vec<u64> = w.worst.iter().map(|s| s.latency_ns / 1000).collect();
+    worst.sort_unstable();
+    assert_eq!(slowest[slowest.len() - 10..], worst[..]);
+
+    // An experiment without write streams writes nothing and says so.
+    let out = latlab(&["reproduce", "sched-cost", "--records", &dir.path("none")]);
+    assert!(out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--records") && e.contains("nothing written"), "{e}");
+    // A directory that cannot be made: the option and the path named, exit 2.
+    let file = dir.file("plain", "x");
+    let out = latlab(&[
+        "reproduce",
+        "pdflush-balance",
+        "--vary",
+        "iozone.file_mb=8",
+        "--records",
+        &format!("{file}/sub"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--records") && e.contains("plain/sub"), "{e}");
+}

@@ -20,7 +20,7 @@
 //! fsyncs included (its `cumulative_timer1` runs until the last request is done).
 
 use crate::kernel::task::{Task, TaskId};
-use latlab_core::{Attribution, Nanos, Sample, Stream};
+use latlab_core::{Attribution, IoRecord, Nanos, Sample, Stream};
 use std::collections::BTreeMap;
 
 /// Slowest writes kept with their attribution: seed 001 lists ten.
@@ -141,6 +141,8 @@ pub struct WriteTracker {
     long_writes: [u64; 3],
     /// Start of the measured run (samples' times are relative to it).
     pub epoch: Nanos,
+    /// Keep every timed call in its stream's `records` (iozone `-Q`'s per-record files).
+    pub keep_records: bool,
 }
 
 impl WriteTracker {
@@ -213,6 +215,13 @@ impl WriteTracker {
         self.long_writes[i] += u64::from(latency > LONG_WRITE_NS);
         let stream = self.streams[i].get_or_insert_with(|| Stream::new(o.pass.stream(), o.pass.describe(bytes)));
         stream.hist.record(latency);
+        if self.keep_records {
+            stream.records.push(IoRecord {
+                offset_kb,
+                latency_ns: latency,
+                bytes,
+            });
+        }
         let enters = stream.worst.len() < KEEP_WORST || stream.worst.last().is_some_and(|s| s.latency_ns < latency);
         if !enters {
             return;

@@ -1035,6 +1035,7 @@ mod tests {
             realfeel: true,
             preempt_off: None,
             maxcpus: None,
+            keep_records: false,
         }
     }
 
