@@ -396,6 +396,7 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
             num(gain.map(|r| r.model), 2),
         );
     }
+    out.push_str(&render_switches(runs, w));
     out.push_str(&render_sysbench(runs, rows, w));
     for v in runs {
         let Some(s) = v.result.stream("write") else { continue };
@@ -419,6 +420,38 @@ pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &
             });
             let _ = writeln!(out, "{sd:>12}   {lat:>12} {off:>12}");
         }
+    }
+    out
+}
+
+/// Seed 001's context switches ("number of context switches increasing is inside variation
+/// limits"; the seed gives no figure): per iozone run, the machine's switches a second over
+/// each timed pass (vmstat's `cs`) and the writer's involuntary switches over both
+/// (`/usr/bin/time -f %c`).
+fn render_switches(runs: &[RunView], w: usize) -> String {
+    let mut out = String::new();
+    for v in runs.iter().filter(|v| v.result.stream("write").is_some()) {
+        let (c, t) = (&v.result.counters, &v.result.throughput);
+        if out.is_empty() {
+            let _ = writeln!(
+                out,
+                "\ncontext switches in iozone's passes (machine-wide a second, as vmstat's cs; the writer's involuntary ones, as /usr/bin/time -f %c)\n{:<w$}{:>6}{:>12}{:>14}{:>20}",
+                "Run", "file", "write cs/s", "rewrite cs/s", "writer involuntary"
+            );
+        }
+        let invol = ["write_involuntary_switches", "rewrite_involuntary_switches"]
+            .iter()
+            .map(|k| c.get(*k).copied())
+            .sum::<Option<u64>>();
+        let _ = writeln!(
+            out,
+            "{:<w$}{:>6}{:>12}{:>14}{:>20}",
+            v.label,
+            v.case.unwrap_or("-"),
+            num(t.get("write_cs_per_s").copied(), 0),
+            num(t.get("rewrite_cs_per_s").copied(), 0),
+            num(invol.map(|n| n as f64), 0),
+        );
     }
     out
 }

@@ -672,6 +672,16 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
                 r.throughput.insert(format!("{}_requests_per_s", pass.name()), n);
             }
         }
+        for (pass, sw, secs) in w.switches {
+            r.counters.insert(format!("{}_context_switches", pass.name()), sw.all);
+            r.counters
+                .insert(format!("{}_involuntary_switches", pass.name()), sw.involuntary);
+            if secs > 0.0 {
+                // vmstat's `cs` column over the pass.
+                r.throughput
+                    .insert(format!("{}_cs_per_s", pass.name()), sw.all as f64 / secs);
+            }
+        }
         r.streams.extend(w.streams);
     }
     if let Some(s) = k.take_stream() {

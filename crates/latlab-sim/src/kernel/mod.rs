@@ -919,6 +919,9 @@ impl Kernel {
         if next != prev {
             overhead += self.m.ctx_switch_ns;
             self.stats.context_switches += 1;
+            // nvcsw/nivcsw: a task leaving the CPU still runnable was switched involuntarily.
+            let involuntary = !matches!(reason, SwitchReason::Block | SwitchReason::Exit | SwitchReason::Idle);
+            self.wtrack.on_switch(self.ext(prev), involuntary);
             self.cpus[self.cpu].current = next;
             self.tasks[next].cpu = self.cpu as u8;
         }

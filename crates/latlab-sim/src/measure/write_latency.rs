@@ -115,13 +115,24 @@ struct Open {
     asleep: Option<(&'static str, Nanos)>,
 }
 
-/// One pass: when its loop started and ended, bytes moved, calls by [`IoOp`].
+/// One pass: when its loop started and ended, bytes moved, calls by [`IoOp`], and the
+/// context switches from its first call's start to its last call's end.
 #[derive(Clone, Copy, Default)]
 struct Span {
     start: Option<Nanos>,
     end: Nanos,
     bytes: u64,
     ops: [u64; 3],
+    switches: Switches,
+}
+
+/// Context switches: all of the machine's (vmstat's `cs`), and the timed task's involuntary
+/// ones (`/usr/bin/time -f %c`: switched out still runnable, by preemption or at a
+/// rescheduling point).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    pub all: u64,
+    pub involuntary: u64,
 }
 
 impl Span {
@@ -143,6 +154,10 @@ pub struct WriteTracker {
     pub epoch: Nanos,
     /// Keep every timed call in its stream's `records` (iozone `-Q`'s per-record files).
     pub keep_records: bool,
+    /// Switches since the last timed call returned, for the pass that call's successor is of.
+    pending: Switches,
+    /// The pass of the last timed call.
+    last_pass: Option<Pass>,
 }
 
 impl WriteTracker {
@@ -153,6 +168,11 @@ impl WriteTracker {
 
     /// Task `task` is about to make a timed call of pass `pass`.
     pub fn on_start(&mut self, task: TaskId, pass: Pass, now: Nanos) {
+        if self.last_pass != Some(pass) {
+            // Switches between two passes (the fsync and close) belong to neither.
+            self.pending = Switches::default();
+            self.last_pass = Some(pass);
+        }
         let p = &mut self.passes[pass.index()];
         p.start.get_or_insert(now);
         self.open = Some(Open {
@@ -193,6 +213,16 @@ impl WriteTracker {
         }
     }
 
+    /// A context switch away from `prev`, `involuntary` if it stayed runnable.
+    pub fn on_switch(&mut self, prev: TaskId, involuntary: bool) {
+        if self.last_pass.is_none() {
+            return;
+        }
+        self.pending.all += 1;
+        let timed = self.open.as_ref().is_some_and(|o| o.task == prev);
+        self.pending.involuntary += u64::from(timed && involuntary);
+    }
+
     /// `d` ns of scheduler time.
     pub fn on_sched(&mut self, d: Nanos) {
         if let Some(o) = self.open.as_mut() {
@@ -209,6 +239,9 @@ impl WriteTracker {
         pass.end = now;
         pass.bytes += bytes;
         pass.ops[op as usize] += 1;
+        let sw = std::mem::take(&mut self.pending);
+        pass.switches.all += sw.all;
+        pass.switches.involuntary += sw.involuntary;
         if op == IoOp::Fsync {
             return;
         }
@@ -314,6 +347,13 @@ impl WriteTracker {
                     (*p, s.ops, s.secs())
                 })
                 .collect(),
+            switches: timed
+                .iter()
+                .map(|p| {
+                    let s = &self.passes[p.index()];
+                    (*p, s.switches, s.secs())
+                })
+                .collect(),
             streams: self.streams.into_iter().flatten().collect(),
             rates,
         })
@@ -331,4 +371,68 @@ pub struct Measured {
     /// Calls by [`IoOp`] (reads, writes, fsyncs) of sysbench's pass, if it ran, and the
     /// seconds from its first call's start to its last call's end.
     pub ops: Vec<(Pass, [u64; 3], f64)>,
+    /// Each timed pass's context switches from its first call's start to its last call's
+    /// end, and that span in seconds.
+    pub switches: Vec<(Pass, Switches, f64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WRITER: TaskId = 5;
+    const PDFLUSH: TaskId = 6;
+
+    /// A timed call of `pass` by the writer at `t` ms, `d` ms long, with `f` run inside it.
+    fn call(w: &mut WriteTracker, pass: Pass, t: u64, d: u64, f: impl FnOnce(&mut WriteTracker)) {
+        w.on_start(WRITER, pass, t * 1_000_000);
+        f(w);
+        w.on_done(4 * t, 4096, IoOp::Write, (t + d) * 1_000_000, &[]);
+    }
+
+    #[test]
+    fn switches_count_per_pass_and_the_writers_involuntary_ones_only() {
+        let mut w = WriteTracker::default();
+        // Before any timed call: not counted.
+        w.on_switch(PDFLUSH, false);
+        call(&mut w, Pass::Write, 0, 1, |w| {
+            w.on_switch(WRITER, false); // it sleeps: voluntary
+            w.on_switch(PDFLUSH, true); // pdflush preempted: not the writer's
+            w.on_switch(WRITER, true); // the writer preempted
+        });
+        // Between two calls of a pass: the next call's.
+        w.on_switch(PDFLUSH, false);
+        call(&mut w, Pass::Write, 2, 1, |_| {});
+        // After the pass (its fsync): neither pass's.
+        w.on_switch(WRITER, false);
+        call(&mut w, Pass::Rewrite, 10, 1, |w| w.on_switch(WRITER, true));
+        let m = w.finish().unwrap();
+        let of = |p: Pass| m.switches.iter().find(|s| s.0 == p).map(|s| (s.1, s.2)).unwrap();
+        assert_eq!(of(Pass::Write), (Switches { all: 4, involuntary: 1 }, 0.003));
+        assert_eq!(of(Pass::Rewrite).0, Switches { all: 1, involuntary: 1 });
+    }
+
+    #[test]
+    fn records_are_kept_only_when_asked() {
+        for keep in [false, true] {
+            let mut w = WriteTracker {
+                keep_records: keep,
+                ..WriteTracker::default()
+            };
+            call(&mut w, Pass::Write, 0, 3, |_| {});
+            call(&mut w, Pass::Write, 3, 1, |_| {});
+            let m = w.finish().unwrap();
+            let r = &m.streams[0].records;
+            if keep {
+                let want = |kb, ms: u64| IoRecord {
+                    offset_kb: kb,
+                    latency_ns: ms * 1_000_000,
+                    bytes: 4096,
+                };
+                assert_eq!(r[..], [want(0, 3), want(12, 1)]);
+            } else {
+                assert!(r.is_empty());
+            }
+        }
+    }
 }
