@@ -10,6 +10,10 @@
 //! in 2.4.18's fs/jbd/commit.c). With nothing dirty left it waits on the last buffer written
 //! and walks again.
 //!
+//! The commit begins `T_LOCKED`: new handles wait, and kjournald sleeps until the handles
+//! still open on the transaction are stopped (the model counts those held across a sleep,
+//! [`crate::fs::jbd::Journal::updates`]); then the transaction is the committing one.
+//!
 //! kjournald holds the big kernel lock throughout (it takes it at start-up): under kernel
 //! preemption the commit is preemptible only where it sleeps or calls schedule().
 //!
@@ -87,6 +91,12 @@ impl Path for Commit {
             return s;
         }
         if !self.started {
+            // T_LOCKED: `while (commit_transaction->t_updates)` sleep on j_wait_updates.
+            if k.jbd.updates > 0 {
+                k.jbd.locked = true;
+                return Step::Block(Chan::TxnUpdates);
+            }
+            k.jbd.locked = false;
             self.started = true;
             k.jbd.start_commit(cx.now);
             // A fresh running transaction: handles waiting for room can start.

@@ -105,6 +105,8 @@ pub struct FileWrite {
     looping: bool,
     /// generic_file_write's mtime update (`mark_inode_dirty_sync`) is done.
     stamped: bool,
+    /// The page's journal handle is open over a block-bitmap read (`t_updates`).
+    handle: bool,
 }
 
 pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
@@ -127,6 +129,7 @@ fn file_write(file: u32, at: Option<u64>, bytes: u64) -> Box<dyn Path> {
         sub: Nested::default(),
         looping: false,
         stamped: false,
+        handle: false,
     })
 }
 
@@ -138,6 +141,13 @@ impl Path for FileWrite {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
+            }
+            if std::mem::take(&mut self.handle) {
+                // The bitmap is read; the page's journal_stop follows its CPU work, which a
+                // commit cannot begin inside.
+                if k.jbd.handle_stopped() {
+                    k.wake(Chan::TxnUpdates);
+                }
             }
             if !k.mm.files.contains_key(&self.file) {
                 return Step::Done;
@@ -189,6 +199,9 @@ impl Path for FileWrite {
                     Alloc::Fits(m) => n = m.max(1),
                     Alloc::ReadBitmap { group } => {
                         k.balloc.bitmap_read(self.file, first, size, group);
+                        // The page's handle (ext3_prepare_write's) stays open over the read.
+                        k.jbd.handle_sleeps();
+                        self.handle = true;
                         self.sub.start(Box::new(disk_io(Dir::Read, first + size, 1)));
                         continue;
                     }
@@ -624,6 +637,41 @@ mod tests {
             k.balloc.bitmap_read(f, first, 0, group);
         }
         (k, f)
+    }
+
+    #[test]
+    fn an_append_holds_its_handle_open_over_a_bitmap_read() {
+        let (mut k, f) = kstate26();
+        // A box whose first group's bitmap is not cached yet: the append reads it first.
+        let mut fresh = kstate();
+        std::mem::swap(&mut fresh.balloc, &mut k.balloc);
+        let mut w = sys_write(f, 4096);
+        let cx = Ctx { now: 0, pid: 1 };
+        let mut step = w.next(&mut k, &cx);
+        for _ in 0..100 {
+            match step {
+                Step::Loop(l) => w.advanced(&mut k, &cx, l.items),
+                Step::Block(_) | Step::Done => break,
+                Step::Work(_) => {}
+            }
+            step = w.next(&mut k, &cx);
+        }
+        assert!(matches!(step, Step::Block(Chan::Io(_))));
+        assert_eq!(k.jbd.updates, 1);
+        // A commit begun now would wait for it: the read's end stops the handle and wakes it.
+        k.jbd.locked = true;
+        k.out.clear();
+        let _ = w.next(&mut k, &cx);
+        assert_eq!(k.jbd.updates, 0);
+        assert!(k
+            .out
+            .iter()
+            .any(|r| matches!(r, crate::kernel::state::KReq::Wake(Chan::TxnUpdates))));
+        // With the bitmap cached, an append holds no handle across anything.
+        k.jbd.locked = false;
+        std::mem::swap(&mut fresh.balloc, &mut k.balloc);
+        assert_eq!(run_to_sleep(&mut k, sys_write(f, 4096)), None);
+        assert_eq!(k.jbd.updates, 0);
     }
 
     /// The per-page cost of `p`'s page-cache loop (`generic_file_write`).

@@ -231,6 +231,8 @@ struct MpageWritepages {
     cpu_left: u64,
     /// `done`: no further pagevec (the caller's `nr_to_write` spent).
     done: bool,
+    /// The page waiting for a request holds its `ext3_ordered_writepage` handle open.
+    handle: bool,
 }
 
 impl MpageWritepages {
@@ -240,6 +242,14 @@ impl MpageWritepages {
             pvec: 0,
             cpu_left: 0,
             done: false,
+            handle: false,
+        }
+    }
+
+    /// The waiting page's buffer went to the queue: its handle is stopped.
+    fn stop_handle(&mut self, k: &mut KState) {
+        if std::mem::take(&mut self.handle) && k.jbd.handle_stopped() {
+            k.wake(Chan::TxnUpdates);
         }
     }
 }
@@ -264,15 +274,24 @@ impl Path for MpageWritepages {
                     return Step::Done;
                 };
                 match write_dirty_run(k, cx, self.file, block, self.pvec) {
-                    // get_request_wait, I_LOCK held.
+                    // get_request_wait, I_LOCK and the page's journal handle held.
                     Handed::Sleep(chan) => {
                         if k.pwb.wbc.nonblocking {
                             k.pwb.stats.nonblocking_request_waits += 1;
                         }
+                        if !std::mem::replace(&mut self.handle, true) {
+                            k.jbd.handle_sleeps();
+                        }
                         return Step::Block(chan);
                     }
-                    Handed::Wrote(n) => self.pvec -= n,
-                    Handed::Nothing => return Step::Done,
+                    Handed::Wrote(n) => {
+                        self.stop_handle(k);
+                        self.pvec -= n;
+                    }
+                    Handed::Nothing => {
+                        self.stop_handle(k);
+                        return Step::Done;
+                    }
                 }
                 continue;
             }
@@ -286,6 +305,12 @@ impl Path for MpageWritepages {
                 wbc.encountered_congestion = true;
                 return Step::Done;
             }
+            // Each page's ext3_ordered_writepage starts a handle: while a commit is T_LOCKED
+            // it waits in start_this_handle, still under I_LOCK (checked a pagevec at a time).
+            if k.jbd.locked {
+                return Step::Block(Chan::TxnLocked);
+            }
+            let wbc = &mut k.pwb.wbc;
             // pagevec_lookup_tag(PAGECACHE_TAG_DIRTY, PAGEVEC_SIZE).
             let n = k.buf.pending_of(self.file).min(wbc.nr_to_write).min(PAGEVEC_SIZE);
             if n == 0 {
@@ -358,6 +383,8 @@ mod tests {
             (k.pwb.i_lock.get(&FILE), k.pwb.bdi_pdflush),
             (Some(&PDFLUSH), Some(PDFLUSH))
         );
+        // ext3_ordered_writepage's handle stays open over the sleep: a commit now waits for it.
+        assert_eq!(k.jbd.updates, 1);
         // The throttled writer's WB_SYNC_NONE pass skips the inode: it writes nothing.
         let wcx = Ctx { now: 1, pid: WRITER };
         let writer = writeback_inodes(Wbc::new(1_536, false, None), false);
@@ -384,5 +411,54 @@ mod tests {
         let writer = writeback_inodes(Wbc::new(1_024, false, None), false);
         assert_eq!(run_to_sleep_as(&mut k, writer, &Ctx { now: 0, pid: WRITER }), None);
         assert_eq!(k.pwb.wbc.nr_to_write, 0);
+    }
+
+    #[test]
+    fn a_commit_waits_in_t_locked_for_the_handle_pdflush_holds_asleep_and_new_handles_wait_for_it() {
+        use crate::fs::commit::journal_commit_transaction;
+        use crate::variant::Journal;
+        let mut k = setup(112);
+        k.kthreads.kjournald = 4;
+        let cx = Ctx { now: 0, pid: PDFLUSH };
+        let mut pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
+        let mut first = pdflush.next(&mut k, &cx);
+        while !matches!(first, Step::Loop(_)) {
+            first = pdflush.next(&mut k, &cx);
+        }
+        other_writes(&mut k, 20);
+        pdflush.advanced(&mut k, &cx, PAGEVEC_SIZE);
+        assert!(matches!(pdflush.next(&mut k, &cx), Step::Block(Chan::RequestSlot(_))));
+        // kjournald begins a commit: T_LOCKED, asleep until the handle is stopped.
+        let kj = Ctx { now: 1, pid: 4 };
+        let mut commit = journal_commit_transaction(Journal::Jbd26);
+        assert!(matches!(commit.next(&mut k, &kj), Step::Block(Chan::TxnUpdates)));
+        assert!(k.jbd.locked && k.jbd.committing.is_none());
+        // Meanwhile a write(2) waits in start_this_handle.
+        let f = k.mm.create_file(0);
+        let w = crate::fs::ext3::sys_write(f, 4096);
+        assert_eq!(
+            run_to_sleep_as(&mut k, w, &Ctx { now: 2, pid: WRITER }),
+            Some(Chan::TxnLocked)
+        );
+        // The queue drains: pdflush's page gets its request and its handle is stopped, which
+        // wakes kjournald; its next pagevec waits for the commit to take the transaction.
+        k.disk = Disk::new(&machine());
+        k.disk.use_26_block_layer(250, false);
+        k.out.clear();
+        let next = pdflush.next(&mut k, &cx);
+        assert!(k
+            .out
+            .iter()
+            .any(|r| matches!(r, crate::kernel::state::KReq::Wake(Chan::TxnUpdates))));
+        assert_eq!(k.jbd.updates, 0);
+        let mut next = next;
+        while let Step::Loop(l) = next {
+            pdflush.advanced(&mut k, &cx, l.items);
+            next = pdflush.next(&mut k, &cx);
+        }
+        assert!(matches!(next, Step::Block(Chan::TxnLocked)));
+        // kjournald runs: the transaction is the committing one, T_LOCKED is over.
+        assert!(!matches!(commit.next(&mut k, &kj), Step::Block(_)));
+        assert!(!k.jbd.locked && k.jbd.committing.is_some());
     }
 }

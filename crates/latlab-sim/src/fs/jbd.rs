@@ -235,6 +235,14 @@ pub struct Journal {
     pub commits: u64,
     /// Next free block of the journal area (for disk positions).
     pub log_block: u64,
+    /// `t_updates` of the running transaction, as far as the model counts it: handles held
+    /// open across a sleep (a page's handle in `ext3_ordered_writepage` while its buffer waits
+    /// for a request, an append's while it reads a block bitmap). A handle held over CPU work
+    /// alone is stopped before kjournald could begin a commit and is not counted.
+    pub updates: u32,
+    /// `T_LOCKED`: kjournald has begun the commit and waits for `updates` to drain; new
+    /// handles wait until it has taken the transaction.
+    pub locked: bool,
 }
 
 /// Disk block where the journal lives (an internal journal near the start of the fs).
@@ -287,7 +295,19 @@ impl Journal {
     pub fn handle_must_wait(&mut self) -> bool {
         let full = self.running.meta + HANDLE_CREDITS > MAX_TRANSACTION_BUFFERS;
         self.commit_requested |= full;
-        full
+        full || self.locked
+    }
+
+    /// A handle of the running transaction stays open while its task sleeps.
+    pub fn handle_sleeps(&mut self) {
+        self.updates += 1;
+    }
+
+    /// `journal_stop` of a handle counted by [`Self::handle_sleeps`]; true when it was the
+    /// last one a `T_LOCKED` commit waited for (the caller wakes `j_wait_updates`).
+    pub fn handle_stopped(&mut self) -> bool {
+        self.updates = self.updates.saturating_sub(1);
+        self.locked && self.updates == 0
     }
 
     /// Truncation dropped `n` of `file`'s `cached` pages (`n >= cached`: all). Their dirty

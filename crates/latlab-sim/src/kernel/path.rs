@@ -37,6 +37,8 @@ pub enum Chan {
     Net(u64),
     /// kjournald began committing the running transaction (`j_wait_transaction_locked`).
     TxnLocked,
+    /// The last handle open on a `T_LOCKED` transaction was stopped (`j_wait_updates`).
+    TxnUpdates,
     /// A signal was queued to thread `pid` (`signal_wake_up`).
     Signal(u32),
     /// `blk_congestion_wait`: a queue's congestion cleared, or the sleeper's own timeout
@@ -61,6 +63,7 @@ impl Chan {
             Chan::FreeMem => "free memory",
             Chan::Net(_) => "the network",
             Chan::TxnLocked => "start_this_handle",
+            Chan::TxnUpdates => "j_wait_updates",
             Chan::Signal(_) => "a signal",
             Chan::Congestion(_) => "blk_congestion_wait",
             Chan::Throttle(_) => "balance_dirty_pages pause",
