@@ -221,7 +221,48 @@ pub struct Group {
 pub struct Comparison {
     /// How the streams were paired, when not simply by name.
     pub note: Option<String>,
+    /// The runs' rates (`RunResult::throughput`: iozone's MB/s, context switches a second)
+    /// side by side: a header row, then one row per rate any run has; empty when none has.
+    pub rates: Vec<Vec<String>>,
     pub groups: Vec<Group>,
+}
+
+/// A rate's key as a table row's name: `write_MBps` -> `write MB/s`, `write_cs_per_s` ->
+/// `write context switches/s`.
+fn rate_label(key: &str) -> String {
+    for (suffix, unit) in [
+        ("_MBps", " MB/s"),
+        ("_cs_per_s", " context switches/s"),
+        ("_per_s", "/s"),
+    ] {
+        if let Some(stem) = key.strip_suffix(suffix) {
+            return format!("{}{unit}", stem.replace('_', " "));
+        }
+    }
+    key.to_string()
+}
+
+/// Every rate any run has, by key, each run's value or `-`, with the ratio to the first
+/// where both have it.
+fn rates_rows(labels: &[&str], runs: &[&RunResult]) -> Vec<Vec<String>> {
+    let keys: std::collections::BTreeSet<&String> = runs.iter().flat_map(|r| r.throughput.keys()).collect();
+    if keys.is_empty() {
+        return Vec::new();
+    }
+    let mut rows = vec![header("rate", labels)];
+    for k in keys {
+        let vals: Vec<Option<f64>> = runs.iter().map(|r| r.throughput.get(k.as_str()).copied()).collect();
+        let mut row = vec![rate_label(k)];
+        for (i, v) in vals.iter().enumerate() {
+            row.push(v.map_or("-".into(), |v| format!("{v:.1}")));
+            if i > 0 {
+                let r = vals[0].zip(*v).and_then(|(a, b)| ratio(a, b));
+                row.push(r.map_or("-".into(), |x| format!("{x:.2}x")));
+            }
+        }
+        rows.push(row);
+    }
+    rows
 }
 
 /// Compare `runs` (labelled `labels`): per compared stream, its figures and histogram.
@@ -247,7 +288,11 @@ pub fn compare(labels: &[&str], runs: &[&RunResult]) -> Comparison {
             }
         })
         .collect();
-    Comparison { note: p.note, groups }
+    Comparison {
+        note: p.note,
+        rates: rates_rows(labels, runs),
+        groups,
+    }
 }
 
 /// The whole comparison as text: per compared stream, its figures then its histogram.
@@ -266,6 +311,10 @@ pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
     }
     if let Some(n) = &c.note {
         let _ = writeln!(out, "note: {n}");
+    }
+    if !c.rates.is_empty() {
+        out.push('\n');
+        out.push_str(&render_table(&c.rates));
     }
     for g in &c.groups {
         let _ = writeln!(out, "\nstream {} ({})", g.title, g.measures);
@@ -388,5 +437,23 @@ mod tests {
         assert_eq!(line("8-16 us"), ["8-16 us", "1", "1", "1.00x"]);
         assert_eq!(line("64-128 us"), ["64-128 us", "0", "2", "-"]);
         assert!(!out.contains("4-8 us") && !out.contains("128-256 us"), "{out}");
+    }
+
+    #[test]
+    fn rates_side_by_side_with_a_dash_where_a_run_has_none() {
+        let mut a = streams(Engine::Sim, &["write"]);
+        let mut b = streams(Engine::Probe, &["write"]);
+        a.throughput.insert("write_MBps".into(), 80.0);
+        a.throughput.insert("write_cs_per_s".into(), 30.0);
+        b.throughput.insert("write_MBps".into(), 200.0);
+        let c = compare(&["model", "probe"], &[&a, &b]);
+        assert_eq!(c.rates[0], ["rate", "model", "probe", "ratio"]);
+        // By key: `write_MBps` sorts before `write_cs_per_s`.
+        assert_eq!(c.rates[1], ["write MB/s", "80.0", "200.0", "2.50x"]);
+        assert_eq!(c.rates[2], ["write context switches/s", "30.0", "-", "-"]);
+        assert!(render(&["model", "probe"], &[&a, &b]).contains("write MB/s"));
+        // No rates anywhere: no table.
+        let plain = streams(Engine::Sim, &["write"]);
+        assert!(compare(&["a", "b"], &[&plain, &plain]).rates.is_empty());
     }
 }

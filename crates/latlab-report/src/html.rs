@@ -229,8 +229,13 @@ pub fn render(runs: &[RunResult], samples: usize) -> String {
     }
     out.push_str("</section>\n");
 
-    out.push_str("<section id=\"compare\">\n<h2>Latency per stream</h2>\n");
     let c = compare::compare(&l, &refs);
+    if !c.rates.is_empty() {
+        out.push_str("<section id=\"rates\">\n<h2>Rates</h2>\n");
+        out.push_str(&table("num rates", &c.rates));
+        out.push_str("</section>\n");
+    }
+    out.push_str("<section id=\"compare\">\n<h2>Latency per stream</h2>\n");
     if let Some(n) = &c.note {
         let _ = writeln!(out, "<p class=\"note\">note: {}</p>", escape(n));
     }
