@@ -59,6 +59,31 @@ pub struct WriteOutcome {
     pub broke: Option<Break>,
     /// Why the scheduler tracepoints could not be used, when `--explain` wanted them.
     pub trace_error: Option<String>,
+    /// Context switches over the write loop: the machine's (/proc/stat `ctxt`, vmstat's
+    /// `cs`) and the writer's involuntary ones (`getrusage` `ru_nivcsw`, /usr/bin/time's
+    /// `%c`); None where either could not be read.
+    pub switches: Option<(u64, u64)>,
+}
+
+/// The machine's context switches since boot (/proc/stat `ctxt`).
+fn machine_switches() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    stat.lines()
+        .find_map(|l| l.strip_prefix("ctxt "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// This thread's involuntary context switches so far.
+fn involuntary_switches() -> Option<u64> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_THREAD)
+        .ok()
+        .and_then(|u| u64::try_from(u.involuntary_context_switches()).ok())
+}
+
+/// Both counts now.
+fn switches_now() -> Option<(u64, u64)> {
+    machine_switches().zip(involuntary_switches())
 }
 
 /// Ring buffer per CPU for the write trace: the whole machine is traced, so a long run keeps
@@ -137,6 +162,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
     }
     let freezer = tracer.as_ref().map(SchedTrace::freezer);
     let tid = crate::clock::gettid();
+    let switches_before = switches_now();
     let start = mono_ns();
     let mut bytes = 0;
     let mut interrupted = false;
@@ -197,6 +223,9 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         }
     }
     let write_ns = mono_ns() - start;
+    let switches = switches_before
+        .zip(switches_now())
+        .map(|((m0, i0), (m1, i1))| (m1.saturating_sub(m0), i1.saturating_sub(i0)));
     if let (Some(t), Some(threshold)) = (tracer, cfg.explain_above_ns) {
         match t.finish() {
             Ok(rec) => {
@@ -223,6 +252,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         interrupted,
         broke,
         trace_error,
+        switches,
     })
 }
 
@@ -297,6 +327,9 @@ mod tests {
         assert_eq!(out.stream.worst.len(), 10);
         assert!(out.stream.worst[0].attribution.note.contains("dirty"));
         assert!(out.stream.worst.iter().all(|w| w.tag["record_bytes"] == "4096"));
+        // The machine switched at least as often as the writer was switched out unwillingly.
+        let (all, invol) = out.switches.expect("/proc/stat and getrusage on Linux");
+        assert!(all >= invol, "{all} {invol}");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -544,6 +544,15 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
                 out.bytes as f64 / 1e6 / (out.write_ns as f64 / 1e9),
             );
         }
+        if let Some((all, involuntary)) = out.switches {
+            // As the model names them, for `report compare`.
+            r.counters.insert("write_context_switches".into(), all);
+            r.counters.insert("write_involuntary_switches".into(), involuntary);
+            if out.write_ns > 0 {
+                r.throughput
+                    .insert("write_cs_per_s".into(), all as f64 / (out.write_ns as f64 / 1e9));
+            }
+        }
         let extra = format!(
             "\nslowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2):\n{}",
             latlab_report::summary::slowest_records(&out.stream)
