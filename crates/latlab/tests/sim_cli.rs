@@ -434,16 +434,13 @@ fn records_writes_iozones_per_record_files() {
     let dir = Scratch::new("records");
     let recs = dir.path("recs");
     let out_dir = dir.path("out");
-    let out = latlab(&[
-        "reproduce",
-        "pdflush-balance",
-        "--vary",
-        "iozone.file_mb=8",
-        "--records",
-        &recs,
-        "--out",
-        &out_dir,
-    ]);
+    // The experiment on an 8 MB file: every run in a fraction of a second.
+    let small = |more: &[&str]| {
+        let mut args = vec!["reproduce", "pdflush-balance", "--vary", "iozone.file_mb=8"];
+        args.extend_from_slice(more);
+        latlab(&args)
+    };
+    let out = small(&["--records", &recs, "--out", &out_dir]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let read = |name: &str| std::fs::read_to_string(dir.0.join("recs").join(name)).unwrap();
     let wol = read("pdflush-balance-2.6.17,_50%-iozone.file_mb=8-wol.dat");
@@ -497,14 +494,7 @@ fn records_writes_iozones_per_record_files() {
     assert!(e.contains("--records") && e.contains("nothing written"), "{e}");
     // A directory that cannot be made: the option and the path named, exit 2.
     let file = dir.file("plain", "x");
-    let out = latlab(&[
-        "reproduce",
-        "pdflush-balance",
-        "--vary",
-        "iozone.file_mb=8",
-        "--records",
-        &format!("{file}/sub"),
-    ]);
+    let out = small(&["--records", &format!("{file}/sub")]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("--records") && e.contains("plain/sub"), "{e}");
