@@ -10,8 +10,10 @@
 //! - `pick_eevdf`: the eligible task with the earliest deadline; with RUN_TO_PARITY the
 //!   running task keeps the CPU, while eligible, until its deadline moves (`protect_slice`).
 //! - `update_curr` -> `update_deadline`: once a task's vruntime passes its deadline it gets
-//!   a new one a slice later and, if others are queued, a reschedule (at the tick, or at the
-//!   next `update_curr`; HRTICK is off by default).
+//!   a new one a slice later and, if others are queued, a reschedule, whichever
+//!   `update_curr` saw it (the tick's, an enqueue's, a dequeue's); the model hands it to the
+//!   task's next wakeup check or tick, where the kernel's `resched_curr_lazy` sets the flag
+//!   at once (HRTICK is off by default).
 //! - `place_entity` with PLACE_LAG: a task is placed at `V - vlag * (W + w) / W`, the lag it
 //!   had when it left (`update_entity_lag`, clamped to a slice or a tick); a new task has
 //!   no lag and, with PLACE_DEADLINE_INITIAL, half a slice to its first deadline.
@@ -20,7 +22,7 @@
 //!
 //! Not modelled: DELAY_DEQUEUE (6.12+: a sleeper with negative lag stays queued until it
 //! is paid off), PREEMPT_SHORT (every task here has the base slice, so it never applies),
-//! SMP, group scheduling, `sched_yield`.
+//! per-CPU runqueues and load balancing, group scheduling, `sched_yield`.
 
 use super::cfs::{calc_delta_fair, weight, PICK_FIXED_INSTR, RB_LEVEL_INSTR, RB_LEVEL_MISSES};
 use super::rt::FairClass;
@@ -144,34 +146,29 @@ impl Eevdf {
         calc_delta_fair(self.tun.base_slice_ns, self.se[t].weight) as i128
     }
 
-    /// `update_curr` for every running task (see [`Eevdf::update_curr_of`]).
+    /// `update_curr` for every running task (an enqueue's, a dequeue's, a put_prev's): a
+    /// deadline that passes here reschedules its task (`update_deadline` -> `resched_curr`)
+    /// at that task's next wakeup-preemption check or tick ([`Eevdf::update_curr_of`]).
     fn update_curr(&mut self, now: Nanos) {
         for i in 0..self.curr.len() {
-            self.update_one(self.curr[i], now);
+            let t = self.curr[i];
+            if self.update_one(t, now) && !self.resched_pending.contains(&t) {
+                self.resched_pending.push(t);
+            }
         }
     }
 
-    /// `update_curr` for every running task; true when running task `c`'s deadline passed
-    /// and others are queued (`resched_curr_lazy`). Another CPU's task's deadline passing
-    /// here asks nothing of that CPU, as a deadline passing in an enqueue's `update_curr`
-    /// asks nothing of this one.
+    /// `update_curr` for every running task; true when running task `c`'s deadline passed,
+    /// here or in an `update_curr` since its last check, with others queued
+    /// (`resched_curr`). Another CPU's task whose deadline passes here is rescheduled at its
+    /// own CPU's next check, as the IPI `resched_curr` sends would.
     fn update_curr_of(&mut self, now: Nanos, c: TaskId) -> bool {
-        let mut resched = false;
-        for i in 0..self.curr.len() {
-            let t = self.curr[i];
-            if self.update_one(t, now) {
-                if t == c {
-                    resched = true;
-                } else if !self.resched_pending.contains(&t) {
-                    self.resched_pending.push(t);
-                }
-            }
-        }
+        self.update_curr(now);
         if let Some(i) = self.resched_pending.iter().position(|&t| t == c) {
             self.resched_pending.remove(i);
-            resched = true;
+            return true;
         }
-        resched
+        false
     }
 
     /// `update_curr` with `update_deadline` for running task `c`: charge it; true when its
@@ -403,5 +400,36 @@ mod tests {
         assert_eq!(s.avg_vruntime() - VRUNTIME_BASE, 2_250_000);
         assert!(s.eligible(1), "left of V");
         assert!(!s.eligible(2), "right of V");
+    }
+
+    #[test]
+    fn a_deadline_passing_in_an_enqueues_update_curr_reschedules_the_running_task() {
+        let tun = EevdfTunables {
+            base_slice_ns: 700_000,
+            run_to_parity: true,
+            place_lag: true,
+        };
+        let ts: Vec<Task> = (0..=3).map(|_| crate::kernel::task::tests_task()).collect();
+        let m = crate::kernel::tests::machine();
+        let mut s = Eevdf::new(tun, 1000);
+        for t in 1..=2 {
+            s.fork(&ts, None, t, 0);
+            s.enqueue(&ts, t, 0);
+        }
+        let (cur, _) = s.pick_next(&ts, &m, 0);
+        let cur = cur.unwrap();
+        // Task 3 wakes 5 ms later: the enqueue's update_curr charges the running task past
+        // its deadline (half a 0.7 ms slice). With 3 asleep far behind and placed with no lag,
+        // the wakeup check must still reschedule, for the deadline's sake.
+        s.fork(&ts, None, 3, 0);
+        s.enqueue(&ts, 3, 5_000_000);
+        assert!(s.resched_pending.contains(&cur));
+        assert!(s.wakeup_preempt(&ts, 3, cur, 5_000_000));
+        assert!(s.resched_pending.is_empty(), "consumed once");
+        // Without a deadline passing, the same check is pick_eevdf's alone.
+        assert_eq!(
+            s.wakeup_preempt(&ts, 3, cur, 5_000_001),
+            s.pick_eevdf(Some(cur)) == Some(3)
+        );
     }
 }
