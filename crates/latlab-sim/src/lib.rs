@@ -310,6 +310,8 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
             .use_26_block_layer(cfg.variant.hz, cfg.variant.elevator == variant::Elevator::Anticipatory);
     }
     st.reclaim = cfg.variant.reclaim;
+    // 2.6's do_anonymous_page puts a new anonymous page on the active list.
+    st.mm.anon_starts_active = st.reclaim != variant::Reclaim::Vmscan24;
     st.jbd.generation = cfg.variant.journal;
     st.mm.set_watermarks(mm::watermarks(st.reclaim, st.mm.total));
     preload(&mut st, &cfg.workload.preload);

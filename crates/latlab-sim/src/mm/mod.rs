@@ -218,6 +218,12 @@ pub struct Mm {
     pub writeback_scanned_to: u64,
     /// Most anonymous pages resident at once.
     pub peak_anon: u64,
+    /// New anonymous pages join the active list (2.6's `do_anonymous_page` ->
+    /// `lru_cache_add_active`); 2.4's join the inactive one, as the model has always had it.
+    pub anon_starts_active: bool,
+    /// `zone->prev_priority`: the priority the last reclaim pass reached (2.6's
+    /// `refill_inactive_zone` reads its distress from it); DEF_PRIORITY before any.
+    pub prev_priority: u64,
     /// try_to_free_pages calls.
     pub reclaims: u64,
     /// Of those, calls that went down to priority 1 (shrink_caches short at every priority).
@@ -324,6 +330,8 @@ impl Mm {
             writeback_kept: 0,
             writeback_scanned_to: 0,
             peak_anon: 0,
+            anon_starts_active: false,
+            prev_priority: 12,
             reclaims: 0,
             reclaims_to_priority_1: 0,
             slab_bytes: 0,
@@ -549,10 +557,11 @@ impl Mm {
         self.lru_pages().saturating_sub(self.nr_active())
     }
 
-    /// What `refill_inactive(n)` would walk: the active list's pages it looks at, oldest
-    /// first, until it has moved `n` (a referenced page is only rotated, its bit cleared),
-    /// or it has looked at every page on the list once.
-    pub fn plan_refill(&self, n: u64) -> u64 {
+    /// What `refill_inactive(n, mapped)` would walk: the active list's pages it looks at,
+    /// oldest first, until it has moved `n` (a referenced page is only rotated, its bit
+    /// cleared; a mapped one too unless `mapped`), or it has looked at every page on the
+    /// list once.
+    pub fn plan_refill(&self, n: u64, mapped: bool) -> u64 {
         let limit = self.nr_active();
         let (mut visited, mut moved) = (0, 0);
         for (r, live) in self.active.live_runs(&self.files) {
@@ -574,9 +583,11 @@ impl Mm {
                     }
                 }
                 Run::Anon { .. } => {
-                    let take = refill_take(false, live, n - moved, limit - visited);
+                    let take = refill_take(!mapped, live, n - moved, limit - visited);
                     visited += take;
-                    moved += take;
+                    if mapped {
+                        moved += take;
+                    }
                 }
             }
         }
@@ -586,8 +597,9 @@ impl Mm {
     /// `refill_inactive`: walk the active list's first `visit` pages, oldest first: a page
     /// with PG_referenced has it cleared and goes to the active list's young end, any other
     /// goes to the inactive list's young end with PG_referenced set, until `n` have moved.
-    /// Returns how many moved.
-    pub fn refill_inactive(&mut self, n: u64, visit: u64) -> u64 {
+    /// Unless `mapped` (2.6's `reclaim_mapped`), a mapped (anonymous) page goes back to the
+    /// active list's young end too. Returns how many moved.
+    pub fn refill_inactive(&mut self, n: u64, visit: u64, mapped: bool) -> u64 {
         let (mut visited, mut moved) = (0, 0);
         while moved < n && visited < visit {
             let Some(r) = self.active.pop_oldest() else { break };
@@ -620,13 +632,18 @@ impl Mm {
                 }
                 Run::Anon { mm, n: k } => {
                     let live = self.active.take_stale(mm, k);
-                    let take = refill_take(false, live, n - moved, visit - visited);
+                    let take = refill_take(!mapped, live, n - moved, visit - visited);
                     if take < live {
                         self.active.push_oldest(Run::Anon { mm, n: live - take });
                     }
+                    visited += take;
+                    if !mapped {
+                        // `list_add(&page->lru, &l_active)`: back to the young end.
+                        self.active.push_anon(mm, take, &self.files);
+                        continue;
+                    }
                     self.count_anon_active(mm, 0, take);
                     self.inactive.push_anon(mm, take, &self.files);
-                    visited += take;
                     moved += take;
                 }
             }
@@ -871,7 +888,12 @@ impl Mm {
         let r = self.mms.entry(mm).or_default();
         r.rss += take;
         r.young += take;
-        self.inactive.push_anon(mm, take, &self.files);
+        if self.anon_starts_active {
+            self.count_anon_active(mm, take, 0);
+            self.active.push_anon(mm, take, &self.files);
+        } else {
+            self.inactive.push_anon(mm, take, &self.files);
+        }
         take
     }
 
@@ -1120,6 +1142,31 @@ mod tests {
     }
 
     #[test]
+    fn on_2_6_a_new_anonymous_page_is_active_and_stays_there_unless_reclaim_takes_mapped_pages() {
+        let mut m = mm();
+        m.anon_starts_active = true;
+        m.grow(3, 40);
+        let f = m.create_file(20);
+        m.add_pages(f, 0, 20);
+        m.mark_accessed(f, 0, 20);
+        m.mark_accessed(f, 0, 20);
+        assert_eq!(m.nr_active(), 60);
+        // reclaim_mapped off: the anonymous pages go round to the active list's young end;
+        // only the page cache moves.
+        let visit = m.plan_refill(60, false);
+        assert_eq!(m.refill_inactive(60, visit, false), 20);
+        assert_eq!((m.nr_active(), m.active_of(3)), (40, 40));
+        // reclaim_mapped on: they move too.
+        let visit = m.plan_refill(60, true);
+        assert_eq!(m.refill_inactive(60, visit, true), 40);
+        assert_eq!(m.nr_active(), 0);
+        // 2.4's model: a new anonymous page joins the inactive list.
+        let mut m = mm();
+        m.grow(3, 40);
+        assert_eq!(m.nr_active(), 0);
+    }
+
+    #[test]
     fn a_page_read_again_goes_active_and_refill_brings_back_the_unreferenced() {
         let mut m = mm();
         let f = m.create_file(100);
@@ -1134,14 +1181,14 @@ mod tests {
         let sc = m.plan_shrink(&limits(1000, 10_000, 10_000, 0));
         assert_eq!((sc.freed, sc.mapped), (40, 50));
         // refill_inactive moves the oldest active pages (0..25) back, PG_referenced set.
-        assert_eq!(m.plan_refill(25), 25);
-        assert_eq!(m.refill_inactive(25, 25), 25);
+        assert_eq!(m.plan_refill(25, true), 25);
+        assert_eq!(m.refill_inactive(25, 25, true), 25);
         assert_eq!((m.nr_active(), m.inactive_pages()), (35, 115));
         // Pages 30..40, still active, are read again: referenced. The next refill of 10
         // moves 25..30, rotates 30..40 (clearing the bit) and moves 40..45.
         m.mark_accessed(f, 30, 10);
-        assert_eq!(m.plan_refill(10), 20);
-        assert_eq!(m.refill_inactive(10, 20), 10);
+        assert_eq!(m.plan_refill(10, true), 20);
+        assert_eq!(m.refill_inactive(10, 20, true), 10);
         assert_eq!(m.nr_active(), 25);
         let back: Vec<(u64, u64, bool)> = m.files[&f]
             .pages
@@ -1212,8 +1259,9 @@ mod tests {
                 8 => m.activate_anon(rng.gen_range(1..5), rng.gen_range(1..100)),
                 9 => {
                     let n = rng.gen_range(1..300);
-                    let visit = m.plan_refill(n);
-                    assert!(m.refill_inactive(n, visit) <= n);
+                    let mapped = rng.gen_bool(0.5);
+                    let visit = m.plan_refill(n, mapped);
+                    assert!(m.refill_inactive(n, visit, mapped) <= n);
                 }
                 5 => m.drop_mm(rng.gen_range(1..5)),
                 _ => {

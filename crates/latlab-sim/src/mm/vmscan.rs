@@ -113,7 +113,7 @@ impl TryToFreePages {
                     self.refill = Some(ratio);
                     return LoopStep::locked(
                         "refill_inactive",
-                        k.mm.plan_refill(ratio),
+                        k.mm.plan_refill(ratio, true),
                         k.c.refill_page,
                         Lock::PagemapLru,
                         smallvec![],
@@ -300,7 +300,7 @@ impl Path for TryToFreePages {
             return;
         }
         if let Some(n) = self.refill.take() {
-            k.mm.refill_inactive(n, done);
+            k.mm.refill_inactive(n, done, true);
             return;
         }
         let cut = done < self.planned;

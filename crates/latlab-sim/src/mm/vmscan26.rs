@@ -26,9 +26,11 @@
 //!
 //! Simplified (docs/fidelity.md, "Seed 003"): one zone (the box's low memory); the
 //! `nr_scan_active`/`nr_scan_inactive` carries between calls are not kept (a batch count
-//! below 32 still makes one batch); refill_inactive_zone moves mapped pages as unmapped ones
-//! (no `reclaim_mapped`/swap_tendency: the storm's memory is mostly mapped, and 2.6.9 reached
-//! `reclaim_mapped` as soon as reclaim struggled); `page_referenced` is the address space's
+//! below 32 still makes one batch); refill_inactive_zone keeps mapped pages on the active
+//! list unless `reclaim_mapped` ([`reclaim_mapped`]: swap_tendency = mapped_ratio / 2 +
+//! distress + vm_swappiness >= 100, distress from the last pass's priority), and a new
+//! anonymous page starts on the active list (`do_anonymous_page` -> `lru_cache_add_active`),
+//! but a mapped page's `page_referenced` is not tested there; `page_referenced` is the address space's
 //! share of pages whose young bit is set; a swapped page is freed when its write is
 //! submitted (the kernel frees it on a later pass, once the write completed); under
 //! `rmap-2.6.9` dirty page-cache pages are left for the writeback the variant names.
@@ -79,6 +81,18 @@ use std::collections::VecDeque;
 
 /// `DEF_PRIORITY` (2.6.9 include/linux/mmzone.h).
 pub const DEF_PRIORITY: u64 = 12;
+/// `vm_swappiness`'s default (mm/vmscan.c: `int vm_swappiness = 60;`).
+const VM_SWAPPINESS: u64 = 60;
+
+/// `refill_inactive_zone`'s `reclaim_mapped` (2.6.9-2.6.17 mm/vmscan.c): `distress = 100 >>
+/// zone->prev_priority; mapped_ratio = (nr_mapped * 100) / total_memory; swap_tendency =
+/// mapped_ratio / 2 + distress + vm_swappiness; if (swap_tendency >= 100) reclaim_mapped = 1`.
+/// The model's mapped pages are its anonymous ones (it maps no file).
+fn reclaim_mapped(mm: &crate::mm::Mm) -> bool {
+    let distress = 100u64 >> mm.prev_priority.min(63);
+    let mapped_ratio = mm.anon * 100 / mm.total.max(1);
+    mapped_ratio / 2 + distress + VM_SWAPPINESS >= 100
+}
 /// `SWAP_CLUSTER_MAX`.
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 /// First 4 KiB block of the swap partition: after a 4 GiB root partition (an estimate of
@@ -137,7 +151,8 @@ pub struct ShrinkZones {
     active_left: u64,
     inactive_left: u64,
     /// The refill batch just handed out (pages to move).
-    refill: Option<u64>,
+    /// The refill batch under way: pages to move, and whether mapped pages may move.
+    refill: Option<(u64, bool)>,
     batch: VecDeque<Page>,
     /// The swap-out under way: its address space, slot and next step.
     out: Option<(u32, u64, Out, latlab_swap::Work)>,
@@ -266,6 +281,12 @@ impl ShrinkZones {
             return self.nap.next(k, cx);
         }
         None
+    }
+
+    /// The pass ends: `zone->prev_priority = zone->temp_priority`, the priority it reached.
+    fn finish(&self, k: &mut KState) -> Step {
+        k.mm.prev_priority = self.priority;
+        Step::Done
     }
 
     fn done(&self, k: &KState) -> bool {
@@ -427,8 +448,11 @@ impl ShrinkZones {
             match self.stage {
                 Stage::Priority => {
                     if self.done(k) {
-                        return Step::Done;
+                        return self.finish(k);
                     }
+                    // shrink_caches / balance_pgdat: `zone->temp_priority = priority; if
+                    // (zone->prev_priority > priority) zone->prev_priority = priority`.
+                    k.mm.prev_priority = k.mm.prev_priority.min(self.priority);
                     self.active_left = (k.mm.nr_active() >> self.priority) + 1;
                     self.inactive_left = (k.mm.inactive_pages() >> self.priority) + 1;
                     self.stage = Stage::Refill;
@@ -443,10 +467,11 @@ impl ShrinkZones {
                         continue;
                     }
                     self.active_left -= n;
-                    self.refill = Some(n);
+                    let mapped = reclaim_mapped(&k.mm);
+                    self.refill = Some((n, mapped));
                     return LoopStep::plain(
                         "refill_inactive_zone",
-                        k.mm.plan_refill(n),
+                        k.mm.plan_refill(n, mapped),
                         k.c.isolate_page + k.c.refill_page,
                         smallvec![point(Point::RefillInactiveZone, 1)],
                     );
@@ -529,7 +554,7 @@ impl ShrinkZones {
                 }
                 Stage::Next => {
                     if self.done(k) {
-                        return Step::Done;
+                        return self.finish(k);
                     }
                     if k.reclaim == Reclaim::Rmap2617 {
                         if let Some(s) = self.nap_26(k, cx) {
@@ -550,7 +575,7 @@ impl ShrinkZones {
                         if self.goal == Goal::Direct && k.oom.out_of_memory(cx.now) {
                             k.out.push(crate::kernel::state::KReq::OomKill);
                         }
-                        return Step::Done;
+                        return self.finish(k);
                     }
                     self.priority -= 1;
                     self.stage = Stage::Priority;
@@ -575,8 +600,8 @@ impl Path for ShrinkZones {
             self.pageout_cpu -= done.min(self.pageout_cpu);
             return;
         }
-        if let Some(n) = self.refill.take() {
-            k.mm.refill_inactive(n, done);
+        if let Some((n, mapped)) = self.refill.take() {
+            k.mm.refill_inactive(n, done, mapped);
             return;
         }
         if let Some(n) = self.cache.take() {
@@ -634,6 +659,36 @@ mod tests {
     use crate::fs::buffer::Via;
     use crate::kernel::path::Chan;
     use crate::kernel::tests::{kstate, run_to_sleep};
+
+    #[test]
+    fn mapped_pages_leave_the_active_list_only_when_the_swap_tendency_reaches_100() {
+        let mut k = kstate();
+        // 10 % of memory mapped: 5 + 60 + distress; no distress before any reclaim. And 79 %:
+        // 39 + 60, still short.
+        k.mm.anon = k.mm.total / 10;
+        k.mm.prev_priority = DEF_PRIORITY;
+        assert!(!reclaim_mapped(&k.mm));
+        let ten = k.mm.anon;
+        k.mm.anon = k.mm.total * 80 / 100 - 1;
+        assert!(!reclaim_mapped(&k.mm));
+        k.mm.anon = ten;
+        // A pass that had to go down to priority 1: distress 50, 115.
+        k.mm.prev_priority = 1;
+        assert!(reclaim_mapped(&k.mm));
+        // 81 % mapped (the swap storm): 40 + 60 with no distress at all.
+        k.mm.anon = k.mm.total * 82 / 100;
+        k.mm.prev_priority = DEF_PRIORITY;
+        assert!(reclaim_mapped(&k.mm));
+    }
+
+    #[test]
+    fn a_reclaim_pass_leaves_prev_priority_at_the_priority_it_reached() {
+        let mut k = anon_full();
+        k.reclaim = crate::variant::Reclaim::Rmap269;
+        k.mm.prev_priority = DEF_PRIORITY;
+        let _ = run_to_sleep(&mut k, try_to_free_pages(false));
+        assert!(k.mm.prev_priority < DEF_PRIORITY, "{}", k.mm.prev_priority);
+    }
 
     /// Memory filled with idle anonymous pages of two address spaces.
     fn anon_full() -> KState {
