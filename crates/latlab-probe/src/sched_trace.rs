@@ -1037,18 +1037,25 @@ fn task_list(slices: &[Slice], tid: u32) -> Vec<TaskSlice> {
 /// stack tells the function.
 const IN_KERNEL: &str = "kernel (non-preemptible section)";
 
+/// An interrupt's entry frame: `asm_sysvec_*`, `asm_common_interrupt` on x86-64;
+/// `ret_from_intr`, `apic_timer_interrupt` before 5.8.
+fn is_entry(f: &str) -> bool {
+    f.starts_with("asm_sysvec_")
+        || f.starts_with("asm_common_interrupt")
+        || f == "ret_from_intr"
+        || f == "apic_timer_interrupt"
+}
+
 /// The frames of the context an interrupt interrupted, innermost first: those below the
-/// interrupt's entry (`asm_sysvec_*`, `asm_common_interrupt` on x86-64; `ret_from_intr`,
-/// `apic_timer_interrupt` before 5.8); empty when it interrupted user space. `None` when the
-/// stack has no entry frame known here.
+/// interrupt's entry, up to the next entry frame when that context was itself an interrupt's
+/// (softirqs run at an earlier interrupt's exit: `handle_softirqs <- __irq_exit_rcu <-
+/// sysvec_apic_timer_interrupt`); empty when it interrupted user space. `None` when the stack
+/// has no entry frame known here.
 fn interrupted(frames: &[String]) -> Option<Vec<String>> {
-    let entry = frames.iter().position(|f| {
-        f.starts_with("asm_sysvec_")
-            || f.starts_with("asm_common_interrupt")
-            || f == "ret_from_intr"
-            || f == "apic_timer_interrupt"
-    })?;
-    Some(frames[entry + 1..].to_vec())
+    let entry = frames.iter().position(|f| is_entry(f))?;
+    let below = &frames[entry + 1..];
+    let end = below.iter().position(|f| is_entry(f)).unwrap_or(below.len());
+    Some(below[..end].to_vec())
 }
 
 /// A stack as a code path, as the model prints its paths: the innermost frames,
@@ -1613,6 +1620,17 @@ mod tests {
         // Interrupted in user space: no kernel function to name.
         let a = recorded(&kworker_with_stack("")).attribute(0, 777, intended, woke);
         assert_eq!(a.cause.unwrap().path, "kernel (non-preemptible section)");
+        // Interrupted while running softirqs at an earlier interrupt's exit: that context,
+        // cut at the earlier interrupt's entry.
+        let nested = kworker_with_stack(
+            " => handle_softirqs\n => __irq_exit_rcu\n => sysvec_apic_timer_interrupt\n \
+             => asm_sysvec_apic_timer_interrupt\n => vfs_write\n",
+        );
+        let a = recorded(&nested).attribute(0, 777, intended, woke);
+        assert_eq!(
+            a.cause.unwrap().path,
+            "handle_softirqs <- __irq_exit_rcu <- sysvec_apic_timer_interrupt"
+        );
     }
 
     #[test]
