@@ -152,11 +152,18 @@ fn header(first: &str, labels: &[&str]) -> Vec<String> {
 
 /// One row of figures: each run's value, and its ratio to the first after the first.
 fn figure_row(name: &str, values: &[f64], fmt: &dyn Fn(f64) -> String) -> Vec<String> {
+    let values: Vec<Option<f64>> = values.iter().copied().map(Some).collect();
+    partial_row(name, &values, fmt)
+}
+
+/// [`figure_row`] where a run may have no value: `-` for it, and for its ratio.
+fn partial_row(name: &str, values: &[Option<f64>], fmt: &dyn Fn(f64) -> String) -> Vec<String> {
     let mut row = vec![name.to_string()];
-    for (i, &v) in values.iter().enumerate() {
-        row.push(fmt(v));
+    for (i, v) in values.iter().enumerate() {
+        row.push(v.map_or("-".into(), fmt));
         if i > 0 {
-            row.push(ratio(values[0], v).map_or("-".into(), |x| format!("{x:.2}x")));
+            let r = values[0].zip(*v).and_then(|(a, b)| ratio(a, b));
+            row.push(r.map_or("-".into(), |x| format!("{x:.2}x")));
         }
     }
     row
@@ -252,15 +259,7 @@ fn rates_rows(labels: &[&str], runs: &[&RunResult]) -> Vec<Vec<String>> {
     let mut rows = vec![header("rate", labels)];
     for k in keys {
         let vals: Vec<Option<f64>> = runs.iter().map(|r| r.throughput.get(k.as_str()).copied()).collect();
-        let mut row = vec![rate_label(k)];
-        for (i, v) in vals.iter().enumerate() {
-            row.push(v.map_or("-".into(), |v| format!("{v:.1}")));
-            if i > 0 {
-                let r = vals[0].zip(*v).and_then(|(a, b)| ratio(a, b));
-                row.push(r.map_or("-".into(), |x| format!("{x:.2}x")));
-            }
-        }
-        rows.push(row);
+        rows.push(partial_row(&rate_label(k), &vals, &|v| format!("{v:.1}")));
     }
     rows
 }

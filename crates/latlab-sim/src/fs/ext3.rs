@@ -47,6 +47,14 @@ fn journal_start(k: &mut KState) -> Option<Step> {
     Some(Step::Block(Chan::TxnLocked))
 }
 
+/// `journal_stop` of a handle held open across a sleep ([`crate::fs::jbd::Journal::updates`]):
+/// the last one a `T_LOCKED` commit waited for wakes kjournald (`j_wait_updates`).
+pub(crate) fn journal_stop_slept(k: &mut KState) {
+    if k.jbd.handle_stopped() {
+        k.wake(Chan::TxnUpdates);
+    }
+}
+
 /// `mark_inode_dirty_sync(inode)` of an atime or mtime update on ext3: `__mark_inode_dirty`
 /// calls `ext3_dirty_inode` (2.4.18 fs/ext3/inode.c) whether or not the inode is already
 /// dirty, which under `lock_kernel()` journals the in-core inode into its inode-table block
@@ -145,9 +153,7 @@ impl Path for FileWrite {
             if std::mem::take(&mut self.handle) {
                 // The bitmap is read; the page's journal_stop follows its CPU work, which a
                 // commit cannot begin inside.
-                if k.jbd.handle_stopped() {
-                    k.wake(Chan::TxnUpdates);
-                }
+                journal_stop_slept(k);
             }
             if !k.mm.files.contains_key(&self.file) {
                 return Step::Done;

@@ -248,8 +248,8 @@ impl MpageWritepages {
 
     /// The waiting page's buffer went to the queue: its handle is stopped.
     fn stop_handle(&mut self, k: &mut KState) {
-        if std::mem::take(&mut self.handle) && k.jbd.handle_stopped() {
-            k.wake(Chan::TxnUpdates);
+        if std::mem::take(&mut self.handle) {
+            crate::fs::ext3::journal_stop_slept(k);
         }
     }
 }
