@@ -8,30 +8,7 @@ use crate::uncertainty::Report;
 use latlab_report::seed_table::CompareRow;
 
 /// Each built-in experiment's stored report, by name.
-pub const STORED: &[(&str, &str)] = &[
-    ("mini-ll", include_str!("../../../experiments/bands/mini-ll.json")),
-    (
-        "cfs-granularity",
-        include_str!("../../../experiments/bands/cfs-granularity.json"),
-    ),
-    ("sched-cost", include_str!("../../../experiments/bands/sched-cost.json")),
-    (
-        "preempt-vs-lowlatency",
-        include_str!("../../../experiments/bands/preempt-vs-lowlatency.json"),
-    ),
-    (
-        "mini-ll-fresh-boot",
-        include_str!("../../../experiments/bands/mini-ll-fresh-boot.json"),
-    ),
-    (
-        "pdflush-balance",
-        include_str!("../../../experiments/bands/pdflush-balance.json"),
-    ),
-    (
-        "voluntary-preempt",
-        include_str!("../../../experiments/bands/voluntary-preempt.json"),
-    ),
-];
+pub use latlab_exp::builtin::BANDS as STORED;
 
 /// What the stored bands gave a set of rows.
 #[derive(Debug, PartialEq)]

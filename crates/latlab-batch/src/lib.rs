@@ -11,6 +11,8 @@
 //! **Invariant.** A job depends only on its inputs (experiment, settings, index): any
 //! machine that runs it gets the same rows (the model is deterministic).
 
+#![forbid(unsafe_code)]
+
 pub mod bands;
 pub mod plot;
 pub mod sweep;

@@ -8,6 +8,8 @@
 //!
 //! **Invariant:** this crate does no I/O and knows nothing of the engines that fill it.
 
+#![forbid(unsafe_code)]
+
 pub mod attribution;
 pub mod histogram;
 pub mod result;

@@ -31,6 +31,10 @@ pub struct LatencyTrace {
     /// The tracer's layout version (`1.0.6`, `1.0.7`); empty: the latest, 1.0.7.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
+    /// What the engine says about the flags it printed (the model: the switches it records
+    /// but does not implement); empty: nothing to say.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// The longest preemption-off (critical-section) stretches of a run, as the

@@ -1,115 +1,12 @@
 //! Built-in machines, variants, workloads and experiments, compiled into the binary from the
-//! repository's `machines/`, `variants/` and `experiments/` directories.
+//! repository's `machines/`, `variants/` and `experiments/` directories: the registries are
+//! built from the folders by `build.rs` (every file there is a built-in; no hand-kept list).
 
 use latlab_sim::workload::script::{seed000_script, CommandSpec};
 use latlab_sim::workload::sysbench::Fileio;
 use latlab_sim::{Preload, Workload};
 
-pub const MACHINES: &[(&str, &str)] = &[
-    ("piii-850", include_str!("../../../machines/piii-850.toml")),
-    ("desktop-2002", include_str!("../../../machines/desktop-2002.toml")),
-    ("pentium-m-2000", include_str!("../../../machines/pentium-m-2000.toml")),
-    ("p4-2006", include_str!("../../../machines/p4-2006.toml")),
-    ("c3-2004", include_str!("../../../machines/c3-2004.toml")),
-];
-
-pub const VARIANTS: &[(&str, &str)] = &[
-    ("2.4.17", include_str!("../../../variants/2.4.17.toml")),
-    ("2.4.17+preempt", include_str!("../../../variants/2.4.17+preempt.toml")),
-    (
-        "2.4.17+low-latency",
-        include_str!("../../../variants/2.4.17+low-latency.toml"),
-    ),
-    ("2.4.18", include_str!("../../../variants/2.4.18.toml")),
-    (
-        "2.4.18+rml-preempt",
-        include_str!("../../../variants/2.4.18+rml-preempt.toml"),
-    ),
-    ("2.4.18+mini-ll", include_str!("../../../variants/2.4.18+mini-ll.toml")),
-    (
-        "2.4.18+mini-ll+rml-preempt",
-        include_str!("../../../variants/2.4.18+mini-ll+rml-preempt.toml"),
-    ),
-    (
-        "2.4.18+low-latency",
-        include_str!("../../../variants/2.4.18+low-latency.toml"),
-    ),
-    ("2.4.18+o1", include_str!("../../../variants/2.4.18+o1.toml")),
-    ("2.6.17", include_str!("../../../variants/2.6.17.toml")),
-    (
-        "2.6.17+pdflush-balance",
-        include_str!("../../../variants/2.6.17+pdflush-balance.toml"),
-    ),
-    ("3.2+io-less", include_str!("../../../variants/3.2+io-less.toml")),
-    ("2.6.35", include_str!("../../../variants/2.6.35.toml")),
-    (
-        "2.6.35+dyn-gran",
-        include_str!("../../../variants/2.6.35+dyn-gran.toml"),
-    ),
-    ("2.6.36", include_str!("../../../variants/2.6.36.toml")),
-    (
-        "6.18-eevdf-none",
-        include_str!("../../../variants/6.18-eevdf-none.toml"),
-    ),
-    (
-        "6.18-eevdf-full",
-        include_str!("../../../variants/6.18-eevdf-full.toml"),
-    ),
-    (
-        "6.18-eevdf-lazy",
-        include_str!("../../../variants/6.18-eevdf-lazy.toml"),
-    ),
-    ("2.6.9-rc1", include_str!("../../../variants/2.6.9-rc1.toml")),
-    (
-        "2.6.9-rc1+preempt",
-        include_str!("../../../variants/2.6.9-rc1+preempt.toml"),
-    ),
-    (
-        "2.6.9-rc1-bk12-VP-R6",
-        include_str!("../../../variants/2.6.9-rc1-bk12-VP-R6.toml"),
-    ),
-    (
-        "2.6.9-rc1-bk12-VP-S0+layout",
-        include_str!("../../../variants/2.6.9-rc1-bk12-VP-S0+layout.toml"),
-    ),
-    (
-        "2.6.9-rc1-bk12-VP-S0+lockless",
-        include_str!("../../../variants/2.6.9-rc1-bk12-VP-S0+lockless.toml"),
-    ),
-    (
-        "2.6.9-rc1-bk12-VP-S0+cluster",
-        include_str!("../../../variants/2.6.9-rc1-bk12-VP-S0+cluster.toml"),
-    ),
-    (
-        "2.6.9-rc1-bk12-VP-S0+blist",
-        include_str!("../../../variants/2.6.9-rc1-bk12-VP-S0+blist.toml"),
-    ),
-];
-
-pub const EXPERIMENTS: &[(&str, &str)] = &[
-    ("mini-ll", include_str!("../../../experiments/mini-ll.toml")),
-    (
-        "preempt-vs-lowlatency",
-        include_str!("../../../experiments/preempt-vs-lowlatency.toml"),
-    ),
-    (
-        "mini-ll-fresh-boot",
-        include_str!("../../../experiments/mini-ll-fresh-boot.toml"),
-    ),
-    ("sched-cost", include_str!("../../../experiments/sched-cost.toml")),
-    (
-        "cfs-granularity",
-        include_str!("../../../experiments/cfs-granularity.toml"),
-    ),
-    (
-        "pdflush-balance",
-        include_str!("../../../experiments/pdflush-balance.toml"),
-    ),
-    (
-        "voluntary-preempt",
-        include_str!("../../../experiments/voluntary-preempt.toml"),
-    ),
-];
+include!(concat!(env!("OUT_DIR"), "/registry.rs"));
 
 pub const WORKLOADS: &[&str] = &[
     "seed000-script",

@@ -312,7 +312,7 @@ fn line_of_value(text: &str, key: &str, value: &str) -> usize {
 
 /// A TOML or serde error. One about a value (`sched = "bfs"`, an unknown point in `points`)
 /// names the field it sets, dotted with its table (`cfs.latency_ns`).
-fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
+pub(crate) fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
     let msg = e.message().replace('\n', " ");
     let Some(span) = e.span() else {
         return ExpError::Syntax {
@@ -382,7 +382,7 @@ pub fn is_path(value: &str) -> bool {
 }
 
 /// What a `machine` or `variant` value can name: its field, its words in errors, the built-ins.
-struct Kind {
+pub(crate) struct Kind {
     field: &'static str,
     what: &'static str,
     dir: &'static str,
@@ -403,46 +403,50 @@ const VARIANT: Kind = Kind {
     builtins: builtin::VARIANTS,
 };
 
-/// A machine profile or kernel variant named by `value` at `origin:line`, built in or read
-/// through `files`, parsed and validated the same way either way: errors name the profile's
-/// file, its line, the field and why.
-fn resolve<T: serde::de::DeserializeOwned>(
+/// The text of the machine profile or kernel variant named by `value` at `origin:line`: built
+/// in, or read through `files`; with the name to give it in errors.
+pub(crate) fn read_named(
     k: &Kind,
     origin: &str,
     line: usize,
     value: &str,
     files: Files,
-    validate: impl Fn(&T) -> Result<(), (&'static str, String)>,
-) -> Result<T, ExpError> {
-    let (file, text) = if is_path(value) {
-        files(value).map_err(|e| ExpError::Field {
+) -> Result<(String, String), ExpError> {
+    if is_path(value) {
+        return files(value).map_err(|e| ExpError::Field {
             origin: origin.into(),
             line,
             field: k.field.into(),
             why: format!("cannot read {} file `{value}`: {e}", k.what),
-        })?
-    } else {
-        match k.builtins.iter().find(|(n, _)| *n == value) {
-            Some((n, text)) => (format!("{}/{n}.toml", k.dir), text.to_string()),
-            None => {
-                return Err(ExpError::Unknown {
-                    origin: origin.into(),
-                    line,
-                    what: k.what,
-                    name: value.into(),
-                    valid: format!(
-                        "{}, or a {} file's path (a value with a `/` or ending in `.toml`)",
-                        k.builtins.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-                        k.what
-                    ),
-                })
-            }
-        }
-    };
-    let v: T = toml::from_str(&text).map_err(|e| syntax(&file, &text, e))?;
+        });
+    }
+    match k.builtins.iter().find(|(n, _)| *n == value) {
+        Some((n, text)) => Ok((format!("{}/{n}.toml", k.dir), text.to_string())),
+        None => Err(ExpError::Unknown {
+            origin: origin.into(),
+            line,
+            what: k.what,
+            name: value.into(),
+            valid: format!(
+                "{}, or a {} file's path (a value with a `/` or ending in `.toml`)",
+                k.builtins.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                k.what
+            ),
+        }),
+    }
+}
+
+/// A machine profile or kernel variant file's text parsed and validated: errors name the
+/// file, its line, the field and why.
+fn parse_checked<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+    validate: impl Fn(&T) -> Result<(), (&'static str, String)>,
+) -> Result<T, ExpError> {
+    let v: T = toml::from_str(text).map_err(|e| syntax(file, text, e))?;
     validate(&v).map_err(|(field, why)| ExpError::Field {
-        line: line_of_field(&text, field),
-        origin: file,
+        line: line_of_field(text, field),
+        origin: file.into(),
         field: field.into(),
         why,
     })?;
@@ -451,7 +455,12 @@ fn resolve<T: serde::de::DeserializeOwned>(
 
 /// 1-based line where `field` (dotted for a nested table's: `disk.seq_mb_s`) is set, or of
 /// the table it names (`[catalog...]`); 1 if neither is found.
-fn line_of_field(text: &str, field: &str) -> usize {
+pub(crate) fn line_of_field(text: &str, field: &str) -> usize {
+    find_field(text, field).unwrap_or(1)
+}
+
+/// 1-based line where `field` is set, or of the table it names; `None` if neither is found.
+pub(crate) fn find_field(text: &str, field: &str) -> Option<usize> {
     let (table, key) = field.rsplit_once('.').unwrap_or(("", field));
     let sets = |l: &str| {
         l.trim_start()
@@ -473,22 +482,29 @@ fn line_of_field(text: &str, field: &str) -> usize {
         .position(|l| sets(l))
         .map(|i| start + i + 1)
         .or_else(|| lines.iter().position(|l| header(l)).map(|i| i + 1))
-        .unwrap_or(1)
 }
 
 /// A machine profile: built in (`piii-850`) or a file's path (read through `files`).
 pub fn machine(origin: &str, name: &str, line: usize, files: Files) -> Result<MachineProfile, ExpError> {
-    resolve(&MACHINE, origin, line, name, files, |m: &MachineProfile| {
+    let (file, text) = read_named(&MACHINE, origin, line, name, files)?;
+    parse_checked(&file, &text, |m: &MachineProfile| {
         m.validate()?;
         check_uncertainty(m)
     })
 }
 
-/// A kernel variant: built in (`2.4.18+mini-ll`) or a file's path (read through `files`).
+/// A kernel variant: built in (`2.4.18+mini-ll`) or a file's path (read through `files`),
+/// with the bases it `extends` ([`crate::extends`]).
 pub fn variant(origin: &str, name: &str, line: usize, files: Files) -> Result<Variant, ExpError> {
+    let layers = crate::extends::chain(origin, line, name, &|o: &str, l: usize, v: &str| {
+        read_named(&VARIANT, o, l, v, files)
+    })?;
     // Checked here too (the model checks it when a run starts), so a variant file's mistake
     // is reported with its file and line.
-    resolve(&VARIANT, origin, line, name, files, Variant::validate)
+    match layers.as_slice() {
+        [only] => parse_checked(&only.file, &only.text, Variant::validate),
+        _ => crate::extends::resolve(&layers),
+    }
 }
 
 pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment, ExpError> {
@@ -1103,11 +1119,11 @@ impl Setting {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use latlab_sim::CommandSpec;
 
-    const GOOD: &str = r#"
+    pub(crate) const GOOD: &str = r#"
 name = "t"
 title = "t"
 seed_file = "000_5c157154d48a42ec.txt"
@@ -1183,7 +1199,9 @@ published_max_ms = 84.0
     }
 
     /// Files as a user's directory holds them: `./NAME` read from the map, named `dir/NAME`.
-    fn user_files<'a>(map: &'a [(&'a str, String)]) -> impl Fn(&str) -> std::io::Result<(String, String)> + 'a {
+    pub(crate) fn user_files<'a>(
+        map: &'a [(&'a str, String)],
+    ) -> impl Fn(&str) -> std::io::Result<(String, String)> + 'a {
         move |p: &str| {
             let name = p.trim_start_matches("./");
             map.iter()
@@ -1193,14 +1211,13 @@ published_max_ms = 84.0
         }
     }
 
-    fn builtin_text(list: &[(&str, &'static str)], name: &str) -> String {
+    pub(crate) fn builtin_text(list: &[(&str, &'static str)], name: &str) -> String {
         list.iter().find(|(n, _)| *n == name).unwrap().1.to_string()
     }
 
     #[test]
     fn a_variant_or_machine_named_by_path_is_read_through_files_and_checked_as_a_builtin() {
-        let kernel =
-            builtin_text(builtin::VARIANTS, "2.4.18+mini-ll").replace("name = \"2.4.18+mini-ll\"", "name = \"mine\"");
+        let kernel = builtin_text(builtin::VARIANTS, "2.4.18").replace("name = \"2.4.18\"", "name = \"mine\"");
         let mut box_ = builtin_text(builtin::MACHINES, "piii-850").replace("cpu_mhz = 850.0", "cpu_mhz = 500.0");
         box_ += "\n[catalog.unfile]\nmisses = 3\n";
         let text = GOOD
@@ -1211,10 +1228,7 @@ published_max_ms = 84.0
         let e = parse("x.toml", &text, &files).unwrap();
         let c = &e.runs[0].config;
         assert_eq!((c.variant.name.as_str(), c.machine.cpu_mhz), ("mine", 500.0));
-        assert_eq!(
-            c.variant.points,
-            variant("t", "2.4.18+mini-ll", 0, &no_files).unwrap().points
-        );
+        assert_eq!(c.variant.points, variant("t", "2.4.18", 0, &no_files).unwrap().points);
         assert_eq!(c.machine.catalog["unfile"].misses, Some(3.0));
 
         // A typo'd field: the user's file, its line, the field.
@@ -1289,7 +1303,7 @@ published_max_ms = 84.0
 
     #[test]
     fn a_variant_files_unknown_subsystem_point_or_impossible_kernel_names_line_field_and_valid_values() {
-        let kernel = builtin_text(builtin::VARIANTS, "2.4.18+mini-ll");
+        let kernel = builtin_text(builtin::VARIANTS, "2.4.18");
         let text = GOOD.replace("variant = \"2.4.18\"", "variant = \"./kernel.toml\"");
         let err_for = |from: &str, to: &str| {
             let bad = kernel.replacen(from, to, 1);
@@ -1859,7 +1873,7 @@ published_max_ms = 84.0
 
     #[test]
     fn a_machines_uncertainty_table_is_checked_by_field() {
-        let base = crate::builtin::MACHINES[0].1;
+        let base = builtin_text(crate::builtin::MACHINES, "piii-850");
         let read = |from: &str, to: &str| {
             assert!(base.contains(from));
             let text = base.replace(from, to);

@@ -13,12 +13,15 @@
 //! files and hands their contents here (the machine and variant files an experiment names by
 //! path through a [`Files`] reader it supplies); built-ins are compiled in.
 
+#![forbid(unsafe_code)]
+
 pub mod builtin;
+mod extends;
 mod file;
 
 pub use file::{
-    is_path, machine_fields, machine_values, no_files, vary, ExpError, Experiment, FieldValue, Files, PreloadRepr,
-    Published, Run, TableKind, MAX_RUN_SECONDS, VARY_KEYS,
+    is_path, machine_fields, machine_values, no_files, variant, vary, ExpError, Experiment, FieldValue, Files,
+    PreloadRepr, Published, Run, TableKind, MAX_RUN_SECONDS, VARY_KEYS,
 };
 
 /// Parse and resolve an experiment from its text; `origin` names the file in errors. Its

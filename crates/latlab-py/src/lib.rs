@@ -4,6 +4,8 @@
 //! are what `latlab.ray` spreads over a cluster: a job is one run, planned and merged by
 //! `latlab_batch` exactly as the CLI plans and merges it.
 
+#![forbid(unsafe_code)]
+
 use latlab_batch::sweep::Sweep;
 use latlab_batch::uncertainty::Plan;
 use latlab_exp::Experiment;

@@ -34,6 +34,9 @@ pub fn render(t: &LatencyTrace) -> String {
         t.latency_ns / 1000,
         flags.join(" ")
     );
+    if !t.note.is_empty() {
+        let _ = writeln!(s, "    ({})", t.note);
+    }
     let _ = writeln!(s, "    -----------------");
     let _ = writeln!(
         s,
@@ -91,6 +94,7 @@ mod tests {
                 },
             ],
             version: String::new(),
+            note: String::new(),
         };
         let out = render(&t);
         assert!(
@@ -104,6 +108,14 @@ mod tests {
         assert!(
             out.contains("00000001 0.606ms (+5.426ms): sub_preempt_count (get_swap_page)"),
             "{out}"
+        );
+        let noted = render(&LatencyTrace {
+            note: "SP, HP: not modelled".into(),
+            ..t.clone()
+        });
+        assert!(
+            noted.contains("[VP:0 KP:1 #CPUS:1]\n    (SP, HP: not modelled)\n"),
+            "{noted}"
         );
         let old = render(&LatencyTrace {
             version: "1.0.6".into(),

@@ -21,6 +21,8 @@
 //!
 //! **Architecture invariant.** Exporters only read results; they never run anything.
 
+#![forbid(unsafe_code)]
+
 pub mod buckets;
 pub mod chrome_trace;
 pub mod compare;

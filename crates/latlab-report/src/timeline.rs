@@ -408,6 +408,7 @@ pub(crate) mod tests {
                 e(1_152_384, "sys_read", "rtc_read"),
             ],
             version: String::new(),
+            note: String::new(),
         });
         r
     }

@@ -25,11 +25,21 @@ use std::collections::BinaryHeap;
 /// The model's PRNG: seeded, portable, reproducible across platforms.
 pub type Rng = ChaCha8Rng;
 
-/// A PRNG for one named stream of randomness, derived from the run seed, so adding a
-/// random draw in one subsystem does not shift the draws of another.
-pub fn rng_for(seed: u64, stream: u64) -> Rng {
+/// The model's streams of randomness, one per subsystem that draws. Each is its own ChaCha
+/// stream of the run seed, so a draw added in one subsystem does not shift another's.
+/// Today only the workloads draw (file sizes, compile times, which file a job reads: the
+/// kernel itself is deterministic given its inputs); a subsystem that starts drawing adds
+/// its variant here rather than sharing the workloads' stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RngStream {
+    /// Every workload's draws (`workload::ProgCx::rng`), in the order the programs run.
+    Workload = 1,
+}
+
+/// The PRNG of one stream of randomness, derived from the run seed.
+pub fn rng_for(seed: u64, stream: RngStream) -> Rng {
     let mut r = ChaCha8Rng::seed_from_u64(seed);
-    r.set_stream(stream);
+    r.set_stream(stream as u64);
     r
 }
 

@@ -13,6 +13,8 @@
 //! **Architecture invariant.** This crate knows nothing of files, command lines or output
 //! formats: configurations come in as values, results go out as values.
 
+#![forbid(unsafe_code)]
+
 pub mod dev;
 pub mod engine;
 pub mod fs;
@@ -346,7 +348,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
             });
         }
     }
-    let rng = engine::rng_for(cfg.seed, 1);
+    let rng = engine::rng_for(cfg.seed, engine::RngStream::Workload);
     let machine = MachineProfile {
         cpus,
         ..cfg.machine.clone()
@@ -441,14 +443,6 @@ fn run_history(k: &mut Kernel, cfg: &SimConfig) {
         k.run_until(until, |_| {});
     }
     k.st.workload_done = None;
-    if std::env::var_os("LATLAB_DEBUG_SCRIPT").is_some() {
-        let (m, d) = (&k.st.mm, &k.st.dcache);
-        eprintln!(
-            "{:>8.1}s  after the history: free {} cache {} anon {} swapped {} pages, {} reclaim calls ({} to priority 1); dentries unused {} ({} referenced), inodes unused {}",
-            k.now as f64 / 1e9, m.free, m.cache, m.anon, m.swapouts, m.reclaims, m.reclaims_to_priority_1,
-            d.dentries_unused, d.referenced, d.inodes_unused
-        );
-    }
 }
 
 /// Longest the box's history before the run may take.
@@ -701,6 +695,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
                 flags: cfg.variant.trace_flags(),
                 entries: std::mem::take(&mut k.tracker.worst_entries),
                 version: String::new(),
+                note: cfg.variant.trace_note(),
             });
         }
         r.streams.push(s);

@@ -270,13 +270,18 @@ pub struct Variant {
     /// (mainline's CONFIG_PREEMPT_VOLUNTARY, 2.6.13+) they are on too.
     #[serde(default, skip_serializing_if = "is_default")]
     pub voluntary: bool,
-    /// SP: softirqs run in the ksoftirqd thread, never on the way out of an interrupt
-    /// (the patch's `softirq_preemption`).
+    /// SP: the patch's `softirq_preemption` (softirqs run in the ksoftirqd thread, never on
+    /// the way out of an interrupt). **Recorded, not modelled:** the model runs no softirq
+    /// in a thread yet, so this switch moves no work; it is printed in the tracer's header
+    /// (with a note saying so) because seed 003's kernels had it on.
     #[serde(default, skip_serializing_if = "is_default")]
     pub softirq_threads: bool,
-    /// HP: hard interrupt handlers (all but the timer's and the RTC's, which the patch marks
-    /// SA_NODELAY) run in per-IRQ threads; the interrupt itself only acknowledges and wakes
-    /// the thread (the patch's `hardirq_preemption`).
+    /// HP: the patch's `hardirq_preemption` (hard interrupt handlers, all but the timer's and
+    /// the RTC's, which the patch marks SA_NODELAY, run in per-IRQ threads; the interrupt
+    /// itself only acknowledges and wakes the thread). **Recorded, not modelled:** every
+    /// handler still runs in hard-interrupt context, so this switch moves no work; it is
+    /// printed in the tracer's header (with a note saying so) because seed 003's kernels had
+    /// it on.
     #[serde(default, skip_serializing_if = "is_default")]
     pub hardirq_threads: bool,
 }
@@ -509,6 +514,22 @@ impl Variant {
         .collect()
     }
 
+    /// What the tracer's header says beside its switches: the ones set here that the model
+    /// does not implement (SP, HP move no work), or nothing.
+    pub fn trace_note(&self) -> String {
+        let unmodelled: Vec<&str> = [("SP", self.softirq_threads), ("HP", self.hardirq_threads)]
+            .into_iter()
+            .filter_map(|(n, on)| on.then_some(n))
+            .collect();
+        if unmodelled.is_empty() {
+            return String::new();
+        }
+        format!(
+            "{}: set in the variant, not modelled (no interrupt or softirq runs in a thread: no work moves)",
+            unmodelled.join(", ")
+        )
+    }
+
     /// The layout of the patch release's `/proc/latency_trace` (`1.0.6` in the R series,
     /// `1.0.7` from S0 and for kernels without the patch).
     pub fn tracer_version(&self) -> &'static str {
@@ -533,6 +554,20 @@ impl Variant {
 mod tests {
     use super::*;
     use crate::kernel::tests::variant_with;
+
+    #[test]
+    fn the_trace_note_names_the_switches_that_move_no_work() {
+        let mut v = variant_with(SchedClass::O1, PreemptModel::Full, &[]);
+        assert_eq!(v.trace_note(), "");
+        v.hardirq_threads = true;
+        assert!(
+            v.trace_note().starts_with("HP: set in the variant, not modelled"),
+            "{}",
+            v.trace_note()
+        );
+        v.softirq_threads = true;
+        assert!(v.trace_note().starts_with("SP, HP: "), "{}", v.trace_note());
+    }
 
     #[test]
     fn combinations_no_kernel_had_are_refused() {

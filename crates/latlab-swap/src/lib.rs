@@ -27,6 +27,8 @@
 //! the swap header, the model does not); a slot is either free or held by one owner
 //! (no swap counts above 1, no swap cache).
 
+#![forbid(unsafe_code)]
+
 pub mod bench;
 pub mod blist;
 pub mod cluster;

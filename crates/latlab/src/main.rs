@@ -1,6 +1,8 @@
 //! `latlab`: the command line. Parses arguments and hands each subcommand to its module;
 //! the engines and reports live in their own crates.
 
+#![forbid(unsafe_code)]
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

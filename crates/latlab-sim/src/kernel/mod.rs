@@ -958,7 +958,7 @@ impl Kernel {
         };
         let h = self.m.irq_entry_exit_ns + body;
         if let Some(p) = self.poff.as_mut() {
-            p.on_irq(delivered, h, irq, self.v.hardirq_threads && matches!(irq, Irq::Disk(_)));
+            p.on_irq(delivered, h, irq);
         }
         if irq == Irq::Rtc {
             let cur = self.cur();
@@ -1257,7 +1257,13 @@ pub(crate) mod tests {
         let m = machine();
         let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
         let st = KState::new(&m, swap);
-        Kernel::new(v, m, Box::new(Goodness24::new(100)), st, crate::engine::rng_for(7, 1))
+        Kernel::new(
+            v,
+            m,
+            Box::new(Goodness24::new(100)),
+            st,
+            crate::engine::rng_for(7, crate::engine::RngStream::Workload),
+        )
     }
 
     fn events_for(items: u64, per_item: Nanos) -> u64 {
@@ -1396,7 +1402,7 @@ pub(crate) mod tests {
             m,
             Box::new(crate::sched::o1::O1::new(100)),
             st,
-            crate::engine::rng_for(7, 1),
+            crate::engine::rng_for(7, crate::engine::RngStream::Workload),
         )
     }
 
@@ -1405,7 +1411,13 @@ pub(crate) mod tests {
         let m = MachineProfile { cpus: 2, ..machine() };
         let st = KState::new(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
         let v = variant_with(class, PreemptModel::None, &[]);
-        Kernel::new(v, m, sched, st, crate::engine::rng_for(7, 1))
+        Kernel::new(
+            v,
+            m,
+            sched,
+            st,
+            crate::engine::rng_for(7, crate::engine::RngStream::Workload),
+        )
     }
 
     #[test]

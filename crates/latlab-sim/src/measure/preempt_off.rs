@@ -73,6 +73,7 @@ pub struct PreemptOffTracer {
     /// The kernel the trace headers name, with its switches and layout version.
     kernel: String,
     flags: Vec<(String, bool)>,
+    note: String,
     version: &'static str,
 }
 
@@ -94,6 +95,7 @@ impl PreemptOffTracer {
             },
             kernel: format!("{} (latlab model)", v.name),
             flags: v.trace_flags(),
+            note: v.trace_note(),
             version: v.tracer_version(),
         }
     }
@@ -142,19 +144,16 @@ impl PreemptOffTracer {
     /// patch's tracer logs function entries only, so the time after an interrupt would show
     /// against the handler's last entry; the model logs the interrupted function again where
     /// the interrupt returns to it, so each entry's delta is time spent in that function.
-    pub fn on_irq(&mut self, now: Nanos, h: Nanos, irq: Irq, threaded: bool) {
+    pub fn on_irq(&mut self, now: Nanos, h: Nanos, irq: Irq) {
         let Some(o) = &mut self.open else { return };
         let (running, parent) = o.last;
         Self::push(o, now, HARDIRQ | 1, "do_IRQ", running);
-        let handler = if threaded {
-            "mask_and_ack_8259A"
-        } else {
-            match irq {
-                Irq::Tick => "timer_interrupt",
-                Irq::Rtc => "rtc_interrupt",
-                Irq::Disk(_) => "ide_intr",
-                Irq::Hrtimer(_) => "hrtimer_interrupt",
-            }
+        // Every handler runs in hard-interrupt context (HP is recorded, not modelled).
+        let handler = match irq {
+            Irq::Tick => "timer_interrupt",
+            Irq::Rtc => "rtc_interrupt",
+            Irq::Disk(_) => "ide_intr",
+            Irq::Hrtimer(_) => "hrtimer_interrupt",
         };
         Self::push(o, now, HARDIRQ | 2, handler, "do_IRQ");
         Self::push(o, now + h, 1, running, parent);
@@ -201,6 +200,7 @@ impl PreemptOffTracer {
             flags: self.flags.clone(),
             entries: o.entries.iter().map(Entry::traced).collect(),
             version: self.version.into(),
+            note: self.note.clone(),
         }
     }
 
@@ -231,7 +231,7 @@ mod tests {
         let mut t = PreemptOffTracer::new([0, 100], &v);
         t.on_step(1_000, 1, "get_swap_page", "balance_pgdat", true);
         t.on_step(1_100, 1, "scan_swap_map", "balance_pgdat", true);
-        t.on_irq(300_000, 3_000, Irq::Tick, false);
+        t.on_irq(300_000, 3_000, Irq::Tick);
         t.on_unlock(607_000, 42, &tasks);
         // Not locked: no stretch.
         t.on_step(700_000, 1, "shrink_list", "balance_pgdat", false);

@@ -366,15 +366,6 @@ impl Program for Shell {
             });
         }
         self.spawned = true;
-        if std::env::var_os("LATLAB_DEBUG_SCRIPT").is_some() {
-            eprintln!(
-                "{:>8.1}s  {}  (read {} written {} blocks so far)",
-                cx.now as f64 / 1e9,
-                c.label(),
-                cx.st.disk.blocks_read,
-                cx.st.disk.blocks_moved - cx.st.disk.blocks_read
-            );
-        }
         let comm = c.label().split_whitespace().next().unwrap_or("sh").to_string();
         Action::Spawn(TaskSpec::user(comm, Box::new(Cmd::new(c, self.reg.clone()))))
     }
