@@ -139,8 +139,16 @@ struct RunRepr {
     /// beside its iozone rows).
     #[serde(default)]
     workload: Option<String>,
-    /// Samples the seed's run collected: the model runs (idle after the workload) at least
-    /// as long as that took at `rtc_hz`.
+    /// The measurement window as a sample count: the model runs (idle after the workload)
+    /// at least as long as collecting this many samples at `rtc_hz` takes. The built-in
+    /// experiments give the seed's own count (the seed's run length); the model never reads
+    /// `published_samples`, which is comparison data only.
+    #[serde(default)]
+    samples: Option<f64>,
+    /// The measurement window in simulated seconds (instead of `samples`).
+    #[serde(default)]
+    duration_s: Option<f64>,
+    /// Samples the seed's run collected: shown beside the model's count, never read by a run.
     #[serde(default)]
     published_samples: Option<f64>,
     #[serde(default)]
@@ -250,16 +258,17 @@ impl Run {
 }
 
 /// The longest run an experiment may imply without a `max_seconds` of its own: two simulated
-/// hours (the seeds' runs last 10 to 41 minutes). A `published_samples` that asks for more at
-/// the file's `rtc_hz` is refused unless the run gives `max_seconds`.
+/// hours (the seeds' runs last 10 to 41 minutes). A measurement window (`samples` at the
+/// file's `rtc_hz`, or `duration_s`) that asks for more is refused unless the run gives
+/// `max_seconds`.
 pub const MAX_RUN_SECONDS: u64 = 7200;
 
-/// How long a run lasts: at least as long as the seed's run took to collect its `samples` at
-/// `rtc_hz` (the model idles after the workload), and at most `max_seconds` or, without one,
-/// twice that (or twice 600 s). Without `max_seconds`, a seed's run longer than
+/// How long a run lasts: at least its measurement window (`samples` at `rtc_hz`, or
+/// `duration_s`; the model idles after the workload), and at most `max_seconds` or, without
+/// one, twice that (or twice 600 s). Without `max_seconds`, a window longer than
 /// [`MAX_RUN_SECONDS`] is an error (the reason).
-fn run_length(samples: Option<f64>, rtc_hz: u32, max_seconds: Option<u64>) -> Result<(u64, u64), String> {
-    let seed_s = samples.map_or(0.0, |s| s / rtc_hz as f64);
+fn run_length(window_s: Option<f64>, max_seconds: Option<u64>) -> Result<(u64, u64), String> {
+    let seed_s = window_s.unwrap_or(0.0);
     if let Some(max) = max_seconds {
         let max_ns = max.saturating_mul(1_000_000_000);
         // `as` saturates: a seed's run beyond u64 nanoseconds is cut at max_seconds anyway.
@@ -267,10 +276,9 @@ fn run_length(samples: Option<f64>, rtc_hz: u32, max_seconds: Option<u64>) -> Re
     }
     if seed_s > MAX_RUN_SECONDS as f64 {
         return Err(format!(
-            "{} samples at rtc_hz = {rtc_hz} is a run of {seed_s:.0} simulated seconds, more than the \
-             {MAX_RUN_SECONDS} s a run may last without `max_seconds`; give the run a `max_seconds` \
-             to run that long (or to stop it sooner)",
-            samples.unwrap_or(0.0)
+            "a measurement window of {seed_s:.0} simulated seconds is more than the {MAX_RUN_SECONDS} s \
+             a run may last without `max_seconds`; give the run a `max_seconds` to run that long (or \
+             to stop it sooner)"
         ));
     }
     let min_ns = (seed_s * 1e9) as u64;
@@ -558,11 +566,25 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
     let mut runs = Vec::new();
     for r in f.run {
         let v = variant(origin, &r.variant, line_of_value(text, "variant", &r.variant), files)?;
-        if let Some(s) = r.published_samples {
-            if !(s.is_finite() && (0.0..1e12).contains(&s)) {
-                return Err(field("published_samples", format!("must be a count >= 0, got {s}")));
+        for (name, n) in [("published_samples", r.published_samples), ("samples", r.samples)] {
+            if let Some(s) = n.filter(|s| !(s.is_finite() && (0.0..1e12).contains(s))) {
+                return Err(field(name, format!("must be a count >= 0, got {s}")));
             }
         }
+        let window = match (r.samples, r.duration_s) {
+            (Some(_), Some(_)) => {
+                return Err(field(
+                    "duration_s",
+                    "give the measurement window once: `samples` (at rtc_hz) or `duration_s`, not both".into(),
+                ))
+            }
+            (Some(s), None) => Some(("samples", s / f.rtc_hz as f64)),
+            (None, Some(d)) if !(d.is_finite() && d >= 0.0) => {
+                return Err(field("duration_s", format!("must be simulated seconds >= 0, got {d}")))
+            }
+            (None, Some(d)) => Some(("duration_s", d)),
+            (None, None) => None,
+        };
         if let Some([lo, hi]) = r.published_max_range_ms {
             if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo < hi) {
                 return Err(field(
@@ -602,8 +624,8 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 ),
             ));
         }
-        let (min_ns, max_ns) =
-            run_length(r.published_samples, f.rtc_hz, r.max_seconds).map_err(|why| field("published_samples", why))?;
+        let (min_ns, max_ns) = run_length(window.map(|(_, s)| s), r.max_seconds)
+            .map_err(|why| field(window.map_or("max_seconds", |(name, _)| name), why))?;
         let posix_timer = match r.notify.as_deref() {
             None => None,
             Some(n) => {
@@ -1414,16 +1436,15 @@ published_max_ms = 84.0
 
     #[test]
     fn vary_sets_one_value_for_every_run() {
-        let text = GOOD.to_string()
-            + "published_samples = 2048\n\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
+        let text = GOOD.to_string() + "samples = 2048\n\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
         let e = parse("x.toml", &text, &no_files).unwrap();
         let v = vary(&e, "cli", "preload.unused_dentries", "777").unwrap();
         assert!(v.runs.iter().all(|r| r.config.workload.preload.unused_dentries == 777));
         assert_eq!(v.runs[0].config.variant, e.runs[0].config.variant);
         let s = vary(&e, "cli", "seed", "9").unwrap();
         assert!(s.runs.iter().all(|r| r.config.seed == 9));
-        // The run lasts as long as the seed's whatever the rate: 2048 samples at the file's
-        // 2048 Hz, 1 s, at 1024 Hz or 2 Hz too.
+        // The run's window is its sample count at the file's rate: 2048 samples at 2048 Hz,
+        // 1 s, at 1024 Hz or 2 Hz too.
         for rate in [1024, 2] {
             let hz = vary(&e, "cli", "rtc_hz", &rate.to_string()).unwrap();
             assert_eq!(hz.runs[0].config.rtc_hz, rate);
@@ -1466,25 +1487,58 @@ published_max_ms = 84.0
                 .replace("published_max_ms = 84.0", fields)
         };
         // 2e10 samples at 2 Hz: 1e10 s, once an overflow; now refused by name with the bound.
-        let e = parse("x.toml", &with("published_samples = 2e10"), &no_files)
+        let e = parse("x.toml", &with("samples = 2e10"), &no_files)
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("x.toml:13: field `published_samples`") && e.contains("7200 s") && e.contains("max_seconds"),
+            e.starts_with("x.toml:13: field `samples`") && e.contains("7200 s") && e.contains("max_seconds"),
             "{e}"
         );
-        // At the bound it runs; max_seconds lets a longer seed's run through, cut at it.
-        let ok = parse("x.toml", &with("published_samples = 14400"), &no_files).unwrap();
+        let e = parse("x.toml", &with("duration_s = 1e5"), &no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.toml:13: field `duration_s`") && e.contains("7200 s"),
+            "{e}"
+        );
+        // At the bound it runs; max_seconds lets a longer window through, cut at it.
+        let ok = parse("x.toml", &with("samples = 14400"), &no_files).unwrap();
         assert_eq!(ok.runs[0].config.min_duration_ns, MAX_RUN_SECONDS * 1_000_000_000);
-        let cut = parse("x.toml", &with("published_samples = 2e10\nmax_seconds = 10"), &no_files).unwrap();
+        let ok = parse("x.toml", &with("duration_s = 30"), &no_files).unwrap();
+        assert_eq!(ok.runs[0].config.min_duration_ns, 30_000_000_000);
+        let cut = parse("x.toml", &with("samples = 2e10\nmax_seconds = 10"), &no_files).unwrap();
         let c = &cut.runs[0].config;
         assert_eq!((c.min_duration_ns, c.max_duration_ns), (10_000_000_000, 10_000_000_000));
         let huge = parse(
             "x.toml",
-            &with("published_samples = 9e11\nmax_seconds = 18446744073709551615"),
+            &with("samples = 9e11\nmax_seconds = 18446744073709551615"),
             &no_files,
         );
         assert!(huge.is_err(), "max_seconds above i64 is not TOML");
+        // Both forms of the window, or a negative one, are refused by name.
+        let e = parse("x.toml", &with("samples = 4\nduration_s = 2"), &no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("field `duration_s`") && e.contains("not both"), "{e}");
+        let e = parse("x.toml", &with("duration_s = -1"), &no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("field `duration_s`") && e.contains(">= 0"), "{e}");
+    }
+
+    /// Published figures are comparison data: a run's length, and so its result, does not
+    /// move when one of them is edited.
+    #[test]
+    fn a_published_figure_never_sets_a_run() {
+        let base = GOOD.replace("published_max_ms = 84.0", "samples = 4096");
+        let a = parse("x.toml", &base, &no_files).unwrap();
+        let b = parse("x.toml", &format!("{base}published_samples = 9e9\n"), &no_files).unwrap();
+        let (ca, cb) = (&a.runs[0].config, &b.runs[0].config);
+        assert_eq!(
+            (ca.min_duration_ns, ca.max_duration_ns),
+            (cb.min_duration_ns, cb.max_duration_ns)
+        );
+        assert_eq!(ca.min_duration_ns, 2_000_000_000);
     }
 
     #[test]

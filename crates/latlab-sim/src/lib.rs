@@ -258,7 +258,7 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         return Err(SimError::RtcHz(cfg.rtc_hz));
     }
     if let Some(p) = &cfg.posix_timer {
-        if cfg.variant.sched == SchedClass::Goodness24 {
+        if !cfg.variant.has_posix_timers() {
             return Err(SimError::NoPosixTimers(cfg.variant.name.clone()));
         }
         if !(100_000..=10_000_000_000).contains(&p.period_ns) {

