@@ -75,6 +75,18 @@ pub fn held_dir(parent: &Path, prefix: &str) -> io::Result<(PathBuf, Held)> {
     Ok((d, held.expect("made with hold")))
 }
 
+/// Create or truncate `path` for writing, refusing (ELOOP) a symlink at its last component
+/// instead of following it: for a file written beside one the user named.
+pub fn create_nofollow(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +109,24 @@ mod tests {
             std::fs::remove_dir(d).unwrap();
         }
         assert!(!is_suffix("0") && !is_suffix("abc-def-ghij") && is_suffix("aZ09aZ09aZ09"));
+    }
+
+    #[test]
+    fn create_nofollow_refuses_a_symlink() {
+        let d = dir(&std::env::temp_dir(), "latlab-private-test-").unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = create_nofollow(&link).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        // An ordinary file is created, then truncated.
+        let f = d.join("f");
+        std::io::Write::write_all(&mut create_nofollow(&f).unwrap(), b"abc").unwrap();
+        drop(create_nofollow(&f).unwrap());
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "");
+        std::fs::remove_dir_all(d).unwrap();
     }
 
     #[test]
