@@ -1313,6 +1313,59 @@ fn sigkill_and_sighup_leave_no_load_scratch_file_or_ftrace_instance() {
     }
 }
 
+/// A `make` load's compilers write their temporary files (cc*.s) in the load's own private
+/// directory (its `TMPDIR`), not in the probe's `TMPDIR`: a SIGKILLed probe leaves none there.
+#[test]
+fn sigkill_with_a_make_load_leaves_no_compiler_files_in_tmpdir() {
+    let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
+    let d = scratch("make-tmpdir");
+    let tmpdir = scratch("make-tmpdir-env");
+    let mut child = command(
+        As::Invoker,
+        &[
+            "probe",
+            "timer",
+            "--duration",
+            "60s",
+            "--load",
+            "make:2",
+            "--scratch",
+            d.to_str().unwrap(),
+        ],
+    )
+    .env("TMPDIR", &tmpdir)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    // The compilers' files, seen in the load's TMPDIR while they work.
+    let in_load_tmp = || {
+        entries(&d)
+            .iter()
+            .filter(|n| n.starts_with("latlab-load-"))
+            .flat_map(|n| std::fs::read_dir(d.join(n).join("tmp")).into_iter().flatten().flatten())
+            .any(|e| e.file_name().to_string_lossy().starts_with("cc"))
+    };
+    let mut seen = false;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !seen && std::time::Instant::now() < deadline {
+        seen = in_load_tmp();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert!(seen, "no compiler file ever appeared in the load's TMPDIR");
+    assert!(
+        within(15, || load_children_in(&d).is_empty() && entries(&d).is_empty()),
+        "left: {:?}",
+        entries(&d)
+    );
+    assert_eq!(entries(&tmpdir), Vec::<String>::new(), "left in the probe's TMPDIR");
+    std::fs::remove_dir_all(&d).unwrap();
+    std::fs::remove_dir_all(&tmpdir).unwrap();
+}
+
 fn json_at(d: &Path) -> serde_json::Value {
     json(&d.join("r.json"))
 }
