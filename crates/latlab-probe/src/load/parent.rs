@@ -1,8 +1,8 @@
 //! The probing process's side of the loads: start each load as a re-executed `latlab` child in
 //! its own process group (SCHED_OTHER, parent-death signal, stdin/stdout null, stderr to a file
-//! in its private scratch directory, `TMPDIR` inside it too), wait until it produces load, watch for early deaths, and on stop
-//! (or drop) SIGTERM then SIGKILL each group, reap, collect counters and notes, remove the
-//! scratch directories and any zram swap device.
+//! in its private scratch directory, its `TMPDIR` inside it too), wait until it produces load,
+//! watch for early deaths, and on stop (or drop) SIGTERM then SIGKILL each group, reap, collect
+//! counters and notes, remove the scratch directories and any zram swap device.
 
 use super::child::{ENV_DIR, ENV_SPEC};
 use super::counters::{read_counters, read_notes, READY_FILE};
