@@ -14,8 +14,8 @@
 //!   swapped off and reset, the scratch directories removed; it says so on stderr, then exits.
 //!
 //! Backstop for a guardian that could not run (or was killed too): [`sweep`], at the probe's
-//! start, removes the scratch directories, write files and ftrace instances named after a
-//! probe pid that no longer exists, and says so.
+//! start, removes the private scratch directories (the loads', probe write's) and ftrace
+//! instances named after a probe pid that no longer exists, and says so.
 
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -243,8 +243,9 @@ fn gone(pid: u32) -> bool {
 /// What a probe leaves that [`sweep`] looks for.
 #[derive(Debug, PartialEq)]
 enum Left {
-    /// In a scratch directory: `latlab-load-PID-N` (a load's directory) or
-    /// `latlab-write-PID.dat` (probe write's file).
+    /// In a scratch directory: `latlab-load-PID-<random>` (a load's private directory) or
+    /// `latlab-write-PID-<random>` (the private directory of probe write's file), made by
+    /// [`crate::private`].
     Scratch,
     /// In tracefs: `latlab-PID` or `latlab-PID-N`, a private ftrace instance.
     Instance,
@@ -255,16 +256,19 @@ fn owner(name: &str) -> Option<(Left, u32)> {
     fn digits(s: &str) -> bool {
         !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
     }
-    fn pid_dash_n(rest: &str) -> Option<&str> {
-        rest.split_once('-').filter(|(_, n)| digits(n)).map(|(pid, _)| pid)
-    }
-    let (left, pid) = if let Some(rest) = name.strip_prefix("latlab-load-") {
-        (Left::Scratch, pid_dash_n(rest)?)
-    } else if let Some(rest) = name.strip_prefix("latlab-write-") {
-        (Left::Scratch, rest.strip_suffix(".dat")?)
+    let (left, pid) = if let Some(rest) = name
+        .strip_prefix("latlab-load-")
+        .or_else(|| name.strip_prefix("latlab-write-"))
+    {
+        let (pid, suffix) = rest.split_once('-')?;
+        (Left::Scratch, Some(pid).filter(|_| crate::private::is_suffix(suffix))?)
     } else {
         let rest = name.strip_prefix("latlab-")?;
-        (Left::Instance, pid_dash_n(rest).unwrap_or(rest))
+        let pid = rest
+            .split_once('-')
+            .filter(|(_, n)| digits(n))
+            .map_or(rest, |(pid, _)| pid);
+        (Left::Instance, pid)
     };
     Some((left, pid.parse().ok().filter(|_| digits(pid))?))
 }
@@ -285,8 +289,8 @@ fn sweep_one(p: &Path, want: Left, remove: impl Fn(&Path) -> Result<(), String>)
     })
 }
 
-/// Remove what probes that no longer run left behind: their load scratch directories and
-/// write files in `dirs` (this user's only; root: anyone's), and their ftrace instances.
+/// Remove what probes that no longer run left behind: their private scratch directories in
+/// `dirs` (this user's only; root: anyone's), and their ftrace instances.
 /// Returns one line per thing removed (or that could not be).
 pub fn sweep(dirs: &[&Path]) -> Vec<String> {
     use std::os::unix::fs::MetadataExt;
@@ -321,19 +325,22 @@ mod tests {
 
     #[test]
     fn names_latlab_leaves_say_whose_they_are() {
-        assert_eq!(owner("latlab-load-1234-0"), Some((Left::Scratch, 1234)));
-        assert_eq!(owner("latlab-write-77.dat"), Some((Left::Scratch, 77)));
+        assert_eq!(owner("latlab-load-1234-aZ09aZ09aZ09"), Some((Left::Scratch, 1234)));
+        assert_eq!(owner("latlab-write-77-000000000000"), Some((Left::Scratch, 77)));
         assert_eq!(owner("latlab-99"), Some((Left::Instance, 99)));
         assert_eq!(owner("latlab-99-2"), Some((Left::Instance, 99)));
         for other in [
             "latlab-loadtest-1-x-0",
             "latlab-load-12",
+            "latlab-load-12-0",
             "latlab-probe-test-gate-5",
-            "latlab-write-7.txt",
+            "latlab-write-7.dat",
+            "latlab-write-7-aZ09aZ09aZ0.",
             "latlab-",
             "latlab-x",
             "latlab-1-x",
             "latlab-load-1-2-3",
+            "latlab-load-x-aZ09aZ09aZ09",
             "other-12",
         ] {
             assert_eq!(owner(other), None, "{other}");
@@ -354,12 +361,13 @@ mod tests {
         let dir = tmp.work();
         let dead = dead_pid();
         let me = std::process::id();
-        let left = dir.join(format!("latlab-load-{dead}-0"));
+        let left = dir.join(format!("latlab-load-{dead}-aZ09aZ09aZ09"));
         std::fs::create_dir_all(left.join("work/sub")).unwrap();
         std::fs::write(left.join("work/sub/f.o"), "x").unwrap();
-        let file = dir.join(format!("latlab-write-{dead}.dat"));
-        std::fs::write(&file, "x").unwrap();
-        let live = dir.join(format!("latlab-load-{me}-0"));
+        let file = dir.join(format!("latlab-write-{dead}-000000000000"));
+        std::fs::create_dir_all(&file).unwrap();
+        std::fs::write(file.join("data"), "x").unwrap();
+        let live = dir.join(format!("latlab-load-{me}-aZ09aZ09aZ09"));
         std::fs::create_dir_all(&live).unwrap();
         let unrelated = dir.join(format!("latlab-{dead}"));
         std::fs::create_dir_all(&unrelated).unwrap();

@@ -6,7 +6,9 @@
 //! [`load`] (built-in load generators), [`caps`] (what privileges the run got), [`dma_latency`]
 //! (the `/dev/cpu_dma_latency` guard), [`signals`] (SIGINT/SIGTERM/SIGHUP stop the run
 //! cleanly), [`guard`] (the guardian that undoes what a killed probe leaves), [`output`]
-//! (terminal summary and JSON), [`parse`] (option values), [`explain`] (coarse spike
+//! (terminal summary and JSON), [`parse`] (option values), [`private`] (the 0700
+//! directories, made as mkdtemp makes them, that hold whatever the probe creates in a shared
+//! directory), [`explain`] (coarse spike
 //! attribution from /proc), [`smi`] (SMI counts from MSR_SMI_COUNT).
 
 pub mod caps;
@@ -19,6 +21,7 @@ pub mod meta;
 pub mod output;
 pub mod parse;
 pub mod posix_timer;
+pub mod private;
 pub mod sched_trace;
 pub mod signals;
 pub mod smi;

@@ -23,7 +23,25 @@ pub fn duration_ns(s: &str, default_unit: &str) -> Result<u64, String> {
     if !ns.is_finite() || ns < 1.0 {
         return Err(format!("'{s}' must be greater than zero"));
     }
+    // 2^64 ns (584 years) and above would not fit: `as` would clamp them to u64::MAX.
+    if ns >= u64::MAX as f64 {
+        return Err(format!("'{s}' is too long (at most 584 years)"));
+    }
     Ok(ns as u64)
+}
+
+/// The longest run a probe accepts: a year. Longer is a mistake, and the measuring threads
+/// add it to the clock, which must not wrap.
+pub const MAX_RUN_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+
+/// Parse a run's length (`--duration`): a duration (bare number: seconds) of at most
+/// [`MAX_RUN_NS`].
+pub fn run_duration_ns(s: &str) -> Result<u64, String> {
+    let ns = duration_ns(s, "s")?;
+    if ns > MAX_RUN_NS {
+        return Err(format!("'{s}' is longer than a run may be: at most 8760h (365 days)"));
+    }
+    Ok(ns)
 }
 
 /// Parse a size: `4096`, `16K`, `16M`, `1G`, `1T` (binary multiples; optional trailing `B`/`iB`).
@@ -112,6 +130,58 @@ mod tests {
         assert!(duration_ns("x", "s").is_err());
         assert!(duration_ns("0", "us").is_err());
         assert!(duration_ns("5parsecs", "s").is_err());
+    }
+
+    #[test]
+    fn run_durations_stop_at_a_year() {
+        assert_eq!(run_duration_ns("8760h"), Ok(MAX_RUN_NS));
+        assert_eq!(run_duration_ns("10"), Ok(10_000_000_000));
+        for s in ["8761h", "18446744073709551615", "18446744073709551615ns"] {
+            let e = run_duration_ns(s).unwrap_err();
+            assert!(
+                e.contains("at most 8760h (365 days)") || e.contains("at most 584 years"),
+                "{s}: {e}"
+            );
+        }
+        assert_eq!(
+            duration_ns("18446744073709551615", "s").unwrap_err(),
+            "'18446744073709551615' is too long (at most 584 years)"
+        );
+        assert_eq!(
+            duration_ns("18000000000000000000ns", "s"),
+            Ok(18_000_000_000_000_000_000)
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever the text, the parsers return (no panic); what they accept is positive,
+        /// and a run's length fits the clock it is added to.
+        #[test]
+        fn any_text_parses_or_is_refused(s in "\\PC{0,24}") {
+            if let Ok(ns) = duration_ns(&s, "us") {
+                proptest::prop_assert!(ns >= 1);
+            }
+            if let Ok(ns) = run_duration_ns(&s) {
+                proptest::prop_assert!((1..=MAX_RUN_NS).contains(&ns));
+            }
+        }
+
+        /// Numbers of any size in every unit: accepted below the limit, refused above it
+        /// with the limit named.
+        #[test]
+        fn durations_of_any_size(digits in "[0-9]{1,30}(\\.[0-9]{0,12})?", unit in "(|ns|us|ms|s|m|min|h)") {
+            let s = format!("{digits}{unit}");
+            match run_duration_ns(&s) {
+                Ok(ns) => proptest::prop_assert!((1..=MAX_RUN_NS).contains(&ns)),
+                Err(e) => proptest::prop_assert!(
+                    e.contains("at most") || e.contains("greater than zero"),
+                    "{}: {}", s, e
+                ),
+            }
+            if let Ok(ns) = duration_ns(&s, "s") {
+                proptest::prop_assert!(ns >= 1);
+            }
+        }
     }
 
     #[test]

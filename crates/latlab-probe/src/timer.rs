@@ -463,7 +463,7 @@ where
                     tid: crate::clock::gettid(),
                     interval_ns: cfg.interval_ns,
                     run_start_ns: start,
-                    deadline_ns: cfg.duration_ns.map(|d| start + d),
+                    deadline_ns: cfg.duration_ns.map(|d| start.saturating_add(d)),
                     loops: cfg.loops,
                     keep_worst: cfg.keep_worst,
                     stream: Stream::new(name, measures),
@@ -482,7 +482,7 @@ where
                 Some((ctx.stream, ctx.histogram, ctx.wakeups, tc, ctx.errors, start))
             });
         match spawned {
-            Ok(h) => handles.push(h),
+            Ok(h) => handles.push((cpu, h)),
             Err(e) => {
                 errors.push(format!("CPU {cpu}: could not start the measuring thread: {e}"));
                 break;
@@ -494,7 +494,7 @@ where
     let mut histograms = Vec::new();
     let mut logs = Vec::new();
     let mut starts = Vec::new();
-    for h in handles {
+    for (cpu, h) in handles {
         match h.join() {
             Ok(Some((s, hist, log, tc, e, start))) => {
                 rc.add_thread(&tc);
@@ -505,7 +505,14 @@ where
                 starts.push(start);
             }
             Ok(None) => {}
-            Err(_) => errors.push("a measuring thread panicked".to_string()),
+            Err(p) => {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                errors.push(format!("CPU {cpu}: the measuring thread panicked: {why}"));
+            }
         }
     }
     if let (Some(t), Some(threshold)) = (tracer, cfg.trace_above_ns) {

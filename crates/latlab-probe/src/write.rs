@@ -133,12 +133,31 @@ pub fn check_space(dir: &Path, size: u64) -> Result<(), String> {
 
 /// The test file, created and at once unlinked: it has no name while it is written, and the
 /// kernel frees it when the probe's descriptor closes, however the probe ends (SIGKILL
-/// included). A probe killed between the two calls leaves `latlab-write-PID.dat`, which the
-/// next probe's [`crate::guard::sweep`] removes.
+/// included). It is made in a private directory (`latlab-write-PID-<random>`, mode 0700,
+/// [`crate::private`]) removed with it, so no name another user could plant (a symlink to a
+/// file root would truncate) is ever opened; the guardian, or failing it the next probe's
+/// [`crate::guard::sweep`], removes the directory of a probe killed before it did.
 fn scratch_file(dir: &Path) -> Result<File, String> {
-    let path = dir.join(format!("latlab-write-{}.dat", std::process::id()));
-    let file = File::create(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
-    std::fs::remove_file(&path).map_err(|e| format!("unlink {}: {e}", path.display()))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let prefix = format!("latlab-write-{}-", std::process::id());
+    let (private, _held) = crate::private::held_dir(dir, &prefix)
+        .map_err(|e| format!("creating a private directory in {}: {e}", dir.display()))?;
+    let path = private.join("data");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| format!("create {}: {e}", path.display()));
+    let unlinked = match &file {
+        Ok(_) => std::fs::remove_file(&path),
+        Err(_) => Ok(()),
+    };
+    let removed = unlinked
+        .and_then(|()| std::fs::remove_dir(&private))
+        .map_err(|e| format!("removing {}: {e}", private.display()));
+    let file = file?;
+    removed?;
     Ok(file)
 }
 
@@ -290,9 +309,7 @@ mod tests {
     use super::*;
 
     fn tmpdir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("latlab-write-test-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+        crate::private::dir(&std::env::temp_dir(), &format!("latlab-write-test-{name}-")).unwrap()
     }
 
     #[test]
@@ -356,6 +373,44 @@ mod tests {
         assert_eq!((b.stream.as_str(), b.latency_ns), ("write", out.stream.hist.max()));
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "test file left behind");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Another user's symlinks at the names the probe once used (`latlab-write-PID.dat`) and
+    /// at names it might use are never followed: their targets keep their contents.
+    #[test]
+    fn planted_symlinks_are_not_followed() {
+        let dir = tmpdir("planted");
+        let victim = tmpdir("victim").join("precious");
+        std::fs::write(&victim, "keep me").unwrap();
+        let pid = std::process::id();
+        let planted = [
+            dir.join(format!("latlab-write-{pid}.dat")),
+            dir.join(format!("latlab-write-{pid}-")),
+            dir.join("data"),
+        ];
+        for p in &planted {
+            std::os::unix::fs::symlink(&victim, p).unwrap();
+        }
+        let cfg = WriteConfig {
+            dir: dir.clone(),
+            size: 1 << 20,
+            record: 4096,
+            keep_worst: 10,
+            explain_above_ns: None,
+            break_above_ns: None,
+            progress: None,
+            keep_records: false,
+        };
+        let out = run(&cfg).unwrap();
+        assert_eq!(out.bytes, 1 << 20);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        let mut left: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        left.sort();
+        let mut want = planted.to_vec();
+        want.sort();
+        assert_eq!(left, want, "only the planted links are left");
+        std::fs::remove_dir_all(dir).unwrap();
+        std::fs::remove_dir_all(victim.parent().unwrap()).unwrap();
     }
 
     #[test]

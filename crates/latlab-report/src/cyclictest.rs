@@ -120,19 +120,25 @@ pub fn render_streams(streams: &[Stream], n_us: usize) -> String {
     render(&cols)
 }
 
-/// True when `text` reads as a cyclictest histogram (its first line that is not empty is
-/// `# Histogram`).
+/// True when `text` reads as a cyclictest histogram: one of its lines is `# Histogram`.
+/// cyclictest's own standard output puts lines of its own before it (`# /dev/cpu_dma_latency
+/// set to 0us`; without `-q`, its status lines), which [`parse`] skips.
 pub fn looks_like_histogram(text: &str) -> bool {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .is_some_and(|l| l.trim() == "# Histogram")
+    text.lines().any(|l| l.trim() == "# Histogram")
 }
 
-/// Parse a cyclictest `-h` histogram (cyclictest's own or the probe's `--histfile`); an error
-/// names the line and what is wrong with it.
+/// Longest latency a file may state, in microseconds: reports count in nanoseconds, in 64 bits.
+pub const MAX_LATENCY_US: u64 = u64::MAX / 1000 - 1;
+
+/// Parse a cyclictest `-h` histogram (cyclictest's own `--histfile` or standard output, or the
+/// probe's `--histfile`); lines before `# Histogram` are skipped. An error names the line and
+/// what is wrong with it; counts that add up (over every thread, overflows included) to more
+/// than 2^64 - 1 samples, latencies beyond 2^64 ns and a maximum below the minimum are
+/// refused.
 pub fn parse(text: &str) -> Result<Vec<Column>, String> {
     let mut rows: Vec<Vec<u64>> = Vec::new();
-    let mut summary: [Option<Vec<u64>>; 4] = Default::default();
+    // Per summary line: its line number and values.
+    let mut summary: [Option<(usize, Vec<u64>)>; 4] = Default::default();
     const SUMMARY: [&str; 4] = [
         "# Min Latencies:",
         "# Avg Latencies:",
@@ -140,7 +146,10 @@ pub fn parse(text: &str) -> Result<Vec<Column>, String> {
         "# Histogram Overflows:",
     ];
     let mut cycles: Vec<Vec<u64>> = Vec::new();
-    for (i, l) in text.lines().enumerate() {
+    let mut total = 0u64;
+    let too_many = |line: usize| format!("line {line}: the counts add up to more than {} samples", u64::MAX);
+    let skip = text.lines().position(|l| l.trim() == "# Histogram").unwrap_or(0);
+    for (i, l) in text.lines().enumerate().skip(skip) {
         let at = |what: String| format!("line {}: {what}", i + 1);
         let nums = |rest: &str| -> Result<Vec<u64>, String> {
             rest.split_whitespace()
@@ -148,7 +157,7 @@ pub fn parse(text: &str) -> Result<Vec<Column>, String> {
                 .collect()
         };
         if let Some(k) = SUMMARY.iter().position(|p| l.starts_with(p)) {
-            summary[k] = Some(nums(&l[SUMMARY[k].len()..])?);
+            summary[k] = Some((i + 1, nums(&l[SUMMARY[k].len()..])?));
         } else if let Some(rest) = l.strip_prefix("# Thread ") {
             let (_, list) = rest
                 .split_once(':')
@@ -174,10 +183,14 @@ pub fn parse(text: &str) -> Result<Vec<Column>, String> {
                     first.len()
                 )));
             }
+            total = v[1..]
+                .iter()
+                .try_fold(total, |t, &n| t.checked_add(n))
+                .ok_or_else(|| too_many(i + 1))?;
             rows.push(v[1..].to_vec());
         }
     }
-    let Some(n) = rows.first().map(Vec::len).or(summary[2].as_ref().map(Vec::len)) else {
+    let Some(n) = rows.first().map(Vec::len).or(summary[2].as_ref().map(|(_, v)| v.len())) else {
         return Err("no histogram rows and no `# Max Latencies:` line: not a cyclictest -h histogram".into());
     };
     let mut cols = vec![Column::default(); n];
@@ -187,19 +200,39 @@ pub fn parse(text: &str) -> Result<Vec<Column>, String> {
         }
     }
     for (k, label) in SUMMARY.iter().enumerate() {
-        let Some(v) = &summary[k] else {
+        let Some((line, v)) = &summary[k] else {
             return Err(format!("no `{label}` line"));
         };
         if v.len() != n {
-            return Err(format!("`{label}` has {} columns, the histogram {n}", v.len()));
+            return Err(format!(
+                "line {line}: `{label}` has {} columns, the histogram {n}",
+                v.len()
+            ));
         }
         for (c, &x) in cols.iter_mut().zip(v) {
+            if k < 3 && x > MAX_LATENCY_US {
+                return Err(format!(
+                    "line {line}: {x} us is beyond the longest latency read, {MAX_LATENCY_US} us (2^64 ns)"
+                ));
+            }
             match k {
                 0 => c.min_us = x,
                 1 => c.avg_us = x,
                 2 => c.max_us = x,
-                _ => c.overflow = x,
+                _ => {
+                    total = total.checked_add(x).ok_or_else(|| too_many(*line))?;
+                    c.overflow = x
+                }
             }
+        }
+    }
+    for (j, c) in cols.iter().enumerate() {
+        if c.count() > 0 && c.min_us > c.max_us {
+            let line = summary[2].as_ref().map_or(0, |(l, _)| *l);
+            return Err(format!(
+                "line {line}: thread {j}'s maximum, {} us, is below its minimum, {} us",
+                c.max_us, c.min_us
+            ));
         }
     }
     for (c, list) in cols.iter_mut().zip(cycles) {
@@ -220,10 +253,10 @@ pub fn merge(cols: &[Column]) -> Column {
     let total: u64 = cols.iter().map(Column::count).sum();
     let avg = cols
         .iter()
-        .map(|c| c.avg_us * c.count())
-        .sum::<u64>()
-        .checked_div(total)
-        .unwrap_or(0);
+        .map(|c| c.avg_us as u128 * c.count() as u128)
+        .sum::<u128>()
+        .checked_div(total as u128)
+        .unwrap_or(0) as u64;
     Column {
         buckets,
         overflow: cols.iter().map(|c| c.overflow).sum(),
@@ -358,6 +391,12 @@ mod tests {
         assert_eq!(e, "line 3: 1 columns, where the first row has 2");
         let e = parse("# Histogram\n000000 000001\n# Min Latencies: 00000\n").unwrap_err();
         assert_eq!(e, "no `# Avg Latencies:` line");
+        let e = parse(
+            "# Histogram\n000000 000001\n# Min Latencies: 00009\n# Avg Latencies: 00009\n\
+                       # Max Latencies: 00000\n# Histogram Overflows: 00000\n",
+        )
+        .unwrap_err();
+        assert_eq!(e, "line 5: thread 0's maximum, 0 us, is below its minimum, 9 us");
         let e = parse("hello\n").unwrap_err();
         assert_eq!(e, "line 1: `hello` is not a count");
         assert!(parse("").unwrap_err().contains("not a cyclictest -h histogram"));

@@ -110,6 +110,11 @@ fn from_histogram(cols: &[cyclictest::Column], source: &str) -> Result<RunResult
     Ok(r)
 }
 
+/// Most buckets of a cyclictest `--json` histogram read: 10 s of 1 us buckets (cyclictest's
+/// `-h` takes whole microseconds; a bucket's number names its microsecond, and a sparse map
+/// could name any).
+const MAX_JSON_BUCKETS: usize = 10_000_000;
+
 /// cyclictest's `--json` (rt-tests 2.x, `file_version` 1) as a result: a stream per thread,
 /// `cpuN` where the thread was pinned to CPU N, else `threadN`.
 fn from_cyclictest_json(v: &Value) -> Result<RunResult, String> {
@@ -130,6 +135,8 @@ fn from_cyclictest_json(v: &Value) -> Result<RunResult, String> {
     let mut cols = Vec::new();
     let mut names = Vec::new();
     let mut means = Vec::new();
+    // Every thread's cycles, summed: reports add the threads' samples in 64 bits.
+    let mut total = 0u64;
     for &(n, t) in &ids {
         let num = |k: &str| {
             t.get(k)
@@ -137,6 +144,21 @@ fn from_cyclictest_json(v: &Value) -> Result<RunResult, String> {
                 .ok_or_else(|| format!("thread {n}: `{k}` missing or not a whole number"))
         };
         let (cycles, min, max) = (num("cycles")?, num("min")?, num("max")?);
+        total = total.checked_add(cycles).ok_or_else(|| {
+            format!(
+                "thread {n}: the threads' cycles add up to more than {} samples",
+                u64::MAX
+            )
+        })?;
+        if cycles > 0 && min > max {
+            return Err(format!("thread {n}: `max` {max} is below `min` {min}"));
+        }
+        if let Some(us) = [min, max].into_iter().find(|&us| us > cyclictest::MAX_LATENCY_US) {
+            return Err(format!(
+                "thread {n}: {us} us is beyond the longest latency read, {} us (2^64 ns)",
+                cyclictest::MAX_LATENCY_US
+            ));
+        }
         let avg = t
             .get("avg")
             .and_then(Value::as_f64)
@@ -155,6 +177,11 @@ fn from_cyclictest_json(v: &Value) -> Result<RunResult, String> {
             let us: usize = us
                 .parse()
                 .map_err(|_| format!("thread {n}: histogram bucket `{us}` is not a number of microseconds"))?;
+            if us >= MAX_JSON_BUCKETS {
+                return Err(format!(
+                    "thread {n}: histogram bucket {us} is beyond the {MAX_JSON_BUCKETS} us (10 s) of buckets read"
+                ));
+            }
             let count = count
                 .as_u64()
                 .ok_or_else(|| format!("thread {n}: histogram bucket {us} has no whole count"))?;
@@ -163,9 +190,10 @@ fn from_cyclictest_json(v: &Value) -> Result<RunResult, String> {
             }
             buckets[us] = count;
         }
-        let in_range: u64 = buckets.iter().sum();
-        let overflow = cycles.checked_sub(in_range).ok_or_else(|| {
-            format!("thread {n}: the histogram holds {in_range} samples, more than its {cycles} cycles")
+        let in_range = buckets.iter().try_fold(0u64, |a, &b| a.checked_add(b));
+        let overflow = in_range.and_then(|i| cycles.checked_sub(i)).ok_or_else(|| {
+            let held = in_range.map_or(format!("more than {}", u64::MAX), |i| i.to_string());
+            format!("thread {n}: the histogram holds {held} samples, more than its {cycles} cycles")
         })?;
         cols.push(cyclictest::Column {
             buckets,
@@ -434,6 +462,110 @@ pub(crate) mod tests {
             .to_string();
         assert!(
             e.starts_with("cyclictest histogram: line 3: expected the row of bucket 1"),
+            "{e}"
+        );
+    }
+
+    /// cyclictest 2.40's standard output and `--json` of one run (`cyclictest -q -D 2 -h 100
+    /// -t 2 -a --json=...` on a busy 2-vCPU guest), and the standard output of `cyclictest -q
+    /// -D 2 -h 100`, each beginning with `# /dev/cpu_dma_latency set to 0us`.
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cyclictest/");
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(format!("{FIXTURES}{name}")).unwrap()
+    }
+
+    #[test]
+    fn reads_cyclictest_standard_output_as_its_json_of_the_same_run() {
+        let one = parse_result(&fixture("q-D2-h100.stdout"), "out.txt").unwrap();
+        let h = &one.streams[0].hist;
+        assert_eq!(
+            (one.streams.len(), h.count(), h.min(), h.max()),
+            (1, 1954, 28_000, 7_261_000)
+        );
+        let text = fixture("q-D2-h100-t2-a.stdout");
+        assert!(text.starts_with("# /dev/cpu_dma_latency set to 0us\n"));
+        let stdout = parse_result(&text, "out.txt").unwrap();
+        let json = parse_result(&fixture("q-D2-h100-t2-a.json"), "c.json").unwrap();
+        assert_eq!(stdout.streams.len(), 2);
+        for (a, b) in stdout.streams.iter().zip(&json.streams) {
+            let (x, y) = (&a.hist, &b.hist);
+            assert_eq!(
+                (x.count(), x.min(), x.max()),
+                (y.count(), y.min(), y.max()),
+                "{}",
+                b.name
+            );
+            for us in 0..100 {
+                let (lo, hi) = (us * 1000, us * 1000 + 1000);
+                assert_eq!(x.count_between(lo, hi), y.count_between(lo, hi), "{} {us} us", b.name);
+            }
+        }
+        assert_eq!(json.streams[0].hist.count(), 1952);
+        // Without -q, cyclictest prints status lines (terminal escapes included) first.
+        let chatty = format!(
+            "policy: other/other: loadavg: 4.61 2.23 1.02 8/137 10758\n\nT: 0 (10758) P: 0 I:1000 C: 9              Min: 70 Act: 70 Avg: 81 Max: 96\n\u{1b}[3A{text}"
+        );
+        let read = parse_result(&chatty, "out.txt").unwrap();
+        let hists = |r: &RunResult| r.streams.iter().map(|s| s.hist.summary()).collect::<Vec<_>>();
+        assert_eq!(hists(&read), hists(&stdout));
+    }
+
+    #[test]
+    fn counts_that_overflow_when_summed_are_refused_with_the_line() {
+        let hist = |a: u64, b: u64, over: u64| {
+            format!(
+                "# Histogram\n000000 {a:06}\t000000\n000001 000000\t{b:06}\n# Total: 0 0\n\
+                 # Min Latencies: 00000 00001\n# Avg Latencies: 00000 00001\n# Max Latencies: 00001 00001\n\
+                 # Histogram Overflows: {over:05} 00000\n"
+            )
+        };
+        let max = u64::MAX;
+        let e = parse_result(&hist(max, 1, 0), "h.txt").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "cyclictest histogram: line 3: the counts add up to more than 18446744073709551615 samples"
+        );
+        let e = parse_result(&hist(max - 1, 1, 1), "h.txt").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "cyclictest histogram: line 8: the counts add up to more than 18446744073709551615 samples"
+        );
+        // Up to the limit, every report's arithmetic holds.
+        let r = parse_result(&hist(max - 2, 1, 1), "h.txt").unwrap();
+        assert_eq!(r.streams[0].hist.count(), max - 1);
+        let e = parse_result(
+            &hist(1, 1, 0).replace("Max Latencies: 00001", "Max Latencies: 99999999999999999"),
+            "h",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("line 7: 99999999999999999 us is beyond the longest latency read"),
+            "{e}"
+        );
+        let mut v: Value = serde_json::from_str(CYCLICTEST_JSON).unwrap();
+        v["thread"]["1"]["cycles"] = serde_json::json!(max);
+        let e = parse_result(&v.to_string(), "c.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "cyclictest --json: thread 1: the threads' cycles add up to more than 18446744073709551615 samples"
+        );
+        v["thread"]["1"]["cycles"] = serde_json::json!(300);
+        v["thread"]["1"]["max"] = serde_json::json!(13);
+        let e = parse_result(&v.to_string(), "c.json").unwrap_err().to_string();
+        assert_eq!(e, "cyclictest --json: thread 1: `max` 13 is below `min` 14");
+        v["thread"]["1"]["max"] = serde_json::json!(1895);
+        v["thread"]["1"]["histogram"] = serde_json::json!({"1": max, "2": 1});
+        let e = parse_result(&v.to_string(), "c.json").unwrap_err().to_string();
+        assert!(
+            e.contains("thread 1: the histogram holds more than 18446744073709551615 samples"),
+            "{e}"
+        );
+        v["thread"]["1"]["histogram"] = serde_json::json!({"18446744073709551615": 1});
+        let e = parse_result(&v.to_string(), "c.json").unwrap_err().to_string();
+        assert!(
+            e.contains("bucket 18446744073709551615 is beyond the 10000000 us (10 s)"),
             "{e}"
         );
     }

@@ -44,8 +44,8 @@ fn p_interval(s: &str) -> Result<u64, String> {
     }
     Ok(ns)
 }
-fn p_duration(s: &str) -> Result<u64, String> {
-    parse::duration_ns(s, "s")
+pub(crate) fn p_duration(s: &str) -> Result<u64, String> {
+    parse::run_duration_ns(s)
 }
 /// A `--cpus` list, one argument (a bare `Vec` would make clap expect several values).
 #[derive(Clone, Debug)]
@@ -79,7 +79,8 @@ pub struct PeriodicOpts {
     /// Period (`1ms`, `250us`; a bare number is microseconds).
     #[arg(long, default_value = "1ms", value_parser = p_interval)]
     pub interval: u64,
-    /// Run time (`10s`, `2m`; a bare number is seconds). Default 10s unless --loops is given.
+    /// Run time (`10s`, `2m`; a bare number is seconds; at most 8760h). Default 10s unless
+    /// --loops is given.
     #[arg(long, value_parser = p_duration)]
     pub duration: Option<u64>,
     /// Stop after N wakeups per CPU.
@@ -146,9 +147,11 @@ pub struct OutputOpts {
     #[arg(long, value_parser = p_us)]
     pub break_above: Option<u64>,
     /// Where --break-above writes the recorded events around the breaking sample (ftrace
-    /// text, as `latlab report trace` writes it; `-` for stdout).
-    #[arg(long, default_value = "latlab-break.txt")]
-    pub break_trace: PathBuf,
+    /// text, as `latlab report trace` writes it; `-` for stdout). Default: beside --json FILE
+    /// (`r.json` -> `r.break.txt`), else `latlab-break.txt` in a new private directory in the
+    /// temp dir; the probe prints the path.
+    #[arg(long)]
+    pub break_trace: Option<PathBuf>,
     /// Count System Management Interrupts on every CPU during the run (MSR_SMI_COUNT through
     /// /dev/cpu/N/msr: Intel, root, the msr driver); says what is missing otherwise.
     #[arg(long)]
@@ -360,6 +363,9 @@ pub fn start_loads(l: &LoadOpts) -> anyhow::Result<Option<Loads>> {
         }
         return Ok(None);
     }
+    if let Some(d) = &l.scratch {
+        check_dir(d, "--scratch")?;
+    }
     let opts = LoadOptions {
         // The running binary through the kernel's own link to it: no search permission on the
         // directories above it is needed (an unprivileged run of a binary in a 0700 checkout),
@@ -372,6 +378,16 @@ pub fn start_loads(l: &LoadOpts) -> anyhow::Result<Option<Loads>> {
     Loads::start(&l.loads, &opts)
         .map(Some)
         .map_err(|e| anyhow::anyhow!("--load: {e}"))
+}
+
+/// Refuse `dir`, given as `flag`, unless it is a directory: the error names the flag, the
+/// path and why.
+fn check_dir(dir: &Path, flag: &str) -> anyhow::Result<()> {
+    let meta = std::fs::metadata(dir).with_context(|| format!("{flag} {}", dir.display()))?;
+    if !meta.is_dir() {
+        anyhow::bail!("{flag} {}: not a directory", dir.display());
+    }
+    Ok(())
 }
 
 /// The loads' fates, counters and throughput into the result; the workload names each load,
@@ -491,6 +507,7 @@ fn seed004_lines(streams: &[Stream]) -> String {
 
 fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
     let dir = w.dir.clone().unwrap_or_else(std::env::temp_dir);
+    check_dir(&dir, "--dir")?;
     let size = match w.size {
         Some(s) => s,
         None => write::mem_total().context("reading MemTotal from /proc/meminfo for the default --size")? / 2,
@@ -512,7 +529,7 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
         progress: progress::enabled().then(Default::default),
         keep_records: w.records.is_some(),
     };
-    // Refuse before the loads start, so a full disk fails fast.
+    // Refuse before the loads start, so a full disk fails fast (the directory is known good).
     write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     run_with_loads("write", &w.load, &w.out, || {
         let display = cfg.progress.clone().map(|p| progress::bytes(cfg.size, p));
@@ -579,7 +596,7 @@ impl OutputOpts {
         [
             ("--json", self.json.as_deref()),
             ("--histfile", self.histfile.as_deref()),
-            ("--break-trace", self.break_above.and(Some(self.break_trace.as_path()))),
+            ("--break-trace", self.break_above.and(self.break_trace.as_deref())),
         ]
         .into_iter()
         .filter(|(_, p)| is_stdout(*p))
@@ -641,9 +658,10 @@ fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::
             .collect();
         write_out(p, &latlab_report::cyclictest::render(&cols), "--histfile")?;
     }
-    if let Some(b) = &m.broke {
-        write_out(&o.break_trace, &break_trace(r, b), "--break-trace")?;
-    }
+    let break_path = match &m.broke {
+        Some(b) => Some(write_break_trace(o, &break_trace(r, b))?),
+        None => None,
+    };
     let table = |w: &mut dyn Write| -> std::io::Result<()> {
         output::print_summary(r, w)?;
         write!(w, "{}", m.extra)?;
@@ -658,11 +676,11 @@ fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::
     } else {
         table(&mut std::io::stderr().lock())?;
     }
-    if let Some(b) = &m.broke {
+    if let (Some(b), Some(path)) = (&m.broke, &break_path) {
         errln!(
             "latlab probe: stopped at {} ({break_above}); the events recorded around it are in {}",
             b.describe(),
-            o.break_trace.display()
+            path.display()
         );
         return Ok(ExitCode::from(1));
     }
@@ -688,6 +706,30 @@ fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Write the `--break-above` trace where [`OutputOpts::break_trace`] says; the path written.
+/// Beside `--json FILE` the file is opened O_NOFOLLOW (a planted symlink is refused, not
+/// followed); with neither option it goes in a new private directory (0700, a random name) in
+/// the temp dir, never at a predictable path in a shared one.
+fn write_break_trace(o: &OutputOpts, text: &str) -> anyhow::Result<PathBuf> {
+    if let Some(p) = &o.break_trace {
+        write_out(p, text, "--break-trace")?;
+        return Ok(p.clone());
+    }
+    if let Some(json) = o.json.as_deref().filter(|j| !is_stdout(Some(j))) {
+        let p = json.with_extension("break.txt");
+        latlab_probe::private::create_nofollow(&p)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .with_context(|| format!("--break-above: writing the trace beside --json, to {}", p.display()))?;
+        return Ok(p);
+    }
+    let tmp = std::env::temp_dir();
+    let dir = latlab_probe::private::dir(&tmp, "latlab-break-")
+        .with_context(|| format!("--break-above: creating a private directory in {}", tmp.display()))?;
+    let p = dir.join("latlab-break.txt");
+    write_out(&p, text, "--break-above: the trace")?;
+    Ok(p)
 }
 
 /// The ftrace text of the events recorded around the sample that stopped the run.

@@ -2,16 +2,13 @@
 //! with the same settings, idle and under load, each tool's histograms merged over rounds and
 //! CPUs and bucketed the same way (whole microseconds, cyclictest's `-h`), then compared. The
 //! question it answers: does the probe add latency of its own?
-use crate::probe_cmd::{start_loads, LoadOpts};
+use crate::probe_cmd::{p_duration, start_loads, LoadOpts};
 use clap::Args;
 use latlab_probe::load::LoadSpec;
 use latlab_probe::{parse, signals, timer};
 use latlab_report::cyclictest::{column_quantile, merge, parse as parse_hist, Column};
 use std::process::{Command, ExitCode};
 
-fn p_duration(s: &str) -> Result<u64, String> {
-    parse::duration_ns(s, "s")
-}
 fn p_load(s: &str) -> Result<LoadSpec, String> {
     LoadSpec::parse(s)
 }

@@ -7,11 +7,14 @@
 //! - `variant`, `machine`: a kernel variant or machine profile file an experiment names by
 //!   path, through the same parser and validation;
 //! - `result`: a RunResult JSON through `latlab_report::input::parse_result` and every report
-//!   (compare, plot, csv, trace, html, the text summaries).
+//!   (compare, plot, csv, trace, html, the text summaries);
+//! - `cyclictest`: cyclictest's files (its standard output, `-h` histogram and `--json`)
+//!   through the same reader and reports, and the histogram reader `probe vs-cyclictest` uses
+//!   with its merge and quantiles.
 //!
 //! A check passes when the reader returns (an error, or a value the reports render) without
 //! panicking and within [`CASE_LIMIT`]. Seeds come from `experiments/`, `variants/`,
-//! `machines/` and `fuzz/seeds/result/`; `fuzz/regressions/TARGET/` holds the inputs that
+//! `machines/`, `fuzz/seeds/result/` and `crates/latlab-report/tests/fixtures/cyclictest/`; `fuzz/regressions/TARGET/` holds the inputs that
 //! failed once, replayed by [`regressions_stay_fixed`]. `LATLAB_FUZZ_SECS` sets each target's
 //! budget (default [`DEFAULT_SECS`]; 0 replays only), `LATLAB_FUZZ_SEED` repeats a run.
 
@@ -24,7 +27,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Each target's default fuzzing time: four targets on CI's two cores take about a minute.
+/// Each target's default fuzzing time: five targets on CI's two cores take about a minute and a quarter.
 const DEFAULT_SECS: u64 = 30;
 /// Longest one input may take before it counts as a hang.
 const CASE_LIMIT: Duration = Duration::from_secs(10);
@@ -41,7 +44,7 @@ struct Target {
     check: fn(&str) -> Result<(), String>,
 }
 
-const TARGETS: [Target; 4] = [
+const TARGETS: [Target; 5] = [
     Target {
         name: "experiment",
         ext: "toml",
@@ -65,6 +68,12 @@ const TARGETS: [Target; 4] = [
         ext: "json",
         seed_dirs: &["fuzz/seeds/result"],
         check: check_result,
+    },
+    Target {
+        name: "cyclictest",
+        ext: "txt",
+        seed_dirs: &["crates/latlab-report/tests/fixtures/cyclictest"],
+        check: check_cyclictest,
     },
 ];
 
@@ -266,6 +275,27 @@ fn check_result(text: &str) -> Result<(), String> {
     }
     cyclictest::render_streams(&runs[0].streams, 1000);
     Ok(())
+}
+
+/// A cyclictest file: through [`check_result`]; a histogram's error names its line (or the
+/// line missing), and what reads as one also goes through `vs-cyclictest`'s merge and quantiles.
+fn check_cyclictest(text: &str) -> Result<(), String> {
+    check_result(text)?;
+    if !cyclictest::looks_like_histogram(text) {
+        return Ok(());
+    }
+    match cyclictest::parse(text) {
+        Ok(cols) => {
+            let m = cyclictest::merge(&cols);
+            for q in [0.0, 0.5, 0.999, 1.0] {
+                cyclictest::column_quantile(&m, q);
+            }
+            cyclictest::render(&cols);
+            Ok(())
+        }
+        Err(e) if e.starts_with("line ") || e.starts_with("no ") => Ok(()),
+        Err(e) => Err(format!("an error that names no line: {e}")),
+    }
 }
 
 /// Values that have broken parsers: extremes, wrong types, non-numbers.
@@ -581,6 +611,11 @@ fn fuzz_machine_files() {
 #[test]
 fn fuzz_result_files() {
     fuzz(&TARGETS[3]);
+}
+
+#[test]
+fn fuzz_cyclictest_files() {
+    fuzz(&TARGETS[4]);
 }
 
 /// Every input that failed once, and every seed, passes its target's check.

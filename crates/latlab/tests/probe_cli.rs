@@ -3,6 +3,7 @@
 //! asserts real content: samples counted, min <= p50 <= p99 <= max, the load did its work,
 //! nothing left behind.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, RwLock};
@@ -46,10 +47,9 @@ fn command(who: As, args: &[&str]) -> Command {
     c
 }
 
-/// Every probe holds /dev/cpu_dma_latency at 0 while it runs and sweeps what dead probes left
-/// at its start: every probe a test runs holds this for reading, and the tests that check the
-/// setting is restored or that a probe sweeps a leftover take it for writing, so no other
-/// probe runs meanwhile.
+/// Every probe sweeps what dead probes left at its start: every probe a test runs holds this
+/// for reading, and the tests that kill a probe or check that a probe sweeps a leftover take
+/// it for writing, so no other probe runs meanwhile.
 static DMA_LATENCY: RwLock<()> = RwLock::new(());
 
 fn latlab(who: As, args: &[&str]) -> Output {
@@ -677,17 +677,25 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-fn dma_latency() -> Option<i32> {
-    let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
-    Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+/// Does process `pid` hold a descriptor of its own on /dev/cpu_dma_latency (the PM QoS request
+/// the probe makes, which lives exactly as long as that descriptor)?
+fn holds_dma_latency(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t == Path::new("/dev/cpu_dma_latency")))
 }
 
+/// SIGINT and SIGTERM end the run: the loads stop, the partial result is written, the exit
+/// status names the signal. While it measures, the probe (root) holds its own request on
+/// /dev/cpu_dma_latency; that the request ends with the run is the guard's own test
+/// (`dma_latency::tests`), as the machine-wide value is shared with every other process.
 #[test]
-fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings() {
-    let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
+fn sigint_and_sigterm_stop_loads_and_write_the_partial_result() {
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let d = scratch(&format!("signal-{sig}"));
-        let before = dma_latency();
         let args = args_in(
             &d,
             &[
@@ -708,19 +716,28 @@ fn sigint_and_sigterm_stop_loads_write_the_partial_result_and_restore_settings()
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Wait until the measuring has begun (the loads start first, then the probe).
-        std::thread::sleep(Duration::from_millis(2500));
+        let pid = child.id();
+        // The loads start first, then the measuring, which holds the request.
         if is_root() {
-            assert_eq!(dma_latency(), Some(0), "cpu_dma_latency held at 0 during the run");
+            assert!(
+                within(20, || holds_dma_latency(pid)),
+                "no descriptor on /dev/cpu_dma_latency"
+            );
+        } else {
+            std::thread::sleep(Duration::from_millis(2500));
         }
         assert!(!load_children_in(&d).is_empty(), "loads running");
         // SAFETY: kill has no memory preconditions; the pid is our child's.
-        unsafe { libc::kill(child.id() as i32, sig) };
+        unsafe { libc::kill(pid as i32, sig) };
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(128 + sig), "signal {sig}");
-        check_streams(&json(&d.join("r.json")));
+        let v = json(&d.join("r.json"));
+        check_streams(&v);
+        let held = v["meta"]["settings"]["cpu_dma_latency"].as_str().unwrap();
+        if is_root() {
+            assert_eq!(held, "0", "root held the request");
+        }
         assert!(load_children_in(&d).is_empty(), "a load outlived the probe");
-        assert_eq!(dma_latency(), before, "cpu_dma_latency restored");
         only_json_left(&d, "signal");
     }
 }
@@ -959,6 +976,79 @@ fn break_above_stops_and_writes_the_trace() {
     }
 }
 
+/// Without --break-trace the trace goes beside --json FILE, else into a new private directory
+/// in the temp dir, and the probe says where; nothing is written in the working directory, and
+/// a symlink planted where the trace goes is refused, not followed.
+#[test]
+fn break_above_writes_its_trace_beside_the_result_or_in_a_private_directory() {
+    let d = scratch("break-default");
+    let victim = d.join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    // The name earlier versions wrote in the working directory.
+    std::os::unix::fs::symlink(&victim, d.join("latlab-break.txt")).unwrap();
+    let run = |json: &str| {
+        let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+        command(
+            As::Invoker,
+            &[
+                "probe",
+                "timer",
+                "--loops",
+                "2000",
+                "--cpus",
+                "0",
+                "--break-above",
+                "1ns",
+                "--json",
+                json,
+            ],
+        )
+        .current_dir(&d)
+        .output()
+        .unwrap()
+    };
+    let said = |out: &Output| -> PathBuf {
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.contains("the events recorded around it are in "))
+            .unwrap_or_else(|| panic!("no path said: {err}"));
+        PathBuf::from(line.rsplit("are in ").next().unwrap())
+    };
+    // Beside --json.
+    let out = run(d.join("r.json").to_str().unwrap());
+    let p = said(&out);
+    assert_eq!(p, d.join("r.break.txt"));
+    assert!(std::fs::read_to_string(&p).unwrap().starts_with("# tracer: nop\n"));
+    // --json to stdout: a private directory in the temp dir.
+    let out = run("-");
+    let p = said(&out);
+    let private = p.parent().unwrap();
+    assert_eq!(private.parent().unwrap(), std::env::temp_dir(), "{}", p.display());
+    let name = private.file_name().unwrap().to_str().unwrap();
+    assert!(
+        name.starts_with("latlab-break-") && name.len() == "latlab-break-".len() + 12,
+        "{name}"
+    );
+    let mode = std::fs::symlink_metadata(private).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{}: mode {mode:o}", private.display());
+    assert!(std::fs::read_to_string(&p).unwrap().starts_with("# tracer: nop\n"));
+    std::fs::remove_dir_all(private).unwrap();
+    // A symlink where the trace would go beside --json is refused.
+    std::os::unix::fs::symlink(&victim, d.join("s.break.txt")).unwrap();
+    let out = run(d.join("s.json").to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--break-above: writing the trace beside --json, to "),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    assert!(d.join("latlab-break.txt").is_symlink());
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 /// `latlab ARGS` on a pseudo-terminal (util-linux `script`): what the terminal showed.
 fn on_a_terminal(args: &str) -> Option<String> {
     let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_latlab"));
@@ -1017,12 +1107,51 @@ fn bad_options_get_clear_errors() {
             "--load-cpus 0: there is no --load",
         ),
         (vec!["probe", "write", "--size", "12parsecs"], "size"),
+        // Near 2^64 ns: refused with the flag and its limit, not added to the clock.
+        (
+            vec!["probe", "timer", "--duration", "18446744073709551615"],
+            "'18446744073709551615' for '--duration <DURATION>': '18446744073709551615' is too long (at most 584 years)",
+        ),
+        (
+            vec!["probe", "timer", "--duration", "18000000000000000000ns"],
+            "is longer than a run may be: at most 8760h (365 days)",
+        ),
+        (
+            vec!["probe", "posix-timer", "--duration", "8761h"],
+            "'8761h' is longer than a run may be: at most 8760h (365 days)",
+        ),
+        (
+            vec!["probe", "vs-cyclictest", "--duration", "99999999999999999999999"],
+            "is too long (at most 584 years)",
+        ),
+        (
+            vec!["probe", "write", "--dir", "/nonexistent", "--size", "1M"],
+            "--dir /nonexistent: No such file or directory",
+        ),
+        (
+            vec!["probe", "write", "--dir", "/dev/null", "--size", "1M"],
+            "--dir /dev/null: not a directory",
+        ),
+        (
+            vec!["probe", "timer", "--load", "sync", "--scratch", "/nonexistent"],
+            "--scratch /nonexistent: No such file or directory",
+        ),
     ] {
         let out = latlab(As::Invoker, &args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(expect), "{args:?}: {err}");
-    } // Refused before any thread starts: a thread per expiry every 50 us would pile up.
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        if args.contains(&"--dir") {
+            assert!(!err.contains("--size"), "{args:?} blames --size: {err}");
+        }
+    }
+    // The longest run accepted runs, and stops at --loops: its deadline did not wrap.
+    let out = latlab(
+        As::Invoker,
+        &["probe", "timer", "--duration", "8760h", "--loops", "20", "--cpus", "0"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr)); // Refused before any thread starts: a thread per expiry every 50 us would pile up.
     let out = latlab(
         As::Invoker,
         &[
@@ -1184,6 +1313,59 @@ fn sigkill_and_sighup_leave_no_load_scratch_file_or_ftrace_instance() {
     }
 }
 
+/// A `make` load's compilers write their temporary files (cc*.s) in the load's own private
+/// directory (its `TMPDIR`), not in the probe's `TMPDIR`: a SIGKILLed probe leaves none there.
+#[test]
+fn sigkill_with_a_make_load_leaves_no_compiler_files_in_tmpdir() {
+    let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
+    let d = scratch("make-tmpdir");
+    let tmpdir = scratch("make-tmpdir-env");
+    let mut child = command(
+        As::Invoker,
+        &[
+            "probe",
+            "timer",
+            "--duration",
+            "60s",
+            "--load",
+            "make:2",
+            "--scratch",
+            d.to_str().unwrap(),
+        ],
+    )
+    .env("TMPDIR", &tmpdir)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    // The compilers' files, seen in the load's TMPDIR while they work.
+    let in_load_tmp = || {
+        entries(&d)
+            .iter()
+            .filter(|n| n.starts_with("latlab-load-"))
+            .flat_map(|n| std::fs::read_dir(d.join(n).join("tmp")).into_iter().flatten().flatten())
+            .any(|e| e.file_name().to_string_lossy().starts_with("cc"))
+    };
+    let mut seen = false;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !seen && std::time::Instant::now() < deadline {
+        seen = in_load_tmp();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert!(seen, "no compiler file ever appeared in the load's TMPDIR");
+    assert!(
+        within(15, || load_children_in(&d).is_empty() && entries(&d).is_empty()),
+        "left: {:?}",
+        entries(&d)
+    );
+    assert_eq!(entries(&tmpdir), Vec::<String>::new(), "left in the probe's TMPDIR");
+    std::fs::remove_dir_all(&d).unwrap();
+    std::fs::remove_dir_all(&tmpdir).unwrap();
+}
+
 fn json_at(d: &Path) -> serde_json::Value {
     json(&d.join("r.json"))
 }
@@ -1243,13 +1425,14 @@ fn a_new_probe_removes_what_killed_probes_left_and_says_so() {
     let _alone = DMA_LATENCY.write().unwrap_or_else(|e| e.into_inner());
     let d = scratch("leftovers");
     let dead = dead_pid();
-    let load_dir = d.join(format!("latlab-load-{dead}-0"));
+    let load_dir = d.join(format!("latlab-load-{dead}-aZ09aZ09aZ09"));
     std::fs::create_dir_all(load_dir.join("work/tree")).unwrap();
     std::fs::write(load_dir.join("work/tree/a.o"), "x").unwrap();
-    let write_file = d.join(format!("latlab-write-{dead}.dat"));
-    std::fs::write(&write_file, "x").unwrap();
+    let write_file = d.join(format!("latlab-write-{dead}-000000000000"));
+    std::fs::create_dir_all(&write_file).unwrap();
+    std::fs::write(write_file.join("data"), "x").unwrap();
     // A running probe's, and anything else, stays.
-    let live = d.join(format!("latlab-load-{}-0", std::process::id()));
+    let live = d.join(format!("latlab-load-{}-aZ09aZ09aZ09", std::process::id()));
     std::fs::create_dir_all(&live).unwrap();
     let instance = if is_root() {
         ftrace_instance(dead).filter(|p| std::fs::create_dir(p).is_ok())

@@ -264,6 +264,18 @@ fn html_page_of_both_engines() {
     assert!(one.contains("6.1.0-test (probe)") && !one.contains("latency_trace"));
 }
 
+/// cyclictest's own standard output (`cyclictest -q -D 2 -h 100 > out.txt`), its first line
+/// `# /dev/cpu_dma_latency set to 0us`, reads as a result.
+#[test]
+fn report_reads_cyclictest_standard_output() {
+    let f = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../latlab-report/tests/fixtures/cyclictest/q-D2-h100.stdout"
+    );
+    let csv = stdout(&latlab(&["report", "csv", "--percentiles", f]));
+    assert!(csv.lines().nth(1).unwrap().starts_with("thread0,1954,"), "{csv}");
+}
+
 #[test]
 fn bad_input_is_named_and_explained() {
     let dir = Scratch::new("bad");
@@ -339,6 +351,19 @@ fn bad_input_is_named_and_explained() {
     fail(
         &["report", "compare", &p, "/dev/zero"],
         &["cannot read /dev/zero", "longer than 268435456 bytes"],
+    );
+    // A cyclictest histogram whose counts overflow when summed (it once panicked).
+    let overflowing = dir.file(
+        "overflow.txt",
+        "# Histogram\n000000 18446744073709551615\n000001 000001\n# Min Latencies: 00000\n\
+         # Avg Latencies: 00000\n# Max Latencies: 00001\n# Histogram Overflows: 00000\n",
+    );
+    fail(
+        &["report", "csv", "--percentiles", &overflowing],
+        &[
+            "overflow.txt",
+            "cyclictest histogram: line 3: the counts add up to more than 18446744073709551615 samples",
+        ],
     );
     // Empty streams still compare (zero counts, no ratio to them).
     let out = stdout(&latlab(&["report", "compare", &zero, &p]));

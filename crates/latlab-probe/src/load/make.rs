@@ -318,8 +318,20 @@ mod tests {
             return;
         }
         let small = Tree { files: 3, funcs: 2 };
-        let (tmp, c, _) = run_for("make", Duration::from_millis(1000), |d, s, c| {
-            build_loop(d, s, c, 2, small)
+        let tmp = TempDir::new("make");
+        let c = Counters::new(None);
+        let stop = AtomicBool::new(false);
+        // Stopped once a build is done (however long a busy machine takes: no time limit
+        // short of a hang's), so the loop is seen to finish one and to clean up after.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let t0 = std::time::Instant::now();
+                while c.get("builds") < 1 && t0.elapsed() < Duration::from_secs(300) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                stop.store(true, Ordering::SeqCst);
+            });
+            build_loop(&tmp.work(), &stop, &c, 2, small).unwrap();
         });
         assert!(c.get("builds") >= 1, "{}", c.get("builds"));
         assert!(!tmp.work().join("src").exists());

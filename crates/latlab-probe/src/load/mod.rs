@@ -124,19 +124,16 @@ fn xorshift64(x: &mut u64) -> u64 {
 pub(crate) mod testutil {
     use super::counters::Counters;
     use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
 
-    /// A fresh, empty directory under the system temp dir; removed when dropped.
+    /// A fresh, empty private directory under the system temp dir; removed when dropped.
     pub struct TempDir(pub PathBuf);
 
     impl TempDir {
         pub fn new(tag: &str) -> TempDir {
-            static N: AtomicU32 = AtomicU32::new(0);
-            let n = N.fetch_add(1, Ordering::SeqCst);
-            let p = std::env::temp_dir().join(format!("latlab-loadtest-{}-{tag}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&p);
-            std::fs::create_dir_all(p.join("work")).unwrap();
+            let p = crate::private::dir(&std::env::temp_dir(), &format!("latlab-loadtest-{tag}-")).unwrap();
+            std::fs::create_dir(p.join("work")).unwrap();
             TempDir(p)
         }
         pub fn work(&self) -> PathBuf {

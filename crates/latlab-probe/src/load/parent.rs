@@ -1,8 +1,8 @@
 //! The probing process's side of the loads: start each load as a re-executed `latlab` child in
 //! its own process group (SCHED_OTHER, parent-death signal, stdin/stdout null, stderr to a file
-//! in its scratch directory), wait until it produces load, watch for early deaths, and on stop
-//! (or drop) SIGTERM then SIGKILL each group, reap, collect counters and notes, remove the
-//! scratch directories and any zram swap device.
+//! in its private scratch directory, its `TMPDIR` inside it too), wait until it produces load,
+//! watch for early deaths, and on stop (or drop) SIGTERM then SIGKILL each group, reap, collect
+//! counters and notes, remove the scratch directories and any zram swap device.
 
 use super::child::{ENV_DIR, ENV_SPEC};
 use super::counters::{read_counters, read_notes, READY_FILE};
@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,13 +27,16 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 const TERM_GRACE: Duration = Duration::from_secs(5);
 /// The child's stderr, inside its scratch directory.
 const STDERR_FILE: &str = "stderr.log";
+/// The child's `TMPDIR`, inside its scratch directory.
+const TMP_DIR: &str = "tmp";
 
 /// Where and how loads run.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
     /// The binary to re-execute as a load child (normally `/proc/self/exe`).
     pub exe: PathBuf,
-    /// Parent directory for scratch; each load gets a fresh `latlab-load-<pid>-<n>` in it.
+    /// Parent directory for scratch; each load gets a fresh private `latlab-load-<pid>-<random>`
+    /// in it (mode 0700), with its `TMPDIR` inside.
     pub scratch: PathBuf,
     /// May `swap:SIZE` create a zram swap device when the machine has no swap (root)?
     pub allow_zram: bool,
@@ -353,25 +356,25 @@ fn spawn(
 ) -> Result<Child, String> {
     let exe = &opts.exe;
     let affinity = cpu_set(&opts.cpus).map_err(|e| format!("{name}: {e}"))?;
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = scratch.join(format!(
-        "latlab-load-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    // The guardian knows of it before it exists: a probe killed after the mkdir leaves nothing.
-    let held_dir = Held::path(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{name}: creating {}: {e}", dir.display()))?;
+    // A private directory (0700, a random name made by mkdir, [`crate::private`]): nothing
+    // in it can be planted by another user, and the guardian holds it from just before it
+    // exists, so a probe killed after the mkdir leaves nothing.
+    let prefix = format!("latlab-load-{}-", std::process::id());
+    let (dir, held_dir) = crate::private::held_dir(scratch, &prefix)
+        .map_err(|e| format!("{name}: creating a private directory in {}: {e}", scratch.display()))?;
     let fail = |e: String| {
         let _ = std::fs::remove_dir_all(&dir);
         e
     };
+    // The load's temporary files (the compilers' cc*.s under make) go in its directory too.
+    let tmp = dir.join(TMP_DIR);
+    std::fs::create_dir(&tmp).map_err(|e| fail(format!("{name}: creating {}: {e}", tmp.display())))?;
     let stderr = std::fs::File::create(dir.join(STDERR_FILE)).map_err(|e| fail(format!("{name}: {e}")))?;
     let parent = std::process::id() as libc::pid_t;
     let mut cmd = Command::new(exe);
     cmd.env(ENV_SPEC, spec.name())
         .env(ENV_DIR, &dir)
+        .env("TMPDIR", &tmp)
         .current_dir(&dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -520,6 +523,54 @@ mod tests {
             .unwrap()
             .trim()
             .to_string()
+    }
+
+    /// Another user's symlinks at the names loads once used (`latlab-load-PID-N`) are never
+    /// followed: the directories they point to stay as they were. Each load runs in a 0700
+    /// directory of its own, with its `TMPDIR` inside it.
+    #[test]
+    fn loads_run_in_private_directories_and_follow_no_planted_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = TempDir::new("planted");
+        let victim = TempDir::new("victim");
+        std::fs::write(victim.work().join("precious"), "keep me").unwrap();
+        let pid = std::process::id();
+        for n in 0..8 {
+            let link = tmp.work().join(format!("latlab-load-{pid}-{n}"));
+            std::os::unix::fs::symlink(victim.work(), link).unwrap();
+        }
+        let loads = Loads::start(&[LoadSpec::Sync, LoadSpec::Video], &options(&tmp)).unwrap();
+        for c in &loads.children {
+            let meta = std::fs::symlink_metadata(&c.dir).unwrap();
+            assert!(meta.is_dir(), "{}", c.dir.display());
+            assert_eq!(meta.permissions().mode() & 0o777, 0o700, "{}", c.dir.display());
+            let env = std::fs::read(format!("/proc/{}/environ", c.proc.id())).unwrap();
+            let want = format!("TMPDIR={}", c.dir.join(TMP_DIR).display());
+            assert!(
+                env.split(|&b| b == 0).any(|kv| kv == want.as_bytes()),
+                "{}: no {want}",
+                c.name
+            );
+            assert!(c.dir.join(TMP_DIR).is_dir());
+        }
+        let rep = loads.stop();
+        assert!(rep.notes.is_empty(), "{:?}", rep.notes);
+        let names = |d: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&victim.work()), ["precious"]);
+        assert_eq!(
+            std::fs::read_to_string(victim.work().join("precious")).unwrap(),
+            "keep me"
+        );
+        // The planted links stay (they are not the probe's); the loads' directories are gone.
+        assert_eq!(names(&tmp.work()).len(), 8);
+        assert!(names(&tmp.work()).iter().all(|n| tmp.work().join(n).is_symlink()));
     }
 
     #[test]
