@@ -36,6 +36,52 @@ pub struct Attribution {
     pub steal_ns: Nanos,
     /// How the attribution was obtained, and how precise it is.
     pub note: String,
+    /// The cgroup (and container) of the task that held the CPU or ran ahead longest
+    /// (probe only; the model leaves it empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupOf>,
+}
+
+/// The cgroup of the task a spike is blamed on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupOf {
+    /// The task (`comm/pid`): the one running in `cause`, else the one that ran ahead longest.
+    pub task: String,
+    /// Its cgroup v2 path (`/system.slice/docker-<id>.scope`); empty when it could not be read.
+    pub path: String,
+    /// The container the path shows, when it shows one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<Container>,
+    /// Where `path` was read (`/proc/PID/cgroup at the spike`), or why it is empty.
+    pub source: String,
+}
+
+/// A container as its cgroup path names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Container {
+    /// `docker`, `podman`, `containerd`, `cri-o`, `kubernetes`, `lxc`, `machine`, `nspawn`.
+    pub runtime: String,
+    /// The container's id or name (a machine's or an LXC container's name).
+    pub id: String,
+    /// The Kubernetes pod's uid, when the path shows one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+}
+
+impl Container {
+    /// `docker 4f2d6c1a9b0e` (ids cut to 12 characters, as `docker ps` shows them), with
+    /// `pod UID` first for a Kubernetes container.
+    pub fn label(&self) -> String {
+        let id: String = match self.id.len() == 64 && self.id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            true => self.id[..12].to_string(),
+            false => self.id.clone(),
+        };
+        match &self.pod {
+            Some(pod) if id.is_empty() => format!("{} pod {pod}", self.runtime),
+            Some(pod) => format!("{} pod {pod} {id}", self.runtime),
+            None => format!("{} {id}", self.runtime),
+        }
+    }
 }
 
 /// The code path that held the CPU without a preemption opportunity.
