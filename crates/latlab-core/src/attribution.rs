@@ -108,3 +108,32 @@ pub struct TaskSlice {
     pub pid: u32,
     pub ns: Nanos,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_without_a_cgroup_load_and_write_none() {
+        let old = r#"{"irq_off_ns":1,"handler_ns":0,"preempt_wait_ns":0,"ran_ahead_ns":0,"sched_ns":0,
+            "wakee_kernel_ns":0,"cause":null,"tasks":[],"irqs":[],"steal_ns":0,"note":""}"#;
+        let a: Attribution = serde_json::from_str(old).unwrap();
+        assert_eq!((a.irq_off_ns, a.cgroup.clone()), (1, None));
+        assert!(!serde_json::to_string(&a).unwrap().contains("cgroup"));
+        let with = Attribution {
+            cgroup: Some(CgroupOf {
+                task: "dd/7".into(),
+                path: "/lxc.payload.web".into(),
+                container: Some(Container {
+                    runtime: "lxc".into(),
+                    id: "web".into(),
+                    pod: None,
+                }),
+                source: "s".into(),
+            }),
+            ..a
+        };
+        let back: Attribution = serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+        assert_eq!(back, with);
+    }
+}

@@ -481,28 +481,43 @@ impl Target {
     /// Move this process (every thread of it; its children keep their cgroups) into the
     /// cgroup until the returned guard is dropped, when it goes back where it was.
     pub fn enter_process(&self) -> Result<Entered, String> {
-        let back = own_dir()?;
+        let back = own_dir()?.join("cgroup.procs");
         write_id(&self.dir.join("cgroup.procs"), std::process::id())?;
-        Ok(Entered { back })
+        Ok(Entered {
+            back,
+            id: std::process::id(),
+        })
+    }
+
+    /// Move the calling thread into the (threaded) cgroup until the returned guard is
+    /// dropped, when it goes back to its process's cgroup.
+    pub fn enter_this_thread(&self) -> Result<Entered, String> {
+        let back = own_dir()?.join("cgroup.threads");
+        let tid = crate::clock::gettid();
+        self.enter_thread(tid)?;
+        Ok(Entered { back, id: tid })
+    }
+
+    /// Enter with the process (a domain cgroup) or the calling thread (a threaded one).
+    pub fn enter(&self) -> Result<Entered, String> {
+        match self.threaded {
+            true => self.enter_this_thread(),
+            false => self.enter_process(),
+        }
     }
 }
 
-/// The process inside a [`Target`]; dropping it moves the process back.
+/// The process, or a thread, inside a [`Target`]; dropping it moves it back.
 #[derive(Debug)]
 pub struct Entered {
+    /// The `cgroup.procs` or `cgroup.threads` of the cgroup it came from.
     back: PathBuf,
-}
-
-impl Entered {
-    /// Where the process goes back to.
-    pub fn back(&self) -> &Path {
-        &self.back
-    }
+    id: u32,
 }
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        let _ = write_id(&self.back.join("cgroup.procs"), std::process::id());
+        let _ = write_id(&self.back, self.id);
     }
 }
 

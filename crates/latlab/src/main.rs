@@ -7,6 +7,7 @@ use std::process::ExitCode;
 #[macro_use]
 mod out;
 mod probe_cmd;
+mod probe_spike;
 mod progress;
 mod read;
 mod report_cmd;
