@@ -553,9 +553,10 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
     // Refuse before the loads start, so a full disk fails fast.
     write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     let cgroup = w.spike.target()?;
+    let action = w.spike.action(w.out.break_above, w.out.trace_above_ns())?;
     run_with_loads("write", &w.load, &w.out, cgroup.as_ref(), || {
         let display = cfg.progress.clone().map(|p| progress::bytes(cfg.size, p));
-        let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e));
+        let out = write::run_acting(&cfg, action.clone()).map_err(|e| anyhow::anyhow!(e));
         drop(display);
         let mut out = out?;
         if let Some(p) = &w.records {
@@ -597,6 +598,9 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
             latlab_report::summary::slowest_records(&out.stream)
         );
         r.streams.push(out.stream);
+        if let (Some(a), Some(rep)) = (&action, &out.on_threshold) {
+            probe_spike::report(&mut r, a, rep);
+        }
         Ok(Measured {
             result: r,
             interrupted: out.interrupted,

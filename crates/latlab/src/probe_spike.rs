@@ -10,10 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn p_every(s: &str) -> Result<Duration, String> {
-    match parse::duration_ns(s, "s")? {
-        0 => Err(format!("'{s}': the rate limit must be longer than 0")),
-        ns => Ok(Duration::from_nanos(ns)),
-    }
+    parse::duration_ns(s, "s").map(Duration::from_nanos)
 }
 
 #[derive(Args, Debug, Clone)]
