@@ -88,7 +88,10 @@ fn component(parent: &str, c: &str) -> Option<Container> {
         if let Some(name) = c.strip_prefix("machine-").and_then(|n| n.strip_suffix(".scope")) {
             return Some(container("machine", &unescape(name)));
         }
-        if let Some(name) = c.strip_prefix("systemd-nspawn@").and_then(|n| n.strip_suffix(".service")) {
+        if let Some(name) = c
+            .strip_prefix("systemd-nspawn@")
+            .and_then(|n| n.strip_suffix(".service"))
+        {
             return Some(container("nspawn", &unescape(name)));
         }
     }
@@ -118,7 +121,11 @@ pub fn container_of(path: &str) -> Option<Container> {
     let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     // Kubernetes first: its container's own component is one of the runtimes' below.
     if let Some(k) = parts.iter().position(|c| c.starts_with("kubepods")) {
-        if let Some((i, uid)) = parts[k..].iter().enumerate().find_map(|(i, c)| Some((k + i, pod_uid(c)?))) {
+        if let Some((i, uid)) = parts[k..]
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| Some((k + i, pod_uid(c)?)))
+        {
             let id = parts.get(i + 1).map_or(String::new(), |c| {
                 component("", c).map_or_else(|| c.strip_suffix(".scope").unwrap_or(c).to_string(), |x| x.id)
             });
@@ -289,7 +296,11 @@ impl Sightings {
                 s.path.clone(),
                 format!(
                     "/proc/{tid}/cgroup, read {}",
-                    if s.at_start { "at the run's start" } else { "after the spike" }
+                    if s.at_start {
+                        "at the run's start"
+                    } else {
+                        "after the spike"
+                    }
                 ),
             ),
             None => match of_task(tid) {
@@ -400,7 +411,9 @@ impl Target {
         let shown = path.display();
         let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: {e}"))?;
         if !meta.is_dir() {
-            return Err(format!("{shown} is not a directory (a cgroup is one, under the cgroup2 mount)"));
+            return Err(format!(
+                "{shown} is not a directory (a cgroup is one, under the cgroup2 mount)"
+            ));
         }
         let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| format!("{shown}: a path with a NUL byte"))?;
@@ -415,7 +428,11 @@ impl Target {
         match st.f_type as i64 {
             CGROUP2_SUPER_MAGIC => {}
             CGROUP_SUPER_MAGIC => return Err(format!("{shown} is a cgroup v1 directory, not cgroup v2 ({mounted})")),
-            _ => return Err(format!("{shown} is not a cgroup: it is not on a cgroup2 file system ({mounted})")),
+            _ => {
+                return Err(format!(
+                    "{shown} is not a cgroup: it is not on a cgroup2 file system ({mounted})"
+                ))
+            }
         }
         let ty = cgroup_type(path);
         let threaded = match ty.as_str() {
@@ -606,8 +623,14 @@ mod tests {
     fn container_labels_cut_ids_as_docker_ps() {
         assert_eq!(c("docker", ID, None).unwrap().label(), "docker 4f2d6c1a9b0e");
         assert_eq!(c("lxc", "web1", None).unwrap().label(), "lxc web1");
-        assert_eq!(c("kubernetes", ID, Some("0a1b")).unwrap().label(), "kubernetes pod 0a1b 4f2d6c1a9b0e");
-        assert_eq!(c("kubernetes", "", Some("0a1b")).unwrap().label(), "kubernetes pod 0a1b");
+        assert_eq!(
+            c("kubernetes", ID, Some("0a1b")).unwrap().label(),
+            "kubernetes pod 0a1b 4f2d6c1a9b0e"
+        );
+        assert_eq!(
+            c("kubernetes", "", Some("0a1b")).unwrap().label(),
+            "kubernetes pod 0a1b"
+        );
     }
 
     fn slice(comm: &str, pid: u32, ns: u64) -> TaskSlice {

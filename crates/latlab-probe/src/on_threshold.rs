@@ -64,10 +64,17 @@ impl Action {
     /// The action for `command`: its words as a POSIX shell splits them (quotes and
     /// backslashes; no expansion, no redirection), or `sh -c COMMAND` with `shell`. The
     /// program must exist and be executable.
-    pub fn new(command: &str, shell: bool, threshold_ns: u64, every: Option<Duration>, resume: bool) -> Result<Action, String> {
+    pub fn new(
+        command: &str,
+        shell: bool,
+        threshold_ns: u64,
+        every: Option<Duration>,
+        resume: bool,
+    ) -> Result<Action, String> {
         let argv = match shell {
             true => vec!["/bin/sh".to_string(), "-c".to_string(), command.to_string()],
-            false => shlex::split(command).ok_or_else(|| format!("'{command}': an unclosed quote or a trailing backslash"))?,
+            false => shlex::split(command)
+                .ok_or_else(|| format!("'{command}': an unclosed quote or a trailing backslash"))?,
         };
         let Some(program) = argv.first().filter(|p| !p.is_empty()) else {
             return Err(format!("'{command}': no command"));
@@ -236,7 +243,11 @@ impl Shared {
         let t0 = crate::clock::mono_ns();
         let trace = self.freezer.as_ref().map(Freezer::trace_file);
         let (how, ok, output) = match output_pipe() {
-            Err(e) => (format!("could not start: a pipe for its output: {e}"), false, String::new()),
+            Err(e) => (
+                format!("could not start: a pipe for its output: {e}"),
+                false,
+                String::new(),
+            ),
             Ok((r, out, err)) => {
                 let mut cmd = Command::new(&self.action.argv[0]);
                 cmd.args(&self.action.argv[1..])
@@ -246,7 +257,11 @@ impl Shared {
                     .stderr(err)
                     .process_group(0);
                 match cmd.spawn() {
-                    Err(e) => (format!("could not start {}: {e}", self.action.argv[0]), false, String::new()),
+                    Err(e) => (
+                        format!("could not start {}: {e}", self.action.argv[0]),
+                        false,
+                        String::new(),
+                    ),
                     Ok(mut child) => {
                         // Our copies of the write end go with `cmd`: the read ends when the
                         // command (and all it started) closes its own.
@@ -343,7 +358,10 @@ impl Hook {
             s.skipped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let next = s.action.every.map_or(u64::MAX, |g| now.saturating_add(g.as_nanos() as u64));
+        let next = s
+            .action
+            .every
+            .map_or(u64::MAX, |g| now.saturating_add(g.as_nanos() as u64));
         s.next_ns.store(next, Ordering::Relaxed);
         if let Some(f) = &s.freezer {
             f.freeze();
@@ -425,8 +443,14 @@ mod tests {
             e("latlab-no-such-program-x1 a"),
             "'latlab-no-such-program-x1 a': no executable latlab-no-such-program-x1 in PATH"
         );
-        assert_eq!(e("/nonexistent/x"), "'/nonexistent/x': /nonexistent/x is not an executable file");
-        assert_eq!(e("/proc/self/status"), "'/proc/self/status': /proc/self/status is not an executable file");
+        assert_eq!(
+            e("/nonexistent/x"),
+            "'/nonexistent/x': /nonexistent/x is not an executable file"
+        );
+        assert_eq!(
+            e("/proc/self/status"),
+            "'/proc/self/status': /proc/self/status is not an executable file"
+        );
         let zero = Action::new("true", false, 5, Some(Duration::ZERO), true).unwrap_err();
         assert_eq!(zero, "the rate limit must be longer than 0");
     }
@@ -454,7 +478,11 @@ mod tests {
         assert_eq!(get("LATLAB_COUNT"), Some("2"));
         assert_eq!(get("LATLAB_THRESHOLD_NS"), Some("100000"));
         assert_eq!(get("LATLAB_TRACE"), Some("/t/trace"));
-        let none = Crossing { cpu: None, ..crossing(1) }.env(1, 1, None);
+        let none = Crossing {
+            cpu: None,
+            ..crossing(1)
+        }
+        .env(1, 1, None);
         assert!(!none.iter().any(|(k, _)| k == "LATLAB_CPU" || k == "LATLAB_TRACE"));
         assert_eq!(crossing(120_300).describe(), "cpu0's sample of 120.3 us at t=0.004 s");
     }
@@ -472,7 +500,14 @@ mod tests {
 
     #[test]
     fn runs_once_by_default_and_reports_status_and_output() {
-        let a = Action::new("sh -c 'echo at $LATLAB_LATENCY_NS; echo err >&2; exit 3'", false, 100, None, true).unwrap();
+        let a = Action::new(
+            "sh -c 'echo at $LATLAB_LATENCY_NS; echo err >&2; exit 3'",
+            false,
+            100,
+            None,
+            true,
+        )
+        .unwrap();
         let h = Hook::start(a, None).unwrap();
         h.offer("cpu0", Some(0), 1, 1, 99);
         offer_until_ran(&h, 1, crossing(150));

@@ -459,9 +459,11 @@ where
         None => None,
     };
     let spotter = watch.as_ref().and_then(crate::cgroup::Watch::spotter);
-    let hook = match cfg.on_threshold.clone().map(|a| {
-        crate::on_threshold::Hook::start(a, tracer.as_ref().map(SchedTrace::freezer))
-    }) {
+    let hook = match cfg
+        .on_threshold
+        .clone()
+        .map(|a| crate::on_threshold::Hook::start(a, tracer.as_ref().map(SchedTrace::freezer)))
+    {
         Some(Ok(h)) => Some(Arc::new(h)),
         Some(Err(e)) => {
             errors.push(format!("--on-threshold: {e}"));
@@ -589,7 +591,11 @@ where
         }
     }
     if let (Some(seen), Some(threshold)) = (sightings, cfg.trace_above_ns) {
-        for w in streams.iter_mut().flat_map(|s| &mut s.worst).filter(|w| w.latency_ns >= threshold) {
+        for w in streams
+            .iter_mut()
+            .flat_map(|s| &mut s.worst)
+            .filter(|w| w.latency_ns >= threshold)
+        {
             let woken = w.tag.get("tid").and_then(|t| t.parse().ok()).unwrap_or(0);
             seen.name(&mut w.attribution, woken);
         }

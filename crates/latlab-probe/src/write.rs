@@ -150,7 +150,10 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
 }
 
 /// [`run`], running `on_threshold`'s command when a record crosses its threshold.
-pub fn run_acting(cfg: &WriteConfig, on_threshold: Option<crate::on_threshold::Action>) -> Result<WriteOutcome, String> {
+pub fn run_acting(
+    cfg: &WriteConfig,
+    on_threshold: Option<crate::on_threshold::Action>,
+) -> Result<WriteOutcome, String> {
     if cfg.record == 0 {
         return Err("record size must be greater than zero".into());
     }
@@ -204,7 +207,10 @@ pub fn run_acting(cfg: &WriteConfig, on_threshold: Option<crate::on_threshold::A
             let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
             h.offer(&stream.name, cpu, t0 - start, t0, lat);
         }
-        if let Some(sp) = spotter.as_ref().filter(|_| cfg.explain_above_ns.is_some_and(|t| lat >= t)) {
+        if let Some(sp) = spotter
+            .as_ref()
+            .filter(|_| cfg.explain_above_ns.is_some_and(|t| lat >= t))
+        {
             sp.spike();
         }
         if cfg.keep_records {

@@ -134,8 +134,17 @@ pub fn explain(s: &Sample) -> String {
         let _ = writeln!(out, "    on the CPU meanwhile: {}", tasks(a));
     }
     if let Some(g) = &a.cgroup {
-        let container = g.container.as_ref().map_or(String::new(), |c| format!(", container {}", c.label()));
-        let _ = writeln!(out, "    cgroup of {}: {}{container} ({})", g.task, cgroup_path(g), g.source);
+        let container = g
+            .container
+            .as_ref()
+            .map_or(String::new(), |c| format!(", container {}", c.label()));
+        let _ = writeln!(
+            out,
+            "    cgroup of {}: {}{container} ({})",
+            g.task,
+            cgroup_path(g),
+            g.source
+        );
     }
     if !a.irqs.is_empty() {
         let _ = writeln!(out, "    interrupts: {}", irqs(a));
@@ -207,9 +216,12 @@ pub fn cgroups(r: &RunResult) -> String {
         return String::new();
     }
     let table: Vec<Vec<String>> = std::iter::once(cgroup_header(&[])).chain(rows).collect();
-    format!("
+    format!(
+        "
 spikes by cgroup:
-{}", crate::compare::render_table(&table))
+{}",
+        crate::compare::render_table(&table)
+    )
 }
 
 /// Where the samples of 1 ms or more came from: the code path running when the interrupt
@@ -287,9 +299,12 @@ pub(crate) mod tests {
         assert_eq!(slowest_records(&s), "0 300 4096\n4 350 4096\n8 400 4096\n");
     }
 
-    /// A probe result whose worst samples blame tasks in these cgroups (path, container
-    /// runtime and id, latency).
-    pub(crate) fn with_cgroups(spikes: &[(&str, Option<(&str, &str)>, u64)]) -> RunResult {
+    /// A spike blaming a task in a cgroup: its path, its container's runtime and id, the
+    /// latency.
+    pub(crate) type Spike<'a> = (&'a str, Option<(&'a str, &'a str)>, u64);
+
+    /// A probe result whose worst samples are `spikes`.
+    pub(crate) fn with_cgroups(spikes: &[Spike]) -> RunResult {
         let mut r = crate::input::tests::result(latlab_core::Engine::Probe, "6.1", "cpu0", &[1_000]);
         for (i, &(path, container, lat)) in spikes.iter().enumerate() {
             let attribution = Attribution {
@@ -334,7 +349,12 @@ pub(crate) mod tests {
             by_cgroup(&r),
             [
                 ("/user.slice".to_string(), "-".to_string(), 1, 900_000),
-                ("/system.slice/docker-ab.scope".to_string(), "docker ab".to_string(), 2, 500_000),
+                (
+                    "/system.slice/docker-ab.scope".to_string(),
+                    "docker ab".to_string(),
+                    2,
+                    500_000
+                ),
                 ("(unknown)".to_string(), "-".to_string(), 1, 100_000),
             ]
         );
@@ -342,7 +362,10 @@ pub(crate) mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[1], "spikes by cgroup:");
         assert!(lines[2].starts_with("cgroup ") && lines[2].ends_with("worst"), "{t}");
-        assert!(lines[4].starts_with("/system.slice/docker-ab.scope") && lines[4].contains("docker ab"), "{t}");
+        assert!(
+            lines[4].starts_with("/system.slice/docker-ab.scope") && lines[4].contains("docker ab"),
+            "{t}"
+        );
         assert!(lines[4].ends_with("  2  500.0 us"), "{t}");
         assert_eq!(lines.len(), 6, "{t}");
         assert_eq!(cgroups(&with_cgroups(&[])), "");

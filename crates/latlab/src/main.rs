@@ -38,7 +38,7 @@ enum Cmd {
     /// sources' ranges, the drivers of each figure.
     Uncertainty(uncertainty_cmd::UncertaintyArgs),
     /// Measure wakeup and write latency on this machine, under real load.
-    Probe(probe_cmd::ProbeArgs),
+    Probe(Box<probe_cmd::ProbeArgs>),
     /// Compare the swap-slot allocators of seed 003 at every fill level.
     SwapBench(swap_cmd::SwapBenchArgs),
     /// Reports from saved results of either engine: compare, plot, csv, trace, html.
@@ -55,7 +55,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => sim_cmd::run(a),
         Cmd::Reproduce(a) => sim_cmd::reproduce(a),
         Cmd::Uncertainty(a) => uncertainty_cmd::run(a),
-        Cmd::Probe(a) => probe_cmd::run(a),
+        Cmd::Probe(a) => probe_cmd::run(*a),
         Cmd::SwapBench(a) => swap_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
     };

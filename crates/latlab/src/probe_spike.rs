@@ -81,7 +81,11 @@ pub fn enter(target: &Target) -> anyhow::Result<(Entered, String)> {
         false => std::process::id(),
     };
     let path = latlab_probe::cgroup::of_task(who).unwrap_or_default();
-    let what = if target.threaded() { "the measuring thread" } else { "the probe's process" };
+    let what = if target.threaded() {
+        "the measuring thread"
+    } else {
+        "the probe's process"
+    };
     Ok((entered, format!("{path} ({what})")))
 }
 

@@ -38,7 +38,10 @@ impl Drop for Private {
 }
 
 fn latlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_latlab")).args(args).output().expect("latlab runs")
+    Command::new(env!("CARGO_BIN_EXE_latlab"))
+        .args(args)
+        .output()
+        .expect("latlab runs")
 }
 
 fn stderr(o: &Output) -> String {
@@ -60,7 +63,9 @@ fn latlab_first_cpu() -> usize {
     // SAFETY: set is a valid cpu_set_t of the size given.
     unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     // SAFETY: set was filled above.
-    (0..libc::CPU_SETSIZE as usize).find(|&c| unsafe { libc::CPU_ISSET(c, &set) }).unwrap_or(0)
+    (0..libc::CPU_SETSIZE as usize)
+        .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .unwrap_or(0)
 }
 
 /// `KEY=VALUE` lines as a map.
@@ -97,8 +102,18 @@ fn on_threshold_runs_the_command_with_the_sample_and_the_frozen_trace() {
     );
     let json_path = d.join("r.json");
     let out = latlab(&[
-        "probe", "timer", "--cpus", &cpu, "--duration", "1s", "--trace-above", "1us", "--on-threshold", &cmd,
-        "--json", &json_path,
+        "probe",
+        "timer",
+        "--cpus",
+        &cpu,
+        "--duration",
+        "1s",
+        "--trace-above",
+        "1us",
+        "--on-threshold",
+        &cmd,
+        "--json",
+        &json_path,
     ]);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
@@ -118,15 +133,22 @@ fn on_threshold_runs_the_command_with_the_sample_and_the_frozen_trace() {
     let max = v["streams_summary"][0]["max_us"].as_f64().unwrap();
     assert!(latency as f64 / 1000.0 <= max + 0.001, "{latency} above the max {max}");
     let setting = v["meta"]["settings"]["on_threshold"].as_str().unwrap();
-    assert!(setting.starts_with(&format!("`{cmd}` (once, at 1.0 us): ran 1 time")), "{setting}");
     assert!(
-        err.contains(&format!("--on-threshold `{cmd}` for cpu{cpu}'s sample of ")) && err.contains(": exited with status 0 after "),
+        setting.starts_with(&format!("`{cmd}` (once, at 1.0 us): ran 1 time")),
+        "{setting}"
+    );
+    assert!(
+        err.contains(&format!("--on-threshold `{cmd}` for cpu{cpu}'s sample of "))
+            && err.contains(": exited with status 0 after "),
         "{err}"
     );
     assert!(err.contains("\n    | hello from the command\n"), "{err}");
     match env.get("LATLAB_TRACE") {
         Some(t) => {
-            assert!(t.starts_with('/') && t.ends_with("/trace") && t.contains("/instances/latlab-"), "{t}");
+            assert!(
+                t.starts_with('/') && t.ends_with("/trace") && t.contains("/instances/latlab-"),
+                "{t}"
+            );
             let times = trace_times(&std::fs::read_to_string(d.join("trace")).unwrap());
             assert!(!times.is_empty(), "the command read an empty trace");
             let crossing_s = mono as f64 / 1e9;
@@ -145,7 +167,10 @@ fn on_threshold_runs_the_command_with_the_sample_and_the_frozen_trace() {
                 .count();
             assert!(later > 0, "no events recorded after the command ended");
         }
-        None => assert!(err.contains("no scheduler tracepoints"), "no LATLAB_TRACE, yet traced: {err}"),
+        None => assert!(
+            err.contains("no scheduler tracepoints"),
+            "no LATLAB_TRACE, yet traced: {err}"
+        ),
     }
 }
 
@@ -157,16 +182,39 @@ fn on_threshold_every_runs_it_again_and_break_above_runs_it_at_the_break() {
     let cmd = format!("echo $LATLAB_COUNT >> {counts}");
     let json_path = d.join("r.json");
     let out = latlab(&[
-        "probe", "timer", "--cpus", &cpu, "--duration", "1s", "--trace-above", "1us", "--on-threshold", &cmd,
-        "--on-threshold-shell", "--on-threshold-every", "100ms", "--json", &json_path,
+        "probe",
+        "timer",
+        "--cpus",
+        &cpu,
+        "--duration",
+        "1s",
+        "--trace-above",
+        "1us",
+        "--on-threshold",
+        &cmd,
+        "--on-threshold-shell",
+        "--on-threshold-every",
+        "100ms",
+        "--json",
+        &json_path,
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let runs: Vec<u64> = std::fs::read_to_string(&counts).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let runs: Vec<u64> = std::fs::read_to_string(&counts)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
     assert!(runs.len() >= 2, "{runs:?}");
     assert_eq!(runs, (1..=runs.len() as u64).collect::<Vec<_>>());
-    let setting = json(&json_path)["meta"]["settings"]["on_threshold"].as_str().unwrap().to_string();
+    let setting = json(&json_path)["meta"]["settings"]["on_threshold"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
-        setting.contains(&format!("(at most once every 0.100 s, at 1.0 us): ran {} times", runs.len())),
+        setting.contains(&format!(
+            "(at most once every 0.100 s, at 1.0 us): ran {} times",
+            runs.len()
+        )),
         "{setting}"
     );
 
@@ -175,16 +223,35 @@ fn on_threshold_every_runs_it_again_and_break_above_runs_it_at_the_break() {
     let cmd = format!("sh -c 'env > {env}'");
     let trace = d.join("break.txt");
     let out = latlab(&[
-        "probe", "timer", "--cpus", &cpu, "--duration", "2s", "--break-above", "1us", "--break-trace", &trace,
-        "--on-threshold", &cmd, "--json", &json_path,
+        "probe",
+        "timer",
+        "--cpus",
+        &cpu,
+        "--duration",
+        "2s",
+        "--break-above",
+        "1us",
+        "--break-trace",
+        &trace,
+        "--on-threshold",
+        &cmd,
+        "--json",
+        &json_path,
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let e = env_file(&env);
-    let stopped = json(&json_path)["meta"]["settings"]["stopped_by"].as_str().unwrap().to_string();
+    let stopped = json(&json_path)["meta"]["settings"]["stopped_by"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let lat: u64 = e["LATLAB_LATENCY_NS"].parse().unwrap();
     let at: u64 = e["LATLAB_AT_NS"].parse().unwrap();
     assert!(
-        stopped.ends_with(&format!("cpu{cpu}'s sample of {:.1} us at t={:.3} s", lat as f64 / 1000.0, at as f64 / 1e9)),
+        stopped.ends_with(&format!(
+            "cpu{cpu}'s sample of {:.1} us at t={:.3} s",
+            lat as f64 / 1000.0,
+            at as f64 / 1e9
+        )),
         "{stopped} vs {e:?}"
     );
 }
@@ -204,9 +271,19 @@ fn on_threshold_mistakes_get_clear_errors() {
         ),
         (&["--on-threshold", "true"][..], "--on-threshold needs a threshold"),
         (&["--explain", "--on-threshold", "echo 'x"][..], "an unclosed quote"),
-        (&["--explain", "--on-threshold", "true", "--on-threshold-every", "0"][..], "must be greater than zero"),
         (
-            &["--break-above", "1ms", "--on-threshold", "true", "--on-threshold-every", "1s"][..],
+            &["--explain", "--on-threshold", "true", "--on-threshold-every", "0"][..],
+            "must be greater than zero",
+        ),
+        (
+            &[
+                "--break-above",
+                "1ms",
+                "--on-threshold",
+                "true",
+                "--on-threshold-every",
+                "1s",
+            ][..],
             "--on-threshold-every: the run ends at --break-above's first crossing",
         ),
         (&["--on-threshold-every", "1s"][..], "--on-threshold"),
@@ -218,11 +295,22 @@ fn on_threshold_mistakes_get_clear_errors() {
         assert!(!err.contains("panicked"), "{err}");
     }
     // A command that fails: the run goes on, the failure is said.
-    let out = run(&["--trace-above", "1us", "--on-threshold", "sh -c 'echo broken >&2; exit 4'"]);
+    let out = run(&[
+        "--trace-above",
+        "1us",
+        "--on-threshold",
+        "sh -c 'echo broken >&2; exit 4'",
+    ]);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains(": exited with status 4 after ") && err.contains("    | broken\n"), "{err}");
-    assert!(err.contains("warning: --on-threshold: ") && err.contains("1 of them failed"), "{err}");
+    assert!(
+        err.contains(": exited with status 4 after ") && err.contains("    | broken\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("warning: --on-threshold: ") && err.contains("1 of them failed"),
+        "{err}"
+    );
 }
 
 /// A cgroup v2 directory made for a test under the cgroup2 mount, removed when dropped;
@@ -289,22 +377,42 @@ fn path_str(p: &Path) -> &str {
 
 #[test]
 fn cgroup_runs_the_probe_process_in_a_domain_cgroup_and_leaves_it_empty() {
-    let Some(cg) = Cgroup::make("latlab-test-domain") else { return };
+    let Some(cg) = Cgroup::make("latlab-test-domain") else {
+        return;
+    };
     let d = Private::new();
     let json_path = d.join("r.json");
     let out = latlab(&[
-        "probe", "timer", "--cpus", &first_cpu(), "--loops", "50", "--cgroup", cg.path(), "--json", &json_path,
+        "probe",
+        "timer",
+        "--cpus",
+        &first_cpu(),
+        "--loops",
+        "50",
+        "--cgroup",
+        cg.path(),
+        "--json",
+        &json_path,
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&json_path);
-    assert_eq!(v["meta"]["settings"]["cgroup"], format!("{} (the probe's process)", cg.shown));
-    assert_eq!(cg.members("cgroup.procs"), "", "the probe left its process in the cgroup");
+    assert_eq!(
+        v["meta"]["settings"]["cgroup"],
+        format!("{} (the probe's process)", cg.shown)
+    );
+    assert_eq!(
+        cg.members("cgroup.procs"),
+        "",
+        "the probe left its process in the cgroup"
+    );
     std::fs::remove_dir(&cg.dir).expect("the cgroup is empty and removable");
 }
 
 #[test]
 fn cgroup_takes_the_measuring_threads_into_a_threaded_cgroup() {
-    let Some(domain) = Cgroup::make("latlab-test-threaded") else { return };
+    let Some(domain) = Cgroup::make("latlab-test-threaded") else {
+        return;
+    };
     let threads = domain.child("measuring");
     std::fs::write(threads.dir.join("cgroup.type"), "threaded").unwrap();
     let d = Private::new();
@@ -322,7 +430,10 @@ fn cgroup_takes_the_measuring_threads_into_a_threaded_cgroup() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&json_path);
-    assert_eq!(v["meta"]["settings"]["cgroup"], format!("{} (the measuring threads)", threads.shown));
+    assert_eq!(
+        v["meta"]["settings"]["cgroup"],
+        format!("{} (the measuring threads)", threads.shown)
+    );
     assert_eq!(threads.members("cgroup.threads"), "");
     assert_eq!(domain.members("cgroup.procs"), "");
 
@@ -331,7 +442,11 @@ fn cgroup_takes_the_measuring_threads_into_a_threaded_cgroup() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(&format!("--cgroup {} is a threaded cgroup of the threaded domain {}", threads.path(), domain.path())),
+        err.contains(&format!(
+            "--cgroup {} is a threaded cgroup of the threaded domain {}",
+            threads.path(),
+            domain.path()
+        )),
         "{err}"
     );
     drop(threads);
@@ -342,9 +457,18 @@ fn cgroup_mistakes_get_clear_errors() {
     let d = Private::new();
     let missing = d.join("nothing");
     for (path, want) in [
-        (missing.as_str(), format!("--cgroup {missing}: No such file or directory")),
-        ("/proc", "--cgroup /proc is not a cgroup: it is not on a cgroup2 file system".to_string()),
-        ("/proc/self/status", "--cgroup /proc/self/status is not a directory".to_string()),
+        (
+            missing.as_str(),
+            format!("--cgroup {missing}: No such file or directory"),
+        ),
+        (
+            "/proc",
+            "--cgroup /proc is not a cgroup: it is not on a cgroup2 file system".to_string(),
+        ),
+        (
+            "/proc/self/status",
+            "--cgroup /proc/self/status is not a directory".to_string(),
+        ),
     ] {
         let out = latlab(&["probe", "timer", "--loops", "5", "--cgroup", path]);
         let err = stderr(&out);
@@ -355,16 +479,36 @@ fn cgroup_mistakes_get_clear_errors() {
         eprintln!("skip: the permission case needs root and setpriv");
         return;
     }
-    let Some(cg) = Cgroup::make("latlab-test-perm") else { return };
+    let Some(cg) = Cgroup::make("latlab-test-perm") else {
+        return;
+    };
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"])
-        .args([env!("CARGO_BIN_EXE_latlab"), "probe", "timer", "--loops", "5", "--cgroup", cg.path()])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ])
+        .args([
+            env!("CARGO_BIN_EXE_latlab"),
+            "probe",
+            "timer",
+            "--loops",
+            "5",
+            "--cgroup",
+            cg.path(),
+        ])
         .output()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(&format!("--cgroup writing {}/cgroup.procs: Permission denied", cg.path())) && err.contains("permission denied (root"),
+        err.contains(&format!(
+            "--cgroup writing {}/cgroup.procs: Permission denied",
+            cg.path()
+        )) && err.contains("permission denied (root"),
         "{err}"
     );
 }
@@ -376,7 +520,9 @@ fn spikes_name_the_cgroup_and_container_of_the_task_on_the_cpu() {
         return;
     }
     // An LXC-shaped cgroup, so the container is read from a real path.
-    let Some(cg) = Cgroup::make("lxc.payload.latlab-test") else { return };
+    let Some(cg) = Cgroup::make("lxc.payload.latlab-test") else {
+        return;
+    };
     let cpu = first_cpu();
     // A busy loop on the measured CPU, in that cgroup, favoured over the machine's other tasks.
     let script = format!(
@@ -394,7 +540,16 @@ fn spikes_name_the_cgroup_and_container_of_the_task_on_the_cpu() {
     let d = Private::new();
     let json_path = d.join("r.json");
     let out = latlab(&[
-        "probe", "timer", "--cpus", &cpu, "--duration", "1s", "--trace-above", "1us", "--json", &json_path,
+        "probe",
+        "timer",
+        "--cpus",
+        &cpu,
+        "--duration",
+        "1s",
+        "--trace-above",
+        "1us",
+        "--json",
+        &json_path,
     ]);
     let _ = busy.kill();
     let _ = busy.wait();
@@ -410,15 +565,25 @@ fn spikes_name_the_cgroup_and_container_of_the_task_on_the_cpu() {
         .collect();
     assert!(!named.is_empty(), "no spike names a cgroup");
     let ours: Vec<&&serde_json::Value> = named.iter().filter(|g| g["path"] == cg.shown.as_str()).collect();
-    assert!(!ours.is_empty(), "no spike blames the busy loop's cgroup {}: {named:?}", cg.shown);
+    assert!(
+        !ours.is_empty(),
+        "no spike blames the busy loop's cgroup {}: {named:?}",
+        cg.shown
+    );
     for g in &ours {
         assert_eq!(g["container"], serde_json::json!({"runtime": "lxc", "id": id}));
         assert!(g["task"].as_str().unwrap().starts_with("sh/"), "{g}");
     }
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("\nspikes by cgroup:\ncgroup "), "{text}");
-    let row = text.lines().find(|l| l.starts_with(&cg.shown)).unwrap_or_else(|| panic!("{text}"));
-    assert!(row.contains(&format!("lxc {id}")) && row.contains(&format!("  {}  ", ours.len())), "{row}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&cg.shown))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains(&format!("lxc {id}")) && row.contains(&format!("  {}  ", ours.len())),
+        "{row}"
+    );
     assert!(text.contains(&format!(", container lxc {id} (/proc/")), "{text}");
 
     // report compare groups them as the probe did.
@@ -436,8 +601,18 @@ fn write_takes_on_threshold_and_cgroup_too() {
     let json_path = d.join("r.json");
     let cmd = format!("sh -c 'env > {env}'");
     let mut args = vec![
-        "probe", "write", "--size", "4M", "--dir", path_str(&d.0), "--trace-above", "1us", "--on-threshold", &cmd,
-        "--json", &json_path,
+        "probe",
+        "write",
+        "--size",
+        "4M",
+        "--dir",
+        path_str(&d.0),
+        "--trace-above",
+        "1us",
+        "--on-threshold",
+        &cmd,
+        "--json",
+        &json_path,
     ];
     let cg = Cgroup::make("latlab-test-write");
     if let Some(c) = &cg {
@@ -450,7 +625,10 @@ fn write_takes_on_threshold_and_cgroup_too() {
     assert!(e["LATLAB_LATENCY_NS"].parse::<u64>().unwrap() >= 1000, "{e:?}");
     assert!(e["LATLAB_CPU"].parse::<usize>().is_ok(), "{e:?}");
     if let Some(c) = &cg {
-        assert_eq!(json(&json_path)["meta"]["settings"]["cgroup"], format!("{} (the probe's process)", c.shown));
+        assert_eq!(
+            json(&json_path)["meta"]["settings"]["cgroup"],
+            format!("{} (the probe's process)", c.shown)
+        );
         assert_eq!(c.members("cgroup.procs"), "");
     }
 }
