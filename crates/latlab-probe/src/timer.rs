@@ -449,7 +449,6 @@ where
     };
     let with_tracer = tracer.is_some();
     let mut errors = Vec::new();
-    // After the tracer: its instance is made before the watch's first look.
     let watch = match cfg.trace_above_ns.map(|_| crate::cgroup::Watch::start()) {
         Some(Ok(w)) => Some(w),
         Some(Err(e)) => {
