@@ -36,6 +36,52 @@ pub struct Attribution {
     pub steal_ns: Nanos,
     /// How the attribution was obtained, and how precise it is.
     pub note: String,
+    /// The cgroup (and container) of the task that held the CPU or ran ahead longest
+    /// (probe only; the model leaves it empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupOf>,
+}
+
+/// The cgroup of the task a spike is blamed on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupOf {
+    /// The task (`comm/pid`): the one running in `cause`, else the one that ran ahead longest.
+    pub task: String,
+    /// Its cgroup v2 path (`/system.slice/docker-<id>.scope`); empty when it could not be read.
+    pub path: String,
+    /// The container the path shows, when it shows one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<Container>,
+    /// Where `path` was read (`/proc/PID/cgroup at the spike`), or why it is empty.
+    pub source: String,
+}
+
+/// A container as its cgroup path names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Container {
+    /// `docker`, `podman`, `containerd`, `cri-o`, `kubernetes`, `lxc`, `machine`, `nspawn`.
+    pub runtime: String,
+    /// The container's id or name (a machine's or an LXC container's name).
+    pub id: String,
+    /// The Kubernetes pod's uid, when the path shows one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+}
+
+impl Container {
+    /// `docker 4f2d6c1a9b0e` (ids cut to 12 characters, as `docker ps` shows them), with
+    /// `pod UID` first for a Kubernetes container.
+    pub fn label(&self) -> String {
+        let id: String = match self.id.len() == 64 && self.id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            true => self.id[..12].to_string(),
+            false => self.id.clone(),
+        };
+        match &self.pod {
+            Some(pod) if id.is_empty() => format!("{} pod {pod}", self.runtime),
+            Some(pod) => format!("{} pod {pod} {id}", self.runtime),
+            None => format!("{} {id}", self.runtime),
+        }
+    }
 }
 
 /// The code path that held the CPU without a preemption opportunity.
@@ -61,4 +107,33 @@ pub struct TaskSlice {
     pub comm: String,
     pub pid: u32,
     pub ns: Nanos,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_without_a_cgroup_load_and_write_none() {
+        let old = r#"{"irq_off_ns":1,"handler_ns":0,"preempt_wait_ns":0,"ran_ahead_ns":0,"sched_ns":0,
+            "wakee_kernel_ns":0,"cause":null,"tasks":[],"irqs":[],"steal_ns":0,"note":""}"#;
+        let a: Attribution = serde_json::from_str(old).unwrap();
+        assert_eq!((a.irq_off_ns, a.cgroup.clone()), (1, None));
+        assert!(!serde_json::to_string(&a).unwrap().contains("cgroup"));
+        let with = Attribution {
+            cgroup: Some(CgroupOf {
+                task: "dd/7".into(),
+                path: "/lxc.payload.web".into(),
+                container: Some(Container {
+                    runtime: "lxc".into(),
+                    id: "web".into(),
+                    pod: None,
+                }),
+                source: "s".into(),
+            }),
+            ..a
+        };
+        let back: Attribution = serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+        assert_eq!(back, with);
+    }
 }

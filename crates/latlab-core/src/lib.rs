@@ -16,7 +16,7 @@ pub mod result;
 pub mod trace;
 pub mod units;
 
-pub use attribution::{Attribution, Cause, TaskSlice};
+pub use attribution::{Attribution, Cause, CgroupOf, Container, TaskSlice};
 pub use histogram::{LatencyHistogram, Summary};
 pub use result::{Engine, IoRecord, LatencySplit, LoadDeath, LoadFate, RunMeta, RunResult, Sample, Stream};
 pub use trace::{FillRow, LatencyTrace, PreemptOff, RecordedEvent, RecordedEvents, TraceEntry};

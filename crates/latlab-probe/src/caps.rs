@@ -35,6 +35,14 @@ pub fn set_fifo(prio: i32) -> Result<(), String> {
     }
 }
 
+/// Run the calling thread as SCHED_OTHER (a helper thread of a probe started under a
+/// real-time policy must not compete with the measuring threads); a refusal leaves it as it is.
+pub fn set_normal() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: p is a valid sched_param; pid 0 is the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+}
+
 /// What `mlockall` locked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Locked {

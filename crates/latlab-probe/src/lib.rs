@@ -8,16 +8,19 @@
 //! cleanly), [`guard`] (the guardian that undoes what a killed probe leaves), [`output`]
 //! (terminal summary and JSON), [`parse`] (option values), [`private`] (the 0700
 //! directories, made as mkdtemp makes them, that hold whatever the probe creates in a shared
-//! directory), [`explain`] (coarse spike
-//! attribution from /proc), [`smi`] (SMI counts from MSR_SMI_COUNT).
+//! directory), [`explain`] (coarse spike attribution from /proc), [`smi`] (SMI counts from
+//! MSR_SMI_COUNT), [`cgroup`] (the cgroup of a spike's culprit, `--cgroup`), [`on_threshold`]
+//! (`--on-threshold`: a command run at a spike).
 
 pub mod caps;
+pub mod cgroup;
 pub mod clock;
 pub mod dma_latency;
 pub mod explain;
 pub mod guard;
 pub mod load;
 pub mod meta;
+pub mod on_threshold;
 pub mod output;
 pub mod parse;
 pub mod posix_timer;

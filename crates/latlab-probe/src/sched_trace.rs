@@ -234,6 +234,16 @@ impl Freezer {
     pub fn freeze(&self) {
         let _ = std::fs::write(&self.0, "0");
     }
+
+    /// Resume recording after [`Freezer::freeze`] (`--on-threshold` once its command ended).
+    pub fn thaw(&self) {
+        let _ = std::fs::write(&self.0, "1");
+    }
+
+    /// The instance's `trace` file: the recording as text, readable while it is frozen.
+    pub fn trace_file(&self) -> PathBuf {
+        self.0.with_file_name("trace")
+    }
 }
 
 /// The tracefs mount to use, mounting tracefs at [`TRACEFS`] if it is not there yet.

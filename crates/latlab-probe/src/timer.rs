@@ -45,6 +45,11 @@ pub struct PeriodicConfig {
     pub break_above_ns: Option<u64>,
     /// Running figures for a live display, one per CPU of `cpus`, in its order.
     pub live: Option<Vec<Arc<LiveCpu>>>,
+    /// A threaded cgroup every measuring thread joins before the run starts (`--cgroup`; a
+    /// domain cgroup takes the whole process, which the caller moves).
+    pub cgroup_threads: Option<crate::cgroup::Target>,
+    /// A command to run when a sample crosses its threshold (`--on-threshold`).
+    pub on_threshold: Option<crate::on_threshold::Action>,
 }
 
 /// The running figures of one measuring thread, for a live display: every sample stores
@@ -82,6 +87,8 @@ impl Default for PeriodicConfig {
             histogram_us: None,
             break_above_ns: None,
             live: None,
+            cgroup_threads: None,
+            on_threshold: None,
         }
     }
 }
@@ -222,6 +229,11 @@ pub struct PeriodicOutcome {
     pub interrupted: bool,
     /// Measuring loops that could not run, and why.
     pub errors: Vec<String>,
+    /// The cgroup v2 path each measuring thread was in, read back from /proc once it joined
+    /// `cgroup_threads` (empty without it).
+    pub cgroup_threads: Vec<String>,
+    /// What the `on_threshold` command did.
+    pub on_threshold: Option<crate::on_threshold::Report>,
 }
 
 /// Per-thread state handed to a measuring loop: stop conditions and recording.
@@ -240,6 +252,10 @@ pub struct ThreadCtx {
     wakeups: Option<WakeupLog>,
     live: Option<Arc<LiveCpu>>,
     explainer: Option<Explainer>,
+    /// Tells the cgroup watch of samples of at least `spike_ns`.
+    spotter: Option<crate::cgroup::Spotter>,
+    spike_ns: u64,
+    on_threshold: Option<Arc<crate::on_threshold::Hook>>,
     done: u64,
     errors: Vec<String>,
 }
@@ -275,6 +291,12 @@ impl ThreadCtx {
         let at_ns = intended_ns.saturating_sub(self.run_start_ns);
         if let Some(b) = &self.breaker {
             b.offer(&self.stream.name, at_ns, lat);
+        }
+        if let Some(h) = &self.on_threshold {
+            h.offer(&self.stream.name, Some(self.cpu), at_ns, intended_ns, lat);
+        }
+        if let Some(sp) = self.spotter.as_ref().filter(|_| lat >= self.spike_ns) {
+            sp.spike();
         }
         let worth_keeping =
             self.stream.worst.len() < self.keep_worst || self.stream.worst.last().is_some_and(|w| w.latency_ns < lat);
@@ -315,16 +337,16 @@ const MEASURING_STACK: usize = 256 * 1024;
 /// them could not be spawned.
 #[derive(Default)]
 struct StartGate {
-    /// (threads arrived, decision: None = pending, Some(go)).
-    state: Mutex<(usize, Option<bool>)>,
+    /// (the task ids of the threads arrived, decision: None = pending, Some(go)).
+    state: Mutex<(Vec<u32>, Option<bool>)>,
     cv: Condvar,
 }
 
 impl StartGate {
-    /// A thread is set up; block until the run starts (true) or is called off (false).
-    fn arrive_and_wait(&self) -> bool {
+    /// Thread `tid` is set up; block until the run starts (true) or is called off (false).
+    fn arrive_and_wait(&self, tid: u32) -> bool {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.0 += 1;
+        st.0.push(tid);
         self.cv.notify_all();
         loop {
             if let Some(go) = st.1 {
@@ -334,14 +356,20 @@ impl StartGate {
         }
     }
 
-    /// Wait for `threads` arrivals and start them, or call the run off at once if `!go`.
-    fn open(&self, threads: usize, go: bool) {
+    /// Wait for `threads` arrivals, `prepare` them (by task id) and start them; call the run
+    /// off at once if `!go`, or if `prepare` fails, with its error.
+    fn open(&self, threads: usize, go: bool, prepare: impl FnOnce(&[u32]) -> Result<(), String>) -> Result<(), String> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while go && st.0 < threads {
+        while go && st.0.len() < threads {
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        st.1 = Some(go);
+        let prepared = match go {
+            true => prepare(&st.0),
+            false => Ok(()),
+        };
+        st.1 = Some(go && prepared.is_ok());
         self.cv.notify_all();
+        prepared
     }
 }
 
@@ -420,6 +448,28 @@ where
         None => None,
     };
     let with_tracer = tracer.is_some();
+    let mut errors = Vec::new();
+    let watch = match cfg.trace_above_ns.map(|_| crate::cgroup::Watch::start()) {
+        Some(Ok(w)) => Some(w),
+        Some(Err(e)) => {
+            errors.push(format!("spikes name no cgroup: {e}"));
+            None
+        }
+        None => None,
+    };
+    let spotter = watch.as_ref().and_then(crate::cgroup::Watch::spotter);
+    let hook = match cfg
+        .on_threshold
+        .clone()
+        .map(|a| crate::on_threshold::Hook::start(a, tracer.as_ref().map(SchedTrace::freezer)))
+    {
+        Some(Ok(h)) => Some(Arc::new(h)),
+        Some(Err(e)) => {
+            errors.push(format!("--on-threshold: {e}"));
+            None
+        }
+        None => None,
+    };
     let breaker = cfg.break_above_ns.map(|above_ns| {
         Arc::new(Breaker {
             above_ns,
@@ -431,12 +481,14 @@ where
     let gate = Arc::new(StartGate::default());
     let t0 = mono_ns();
     let mut handles = Vec::new();
-    let mut errors = Vec::new();
+    let before_spawning = errors.len();
     for (i, &cpu) in cfg.cpus.iter().enumerate() {
         let body = body.clone();
         let gate = gate.clone();
         let cfg = cfg.clone();
         let breaker = breaker.clone();
+        let spotter = spotter.clone();
+        let hook = hook.clone();
         let name = naming.name(cpu, cfg.cpus.len());
         let measures = naming.measures(measures, cpu);
         let spawned = std::thread::Builder::new()
@@ -454,13 +506,14 @@ where
                         Err(e) => tc.errors.push(e),
                     }
                 }
-                if !gate.arrive_and_wait() {
+                let tid = crate::clock::gettid();
+                if !gate.arrive_and_wait(tid) {
                     return None;
                 }
                 let start = mono_ns();
                 let mut ctx = ThreadCtx {
                     cpu,
-                    tid: crate::clock::gettid(),
+                    tid,
                     interval_ns: cfg.interval_ns,
                     run_start_ns: start,
                     deadline_ns: cfg.duration_ns.map(|d| start.saturating_add(d)),
@@ -475,6 +528,9 @@ where
                         true => Explainer::steal_only(cpu, t),
                         false => Explainer::new(cpu, t),
                     }),
+                    spotter,
+                    spike_ns: cfg.trace_above_ns.unwrap_or(u64::MAX),
+                    on_threshold: hook,
                     done: 0,
                     errors: Vec::new(),
                 };
@@ -489,7 +545,16 @@ where
             }
         }
     }
-    gate.open(handles.len(), errors.is_empty());
+    let mut cgroup_threads = Vec::new();
+    let opened = gate.open(handles.len(), errors.len() == before_spawning, |tids| {
+        let Some(t) = &cfg.cgroup_threads else { return Ok(()) };
+        for &tid in tids {
+            t.enter_thread(tid).map_err(|e| format!("--cgroup: {e}"))?;
+            cgroup_threads.push(crate::cgroup::of_task(tid).unwrap_or_default());
+        }
+        Ok(())
+    });
+    errors.extend(opened.err());
     let mut streams = Vec::new();
     let mut histograms = Vec::new();
     let mut logs = Vec::new();
@@ -515,6 +580,9 @@ where
             }
         }
     }
+    // The command reads the frozen recording: wait for it before the instance goes.
+    let on_threshold = hook.and_then(Arc::into_inner).map(crate::on_threshold::Hook::finish);
+    let sightings = watch.map(crate::cgroup::Watch::finish);
     if let (Some(t), Some(threshold)) = (tracer, cfg.trace_above_ns) {
         match t.finish() {
             Ok(rec) => {
@@ -526,6 +594,16 @@ where
                 }
             }
             Err(e) => rc.trace_error = Some(e),
+        }
+    }
+    if let (Some(seen), Some(threshold)) = (sightings, cfg.trace_above_ns) {
+        for w in streams
+            .iter_mut()
+            .flat_map(|s| &mut s.worst)
+            .filter(|w| w.latency_ns >= threshold)
+        {
+            let woken = w.tag.get("tid").and_then(|t| t.parse().ok()).unwrap_or(0);
+            seen.name(&mut w.attribution, woken);
         }
     }
     let wall_ns = mono_ns() - t0;
@@ -540,6 +618,8 @@ where
         wall_ns,
         interrupted: signals::stopped_by().is_some(),
         errors,
+        cgroup_threads,
+        on_threshold,
     }
 }
 

@@ -63,6 +63,8 @@ pub struct WriteOutcome {
     /// `cs`) and the writer's involuntary ones (`getrusage` `ru_nivcsw`, /usr/bin/time's
     /// `%c`); None where either could not be read.
     pub switches: Option<(u64, u64)>,
+    /// What the `--on-threshold` command did.
+    pub on_threshold: Option<crate::on_threshold::Report>,
 }
 
 /// The machine's context switches since boot (/proc/stat `ctxt`).
@@ -163,6 +165,14 @@ fn scratch_file(dir: &Path) -> Result<File, String> {
 
 /// Write the file and time every record.
 pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
+    run_acting(cfg, None)
+}
+
+/// [`run`], running `on_threshold`'s command when a record crosses its threshold.
+pub fn run_acting(
+    cfg: &WriteConfig,
+    on_threshold: Option<crate::on_threshold::Action>,
+) -> Result<WriteOutcome, String> {
     if cfg.record == 0 {
         return Err("record size must be greater than zero".into());
     }
@@ -180,6 +190,14 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         }
     }
     let freezer = tracer.as_ref().map(SchedTrace::freezer);
+    let hook = on_threshold
+        .map(|a| crate::on_threshold::Hook::start(a, tracer.as_ref().map(SchedTrace::freezer)))
+        .transpose()?;
+    let watch = match cfg.explain_above_ns {
+        Some(_) => Some(crate::cgroup::Watch::start()?),
+        None => None,
+    };
+    let spotter = watch.as_ref().and_then(crate::cgroup::Watch::spotter);
     let tid = crate::clock::gettid();
     let switches_before = switches_now();
     let start = mono_ns();
@@ -203,6 +221,17 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
             p.store(bytes, std::sync::atomic::Ordering::Relaxed);
         }
         stream.hist.record(lat);
+        if let Some(h) = &hook {
+            // SAFETY: sched_getcpu has no preconditions.
+            let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
+            h.offer(&stream.name, cpu, t0 - start, t0, lat);
+        }
+        if let Some(sp) = spotter
+            .as_ref()
+            .filter(|_| cfg.explain_above_ns.is_some_and(|t| lat >= t))
+        {
+            sp.spike();
+        }
         if cfg.keep_records {
             stream.records.push(IoRecord {
                 offset_kb: (i * cfg.record as u64) >> 10,
@@ -245,6 +274,9 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
     let switches = switches_before
         .zip(switches_now())
         .map(|((m0, i0), (m1, i1))| (m1.saturating_sub(m0), i1.saturating_sub(i0)));
+    // The command reads the frozen recording: wait for it before the instance goes.
+    let on_threshold = hook.map(crate::on_threshold::Hook::finish);
+    let sightings = watch.map(crate::cgroup::Watch::finish);
     if let (Some(t), Some(threshold)) = (tracer, cfg.explain_above_ns) {
         match t.finish() {
             Ok(rec) => {
@@ -260,6 +292,11 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
             Err(e) => trace_error = Some(e),
         }
     }
+    if let (Some(seen), Some(threshold)) = (sightings, cfg.explain_above_ns) {
+        for w in stream.worst.iter_mut().filter(|w| w.latency_ns >= threshold) {
+            seen.name(&mut w.attribution, tid);
+        }
+    }
     let t = mono_ns();
     let _ = file.sync_all();
     let fsync_ns = mono_ns() - t;
@@ -272,6 +309,7 @@ pub fn run(cfg: &WriteConfig) -> Result<WriteOutcome, String> {
         broke,
         trace_error,
         switches,
+        on_threshold,
     })
 }
 

@@ -116,7 +116,7 @@ pub fn fmt_latency(ns: Nanos) -> String {
 }
 
 /// Right-aligned columns after a left-aligned first one, two spaces apart.
-fn render_table(rows: &[Vec<String>]) -> String {
+pub(crate) fn render_table(rows: &[Vec<String>]) -> String {
     let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
     let width: Vec<usize> = (0..ncol)
         .map(|c| crate::column_width(rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()), 0))
@@ -232,6 +232,10 @@ pub struct Comparison {
     /// side by side: a header row, then one row per rate any run has; empty when none has.
     pub rates: Vec<Vec<String>>,
     pub groups: Vec<Group>,
+    /// The explained spikes of every run by the cgroup of the task blamed: a header row
+    /// (`run`, `cgroup`, `container`, `spikes`, `worst`), then the rows; empty when no spike
+    /// names a cgroup.
+    pub cgroups: Vec<Vec<String>>,
 }
 
 /// A rate's key as a table row's name: `write_MBps` -> `write MB/s`, `write_cs_per_s` ->
@@ -287,10 +291,19 @@ pub fn compare(labels: &[&str], runs: &[&RunResult]) -> Comparison {
             }
         })
         .collect();
+    let mut cgroups: Vec<Vec<String>> = labels
+        .iter()
+        .zip(runs)
+        .flat_map(|(l, r)| crate::summary::cgroup_rows(r, &[l]))
+        .collect();
+    if !cgroups.is_empty() {
+        cgroups.insert(0, crate::summary::cgroup_header(&["run"]));
+    }
     Comparison {
         note: p.note,
         rates: rates_rows(labels, runs),
         groups,
+        cgroups,
     }
 }
 
@@ -320,6 +333,10 @@ pub fn render(labels: &[&str], runs: &[&RunResult]) -> String {
         out.push_str(&render_table(&g.figures));
         out.push('\n');
         out.push_str(&render_table(&g.histogram));
+    }
+    if !c.cgroups.is_empty() {
+        out.push_str("\nspikes by cgroup\n");
+        out.push_str(&render_table(&c.cgroups));
     }
     out
 }
@@ -454,5 +471,23 @@ mod tests {
         // No rates anywhere: no table.
         let plain = streams(Engine::Sim, &["write"]);
         assert!(compare(&["a", "b"], &[&plain, &plain]).rates.is_empty());
+    }
+
+    #[test]
+    fn the_comparison_groups_each_runs_spikes_by_cgroup() {
+        let a = result(Engine::Sim, "2.4.18", "realfeel", &[1_000]);
+        let b = crate::summary::tests::with_cgroups(&[("/lxc.payload.web", Some(("lxc", "web")), 250_000)]);
+        let c = compare(&["model", "probe"], &[&a, &b]);
+        assert_eq!(
+            c.cgroups,
+            [
+                vec!["run", "cgroup", "container", "spikes", "worst"],
+                vec!["probe", "/lxc.payload.web", "lxc web", "1", "250.0 us"],
+            ]
+        );
+        let text = render(&["model", "probe"], &[&a, &b]);
+        assert!(text.contains("\nspikes by cgroup\nrun "), "{text}");
+        assert!(compare(&["model"], &[&a]).cgroups.is_empty());
+        assert!(!render(&["model"], &[&a]).contains("by cgroup"));
     }
 }

@@ -245,6 +245,11 @@ pub fn render(runs: &[RunResult], samples: usize) -> String {
         out.push_str(&table("num histogram", &g.histogram));
     }
     out.push_str("</section>\n");
+    if !c.cgroups.is_empty() {
+        out.push_str("<section id=\"cgroups\">\n<h2>Spikes by cgroup</h2>\n");
+        out.push_str(&table("cgroups", &c.cgroups));
+        out.push_str("</section>\n");
+    }
 
     out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
     let series = plot::series(runs, &labels, None);
@@ -401,5 +406,19 @@ mod tests {
         assert!(unbalanced("<p><b>x</p>").is_err());
         assert!(unbalanced("<table><tr></table>").is_err());
         assert!(unbalanced("<p><br><svg><circle/></svg></p>").is_ok());
+    }
+
+    #[test]
+    fn the_page_groups_spikes_by_cgroup() {
+        let b = crate::summary::tests::with_cgroups(&[("/lxc.payload.web", Some(("lxc", "web")), 250_000)]);
+        let html = render(std::slice::from_ref(&b), 5);
+        unbalanced(&html).unwrap();
+        assert!(html.contains("<h2>Spikes by cgroup</h2>"), "{html}");
+        assert!(
+            html.contains("<td>/lxc.payload.web</td><td>lxc web</td><td>1</td><td>250.0 us</td></tr>"),
+            "{html}"
+        );
+        let plain = render(&[result(Engine::Probe, "6.1", "cpu0", &[1_000])], 5);
+        assert!(!plain.contains("by cgroup"));
     }
 }

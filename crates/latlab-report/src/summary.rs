@@ -1,6 +1,6 @@
 //! Percentile summaries and the explanation of the worst samples.
 
-use latlab_core::{ms, us, Attribution, LoadFate, Nanos, RunResult, Sample};
+use latlab_core::{ms, us, Attribution, CgroupOf, Container, LoadFate, Nanos, RunResult, Sample};
 use std::fmt::Write;
 
 /// A stream's line label: the run's, and the stream's name when the run has several
@@ -133,6 +133,19 @@ pub fn explain(s: &Sample) -> String {
     if !a.tasks.is_empty() {
         let _ = writeln!(out, "    on the CPU meanwhile: {}", tasks(a));
     }
+    if let Some(g) = &a.cgroup {
+        let container = g
+            .container
+            .as_ref()
+            .map_or(String::new(), |c| format!(", container {}", c.label()));
+        let _ = writeln!(
+            out,
+            "    cgroup of {}: {}{container} ({})",
+            g.task,
+            cgroup_path(g),
+            g.source
+        );
+    }
     if !a.irqs.is_empty() {
         let _ = writeln!(out, "    interrupts: {}", irqs(a));
     }
@@ -140,6 +153,75 @@ pub fn explain(s: &Sample) -> String {
         let _ = writeln!(out, "    hypervisor steal: {:.3} ms", ms(a.steal_ns));
     }
     out
+}
+
+/// A cgroup's path as the tables show it: `(unknown)` when it could not be read.
+fn cgroup_path(g: &CgroupOf) -> &str {
+    match g.path.as_str() {
+        "" => "(unknown)",
+        p => p,
+    }
+}
+
+/// The explained spikes of `r` grouped by the cgroup of the task blamed: (cgroup, container,
+/// spikes, worst), the worst group first; empty when no spike names a cgroup.
+pub fn by_cgroup(r: &RunResult) -> Vec<(String, String, u64, Nanos)> {
+    let mut groups: Vec<(String, String, u64, Nanos)> = Vec::new();
+    for (g, lat) in r
+        .streams
+        .iter()
+        .flat_map(|s| &s.worst)
+        .filter_map(|w| Some((w.attribution.cgroup.as_ref()?, w.latency_ns)))
+    {
+        let container = g.container.as_ref().map_or("-".to_string(), Container::label);
+        let path = cgroup_path(g);
+        match groups.iter_mut().find(|x| x.0 == path && x.1 == container) {
+            Some(x) => {
+                x.2 += 1;
+                x.3 = x.3.max(lat);
+            }
+            None => groups.push((path.to_string(), container, 1, lat)),
+        }
+    }
+    groups.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| a.0.cmp(&b.0)));
+    groups
+}
+
+/// [`by_cgroup`] as table rows (header first: `cgroup`, `container`, `spikes`, `worst`),
+/// each prefixed by `first` cells (a run's label in a comparison).
+pub fn cgroup_rows(r: &RunResult, first: &[&str]) -> Vec<Vec<String>> {
+    by_cgroup(r)
+        .into_iter()
+        .map(|(path, container, n, worst)| {
+            let mut row: Vec<String> = first.iter().map(|s| s.to_string()).collect();
+            row.extend([path, container, n.to_string(), format!("{:.1} us", us(worst))]);
+            row
+        })
+        .collect()
+}
+
+/// The header of [`cgroup_rows`] after the `first` column names.
+pub fn cgroup_header(first: &[&str]) -> Vec<String> {
+    first
+        .iter()
+        .chain(&["cgroup", "container", "spikes", "worst"])
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The spikes by cgroup as a text table under a heading; empty when none names a cgroup.
+pub fn cgroups(r: &RunResult) -> String {
+    let rows = cgroup_rows(r, &[]);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let table: Vec<Vec<String>> = std::iter::once(cgroup_header(&[])).chain(rows).collect();
+    format!(
+        "
+spikes by cgroup:
+{}",
+        crate::compare::render_table(&table)
+    )
 }
 
 /// Where the samples of 1 ms or more came from: the code path running when the interrupt
@@ -185,7 +267,7 @@ pub fn slowest_records(stream: &latlab_core::Stream) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -215,5 +297,84 @@ mod tests {
             );
         }
         assert_eq!(slowest_records(&s), "0 300 4096\n4 350 4096\n8 400 4096\n");
+    }
+
+    /// A spike blaming a task in a cgroup: its path, its container's runtime and id, the
+    /// latency.
+    pub(crate) type Spike<'a> = (&'a str, Option<(&'a str, &'a str)>, u64);
+
+    /// A probe result whose worst samples are `spikes`.
+    pub(crate) fn with_cgroups(spikes: &[Spike]) -> RunResult {
+        let mut r = crate::input::tests::result(latlab_core::Engine::Probe, "6.1", "cpu0", &[1_000]);
+        for (i, &(path, container, lat)) in spikes.iter().enumerate() {
+            let attribution = Attribution {
+                cgroup: Some(CgroupOf {
+                    task: format!("t/{i}"),
+                    path: path.into(),
+                    container: container.map(|(runtime, id)| Container {
+                        runtime: runtime.into(),
+                        id: id.into(),
+                        pod: None,
+                    }),
+                    source: "/proc/1/cgroup, read after the spike".into(),
+                }),
+                ..Default::default()
+            };
+            r.streams[0].worst.push(Sample {
+                at_ns: i as u64,
+                latency_ns: lat,
+                tag: Default::default(),
+                attribution,
+            });
+        }
+        // A sample below the threshold blames no task.
+        r.streams[0].worst.push(Sample {
+            at_ns: 99,
+            latency_ns: 1,
+            tag: Default::default(),
+            attribution: Attribution::default(),
+        });
+        r
+    }
+
+    #[test]
+    fn spikes_are_grouped_by_cgroup_worst_first() {
+        let r = with_cgroups(&[
+            ("/system.slice/docker-ab.scope", Some(("docker", "ab")), 300_000),
+            ("/user.slice", None, 900_000),
+            ("/system.slice/docker-ab.scope", Some(("docker", "ab")), 500_000),
+            ("", None, 100_000),
+        ]);
+        assert_eq!(
+            by_cgroup(&r),
+            [
+                ("/user.slice".to_string(), "-".to_string(), 1, 900_000),
+                (
+                    "/system.slice/docker-ab.scope".to_string(),
+                    "docker ab".to_string(),
+                    2,
+                    500_000
+                ),
+                ("(unknown)".to_string(), "-".to_string(), 1, 100_000),
+            ]
+        );
+        let t = cgroups(&r);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[1], "spikes by cgroup:");
+        assert!(lines[2].starts_with("cgroup ") && lines[2].ends_with("worst"), "{t}");
+        assert!(
+            lines[4].starts_with("/system.slice/docker-ab.scope") && lines[4].contains("docker ab"),
+            "{t}"
+        );
+        assert!(lines[4].ends_with("  2  500.0 us"), "{t}");
+        assert_eq!(lines.len(), 6, "{t}");
+        assert_eq!(cgroups(&with_cgroups(&[])), "");
+        let e = explain(&r.streams[0].worst[0]);
+        assert!(
+            e.contains(
+                "    cgroup of t/0: /system.slice/docker-ab.scope, container docker ab (/proc/1/cgroup, read after the spike)"
+            ),
+            "{e}"
+        );
     }
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 #[macro_use]
 mod out;
 mod probe_cmd;
+mod probe_spike;
 mod progress;
 mod read;
 mod report_cmd;
@@ -39,7 +40,7 @@ enum Cmd {
     /// sources' ranges, the drivers of each figure.
     Uncertainty(uncertainty_cmd::UncertaintyArgs),
     /// Measure wakeup and write latency on this machine, under real load.
-    Probe(probe_cmd::ProbeArgs),
+    Probe(Box<probe_cmd::ProbeArgs>),
     /// Compare the swap-slot allocators of seed 003 at every fill level.
     SwapBench(swap_cmd::SwapBenchArgs),
     /// Reports from saved results of either engine: compare, plot, csv, trace, html.
@@ -56,7 +57,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => sim_cmd::run(a),
         Cmd::Reproduce(a) => sim_cmd::reproduce(a),
         Cmd::Uncertainty(a) => uncertainty_cmd::run(a),
-        Cmd::Probe(a) => probe_cmd::run(a),
+        Cmd::Probe(a) => probe_cmd::run(*a),
         Cmd::SwapBench(a) => swap_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
     };

@@ -1,5 +1,6 @@
 //! `latlab probe`: measure wakeup and write(2) latency on this machine (crates/latlab-probe),
 //! optionally under real load, and print/write the shared result.
+use crate::probe_spike::{self, SpikeOpts};
 use crate::progress;
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -176,6 +177,8 @@ pub struct TimerArgs {
     pub load: LoadOpts,
     #[command(flatten)]
     pub out: OutputOpts,
+    #[command(flatten)]
+    pub spike: SpikeOpts,
 }
 
 #[derive(Args, Debug)]
@@ -211,6 +214,8 @@ pub struct WriteArgs {
     pub load: LoadOpts,
     #[command(flatten)]
     pub out: OutputOpts,
+    #[command(flatten)]
+    pub spike: SpikeOpts,
 }
 
 /// Before the probe makes anything: remove what killed probes left in the temp dir and in
@@ -242,15 +247,15 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
     match a.cmd {
         ProbeCmd::Timer(t) => {
-            let cfg = periodic_config(&t.periodic, &t.out);
+            let (cfg, cgroup) = periodic_config(&t)?;
             let name = "timer".to_string();
-            run_with_loads(&name, &t.load, &t.out, || {
+            run_with_loads(&name, &t.load, &t.out, cgroup.as_ref(), || {
                 let _live = live_display(&cfg);
                 periodic_result(&name, &cfg, timer::run(&cfg))
             })
         }
         ProbeCmd::PosixTimer(PosixTimerArgs { notify, timer: t }) => {
-            let cfg = periodic_config(&t.periodic, &t.out);
+            let (cfg, cgroup) = periodic_config(&t)?;
             let min = latlab_probe::posix_timer::MIN_THREAD_INTERVAL_NS;
             if notify == latlab_probe::posix_timer::Notify::Thread && cfg.interval_ns < min {
                 anyhow::bail!(
@@ -261,7 +266,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             let name = format!("posix-timer {}", notify.sigev_name());
-            run_with_loads(&name, &t.load, &t.out, || {
+            run_with_loads(&name, &t.load, &t.out, cgroup.as_ref(), || {
                 let _live = live_display(&cfg);
                 let out = latlab_probe::posix_timer::run(&cfg, notify);
                 periodic_result(&name, &cfg, out)
@@ -299,11 +304,13 @@ pub fn histfile_column(s: &Stream, kept: Option<&timer::CycleHistogram>, buckets
     }
 }
 
-/// Start the loads, measure, stop the loads (also on error or signal), then report.
+/// Start the loads, measure (inside `cgroup`, the process or the calling thread, when given),
+/// stop the loads (also on error or signal), then report.
 fn run_with_loads(
     name: &str,
     l: &LoadOpts,
     o: &OutputOpts,
+    cgroup: Option<&latlab_probe::cgroup::Target>,
     body: impl FnOnce() -> anyhow::Result<Measured>,
 ) -> anyhow::Result<ExitCode> {
     check_outputs(o)?;
@@ -319,7 +326,20 @@ fn run_with_loads(
     }
     let smi = o.smi.then(|| SmiCount::start(&parse::allowed_cpus()));
     let steal = latlab_probe::meta::Steal::start();
-    let measured = body();
+    let measured = cgroup.map(probe_spike::enter).transpose().and_then(|entered| {
+        let m = body();
+        // Back out of the cgroup as soon as the measurement ends.
+        let at = entered.map(|(back, at)| {
+            drop(back);
+            at
+        });
+        m.map(|mut m| {
+            if let Some(at) = at {
+                m.result.meta.settings.insert("cgroup".into(), at);
+            }
+            m
+        })
+    });
     let report = loads.map(Loads::stop).unwrap_or_default();
     let mut m = measured?;
     m.result.meta.settings.insert("steal".into(), steal.finish());
@@ -426,14 +446,23 @@ fn live_display(cfg: &timer::PeriodicConfig) -> Option<progress::Display> {
     cfg.live.as_ref().map(|l| progress::probe(&cfg.cpus, l))
 }
 
-fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig {
+/// The periodic run's settings, and the cgroup the process enters for it (`--cgroup` with a
+/// domain cgroup; a threaded one is joined by the measuring threads themselves).
+fn periodic_config(t: &TimerArgs) -> anyhow::Result<(timer::PeriodicConfig, Option<latlab_probe::cgroup::Target>)> {
+    let (p, out) = (&t.periodic, &t.out);
+    let target = t.spike.target()?;
+    let (cgroup_threads, process) = match target {
+        Some(c) if c.threaded() => (Some(c), None),
+        other => (None, other),
+    };
+    let on_threshold = t.spike.action(out.break_above, out.trace_above_ns())?;
     let duration = match (p.duration, p.loops) {
         (None, None) => Some(10_000_000_000),
         (d, _) => d,
     };
     let trace_above_ns = out.trace_above_ns();
     let cpus = p.cpus.clone().map_or_else(parse::allowed_cpus, |c| c.0);
-    timer::PeriodicConfig {
+    let cfg = timer::PeriodicConfig {
         live: progress::enabled().then(|| cpus.iter().map(|_| Default::default()).collect()),
         cpus,
         priority: p.priority,
@@ -447,7 +476,10 @@ fn periodic_config(p: &PeriodicOpts, out: &OutputOpts) -> timer::PeriodicConfig 
         trace_above_ns,
         histogram_us: out.histfile.is_some().then_some(out.hist_buckets as usize),
         break_above_ns: out.break_above,
-    }
+        cgroup_threads,
+        on_threshold,
+    };
+    Ok((cfg, process))
 }
 
 fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::PeriodicOutcome) -> anyhow::Result<Measured> {
@@ -474,8 +506,14 @@ fn periodic_result(name: &str, cfg: &timer::PeriodicConfig, out: timer::Periodic
         settings.insert("loops".into(), l.to_string());
     }
     settings.extend(out.caps.settings());
+    if let Some(c) = probe_spike::threads_setting(&out.cgroup_threads) {
+        settings.insert("cgroup".into(), c);
+    }
     let mut r = RunResult::new(latlab_probe::meta::new_meta(name, out.wall_ns, settings));
     r.streams = out.streams;
+    if let (Some(a), Some(rep)) = (&cfg.on_threshold, &out.on_threshold) {
+        probe_spike::report(&mut r, a, rep);
+    }
     for w in out.caps.warnings().into_iter().chain(out.errors) {
         errln!("latlab probe: warning: {w}");
     }
@@ -531,9 +569,11 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
     };
     // Refuse before the loads start, so a full disk fails fast (the directory is known good).
     write::check_space(&cfg.dir, cfg.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
-    run_with_loads("write", &w.load, &w.out, || {
+    let cgroup = w.spike.target()?;
+    let action = w.spike.action(w.out.break_above, w.out.trace_above_ns())?;
+    run_with_loads("write", &w.load, &w.out, cgroup.as_ref(), || {
         let display = cfg.progress.clone().map(|p| progress::bytes(cfg.size, p));
-        let out = write::run(&cfg).map_err(|e| anyhow::anyhow!(e));
+        let out = write::run_acting(&cfg, action.clone()).map_err(|e| anyhow::anyhow!(e));
         drop(display);
         let mut out = out?;
         if let Some(p) = &w.records {
@@ -575,6 +615,9 @@ fn run_write(w: WriteArgs) -> anyhow::Result<ExitCode> {
             latlab_report::summary::slowest_records(&out.stream)
         );
         r.streams.push(out.stream);
+        if let (Some(a), Some(rep)) = (&action, &out.on_threshold) {
+            probe_spike::report(&mut r, a, rep);
+        }
         Ok(Measured {
             result: r,
             interrupted: out.interrupted,
@@ -766,5 +809,6 @@ fn spikes(r: &RunResult, threshold: u64) -> String {
     if !any {
         out.push_str("  none\n");
     }
+    out.push_str(&latlab_report::summary::cgroups(r));
     out
 }

@@ -183,6 +183,7 @@ impl PosixTracker {
             irqs: Vec::new(),
             steal_ns: 0,
             note,
+            cgroup: None,
         };
         let mut tag = BTreeMap::new();
         tag.insert("thread".into(), tasks[cur].label());

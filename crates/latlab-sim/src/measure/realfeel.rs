@@ -313,6 +313,7 @@ impl Tracker {
                     breakdown.join(", ")
                 )
             },
+            cgroup: None,
         };
         if self.stream.hist.max() == latency {
             let mut entries: Vec<TraceEntry> = w
