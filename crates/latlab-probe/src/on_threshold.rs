@@ -416,6 +416,22 @@ impl Hook {
     }
 }
 
+/// A hook dropped without [`Hook::finish`] (the run failed): kill a command still running
+/// and stop the runner.
+impl Drop for Hook {
+    fn drop(&mut self) {
+        let Some(t) = self.thread.take() else { return };
+        self.shared.stop.store(true, Ordering::Release);
+        let pg = self.shared.running.load(Ordering::Relaxed);
+        if pg > 0 {
+            // SAFETY: kill has no memory-safety preconditions; -pg is the command's group.
+            unsafe { libc::kill(-pg, libc::SIGKILL) };
+        }
+        t.thread().unpark();
+        let _ = t.join();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,5 +558,24 @@ mod tests {
         let r = h.finish();
         assert_eq!(r.ran[0].output.len(), OUTPUT_KEPT);
         assert!(r.ran[0].ok, "{:?}", r.ran[0]);
+    }
+
+    #[test]
+    fn a_hook_dropped_unfinished_kills_its_command() {
+        let a = Action::new("sleep 30", false, 1, None, true).unwrap();
+        let h = Hook::start(a, None).unwrap();
+        h.offer("cpu0", Some(0), 1, 1, 5);
+        let mut pg = 0;
+        for _ in 0..2000 {
+            pg = h.shared.running.load(Ordering::Relaxed);
+            if pg > 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(pg > 0, "the command never started");
+        drop(h);
+        // SAFETY: kill with signal 0 only checks that the group exists.
+        assert_eq!(unsafe { libc::kill(-pg, 0) }, -1, "process group {pg} still exists");
     }
 }
