@@ -34,7 +34,8 @@ pub struct ReproduceArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct Opts {
-    /// Print the comparison as JSON: {"experiment": NAME, "rows": [...]}.
+    /// Print the comparison as JSON: {"experiment": NAME, "rows": [...]}; several
+    /// experiments: one document, {"experiments": [{"experiment": NAME, ...}, ...]}.
     #[arg(long)]
     pub json: bool,
     /// Override the experiment's PRNG seed.

@@ -405,6 +405,26 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
         text.contains("p95") && text.contains("in band") && text.contains("2.4.18+o1"),
         "{text}"
     );
+    // Four draws cannot tell a driver from chance among 124 constants: said, not a threshold
+    // above 1; --plot is refused before anything runs.
+    assert!(
+        text.contains("drivers: none can be named with 4 draws: telling one of 124 constants from chance takes at least 13 (--samples 13)"),
+        "{text}"
+    );
+    let plot = latlab(&[
+        "uncertainty",
+        "sched-cost",
+        "--samples",
+        "4",
+        "--plot",
+        "/nonexistent/plots",
+    ]);
+    assert_eq!(plot.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&plot.stderr).contains("--plot: a plot shows a figure against its strongest driver, and with 4 draws none of sched-cost's 124 constants can be told from chance: give --samples 13 or more"),
+        "{}",
+        String::from_utf8_lossy(&plot.stderr)
+    );
     let bad = latlab(&["uncertainty", "nope"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("mini-ll"));
@@ -419,10 +439,9 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
 fn every_experiments_rows_carry_their_stored_band() {
     let out = latlab(&["reproduce", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let mut stale = Vec::new();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    for v in all["experiments"].as_array().unwrap() {
         for r in v["rows"].as_array().unwrap() {
             if r.get("band").is_none() {
                 stale.push(format!(

@@ -119,7 +119,7 @@ mod tests {
         assert_eq!(min_samples(31), 10);
         // Even a perfect monotone link is not named with too few draws.
         let x: Vec<f64> = (0..4).map(f64::from).collect();
-        assert!(drivers(&["a".into(); 31], &vec![x.clone(); 31], &x, 3).is_empty());
+        assert!(drivers(&vec!["a".to_string(); 31], &vec![x.clone(); 31], &x, 3).is_empty());
     }
 
     #[test]
