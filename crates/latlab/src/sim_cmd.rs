@@ -135,7 +135,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
 /// The exit status after a SIGINT/SIGTERM/SIGHUP stopped the runs (128 + the signal), once
 /// the partial report is printed.
 fn interrupted() -> Option<ExitCode> {
-    latlab_probe::signals::stopped_by().map(|s| ExitCode::from(128 + s as u8))
+    signals::stopped_by().map(|s| ExitCode::from(128 + s as u8))
 }
 
 /// Run `exp` as `o` asks: once, or once per value of `--vary`; print its report, or with
