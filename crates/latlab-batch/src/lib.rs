@@ -24,6 +24,7 @@ use latlab_exp::Experiment;
 pub use latlab_report::seed_table::CompareRow;
 use latlab_report::seed_table::{self, Published, RunView};
 use latlab_sim::SimConfig;
+use std::ops::ControlFlow;
 
 /// The views `seed_table` renders: each run's result beside what its seed published.
 pub fn views<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> Vec<RunView<'a>> {
@@ -66,16 +67,36 @@ pub fn banded_rows(exp: &Experiment, results: &[RunResult]) -> Result<(Vec<Compa
     Ok((rows, attached))
 }
 
-/// Every run of `exp` on this machine's cores (rayon), in run order.
-pub fn run_all_here(exp: &Experiment) -> anyhow::Result<Vec<RunResult>> {
+/// Every run of `exp` on this machine's cores (rayon), in run order, `done` called with each
+/// run and its result as it ends. A `Break` from `done` stops the runs still going at their
+/// next simulated second, and the whole is an error saying so.
+pub fn run_all_here(
+    exp: &Experiment,
+    done: &(dyn Fn(&latlab_exp::Run, &RunResult) -> ControlFlow<()> + Sync),
+) -> anyhow::Result<Vec<RunResult>> {
     use rayon::prelude::*;
-    exp.runs
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    let results: Vec<RunResult> = exp
+        .runs
         .par_iter()
         .map(|run| {
-            simulate(&run.config, &mut |_, _| {})
-                .with_context(|| format!("experiment {}: run `{}`", exp.name, run.label))
+            let go_on = |_: u64, _: u64| match stop.load(Ordering::Relaxed) {
+                true => ControlFlow::Break(()),
+                false => ControlFlow::Continue(()),
+            };
+            let r = simulate(&run.config, &mut { go_on })
+                .with_context(|| format!("experiment {}: run `{}`", exp.name, run.label))?;
+            if done(run, &r).is_break() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            Ok(r)
         })
-        .collect()
+        .collect::<anyhow::Result<_>>()?;
+    if stop.load(Ordering::Relaxed) {
+        anyhow::bail!("experiment {}: stopped by its progress callback", exp.name);
+    }
+    Ok(results)
 }
 
 /// `reproduce --json`'s document for one experiment.
@@ -83,11 +104,15 @@ pub fn reproduce_doc(exp: &Experiment, rows: &[CompareRow]) -> serde_json::Value
     serde_json::json!({ "experiment": exp.name, "rows": rows })
 }
 
-/// Run `cfg` in the model. A panic inside the model is one of its invariants broken (a count
-/// below zero stops release builds too): a bug in latlab, returned as an error saying so.
-pub fn simulate(cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> anyhow::Result<RunResult> {
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| latlab_sim::simulate(cfg, progress)))
-        .map_err(|p| broken_invariant(p.as_ref(), cfg.seed))?;
+/// Run `cfg` in the model, `progress` asked after every simulated second whether to go on
+/// (`latlab_sim::simulate_stoppable`). A panic inside the model is one of its invariants
+/// broken (a count below zero stops release builds too): a bug in latlab, returned as an
+/// error saying so.
+pub fn simulate(cfg: &SimConfig, progress: latlab_sim::StoppableProgress) -> anyhow::Result<RunResult> {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        latlab_sim::simulate_stoppable(cfg, progress)
+    }))
+    .map_err(|p| broken_invariant(p.as_ref(), cfg.seed))?;
     Ok(ran?.0)
 }
 
@@ -97,7 +122,7 @@ pub fn run_rows(exp: &Experiment, r: usize) -> anyhow::Result<Vec<CompareRow>> {
         .runs
         .get(r)
         .with_context(|| format!("experiment {} has no run {r}", exp.name))?;
-    let result = simulate(&run.config, &mut |_, _| {})
+    let result = simulate(&run.config, &mut |_, _| ControlFlow::Continue(()))
         .with_context(|| format!("experiment {}: run `{}`", exp.name, run.label))?;
     let one = Experiment {
         runs: vec![run.clone()],
@@ -175,7 +200,7 @@ mod tests {
         let results: Vec<RunResult> = exp
             .runs
             .iter()
-            .map(|r| simulate(&r.config, &mut |_, _| {}).unwrap())
+            .map(|r| simulate(&r.config, &mut |_, _| ControlFlow::Continue(())).unwrap())
             .collect();
         let all = rows(&exp, &results);
         let jobs: Vec<Vec<CompareRow>> = (0..exp.runs.len()).map(|r| run_rows(&exp, r).unwrap()).collect();

@@ -20,6 +20,7 @@ pub struct Sweep {
 impl Sweep {
     /// `exp` once per value of `key` (each checked as the experiment file's own fields are).
     pub fn new(exp: &Experiment, key: &str, values: &[String]) -> Result<Sweep, ExpError> {
+        check_values(key, values)?;
         let exps = values
             .iter()
             .map(|v| latlab_exp::vary(exp, ORIGIN, key, v))
@@ -57,6 +58,46 @@ impl Sweep {
     }
 }
 
+/// The values of `--vary KEY=V1,V2,...` (`list`, split at commas, each trimmed), checked as
+/// [`check_values`] does.
+pub fn values(key: &str, list: &str) -> Result<Vec<String>, ExpError> {
+    let values: Vec<String> = list.split(',').map(|v| v.trim().to_string()).collect();
+    check_values(key, &values)?;
+    Ok(values)
+}
+
+/// A sweep's values: at least one, none empty, none twice (each would run the same runs
+/// again); the error names `--vary`, the key and the value.
+pub fn check_values(key: &str, values: &[String]) -> Result<(), ExpError> {
+    let bad = |why: String| ExpError::Field {
+        origin: ORIGIN.into(),
+        line: 0,
+        field: key.into(),
+        why,
+    };
+    if values.is_empty() {
+        return Err(bad("needs at least one value".into()));
+    }
+    for (i, v) in values.iter().enumerate() {
+        if v.trim().is_empty() {
+            return Err(bad(format!(
+                "value {} of {} is empty (`{key}={}`)",
+                i + 1,
+                values.len(),
+                values.join(",")
+            )));
+        }
+        if values[..i].iter().any(|w| w.trim() == v.trim()) {
+            return Err(bad(format!(
+                "value `{}` is given twice (`{key}={}`): each value runs once",
+                v.trim(),
+                values.join(",")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `reproduce --vary --json`'s document: each value with its rows.
 pub fn doc(name: &str, key: &str, values: &[impl AsRef<str>], columns: &[Vec<CompareRow>]) -> serde_json::Value {
     serde_json::json!({
@@ -68,4 +109,31 @@ pub fn doc(name: &str, key: &str, values: &[impl AsRef<str>], columns: &[Vec<Com
             .map(|(v, rows)| serde_json::json!({"value": v.as_ref(), "rows": rows}))
             .collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_repeated_values_are_refused_naming_vary_the_key_and_the_value() {
+        assert_eq!(values("seed", " 1, 2 ").unwrap(), ["1", "2"]);
+        let e = values("seed", "1,,2").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "command line (--vary): field `seed`: value 2 of 3 is empty (`seed=1,,2`)"
+        );
+        let e = values("seed", "1, 1").unwrap_err().to_string();
+        assert!(
+            e.starts_with("command line (--vary): field `seed`: value `1` is given twice"),
+            "{e}"
+        );
+        assert!(values("hogs", "")
+            .unwrap_err()
+            .to_string()
+            .contains("value 1 of 1 is empty"));
+        let exp = latlab_exp::builtin_experiment("sched-cost").unwrap();
+        let twice = Sweep::new(&exp, "hogs", &["10".into(), "10".into()]).err().unwrap();
+        assert!(twice.to_string().contains("given twice"), "{twice}");
+    }
 }

@@ -66,7 +66,10 @@ pub enum TableKind {
 struct FileRepr {
     name: String,
     title: String,
-    seed_file: String,
+    /// The seed the runs' published figures come from; optional for an experiment without
+    /// any (a what-if of one's own), which reports [`NO_SEED_FILE`].
+    #[serde(default)]
+    seed_file: Option<String>,
     machine: String,
     workload: String,
     #[serde(default = "default_rtc")]
@@ -257,10 +260,11 @@ impl Run {
     }
 }
 
-/// The longest run an experiment may imply without a `max_seconds` of its own: two simulated
-/// hours (the seeds' runs last 10 to 41 minutes). A measurement window (`samples` at the
-/// file's `rtc_hz`, or `duration_s`) that asks for more is refused unless the run gives
-/// `max_seconds`.
+/// The longest run an experiment may imply without a `max_seconds` of its own, and the most
+/// `max_seconds` may ask: two simulated hours (the seeds' runs last 10 to 41 minutes; two
+/// hours take a few minutes of one core). A measurement window (`samples` at the file's
+/// `rtc_hz`, or `duration_s`) that asks for more is refused unless the run gives
+/// `max_seconds`, which cuts it there.
 pub const MAX_RUN_SECONDS: u64 = 7200;
 
 /// How long a run lasts: at least its measurement window (`samples` at `rtc_hz`, or
@@ -277,8 +281,7 @@ fn run_length(window_s: Option<f64>, max_seconds: Option<u64>) -> Result<(u64, u
     if seed_s > MAX_RUN_SECONDS as f64 {
         return Err(format!(
             "a measurement window of {seed_s:.0} simulated seconds is more than the {MAX_RUN_SECONDS} s \
-             a run may last without `max_seconds`; give the run a `max_seconds` to run that long (or \
-             to stop it sooner)"
+             a run may last; give the run a `max_seconds` (at most {MAX_RUN_SECONDS}) to cut it there"
         ));
     }
     let min_ns = (seed_s * 1e9) as u64;
@@ -288,6 +291,10 @@ fn run_length(window_s: Option<f64>, max_seconds: Option<u64>) -> Result<(u64, u
 /// Highest latency a `published_listing` row may name, ms: an hour, the most a result's
 /// histogram resolves.
 const MAX_LISTING_MS: f64 = 3_600_000.0;
+
+/// The `seed_file` of an experiment that names none (no run gives published figures): what
+/// its heading and its rows' `source` show.
+const NO_SEED_FILE: &str = "none";
 
 /// A parsed, validated experiment.
 #[derive(Clone, Debug)]
@@ -321,7 +328,22 @@ fn line_of_value(text: &str, key: &str, value: &str) -> usize {
 /// A TOML or serde error. One about a value (`sched = "bfs"`, an unknown point in `points`)
 /// names the field it sets, dotted with its table (`cfs.latency_ns`).
 pub(crate) fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
-    let msg = e.message().replace('\n', " ");
+    let mut msg = e.message().replace('\n', " ");
+    if msg.trim().is_empty() {
+        // The parser names no reason for some characters (a control character in a comment).
+        msg = match e
+            .span()
+            .and_then(|s| text.get(s.start..))
+            .and_then(|t| t.chars().next())
+        {
+            Some(c) if c.is_control() => format!(
+                "control character U+{:04X} is not allowed here (TOML allows only tab among them, in comments too)",
+                c as u32
+            ),
+            Some(c) => format!("unexpected character {c:?}"),
+            None => "unexpected end of the file".into(),
+        };
+    }
     let Some(span) = e.span() else {
         return ExpError::Syntax {
             origin: origin.into(),
@@ -624,6 +646,12 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 ),
             ));
         }
+        if let Some(max) = r.max_seconds.filter(|&m| m > MAX_RUN_SECONDS) {
+            return Err(field(
+                "max_seconds",
+                format!("a run lasts at most {MAX_RUN_SECONDS} simulated seconds (two hours), got {max}"),
+            ));
+        }
         let (min_ns, max_ns) = run_length(window.map(|(_, s)| s), r.max_seconds)
             .map_err(|why| field(window.map_or("max_seconds", |(name, _)| name), why))?;
         let posix_timer = match r.notify.as_deref() {
@@ -769,10 +797,25 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
             },
         });
     }
+    let seed_file = match f.seed_file {
+        Some(s) => s,
+        None => {
+            if let Some(r) = runs.iter().find(|r| r.published != Published::default()) {
+                return Err(field(
+                    "seed_file",
+                    format!(
+                        "run `{}` gives published figures: name the seed file they come from (`seed_file = \"...\"`), or drop them for a what-if of your own",
+                        r.label
+                    ),
+                ));
+            }
+            NO_SEED_FILE.into()
+        }
+    };
     Ok(Experiment {
         name: f.name,
         title: f.title,
-        seed_file: f.seed_file,
+        seed_file,
         table: f.table,
         notes: f.notes,
         runs,
@@ -1539,6 +1582,48 @@ published_max_ms = 84.0
             (cb.min_duration_ns, cb.max_duration_ns)
         );
         assert_eq!(ca.min_duration_ns, 2_000_000_000);
+    }
+
+    #[test]
+    fn a_control_character_in_a_comment_is_named() {
+        let text = GOOD.replace("title = \"t\"", "title = \"t\"\n# a\u{1}b");
+        let e = parse("x.toml", &text, &no_files).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "x.toml:4:4: control character U+0001 is not allowed here (TOML allows only tab among them, in comments too)"
+        );
+    }
+
+    #[test]
+    fn seed_file_is_needed_only_with_published_figures() {
+        let what_if = GOOD
+            .replace("seed_file = \"000_5c157154d48a42ec.txt\"\n", "")
+            .replace("published_max_ms = 84.0\n", "max_seconds = 5\n");
+        let e = parse("x.toml", &what_if, &no_files).unwrap();
+        assert_eq!(e.seed_file, NO_SEED_FILE);
+        let published = GOOD.replace("seed_file = \"000_5c157154d48a42ec.txt\"\n", "");
+        let err = parse("x.toml", &published, &no_files).unwrap_err().to_string();
+        assert!(
+            err.contains("field `seed_file`") && err.contains("run `Stock` gives published figures"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn max_seconds_is_bounded_by_name() {
+        let with = |max: u64| GOOD.replace("published_max_ms = 84.0", &format!("max_seconds = {max}"));
+        let ok = parse("x.toml", &with(MAX_RUN_SECONDS), &no_files).unwrap();
+        assert_eq!(ok.runs[0].config.max_duration_ns, MAX_RUN_SECONDS * 1_000_000_000);
+        for max in [MAX_RUN_SECONDS + 1, 1 << 40] {
+            let e = parse("x.toml", &with(max), &no_files).unwrap_err().to_string();
+            assert!(
+                e.starts_with("x.toml:")
+                    && e.contains("field `max_seconds`")
+                    && e.contains("at most 7200")
+                    && e.contains(&max.to_string()),
+                "{e}"
+            );
+        }
     }
 
     #[test]

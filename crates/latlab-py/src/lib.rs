@@ -11,7 +11,11 @@ use latlab_batch::uncertainty::Plan;
 use latlab_exp::Experiment;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::sync::Mutex;
+use std::time::Instant;
 
 fn value_err(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -29,12 +33,58 @@ fn builtin(name: &str) -> PyResult<Experiment> {
     latlab_exp::builtin_experiment(name).map_err(value_err)
 }
 
+/// `exp`'s runs on this machine's cores; with `progress`, a Python callable, it is called as
+/// each run ends with a dict: `experiment`, `run` (its label), `done` and `runs` (how many of
+/// how many), `simulated_s`, `elapsed_s`. An exception it raises stops the runs still going
+/// and is raised again here.
+fn run_here(py: Python<'_>, exp: &Experiment, progress: Option<PyObject>) -> PyResult<Vec<latlab_core::RunResult>> {
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let (count, t0) = (Mutex::new(0usize), Instant::now());
+    let done = |run: &latlab_exp::Run, r: &latlab_core::RunResult| {
+        let Some(cb) = &progress else {
+            return ControlFlow::Continue(());
+        };
+        Python::with_gil(|py| {
+            let mut n = count.lock().expect("not poisoned");
+            *n += 1;
+            let event = PyDict::new(py);
+            let call = (|| {
+                event.set_item("experiment", &exp.name)?;
+                event.set_item("run", &run.label)?;
+                event.set_item("done", *n)?;
+                event.set_item("runs", exp.runs.len())?;
+                event.set_item("simulated_s", r.meta.duration_ns as f64 / 1e9)?;
+                event.set_item("elapsed_s", t0.elapsed().as_secs_f64())?;
+                cb.call1(py, (event,))
+            })();
+            match call {
+                Ok(_) => ControlFlow::Continue(()),
+                Err(e) => {
+                    raised.lock().expect("not poisoned").get_or_insert(e);
+                    ControlFlow::Break(())
+                }
+            }
+        })
+    };
+    let results = py.allow_threads(|| latlab_batch::run_all_here(exp, &done));
+    if let Some(e) = raised.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    results.map_err(run_err)
+}
+
 /// Run an experiment given as text (built-in machines and variants by name, files by path
 /// relative to the working directory), with `overrides` (`--vary` keys, one value each) and
 /// an optional seed; the full result of every run by label, as `latlab run --out` writes it.
 #[pyfunction]
-#[pyo3(signature = (experiment_text, overrides, seed=None))]
-fn run(py: Python<'_>, experiment_text: &str, overrides: Vec<(String, String)>, seed: Option<u64>) -> PyResult<String> {
+#[pyo3(signature = (experiment_text, overrides, seed=None, progress=None))]
+fn run(
+    py: Python<'_>,
+    experiment_text: &str,
+    overrides: Vec<(String, String)>,
+    seed: Option<u64>,
+    progress: Option<PyObject>,
+) -> PyResult<String> {
     let files = |p: &str| std::fs::read_to_string(p).map(|t| (p.to_string(), t));
     let mut exp = latlab_exp::load_with("experiment_text", experiment_text, &files).map_err(value_err)?;
     for (k, v) in &overrides {
@@ -45,17 +95,18 @@ fn run(py: Python<'_>, experiment_text: &str, overrides: Vec<(String, String)>, 
             r.config.seed = s;
         }
     }
-    let results = py.allow_threads(|| latlab_batch::run_all_here(&exp)).map_err(run_err)?;
+    let results = run_here(py, &exp, progress)?;
     let by_label: BTreeMap<&str, &latlab_core::RunResult> =
         exp.runs.iter().map(|r| r.label.as_str()).zip(&results).collect();
     json(&by_label)
 }
 
-/// `latlab reproduce NAME --json`'s document.
+/// `latlab reproduce NAME --json`'s document; `progress` as [`run_here`] calls it.
 #[pyfunction]
-fn reproduce(py: Python<'_>, name: &str) -> PyResult<String> {
+#[pyo3(signature = (name, progress=None))]
+fn reproduce(py: Python<'_>, name: &str, progress: Option<PyObject>) -> PyResult<String> {
     let exp = builtin(name)?;
-    let results = py.allow_threads(|| latlab_batch::run_all_here(&exp)).map_err(run_err)?;
+    let results = run_here(py, &exp, progress)?;
     let (rows, _) = latlab_batch::banded_rows(&exp, &results).map_err(value_err)?;
     json(&latlab_batch::reproduce_doc(&exp, &rows))
 }

@@ -23,6 +23,20 @@ class Local(unittest.TestCase):
     def test_reproduce_is_the_commands_json(self):
         self.assertEqual(latlab.reproduce("sched-cost"), json.loads(cli("reproduce", "sched-cost", "--json")))
 
+    def test_reproduce_reports_each_finished_run_to_its_progress_callback(self):
+        seen = []
+        doc = latlab.reproduce("sched-cost", progress=seen.append)
+        self.assertEqual(doc, latlab.reproduce("sched-cost"))
+        self.assertEqual(sorted(e["run"] for e in seen), ["2.4.18 (goodness)", "2.4.18+o1"])
+        self.assertEqual([(e["done"], e["runs"]) for e in seen], [(1, 2), (2, 2)])
+        self.assertTrue(all(e["experiment"] == "sched-cost" and e["simulated_s"] > 0 for e in seen))
+
+        def stop(event):
+            raise KeyboardInterrupt("enough")
+
+        with self.assertRaises(KeyboardInterrupt):
+            latlab.reproduce("sched-cost", progress=stop)
+
     def test_run_takes_overrides_and_a_seed_and_returns_each_runs_result(self):
         text = open(os.path.join(ROOT, "experiments", "sched-cost.toml")).read()
         out = latlab.run(text, overrides={"hogs": 10, "machine.kernel_cpi": 2.0}, seed=3)

@@ -257,6 +257,18 @@ fn nines_label(x: &f64) -> String {
     format!("p{}", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// How far past the last whole nine (in nines) the last point must lie for a tick of its own,
+/// so that the two labels do not overlap.
+const MAX_TICK_GAP: f64 = 0.3;
+
+/// The percentile at a position between two nines, to the digits that tell it from both:
+/// `p99.988` at 3.91.
+fn max_label(x: f64) -> String {
+    let p = 100.0 * (1.0 - 10f64.powf(-x));
+    let digits = x.floor() as usize;
+    format!("p{p:.digits$}")
+}
+
 /// Latency by percentile for `series` as an SVG document.
 pub fn percentiles_svg(title: &str, series: &[Series]) -> Result<String, String> {
     let pts = percentile_points(series);
@@ -267,9 +279,18 @@ pub fn percentiles_svg(title: &str, series: &[Series]) -> Result<String, String>
     // Ticks at p50, p90, p99 ... up to the last point (`max`); the axis begins a little
     // before p50 (the first point) and ends a little after the last point.
     let xmax = all().map(|p| p.0).fold(1.0f64, f64::max);
-    let ticks: Vec<f64> = std::iter::once(nines(0.5))
+    let mut ticks: Vec<f64> = std::iter::once(nines(0.5))
         .chain((1..=(xmax + 1e-9).floor() as u32).map(f64::from))
         .collect();
+    // The last point (the longest series' max) gets a tick of its own where it lies clear of
+    // the last nine's: 8,191 samples end at p99.988, past p99.9.
+    if xmax - ticks.last().copied().unwrap_or(0.0) > MAX_TICK_GAP {
+        ticks.push(xmax);
+    }
+    let label = |x: &f64| match x.fract() > 1e-9 && *x > 1.0 {
+        true => max_label(*x),
+        false => nines_label(x),
+    };
     let frame = Frame {
         title,
         x: NinesAxis {
@@ -278,7 +299,7 @@ pub fn percentiles_svg(title: &str, series: &[Series]) -> Result<String, String>
         },
         x_desc: "percentile",
         x_labels: ticks.len(),
-        x_label: &nines_label,
+        x_label: &label,
         y,
         y_desc: "latency (us)",
         legend: SeriesLabelPosition::UpperLeft,
@@ -377,6 +398,20 @@ mod tests {
         // (about 4 px a character at 12 px) inside the picture.
         let (x, t) = ticks.last().unwrap();
         assert!(x + 4.0 * t.len() as f64 <= f64::from(SIZE.0), "{x} {t}");
+    }
+
+    #[test]
+    fn the_last_point_past_the_last_nine_has_its_label() {
+        // 8,191 samples (a model run's realfeel at 2048 Hz for 4 s): max at p99.988.
+        let a = stream(&[(5_000, 8_190), (90_000, 1)]);
+        let svg = percentiles_svg("t", &[("a".into(), &a)]).unwrap();
+        let names: Vec<String> = texts(&svg)
+            .into_iter()
+            .map(|(_, t)| t)
+            .filter(|t| t.starts_with('p') && t != "percentile")
+            .collect();
+        assert_eq!(names, ["p50", "p90", "p99", "p99.9", "p99.988"], "{svg}");
+        assert_eq!(max_label(nines(1.0 - 1.0 / 1.2e6)), "p99.999917");
     }
 
     #[test]

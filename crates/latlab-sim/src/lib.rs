@@ -39,6 +39,7 @@ use kernel::task::Policy;
 use kernel::Kernel;
 use latlab_core::{Engine, LatencyTrace, Nanos, RunMeta, RunResult};
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use workload::kthreads::KthreadProg;
 use workload::script::Shell;
 use workload::TaskSpec;
@@ -244,6 +245,20 @@ pub struct EngineStats {
 
 /// Run one model configuration.
 pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, EngineStats), SimError> {
+    simulate_stoppable(cfg, &mut |now, goal| {
+        progress(now, goal);
+        ControlFlow::Continue(())
+    })
+}
+
+/// Progress callback that may end the run: simulated ns so far, target ns; `Break` stops the
+/// run there (a SIGINT), and [`simulate_stoppable`] returns what it measured until then.
+pub type StoppableProgress<'a> = &'a mut dyn FnMut(Nanos, Nanos) -> ControlFlow<()>;
+
+/// [`simulate`], asking `progress` after every simulated second whether to go on: a run it
+/// stops returns its partial result (its `duration_ns` the simulated time it reached). The
+/// question costs nothing in the run's loop between events.
+pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Result<(RunResult, EngineStats), SimError> {
     cfg.machine.validate().map_err(|(field, why)| SimError::Machine {
         profile: cfg.machine.name.clone(),
         field,
@@ -414,7 +429,9 @@ pub fn simulate(cfg: &SimConfig, progress: Progress) -> Result<(RunResult, Engin
         let until = (k.now + 1_000_000_000).min(end);
         let goal = target.max(k.now);
         k.run_until(until, |_| {});
-        progress(k.now - epoch, goal - epoch);
+        if progress(k.now - epoch, goal - epoch).is_break() {
+            break;
+        }
     }
     Ok(finish(cfg, k, epoch, &before))
 }

@@ -53,14 +53,21 @@ fn main() -> ExitCode {
     latlab_probe::load::child_main_if_requested();
     latlab_probe::guard::main_if_requested();
     let cli = Cli::parse();
-    let r = match cli.cmd {
+    // The model's commands print their report after minutes of work: standard output that
+    // cannot take it is an error now. (The probe writes its files first, then the table.)
+    let long = matches!(
+        cli.cmd,
+        Cmd::Run(_) | Cmd::Reproduce(_) | Cmd::Uncertainty(_) | Cmd::SwapBench(_)
+    );
+    let checked = if long { out::check() } else { Ok(()) };
+    let r = checked.map_err(anyhow::Error::from).and_then(|()| match cli.cmd {
         Cmd::Run(a) => sim_cmd::run(a),
         Cmd::Reproduce(a) => sim_cmd::reproduce(a),
         Cmd::Uncertainty(a) => uncertainty_cmd::run(a),
         Cmd::Probe(a) => probe_cmd::run(*a),
         Cmd::SwapBench(a) => swap_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
-    };
+    });
     match r.and_then(|code| Ok(out::flush().map(|()| code)?)) {
         Ok(code) => code,
         Err(e) => match e.chain().find_map(|c| c.downcast_ref::<out::StdoutError>()) {

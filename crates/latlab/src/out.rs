@@ -26,6 +26,18 @@ impl StdoutError {
     }
 }
 
+/// Whether standard output takes a write, asked before a long run instead of after it: a
+/// write of no bytes, which a full device (`> /dev/full`) or a bad descriptor refuses, while
+/// a pipe or a file takes it (a closed pipe is found at the first real write).
+pub fn check() -> Result<(), StdoutError> {
+    // SAFETY: a write of zero bytes from a valid (empty) buffer touches no memory.
+    let n = unsafe { libc::write(libc::STDOUT_FILENO, [0u8; 0].as_ptr().cast(), 0) };
+    if n < 0 {
+        return Err(StdoutError(std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 /// Write `args` to standard output.
 pub fn write(args: std::fmt::Arguments) -> Result<(), StdoutError> {
     std::io::stdout().lock().write_fmt(args).map_err(StdoutError)

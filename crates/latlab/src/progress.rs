@@ -2,7 +2,9 @@
 //! (current, average, maximum latency, samples), `probe write`'s bytes, `swap-bench`'s cells.
 //! (`run`/`reproduce` draw a bar per run from the model's own progress callback, in
 //! `sim_cmd`.) Nothing is drawn when stderr is not a terminal: [`enabled`] is false, the
-//! figures are not even kept, and indicatif's stderr target would hide them anyway.
+//! figures are not even kept, and indicatif's stderr target would hide them anyway; the
+//! model's commands and `swap-bench` then write a line now and then instead ([`tenths`],
+//! `sim_cmd`'s line per finished run), so a log or a pipe still shows the work going on.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use latlab_probe::timer::LiveCpu;
@@ -119,6 +121,21 @@ pub fn cells(total: u64) -> (Display, Arc<AtomicU64>) {
         move || end.finish_and_clear(),
     );
     (d, done)
+}
+
+/// Where stderr is not a terminal: a counter of `total` units of work that writes a line,
+/// `latlab progress: WHAT N/TOTAL UNIT (S s)`, each time another tenth is done.
+pub fn tenths(what: String, unit: &'static str, total: u64) -> impl Fn() + Sync {
+    let (done, t0) = (AtomicU64::new(0), std::time::Instant::now());
+    move || {
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if n * 10 / total.max(1) != (n - 1) * 10 / total.max(1) {
+            errln!(
+                "latlab progress: {what} {n}/{total} {unit} ({:.1} s)",
+                t0.elapsed().as_secs_f64()
+            );
+        }
+    }
 }
 
 #[cfg(test)]

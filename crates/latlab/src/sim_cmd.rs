@@ -6,11 +6,14 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use latlab_batch::bands::Attached;
 use latlab_core::RunResult;
 use latlab_exp::{Experiment, TableKind};
+use latlab_probe::signals;
 use latlab_report::seed_table;
 use latlab_report::{latency_trace, preempt_off, summary};
 use rayon::prelude::*;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug)]
@@ -31,7 +34,8 @@ pub struct ReproduceArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct Opts {
-    /// Print the comparison as JSON: {"experiment": NAME, "rows": [...]}.
+    /// Print the comparison as JSON: {"experiment": NAME, "rows": [...]}; several
+    /// experiments: one document, {"experiments": [{"experiment": NAME, ...}, ...]}.
     #[arg(long)]
     pub json: bool,
     /// Override the experiment's PRNG seed.
@@ -79,8 +83,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| std::io::Error::new(e.kind(), format!("{name}: {e}")))
     };
     let exp = latlab_exp::load_with(&origin, &text, &files)?;
-    execute(&exp, &a.opts)?;
-    Ok(ExitCode::SUCCESS)
+    if let Some(doc) = execute(&exp, &a.opts)? {
+        outln!("{}", serde_json::to_string(&doc)?)?;
+    }
+    Ok(interrupted().unwrap_or(ExitCode::SUCCESS))
 }
 
 pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
@@ -97,14 +103,44 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|n| latlab_exp::builtin_experiment(n))
         .collect::<Result<Vec<_>, _>>()?;
-    for e in &exps {
-        execute(e, &a.opts)?;
+    // Several experiments with --json: one document, {"experiments": [DOC, ...]}, each DOC
+    // the one experiment's; written as each experiment ends.
+    let several = a.opts.json && exps.len() > 1;
+    if several {
+        out!("{{\"experiments\":[")?;
+    }
+    for (i, e) in exps.iter().enumerate() {
+        if let Some(doc) = execute(e, &a.opts)? {
+            let text = serde_json::to_string(&doc)?;
+            match (several, i) {
+                (false, _) => outln!("{text}")?,
+                (true, 0) => out!("{text}")?,
+                (true, _) => out!(",{text}")?,
+            }
+        }
+        if let Some(code) = interrupted() {
+            // The document still closes: what ran is printed, the rest is not run.
+            if several {
+                outln!("]}}")?;
+            }
+            return Ok(code);
+        }
+    }
+    if several {
+        outln!("]}}")?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run `exp` as `o` asks: once, or once per value of `--vary`.
-fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
+/// The exit status after a SIGINT/SIGTERM/SIGHUP stopped the runs (128 + the signal), once
+/// the partial report is printed.
+fn interrupted() -> Option<ExitCode> {
+    signals::stopped_by().map(|s| ExitCode::from(128 + s as u8))
+}
+
+/// Run `exp` as `o` asks: once, or once per value of `--vary`; print its report, or with
+/// `--json` return its document.
+fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<serde_json::Value>> {
     let Some(spec) = &o.vary else {
         return execute_one(exp, o);
     };
@@ -112,10 +148,8 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     let (key, values) = spec
         .split_once('=')
         .with_context(|| format!("{origin}: expected KEY=V1,V2,..., got `{spec}`"))?;
-    let values: Vec<&str> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
-    if values.is_empty() {
-        anyhow::bail!("{origin}: `{key}` needs at least one value");
-    }
+    let values = latlab_batch::sweep::values(key, values)?;
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
     if o.seed.is_some() && key == "seed" {
         anyhow::bail!("{origin}: --seed and --vary seed=... both set the seed; give one");
     }
@@ -145,9 +179,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         columns.push(latlab_batch::rows(e, &results));
     }
     if o.json {
-        let doc = latlab_batch::sweep::doc(&exp.name, key, &values, &columns);
-        outln!("{}", serde_json::to_string(&doc)?)?;
-        return Ok(());
+        return Ok(Some(latlab_batch::sweep::doc(&exp.name, key, &values, &columns)));
     }
     let labels = row_labels(exp);
     out!(
@@ -159,7 +191,7 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         exps.iter().map(|e| e.runs.len()).sum::<usize>(),
         started.elapsed().as_secs_f64()
     )?;
-    Ok(())
+    Ok(None)
 }
 
 /// Run every variant of `exp` in parallel, with a progress bar on runs longer than a second.
@@ -168,16 +200,24 @@ fn run_all(exp: &Experiment, o: &Opts) -> anyhow::Result<Vec<RunResult>> {
 }
 
 /// Run every run of every experiment in `jobs` in one parallel pool; results in order, run by
-/// run. The tag (a sweep's `key=value`) labels progress bars and errors.
+/// run. The tag (a sweep's `key=value`) labels progress and errors. Progress goes to stderr
+/// whatever stdout is: a bar per run longer than a second on a terminal, else a line per
+/// finished run (and one a minute for a run still going). SIGINT, SIGTERM or SIGHUP stop
+/// every run at its next simulated second: the results then cover the runs until there
+/// (`stopped_by` in their settings) and [`interrupted`] gives the exit status.
 fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunResult>> {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
     let style = ProgressStyle::with_template("{prefix:>36} [{bar:30}] {msg}")
         .expect("static template")
         .progress_chars("=> ");
+    let lines = !crate::progress::enabled();
     let runs: Vec<(&Experiment, &str, &latlab_exp::Run)> = jobs
         .iter()
         .flat_map(|&(e, tag)| e.runs.iter().map(move |r| (e, tag, r)))
         .collect();
+    let done = AtomicUsize::new(0);
+    let started = Instant::now();
+    signals::install();
     let results: Vec<anyhow::Result<RunResult>> = runs
         .par_iter()
         .map(|&(exp, tag, run)| {
@@ -193,42 +233,120 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
             cfg.keep_records = o.records.is_some();
             let mut bar: Option<ProgressBar> = None;
             let t0 = Instant::now();
+            let mut said = t0;
+            let mut stopped_at = None;
             let progress = &mut |now: u64, goal: u64| {
+                let s = now / 1_000_000_000;
+                if lines && said.elapsed() >= LINE_EVERY {
+                    said = Instant::now();
+                    errln!("latlab progress: {} `{label}`: {s} s simulated so far", exp.name);
+                }
                 // A bar only for runs that take more than a second.
-                if bar.is_none() && t0.elapsed() > Duration::from_secs(1) {
+                if !lines && bar.is_none() && t0.elapsed() > Duration::from_secs(1) {
                     let b = multi.add(ProgressBar::new(goal.max(1) / 1_000_000_000));
                     b.set_style(style.clone());
                     b.set_prefix(label.clone());
                     bar = Some(b);
                 }
                 if let Some(b) = &bar {
-                    b.set_length((goal / 1_000_000_000).max(now / 1_000_000_000));
-                    b.set_position(now / 1_000_000_000);
-                    b.set_message(format!("{} s simulated", now / 1_000_000_000));
+                    b.set_length((goal / 1_000_000_000).max(s));
+                    b.set_position(s);
+                    b.set_message(format!("{s} s simulated"));
                 }
+                if signals::stop_requested() {
+                    stopped_at = Some(now);
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
             };
-            let r = latlab_batch::simulate(&cfg, progress)
+            let mut r = latlab_batch::simulate(&cfg, progress)
                 .with_context(|| format!("experiment {}: run `{label}`", exp.name))?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
+            if let Some(at) = stopped_at {
+                r.meta.settings.insert(
+                    "stopped_by".into(),
+                    format!("a signal at {:.0} simulated s", at as f64 / 1e9),
+                );
+            }
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if lines {
+                errln!(
+                    "latlab progress: {} {n}/{} runs done ({:.1} s): `{label}`, {:.0} s simulated in {:.1} s",
+                    exp.name,
+                    runs.len(),
+                    started.elapsed().as_secs_f64(),
+                    r.meta.duration_ns as f64 / 1e9,
+                    t0.elapsed().as_secs_f64()
+                );
+            }
             Ok(r)
         })
         .collect();
-    results.into_iter().collect()
+    let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(sig) = signals::stopped_by() {
+        errln!(
+            "latlab: interrupted (signal {sig}); the figures below cover each run until then (`stopped_by` in its settings), and nothing further runs"
+        );
+    }
+    Ok(results)
 }
 
-/// A run's file in `dir`: `EXPERIMENT-LABEL[SUFFIX]TAIL`, with `/` and spaces as `_`.
+/// How often a run still going says so when stderr is not a terminal.
+const LINE_EVERY: Duration = Duration::from_secs(60);
+
+/// `name` with only `[A-Za-z0-9._-]`, for a file name: `%` becomes `pct`, every other
+/// character (a space, `,`, `+`, `(`, `/`, `=`, ...) `_`, a run of them one `_`, none at
+/// either end. `2.6.17+pdflush-balance, 120% (what-if)` is `2.6.17_pdflush-balance_120pct_what-if`.
+pub fn portable(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '.' | '-' => out.push(c),
+            '%' => out.push_str("pct"),
+            _ if out.is_empty() || out.ends_with('_') => {}
+            _ => out.push('_'),
+        }
+    }
+    out.truncate(out.trim_end_matches('_').len());
+    out
+}
+
+/// A run's file in `dir`: `EXPERIMENT-LABEL[SUFFIX]TAIL`, [`portable`].
 fn run_file(dir: &Path, exp: &Experiment, run: &latlab_exp::Run, suffix: &str, tail: &str) -> PathBuf {
-    dir.join(format!("{}-{}{suffix}{tail}", exp.name, run.label).replace(['/', ' '], "_"))
+    dir.join(format!(
+        "{}{}",
+        portable(&format!("{}-{}{suffix}", exp.name, run.label)),
+        portable(tail)
+    ))
+}
+
+/// Refuse to write two runs' files under one name (two labels that differ only in what
+/// [`portable`] drops), naming both.
+fn check_distinct(flag: &str, files: &[(PathBuf, &str)]) -> anyhow::Result<()> {
+    for (i, (p, label)) in files.iter().enumerate() {
+        if let Some((_, other)) = files[..i].iter().find(|(q, _)| q == p) {
+            anyhow::bail!(
+                "{flag}: runs `{other}` and `{label}` would both be written to {}; give them labels that differ in letters or digits",
+                p.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Each run's full result as `DIR/EXPERIMENT-LABEL[SUFFIX].json`.
 fn write_out(exp: &Experiment, results: &[RunResult], dir: &Path, suffix: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("--out: cannot create {}", dir.display()))?;
-    for (run, r) in exp.runs.iter().zip(results) {
-        let p = run_file(dir, exp, run, suffix, ".json");
-        std::fs::write(&p, serde_json::to_vec_pretty(r)?)
+    let files: Vec<(PathBuf, &str)> = exp
+        .runs
+        .iter()
+        .map(|run| (run_file(dir, exp, run, suffix, ".json"), run.label.as_str()))
+        .collect();
+    check_distinct("--out", &files)?;
+    for ((p, _), r) in files.iter().zip(results) {
+        std::fs::write(p, serde_json::to_vec_pretty(r)?)
             .with_context(|| format!("--out: cannot write {}", p.display()))?;
     }
     Ok(())
@@ -238,19 +356,24 @@ fn write_out(exp: &Experiment, results: &[RunResult], dir: &Path, suffix: &str) 
 /// `DIR/EXPERIMENT-LABEL[SUFFIX]-wol.dat` (and `-rwol.dat`, ...); the records leave the
 /// results (they are not written into `--out`'s JSON).
 fn write_records(exp: &Experiment, results: &mut [RunResult], dir: &Path, suffix: &str) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("--records: cannot create {}", dir.display()))?;
-    let mut written = 0;
+    let mut files = Vec::new();
     for (run, r) in exp.runs.iter().zip(results) {
         for s in r.streams.iter_mut().filter(|s| !s.records.is_empty()) {
             let records = std::mem::take(&mut s.records);
             let tail = format!("-{}", latlab_report::iozone_q::file_name(&s.name));
-            let p = run_file(dir, exp, run, suffix, &tail);
-            std::fs::write(&p, latlab_report::iozone_q::records_file(&records))
-                .with_context(|| format!("--records: cannot write {}", p.display()))?;
-            written += 1;
+            files.push((run_file(dir, exp, run, suffix, &tail), run.label.as_str(), records));
         }
     }
-    if written == 0 {
+    let names: Vec<(PathBuf, &str)> = files.iter().map(|(p, l, _)| (p.clone(), *l)).collect();
+    check_distinct("--records", &names)?;
+    if !files.is_empty() {
+        std::fs::create_dir_all(dir).with_context(|| format!("--records: cannot create {}", dir.display()))?;
+    }
+    for (p, _, records) in &files {
+        std::fs::write(p, latlab_report::iozone_q::records_file(records))
+            .with_context(|| format!("--records: cannot write {}", p.display()))?;
+    }
+    if files.is_empty() {
         errln!(
             "latlab: warning: --records: no run of {} times write(2) calls (only iozone and sysbench runs do); nothing written",
             exp.name
@@ -278,7 +401,7 @@ fn heading(exp: &Experiment) -> String {
 }
 
 /// Run every variant of `exp` (in parallel) and print its report.
-fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
+fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<serde_json::Value>> {
     let started = Instant::now();
     let mut results = run_all(exp, o)?;
     if let Some(dir) = &o.records {
@@ -295,8 +418,7 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     };
     let views = latlab_batch::views(exp, &results);
     if o.json {
-        outln!("{}", serde_json::to_string(&latlab_batch::reproduce_doc(exp, &rows))?)?;
-        return Ok(());
+        return Ok(Some(latlab_batch::reproduce_doc(exp, &rows)));
     }
     let title = heading(exp);
     out!(
@@ -407,5 +529,5 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         sim,
         started.elapsed().as_secs_f64()
     )?;
-    Ok(())
+    Ok(None)
 }

@@ -108,7 +108,7 @@ pub fn run(a: SwapBenchArgs) -> anyhow::Result<ExitCode> {
             drop(display);
             rows
         }
-        false => bench::run(&cfg),
+        false => bench::run_observed(&cfg, &crate::progress::tenths("swap-bench".into(), "cells", total)),
     }
     .context("swap-bench")?;
     if a.json {

@@ -33,6 +33,15 @@ pub struct UncertaintyArgs {
 pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
     let exp = latlab_exp::builtin_experiment(&a.name)?;
     let plan = Plan::new(&exp, a.samples as usize, a.seed).map_err(anyhow::Error::msg)?;
+    let least = uncertainty::drivers::min_samples(plan.constants.len());
+    if a.plot.is_some() && (a.samples as usize) < least {
+        anyhow::bail!(
+            "--plot: a plot shows a figure against its strongest driver, and with {} draws none of {}'s {} constants can be told from chance: give --samples {least} or more",
+            a.samples,
+            exp.name,
+            plan.constants.len()
+        );
+    }
     let bar = ProgressBar::with_draw_target(Some(plan.jobs() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} ({eta} left)")
@@ -45,21 +54,37 @@ pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
         a.samples,
         exp.runs.len()
     ));
-    let report = plan.run_here(&|| bar.inc(1))?;
+    let report = match crate::progress::enabled() {
+        true => plan.run_here(&|| bar.inc(1))?,
+        false => plan.run_here(&crate::progress::tenths(exp.name.clone(), "runs", plan.jobs() as u64))?,
+    };
     bar.finish_and_clear();
     let labels = crate::sim_cmd::row_labels(&exp);
     let label_of =
         |r: &latlab_report::seed_table::CompareRow| latlab_report::seed_table::SweepRow::label_of(&labels, r);
     if let Some(dir) = &a.plot {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("--plot: cannot create {}", dir.display()))?;
+        let (mut written, mut undriven) = (0, Vec::new());
         for (i, b) in report.rows.iter().enumerate() {
             let title = format!("{} {}: {}", exp.name, label_of(&b.row), b.row.figure);
             // A figure no constant moves has nothing to plot against.
-            if let Ok(svg) = latlab_batch::plot::svg(&report, i, &title) {
-                let name = format!("{}-{}-{}.svg", exp.name, label_of(&b.row), b.row.figure).replace(['/', ' '], "_");
-                let p = dir.join(name);
-                std::fs::write(&p, svg).with_context(|| format!("cannot write {}", p.display()))?;
+            match latlab_batch::plot::svg(&report, i, &title) {
+                Ok(svg) => {
+                    let name = crate::sim_cmd::portable(&format!("{}-{}-{}", exp.name, label_of(&b.row), b.row.figure));
+                    let p = dir.join(format!("{name}.svg"));
+                    std::fs::write(&p, svg).with_context(|| format!("--plot: cannot write {}", p.display()))?;
+                    written += 1;
+                }
+                Err(_) => undriven.push(format!("{} {}", label_of(&b.row), b.row.figure)),
             }
+        }
+        errln!("latlab uncertainty: --plot: {written} plots in {}", dir.display());
+        if !undriven.is_empty() {
+            errln!(
+                "latlab uncertainty: --plot: no plot for {} figures no constant drives above chance: {}",
+                undriven.len(),
+                undriven.join("; ")
+            );
         }
     }
     if a.json {

@@ -130,6 +130,12 @@ fn check_experiment(text: &str) -> Result<(), String> {
         if r.max_seconds.is_none() && c.min_duration_ns > latlab_exp::MAX_RUN_SECONDS * 1_000_000_000 {
             return Err(format!("run `{}` accepted at {} ns", r.label, c.min_duration_ns));
         }
+        if r.max_seconds.is_some_and(|m| m > latlab_exp::MAX_RUN_SECONDS) {
+            return Err(format!(
+                "run `{}` accepted with max_seconds {:?}",
+                r.label, r.max_seconds
+            ));
+        }
         if c.min_duration_ns > c.max_duration_ns {
             return Err(format!("run `{}` lasts at least longer than at most", r.label));
         }

@@ -319,8 +319,20 @@ fn a_full_or_closed_standard_output_is_an_error_or_a_quiet_end_not_a_panic() {
         err.trim_end(),
         "latlab: error: cannot write to standard output: No space left on device (os error 28)"
     );
-    // The reader goes away before the report is printed: no message, the status of a tool
-    // SIGPIPE ended.
+    // Found before anything runs: every experiment asked, no run done (no progress line).
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_latlab"))
+        .args(["reproduce", "--json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "latlab: error: cannot write to standard output: No space left on device (os error 28)"
+    );
+    // The reader goes away before the report is printed: no message but the runs' progress,
+    // the status of a tool SIGPIPE ended.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_latlab"))
         .args(["reproduce", "sched-cost"])
         .stdout(std::process::Stdio::piped())
@@ -330,7 +342,8 @@ fn a_full_or_closed_standard_output_is_an_error_or_a_quiet_end_not_a_panic() {
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(141), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().all(|l| l.starts_with("latlab progress: ")), "{err}");
 }
 
 #[test]
@@ -392,6 +405,26 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
         text.contains("p95") && text.contains("in band") && text.contains("2.4.18+o1"),
         "{text}"
     );
+    // Four draws cannot tell a driver from chance among 124 constants: said, not a threshold
+    // above 1; --plot is refused before anything runs.
+    assert!(
+        text.contains("drivers: none can be named with 4 draws: telling one of 124 constants from chance takes at least 13 (--samples 13)"),
+        "{text}"
+    );
+    let plot = latlab(&[
+        "uncertainty",
+        "sched-cost",
+        "--samples",
+        "4",
+        "--plot",
+        "/nonexistent/plots",
+    ]);
+    assert_eq!(plot.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&plot.stderr).contains("--plot: a plot shows a figure against its strongest driver, and with 4 draws none of sched-cost's 124 constants can be told from chance: give --samples 13 or more"),
+        "{}",
+        String::from_utf8_lossy(&plot.stderr)
+    );
     let bad = latlab(&["uncertainty", "nope"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("mini-ll"));
@@ -406,10 +439,9 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
 fn every_experiments_rows_carry_their_stored_band() {
     let out = latlab(&["reproduce", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let mut stale = Vec::new();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    for v in all["experiments"].as_array().unwrap() {
         for r in v["rows"].as_array().unwrap() {
             if r.get("band").is_none() {
                 stale.push(format!(
@@ -443,7 +475,7 @@ fn records_writes_iozones_per_record_files() {
     let out = small(&["--records", &recs, "--out", &out_dir]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let read = |name: &str| std::fs::read_to_string(dir.0.join("recs").join(name)).unwrap();
-    let wol = read("pdflush-balance-2.6.17,_50%-iozone.file_mb=8-wol.dat");
+    let wol = read("pdflush-balance-2.6.17_50pct-iozone.file_mb_8-wol.dat");
     let mut lines = wol.lines();
     assert_eq!(lines.next(), Some(latlab_report::iozone_q::HEADER));
     let rows: Vec<[u64; 3]> = lines
@@ -460,13 +492,13 @@ fn records_writes_iozones_per_record_files() {
         .all(|(i, r)| r[0] == 4 * i as u64 && r[2] == 4096));
     // The rewrite pass has its own file; sysbench's requests theirs.
     assert_eq!(
-        read("pdflush-balance-2.6.17,_50%-iozone.file_mb=8-rwol.dat")
+        read("pdflush-balance-2.6.17_50pct-iozone.file_mb_8-rwol.dat")
             .lines()
             .count(),
         2049
     );
     assert!(
-        read("pdflush-balance-sysbench_2.6.17,_50%-iozone.file_mb=8-sysbench-rndrw.dat")
+        read("pdflush-balance-sysbench_2.6.17_50pct-iozone.file_mb_8-sysbench-rndrw.dat")
             .lines()
             .count()
             > 1
@@ -475,7 +507,7 @@ fn records_writes_iozones_per_record_files() {
     let saved = std::fs::read_to_string(
         dir.0
             .join("out")
-            .join("pdflush-balance-2.6.17,_50%-iozone.file_mb=8.json"),
+            .join("pdflush-balance-2.6.17_50pct-iozone.file_mb_8.json"),
     )
     .unwrap();
     let r: latlab_core::RunResult = serde_json::from_str(&saved).unwrap();
@@ -492,10 +524,153 @@ fn records_writes_iozones_per_record_files() {
     assert!(out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("--records") && e.contains("nothing written"), "{e}");
+    assert!(!dir.0.join("none").exists(), "not even the directory");
+    // Every file name keeps to [A-Za-z0-9._-].
+    for d in ["recs", "out"] {
+        for f in std::fs::read_dir(dir.0.join(d)).unwrap() {
+            let name = f.unwrap().file_name().into_string().unwrap();
+            assert!(
+                name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
+                "{name}"
+            );
+        }
+    }
     // A directory that cannot be made: the option and the path named, exit 2.
     let file = dir.file("plain", "x");
     let out = small(&["--records", &format!("{file}/sub")]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("--records") && e.contains("plain/sub"), "{e}");
+}
+
+/// Progress goes to stderr whatever stdout is: off a terminal, a line per finished run.
+#[test]
+fn progress_is_a_line_per_finished_run_when_stderr_is_not_a_terminal() {
+    let out = latlab(&["reproduce", "sched-cost", "--json"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("latlab progress: sched-cost 1/2 runs done"),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("latlab progress: sched-cost 2/2 runs done"),
+        "{err}"
+    );
+    assert!(lines.iter().all(|l| l.contains("s simulated in")), "{err}");
+}
+
+/// Several experiments with `--json`: one document, each element the experiment's own.
+#[test]
+fn several_experiments_with_json_are_one_document() {
+    let one = latlab(&["reproduce", "sched-cost", "--json"]);
+    let two = latlab(&["reproduce", "sched-cost", "sched-cost", "--json"]);
+    assert!(one.status.success() && two.status.success());
+    let one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    let two: serde_json::Value = serde_json::from_slice(&two.stdout).expect("one JSON document");
+    assert_eq!(two, serde_json::json!({ "experiments": [one, one] }));
+}
+
+#[test]
+fn empty_and_repeated_vary_values_are_refused_naming_vary() {
+    for (spec, want) in [
+        (
+            "seed=1,,2",
+            "command line (--vary): field `seed`: value 2 of 3 is empty (`seed=1,,2`)",
+        ),
+        (
+            "seed=1,1",
+            "command line (--vary): field `seed`: value `1` is given twice",
+        ),
+    ] {
+        let out = latlab(&["reproduce", "sched-cost", "--vary", spec]);
+        assert_eq!(out.status.code(), Some(2), "{spec}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with(&format!("latlab: error: {want}")), "{spec}: {err}");
+    }
+}
+
+/// A what-if of one's own needs no seed file; SIGINT stops its runs at the next simulated
+/// second and prints the report of what ran, as the probe does; `max_seconds` is bounded.
+#[test]
+fn sigint_prints_the_partial_report_of_a_what_if_without_a_seed_file() {
+    let dir = Scratch::new("sigint");
+    let what_if = "name = \"long\"\ntitle = \"a long what-if\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"stock, 100% (mine)\"\nvariant = \"2.4.18\"\nmax_seconds = 7200\n";
+    let file = dir.file("long.toml", what_if);
+    let out_dir = dir.path("out");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_latlab"))
+        .args(["run", &file, "--out", &out_dir])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Signal once the handler is in place (SIGINT's bit in SigCgt), not before.
+    let caught = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|m| m & (1 << (libc::SIGINT - 1)) != 0)
+    };
+    let t0 = std::time::Instant::now();
+    while !caught() {
+        assert!(t0.elapsed().as_secs() < 60, "no SIGINT handler");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(128 + libc::SIGINT), "{err}");
+    assert!(err.contains("latlab: interrupted (signal 2)"), "{err}");
+    assert!(
+        stdout.starts_with("== long (none) ==\n") && stdout.contains("\n1 runs, "),
+        "{stdout}"
+    );
+    let saved = std::fs::read_to_string(dir.0.join("out").join("long-stock_100pct_mine.json")).unwrap();
+    let r: latlab_core::RunResult = serde_json::from_str(&saved).unwrap();
+    assert!(
+        r.meta.settings["stopped_by"].starts_with("a signal at "),
+        "{:?}",
+        r.meta.settings
+    );
+    assert!(r.meta.duration_ns < 7200 * 1_000_000_000);
+
+    let too_long = dir.file("longer.toml", &what_if.replace("7200", "7201"));
+    let err = String::from_utf8_lossy(&latlab(&["run", &too_long]).stderr).to_string();
+    assert!(
+        err.contains("longer.toml:9: field `max_seconds`: a run lasts at most 7200 simulated seconds"),
+        "{err}"
+    );
+}
+
+/// Output files keep to [A-Za-z0-9._-]; two labels that would share a name are refused.
+#[test]
+fn out_files_have_portable_names_and_never_collide() {
+    let dir = Scratch::new("names");
+    let exp = "name = \"n\"\ntitle = \"t\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"a, 50% (x)\"\nvariant = \"2.4.18\"\nmax_seconds = 1\n[[run]]\nlabel = \"a 50pct x\"\nvariant = \"2.4.18\"\nmax_seconds = 1\n";
+    let file = dir.file("n.toml", exp);
+    let out = latlab(&["run", &file, "--out", &dir.path("out")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--out: runs `a, 50% (x)` and `a 50pct x` would both be written to")
+            && err.contains("n-a_50pct_x.json"),
+        "{err}"
+    );
+    let file = dir.file("m.toml", &exp.replace("a 50pct x", "b+c/d"));
+    let out = latlab(&["run", &file, "--out", &dir.path("out")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(dir.0.join("out"))
+        .unwrap()
+        .map(|f| f.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["n-a_50pct_x.json", "n-b_c_d.json"]);
 }

@@ -70,6 +70,15 @@ pub fn noise_level(d: usize, n: usize) -> f64 {
     (2.0 * (2.0 * d.max(1) as f64).ln() / (n.max(2) - 1) as f64).sqrt()
 }
 
+/// The fewest draws with which one of `d` constants can be told from chance: the first `n`
+/// whose [`noise_level`] is below 1, the most a rank correlation reaches. With fewer, no
+/// figure has a driver.
+pub fn min_samples(d: usize) -> usize {
+    (2..)
+        .find(|&n| noise_level(d, n) < 1.0)
+        .expect("noise_level falls below 1")
+}
+
 /// The `top` constants with the strongest rank correlation with `figure`, strongest first
 /// (ties in the order of `draws`), above the [`noise_level`]; `draws[k]` is constant `k`'s
 /// value in every sample.
@@ -100,6 +109,18 @@ pub fn drivers(keys: &[String], draws: &[Vec<f64>], figure: &[f64], top: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn below_min_samples_nothing_can_be_a_driver() {
+        for d in [1, 8, 31] {
+            let n = min_samples(d);
+            assert!(noise_level(d, n) < 1.0 && noise_level(d, n - 1) >= 1.0, "{d}: {n}");
+        }
+        assert_eq!(min_samples(31), 10);
+        // Even a perfect monotone link is not named with too few draws.
+        let x: Vec<f64> = (0..4).map(f64::from).collect();
+        assert!(drivers(&vec!["a".to_string(); 31], &vec![x.clone(); 31], &x, 3).is_empty());
+    }
 
     #[test]
     fn rank_correlation_sees_monotone_links_and_nothing_in_constants() {

@@ -210,12 +210,22 @@ pub fn render(r: &Report, label_of: &dyn Fn(&CompareRow) -> String) -> String {
         r.constants.len(),
         r.seed
     );
-    let _ = writeln!(
-        out,
-        "band: p5 / p50 / p95 over the draws; drivers: rank correlation with the figure (above {:.2}, what {} unrelated constants reach by chance), and the figure's median in the constant's lowest -> highest quarter of draws\n",
-        drivers::noise_level(r.constants.len(), r.samples),
-        r.constants.len()
-    );
+    let d = r.constants.len();
+    let noise = drivers::noise_level(d, r.samples);
+    let _ = if noise < 1.0 {
+        writeln!(
+            out,
+            "band: p5 / p50 / p95 over the draws; drivers: rank correlation with the figure (above {noise:.2}, what {d} unrelated constants reach by chance), and the figure's median in the constant's lowest -> highest quarter of draws\n"
+        )
+    } else {
+        writeln!(
+            out,
+            "band: p5 / p50 / p95 over the draws; drivers: none can be named with {} draws: telling one of {d} constants from chance takes at least {} (--samples {})\n",
+            r.samples,
+            drivers::min_samples(d),
+            drivers::min_samples(d)
+        )
+    };
     let w = r.rows.iter().map(|b| label_of(&b.row).len()).max().unwrap_or(6).max(6) + 2;
     let _ = writeln!(
         out,
@@ -293,7 +303,7 @@ mod tests {
         let results: Vec<_> = exp
             .runs
             .iter()
-            .map(|r| crate::simulate(&r.config, &mut |_, _| {}).unwrap())
+            .map(|r| crate::simulate(&r.config, &mut |_, _| std::ops::ControlFlow::Continue(())).unwrap())
             .collect();
         let rows = crate::rows(&exp, &results);
         assert_eq!(report.rows.len(), rows.len());

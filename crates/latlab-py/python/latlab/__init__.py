@@ -5,7 +5,8 @@ objects (the same JSON, decoded):
 
 - ``run(experiment_text, overrides={...}, seed=1)``: the full result of every run of an
   experiment file's text, by run label (``latlab run FILE --out DIR`` writes each);
-- ``reproduce(name)``: ``latlab reproduce NAME --json``;
+- ``reproduce(name, progress=print)``: ``latlab reproduce NAME --json``, ``progress``
+  called as each run ends;
 - ``uncertainty(name, samples=64, seed=1)``: ``latlab uncertainty NAME --json``, run on
   this machine's cores;
 - ``latlab.ray.uncertainty`` / ``latlab.ray.sweep``: the same spread over a Ray cluster.
@@ -31,16 +32,23 @@ def _text(v):
     return str(v)
 
 
-def run(experiment_text, overrides=None, seed=None):
+def run(experiment_text, overrides=None, seed=None, progress=None):
     """Run an experiment given as TOML text (docs/experiments.md), with ``overrides`` (any
     ``--vary`` key: ``{"machine.cpu_mhz": 500, "catalog.unfile.misses": 3}``) and an
-    optional PRNG seed. Returns ``{label: RunResult}``, each as ``--out`` writes it."""
-    return json.loads(_latlab.run(experiment_text, _overrides(overrides), seed))
+    optional PRNG seed. Returns ``{label: RunResult}``, each as ``--out`` writes it.
+    ``progress``: as ``reproduce``'s."""
+    return json.loads(_latlab.run(experiment_text, _overrides(overrides), seed, progress))
 
 
-def reproduce(name):
-    """``latlab reproduce NAME --json``: ``{"experiment": NAME, "rows": [...]}``."""
-    return json.loads(_latlab.reproduce(name))
+def reproduce(name, progress=None):
+    """``latlab reproduce NAME --json``: ``{"experiment": NAME, "rows": [...]}``.
+
+    ``progress``, if given, is called as each run ends (from the thread that called
+    ``reproduce``'s pool, holding the GIL) with a dict: ``experiment``, ``run`` (its
+    label), ``done`` and ``runs`` (how many of how many have ended), ``simulated_s`` and
+    ``elapsed_s``. ``progress=print`` shows them; an exception it raises stops the runs
+    still going and is raised by ``reproduce``."""
+    return json.loads(_latlab.reproduce(name, progress))
 
 
 def uncertainty(name, samples=64, seed=1):
