@@ -30,12 +30,10 @@ impl StdoutError {
 /// write of no bytes, which a full device (`> /dev/full`) or a bad descriptor refuses, while
 /// a pipe or a file takes it (a closed pipe is found at the first real write).
 pub fn check() -> Result<(), StdoutError> {
-    // SAFETY: a write of zero bytes from a valid (empty) buffer touches no memory.
-    let n = unsafe { libc::write(libc::STDOUT_FILENO, [0u8; 0].as_ptr().cast(), 0) };
-    if n < 0 {
-        return Err(StdoutError(std::io::Error::last_os_error()));
-    }
-    Ok(())
+    use std::os::fd::AsFd;
+    nix::unistd::write(std::io::stdout().as_fd(), &[])
+        .map(drop)
+        .map_err(|e| StdoutError(std::io::Error::from(e)))
 }
 
 /// Write `args` to standard output.
