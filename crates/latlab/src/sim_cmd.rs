@@ -3,11 +3,9 @@
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use latlab_batch::bands::Attached;
 use latlab_core::RunResult;
-use latlab_exp::{Experiment, TableKind};
-use latlab_report::seed_table;
-use latlab_report::{latency_trace, preempt_off, summary};
+use latlab_exp::Experiment;
+use latlab_report::{seed_table, verdict};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -97,14 +95,20 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|n| latlab_exp::builtin_experiment(n))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut summaries = Vec::new();
     for e in &exps {
-        execute(e, &a.opts)?;
+        summaries.extend(execute(e, &a.opts)?);
+    }
+    // Several experiments' tables: their verdicts side by side at the end.
+    if !a.opts.json && summaries.len() > 1 {
+        out!("{}", verdict::render_summary(&summaries))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run `exp` as `o` asks: once, or once per value of `--vary`.
-fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
+/// Run `exp` as `o` asks: once (its verdicts returned for `reproduce`'s summary), or once
+/// per value of `--vary`.
+fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<verdict::SummaryRow>> {
     let Some(spec) = &o.vary else {
         return execute_one(exp, o);
     };
@@ -147,19 +151,18 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     if o.json {
         let doc = latlab_batch::sweep::doc(&exp.name, key, &values, &columns);
         outln!("{}", serde_json::to_string(&doc)?)?;
-        return Ok(());
+        return Ok(None);
     }
-    let labels = row_labels(exp);
     out!(
         "{}",
-        seed_table::render_sweep(&heading(exp), key, &values, &columns, &labels)
+        seed_table::render_sweep(&latlab_batch::text::heading(exp), key, &values, &columns)
     )?;
     outln!(
         "\n{} runs in {:.1} s",
         exps.iter().map(|e| e.runs.len()).sum::<usize>(),
         started.elapsed().as_secs_f64()
     )?;
-    Ok(())
+    Ok(None)
 }
 
 /// Run every variant of `exp` in parallel, with a progress bar on runs longer than a second.
@@ -259,26 +262,9 @@ fn write_records(exp: &Experiment, results: &mut [RunResult], dir: &Path, suffix
     Ok(())
 }
 
-/// Each run's row label, by kernel and stream (a sweep's and the band table's rows).
-pub fn row_labels(exp: &Experiment) -> Vec<seed_table::SweepRow> {
-    exp.runs
-        .iter()
-        .map(|r| seed_table::SweepRow {
-            variant: r.config.variant.name.clone(),
-            stream: r.stream(),
-            case: r.case.clone(),
-            label: r.label.clone(),
-        })
-        .collect()
-}
-
-/// The report's first lines: `== NAME (SEED FILE) ==` and the experiment's title.
-fn heading(exp: &Experiment) -> String {
-    format!("== {} ({}) ==\n{}", exp.name, exp.seed_file, exp.title)
-}
-
-/// Run every variant of `exp` (in parallel) and print its report.
-fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
+/// Run every variant of `exp` (in parallel) and print its report; its verdicts for
+/// `reproduce`'s closing summary.
+fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<verdict::SummaryRow>> {
     let started = Instant::now();
     let mut results = run_all(exp, o)?;
     if let Some(dir) = &o.records {
@@ -289,117 +275,24 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
     }
     // The stored bands, where this run's seed and figures are the ones they were made with.
     let (rows, attached) = if o.seed.is_none() {
-        latlab_batch::banded_rows(exp, &results).map_err(anyhow::Error::msg)?
+        let (rows, attached) = latlab_batch::banded_rows(exp, &results).map_err(anyhow::Error::msg)?;
+        (rows, Some(attached))
     } else {
-        (latlab_batch::rows(exp, &results), Attached::NoneStored)
+        (latlab_batch::rows(exp, &results), None)
     };
-    let views = latlab_batch::views(exp, &results);
+    let summary = verdict::SummaryRow {
+        seed: verdict::seed_of(&exp.seed_file),
+        experiment: exp.name.clone(),
+        tally: verdict::Tally::of(&rows),
+    };
     if o.json {
         outln!("{}", serde_json::to_string(&latlab_batch::reproduce_doc(exp, &rows))?)?;
-        return Ok(());
+        return Ok(Some(summary));
     }
-    let title = heading(exp);
     out!(
         "{}",
-        match exp.table {
-            TableKind::LogHistogram => seed_table::render_log_histogram(&title, &exp.seed_file, &views),
-            TableKind::MaxLatency => seed_table::render_max_latency(&title, &exp.seed_file, &views),
-            TableKind::PosixTimer => seed_table::render_posix_timer(&title, &exp.seed_file, &views, &rows),
-            TableKind::WriteLatency => seed_table::render_write_latency(&title, &exp.seed_file, &views, &rows),
-            TableKind::PreemptOff => preempt_off::render(&title, &exp.seed_file, &views),
-        }
+        latlab_batch::text::report(exp, &results, &rows, attached.as_ref(), o.trace)
     )?;
-    let posix = exp.table == TableKind::PosixTimer;
-    let writes = exp.table == TableKind::WriteLatency;
-    if exp.table == TableKind::PreemptOff {
-        out!("{}", preempt_off::render_growth(&views))?;
-    } else if !posix && !writes {
-        let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
-        out!("{}", seed_table::render_comparison(&rows, &labels))?;
-        out!("{}", seed_table::render_run_lengths(&views))?;
-    } else {
-        out!("{}", seed_table::render_bands(&rows, &row_labels(exp)))?;
-    }
-    match &attached {
-        Attached::All { samples } => outln!(
-            "(band: p5-p95 of the figure over {samples} draws of the constants within their sources' ranges, stored in experiments/bands/{}.json: `latlab uncertainty {}` for the drivers)",
-            exp.name,
-            exp.name
-        )?,
-        Attached::Stale(rows) => outln!(
-            "(no band: the stored bands (experiments/bands/{}.json) were made with other figures for {}; regenerate them: docs/fidelity.md \"Uncertainty\")",
-            exp.name,
-            rows.join(", ")
-        )?,
-        Attached::NoneStored if o.seed.is_none() => outln!(
-            "(no band stored for {}: `latlab uncertainty {}` draws one)",
-            exp.name,
-            exp.name
-        )?,
-        Attached::NoneStored => {}
-    }
-    for v in &views {
-        if !v.published.listing.is_empty() {
-            out!("{}", seed_table::render_listing(v.label, v.result, v.published.listing))?;
-        }
-    }
-    let measured = if posix {
-        "POSIX-timer wakeup latency"
-    } else if writes {
-        "write(2) latency, iozone's passes"
-    } else {
-        "realfeel wakeup latency"
-    };
-    outln!("\nPercentiles ({measured})")?;
-    let width = summary::percentiles_width(views.iter().map(|v| (v.label, v.result)));
-    for v in &views {
-        out!("{}", summary::percentiles(v.label, v.result, width))?;
-    }
-    if !posix && !writes {
-        outln!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited")?;
-        for v in &views {
-            out!("{}", summary::causes(v.label, v.result))?;
-        }
-    }
-    for v in views.iter().filter(|_| !writes) {
-        if let Some(s) = v.result.stream("write") {
-            outln!(
-                "\n{}: slowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2)",
-                v.label
-            )?;
-            out!("{}", summary::slowest_records(s))?;
-        }
-    }
-    outln!("\nWhy the worst sample of each run took so long")?;
-    for v in &views {
-        if let Some(w) = v.result.streams.first().and_then(|s| s.worst.first()) {
-            outln!("{}:", v.label)?;
-            out!("{}", summary::explain(w))?;
-        }
-    }
-    if o.trace {
-        for v in &views {
-            if let Some(p) = &v.result.preempt_off {
-                // The tracer's own view: the longest preemption-off stretch of the run's
-                // window, and its longest get_swap_page stretch when that is another.
-                for t in p
-                    .worst
-                    .iter()
-                    .chain(p.worst_swap.iter().filter(|s| Some(*s) != p.worst.as_ref()))
-                {
-                    outln!("\n{} — longest preemption-off stretch as /proc/latency_trace:", v.label)?;
-                    out!("{}", latency_trace::render(t))?;
-                }
-            }
-            if let Some(t) = &v.result.trace {
-                outln!("\n{} — worst latency as /proc/latency_trace:", v.label)?;
-                out!("{}", latency_trace::render(t))?;
-            }
-        }
-    }
-    for n in &exp.notes {
-        outln!("\nnote: {n}")?;
-    }
     let sim: f64 = results.iter().map(|r| r.meta.duration_ns as f64 / 1e9).sum();
     outln!(
         "\n{} runs, {:.0} s simulated in {:.1} s",
@@ -407,5 +300,5 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<()> {
         sim,
         started.elapsed().as_secs_f64()
     )?;
-    Ok(())
+    Ok(Some(summary))
 }

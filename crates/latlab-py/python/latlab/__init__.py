@@ -39,7 +39,14 @@ def run(experiment_text, overrides=None, seed=None):
 
 
 def reproduce(name):
-    """``latlab reproduce NAME --json``: ``{"experiment": NAME, "rows": [...]}``."""
+    """``latlab reproduce NAME --json``: ``{"experiment": NAME, "seed": "000", "rows": [...],
+    "summary": {...}}``. Each row is one figure of one run (``run``, its label) with its
+    verdicts: ``bar`` (how close the model must come to the published figure, e.g.
+    ``{"within": 1.5}``), ``inside`` (the model's figure inside that bar; ``None`` where the
+    seed published nothing to judge) and ``published_in_band`` (the published figure inside
+    the model's stored uncertainty band). ``summary`` counts them: ``judged``, ``inside``,
+    ``banded``, ``published_in_band``, as the table's "N of M published figures inside the
+    bar" line says them."""
     return json.loads(_latlab.reproduce(name))
 
 
