@@ -21,8 +21,8 @@ use anyhow::Context;
 use latlab_core::RunResult;
 use latlab_exp::Experiment;
 pub use latlab_report::seed_table::CompareRow;
-pub use latlab_report::verdict::Tally;
 use latlab_report::seed_table::{self, Published, RunView};
+pub use latlab_report::verdict::Tally;
 use latlab_sim::SimConfig;
 
 /// The views `seed_table` renders: each run's result beside what its seed published.

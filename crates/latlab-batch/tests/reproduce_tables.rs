@@ -50,7 +50,10 @@ fn text_vs_json(exp: &Experiment, text: &str, rows: &[CompareRow], problems: &mu
         };
         let lines: Vec<&str> = block
             .lines()
-            .filter(|l| l.strip_prefix(r.run.as_str()).is_some_and(|rest| rest.starts_with("  ")))
+            .filter(|l| {
+                l.strip_prefix(r.run.as_str())
+                    .is_some_and(|rest| rest.starts_with("  "))
+            })
             .collect();
         let [line] = lines[..] else {
             problems.push(format!("{what}: {} lines for the run in `{head}`", lines.len()));
@@ -80,7 +83,9 @@ fn text_vs_json(exp: &Experiment, text: &str, rows: &[CompareRow], problems: &mu
         if shown.is_empty() {
             problems.push(format!("{what}: not on its row: {line}"));
         } else if !shown.contains(&want) {
-            problems.push(format!("{what}: verdict {shown:?} printed, {want:?} in the JSON: {line}"));
+            problems.push(format!(
+                "{what}: verdict {shown:?} printed, {want:?} in the JSON: {line}"
+            ));
         }
     }
     let t = Tally::of(rows);
@@ -200,7 +205,8 @@ fn a_row_showing_another_runs_figure_is_caught() {
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("`A, 1 CPU`") && problems[0].contains("not on its row"));
     let mut problems = Vec::new();
-    let wrong = "Worst case, model vs seed\nA  88.5 ms  84.0 ms  1.05x OUTSIDE\n0 of 1 published figures inside the bar\n";
+    let wrong =
+        "Worst case, model vs seed\nA  88.5 ms  84.0 ms  1.05x OUTSIDE\n0 of 1 published figures inside the bar\n";
     text_vs_json(&exp, wrong, &[row("A", 88.5)], &mut problems);
     assert!(
         problems.len() == 2 && problems[0].contains("verdict [Some(\"OUTSIDE\")] printed"),

@@ -61,7 +61,10 @@ pub fn longest_entry(t: &LatencyTrace) -> Option<&str> {
 
 /// A row's ratio to the seed's figure and its verdict, `-` where the seed has none.
 fn ratio(r: Option<&CompareRow>) -> String {
-    match r.filter(|r| r.inside.is_some()).and_then(|r| Some((r.ratio()?, r.inside))) {
+    match r
+        .filter(|r| r.inside.is_some())
+        .and_then(|r| Some((r.ratio()?, r.inside)))
+    {
         Some((q, inside)) => format!("{q:.2}x {}", mark(inside)),
         None => "-".into(),
     }

@@ -678,15 +678,7 @@ pub fn render_comparison(rows: &[CompareRow]) -> String {
         "{:<w$}{:>12}{:>16}{:>9}{:>9}",
         "Kernel", "model", "seed", "ratio", "bar"
     );
-    let _ = writeln!(
-        out,
-        "{}",
-        if banded {
-            "   band p5-p95 ms  seed in band"
-        } else {
-            ""
-        }
-    );
+    let _ = writeln!(out, "{}", if banded { "   band p5-p95 ms  seed in band" } else { "" });
     for r in worst {
         let seed = match (r.published, r.published_range) {
             (Some(p), _) => format!("{} ms", fmt_ms(p)),
@@ -1120,10 +1112,7 @@ mod tests {
     #[test]
     fn a_sweep_counts_only_the_rows_the_bar_can_judge() {
         let col = |a: CompareRow, b: CompareRow| {
-            vec![
-                CompareRow { run: "A".into(), ..a },
-                CompareRow { run: "B".into(), ..b },
-            ]
+            vec![CompareRow { run: "A".into(), ..a }, CompareRow { run: "B".into(), ..b }]
         };
         // One published row (inside the bar), one what-if row: 1 of 1, not 1 of 2.
         let t = render_sweep(
@@ -1133,7 +1122,11 @@ mod tests {
             &[col(row(84.0, Some(84.0), None), row(1.0, None, None))],
         );
         let last = t.lines().find(|l| l.starts_with("inside the bar")).unwrap();
-        assert_eq!(last.split_whitespace().collect::<Vec<_>>(), ["inside", "the", "bar", "1", "of", "1"], "{t}");
+        assert_eq!(
+            last.split_whitespace().collect::<Vec<_>>(),
+            ["inside", "the", "bar", "1", "of", "1"],
+            "{t}"
+        );
         assert!(t.contains("(the bar: max_latency within 1.5x)"), "{t}");
         let line = |l: &str| t.lines().find(|x| x.starts_with(l)).unwrap().to_string();
         assert!(line("A ").ends_with("84.0 inside "), "{t}");

@@ -79,7 +79,10 @@ fn reproduce_of_several_experiments_ends_with_their_verdicts() {
             && text.contains("published figures inside the bar (the bar: max_latency within 1.5x; avg_latency within 2x; missed_events equal)"),
         "{text}"
     );
-    let summary = text.split("\nSummary: published figures inside the bar").nth(1).expect(&text);
+    let summary = text
+        .split("\nSummary: published figures inside the bar")
+        .nth(1)
+        .expect(&text);
     let cells = |name: &str| {
         summary
             .lines()
@@ -94,7 +97,10 @@ fn reproduce_of_several_experiments_ends_with_their_verdicts() {
     assert_eq!(cfs[..2], ["004", "cfs-granularity"]);
     assert_eq!((cfs[3].as_str(), cfs[4].as_str()), ("of", "12"), "{summary}");
     // One notation: no mark of the old ones.
-    assert!(!text.contains(" ok ") && !text.contains("OFF") && !text.contains("x!"), "{text}");
+    assert!(
+        !text.contains(" ok ") && !text.contains("OFF") && !text.contains("x!"),
+        "{text}"
+    );
     // One experiment: no summary table.
     let one = latlab(&["reproduce", "sched-cost"]);
     assert!(!String::from_utf8_lossy(&one.stdout).contains("Summary:"));
