@@ -165,7 +165,7 @@ pub fn summary_line(rows: &[CompareRow]) -> String {
         bars_text(rows)
     );
     if t.banded > 0 {
-        let _ = write!(out, "; {} of {} inside the model's band", t.published_in_band, t.banded);
+        let _ = write!(out, "; {} of {} published figures inside the model's band", t.published_in_band, t.banded);
     }
     out.push('\n');
     out
@@ -297,7 +297,7 @@ mod tests {
         assert_eq!(
             line,
             "2 of 3 published figures inside the bar (the bar: max_latency within 1.5x; \
-             writes_over_100ms within 1.5x, none where the seed has none); 1 of 1 inside the model's band\n"
+             writes_over_100ms within 1.5x, none where the seed has none); 1 of 1 published figures inside the model's band\n"
         );
         assert!(summary_line(&rows[3..]).contains("no published figures"));
         let s = render_summary(&[
