@@ -165,7 +165,11 @@ pub fn summary_line(rows: &[CompareRow]) -> String {
         bars_text(rows)
     );
     if t.banded > 0 {
-        let _ = write!(out, "; {} of {} published figures inside the model's band", t.published_in_band, t.banded);
+        let _ = write!(
+            out,
+            "; {} of {} published figures inside the model's band",
+            t.published_in_band, t.banded
+        );
     }
     out.push('\n');
     out

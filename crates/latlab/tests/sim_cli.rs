@@ -31,9 +31,6 @@ fn reproduce_json_has_the_documented_rows() {
     assert_eq!(v["summary"]["judged"], judged);
     assert_eq!(v["summary"]["inside"], inside);
     assert_eq!(v["seed"], "002");
-    // The sample counts set the runs' lengths: published, not judged.
-    let samples = rows.iter().find(|r| r["figure"] == "samples").unwrap();
-    assert!(samples["published"].is_number() && samples["inside"].is_null() && samples["bar"].is_null());
     let fig = |v: &str, f: &str| {
         rows.iter().find(|r| r["variant"] == v && r["figure"] == f).unwrap()["model"]
             .as_f64()
@@ -63,8 +60,13 @@ fn reproduce_mini_ll_prints_the_seed_table_and_bucket_rows() {
         .iter()
         .find(|r| r["variant"] == "2.4.18+rml-preempt" && r["figure"] == "samples")
         .unwrap();
-    // The run lasts as long as the seed's did: ~5.0e6 samples at 2048 Hz.
+    // The run lasts as long as the seed's did: ~5.0e6 samples at 2048 Hz. The count sets the
+    // run's length: published beside the model's, not judged.
     assert!(samples["model"].as_f64().unwrap() > 4.5e6);
+    assert!(samples["published"].is_number() && samples["inside"].is_null() && samples["bar"].is_null());
+    // A bucket's bar: within 2x of its edges.
+    assert_eq!(preempt["bar"], serde_json::json!({"bucket_within": 2.0}));
+    assert_eq!(preempt["inside"], true);
 }
 
 /// Several experiments: each table ends with its count, and a summary table closes the
