@@ -1545,7 +1545,13 @@ published_max_ms = 84.0
     fn a_label_used_twice_is_refused_with_its_line() {
         let text = GOOD.to_string() + "\n[[run]]\nlabel = \"Stock\"\nvariant = \"2.4.18+low-latency\"\n";
         let e = parse("x.toml", &text, &no_files).unwrap_err().to_string();
-        let line = text.lines().rposition(|l| l.starts_with("label")).unwrap() + 1;
+        let line = text
+            .lines()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|l| l.starts_with("label"))
+            .unwrap()
+            + 1;
         assert!(
             e.starts_with(&format!("x.toml:{line}: field `label`")) && e.contains("`Stock` names another run"),
             "{e}"

@@ -1203,6 +1203,46 @@ mod tests {
         );
     }
 
+    /// Two runs of one kernel and case (a file's 1-CPU rows beside the 2-CPU ones): each row
+    /// of the table and of the JSON is its own run's.
+    #[test]
+    fn runs_sharing_a_kernel_and_a_case_each_show_their_own_figures() {
+        let write = |worst_ns: u64, over: u64, mbps: f64| {
+            let mut r = crate::testutil::realfeel_result(&[1_000_000, worst_ns]);
+            r.streams[0].name = "write".into();
+            r.counters.insert("writes_over_100ms".into(), over);
+            r.throughput.insert("write_MBps".into(), mbps);
+            r
+        };
+        let (two, one) = (write(505_100_000, 25, 85.0), write(558_700_000, 22, 84.9));
+        let view = |label, result| RunView {
+            label,
+            case: Some("120%"),
+            result,
+            published: Published::default(),
+        };
+        let views = [view("2.6.17, 120%", &two), view("2.6.17, 120%, 1 CPU", &one)];
+        let rows = compare_rows(&views, "s");
+        let worst: Vec<(&str, f64)> = rows
+            .iter()
+            .filter(|r| r.figure == "max_write_latency")
+            .map(|r| (r.run.as_str(), r.model))
+            .collect();
+        assert_eq!(worst, [("2.6.17, 120%", 505.1), ("2.6.17, 120%, 1 CPU", 558.7)]);
+        let t = render_write_latency("t", "s", &views, &rows);
+        let line = |l: &str| {
+            t.lines()
+                .find(|x| x.starts_with(&format!("{l}  ")))
+                .unwrap()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        // Label, file, then the seed's and the model's worst write and writes over 100 ms.
+        assert_eq!(line("2.6.17, 120%, 1 CPU")[5..9], ["-", "558.7", "-", "22"], "{t}");
+        assert_eq!(line("2.6.17, 120%")[3..7], ["-", "505.1", "-", "25"], "{t}");
+    }
+
     #[test]
     fn a_row_carries_its_verdict() {
         assert_eq!(row(84.0, Some(84.0), None).inside, Some(true));
