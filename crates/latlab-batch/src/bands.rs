@@ -2,7 +2,7 @@
 //! built-in experiment's `latlab uncertainty NAME --samples 64 --json` output, stored in
 //! `experiments/bands/NAME.json` and compiled in. A stored band is used only for a figure
 //! whose as-built value it was made with; one the model has since moved is stale, and
-//! `reproduce` says so (regenerate: docs/fidelity.md "Uncertainty").
+//! `reproduce` says so with the command that redraws it ([`redraw_command`]).
 
 use crate::uncertainty::Report;
 use latlab_report::seed_table::CompareRow;
@@ -29,6 +29,13 @@ pub fn stored(name: &str) -> Option<Result<Report, String>> {
         .map(|(n, text)| serde_json::from_str(text).map_err(|e| format!("experiments/bands/{n}.json: {e}")))
 }
 
+/// The command that redraws experiment `name`'s stored bands, with as many draws as its
+/// stored report has (64 where none is stored).
+pub fn redraw_command(name: &str) -> String {
+    let samples = stored(name).and_then(Result::ok).map_or(64, |r| r.samples);
+    format!("latlab uncertainty {name} --samples {samples} --json > experiments/bands/{name}.json")
+}
+
 /// Put the stored band on each of `rows` whose figure the stored report was made with.
 pub fn attach(name: &str, rows: &mut [CompareRow]) -> Result<Attached, String> {
     let Some(report) = stored(name).transpose()? else {
@@ -45,7 +52,7 @@ pub fn attach(name: &str, rows: &mut [CompareRow]) -> Result<Attached, String> {
                 && s.model == row.model
         });
         match same {
-            Some(b) => row.band = b.row.band,
+            Some(b) => row.set_band(b.row.band),
             None => stale.push(format!(
                 "{}{} {}",
                 row.variant,

@@ -1,7 +1,7 @@
 //! latlab-batch: an experiment's runs as independent jobs, and the merge of their figures
 //! into the documents `latlab` prints: `reproduce --json`, a `--vary` sweep ([`sweep`]),
 //! `latlab uncertainty` ([`uncertainty`]) and the bands `reproduce` lays beside its figures
-//! ([`bands`]).
+//! ([`bands`]); and `reproduce`'s text report of an experiment ([`text`]).
 //!
 //! A job is one run of one kernel variant; it returns that run's comparison rows
 //! ([`CompareRow`]). The CLI runs the jobs on this machine's cores (rayon), the Python
@@ -16,6 +16,7 @@
 pub mod bands;
 pub mod plot;
 pub mod sweep;
+pub mod text;
 pub mod uncertainty;
 
 use anyhow::Context;
@@ -23,6 +24,7 @@ use latlab_core::RunResult;
 use latlab_exp::Experiment;
 pub use latlab_report::seed_table::CompareRow;
 use latlab_report::seed_table::{self, Published, RunView};
+pub use latlab_report::verdict::Tally;
 use latlab_sim::SimConfig;
 use std::ops::ControlFlow;
 
@@ -99,9 +101,15 @@ pub fn run_all_here(
     Ok(results)
 }
 
-/// `reproduce --json`'s document for one experiment.
+/// `reproduce --json`'s document for one experiment: its rows, each with its verdict
+/// (`bar`, `inside`, `published_in_band`), and their counts (`summary`: [`Tally`]).
 pub fn reproduce_doc(exp: &Experiment, rows: &[CompareRow]) -> serde_json::Value {
-    serde_json::json!({ "experiment": exp.name, "rows": rows })
+    serde_json::json!({
+        "experiment": exp.name,
+        "seed": latlab_report::verdict::seed_of(&exp.seed_file),
+        "rows": rows,
+        "summary": Tally::of(rows),
+    })
 }
 
 /// Run `cfg` in the model, `progress` asked after every simulated second whether to go on
@@ -160,7 +168,7 @@ pub fn regroup(exp: &Experiment, per_job: Vec<Vec<CompareRow>>) -> Vec<Vec<Compa
         let gains = seed_table::gain_rows(&rows, |r| {
             exp.runs
                 .iter()
-                .find(|run| run.config.variant.name == r.variant && run.case == r.case && run.stream() == r.stream)
+                .find(|run| run.label == r.run)
                 .and_then(|run| run.published.throughput_gain)
         });
         rows.extend(gains);

@@ -585,8 +585,25 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
         Ok(w)
     };
     let workload = workload_named(&f.workload)?;
-    let mut runs = Vec::new();
+    let mut runs: Vec<Run> = Vec::new();
     for r in f.run {
+        // A label names the run's row in every table, JSON document and file it writes.
+        if runs.iter().any(|x| x.label == r.label) {
+            return Err(ExpError::Field {
+                origin: origin.into(),
+                line: text
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, l)| l.trim_start().starts_with("label") && l.contains(&format!("\"{}\"", r.label)))
+                    .nth(1)
+                    .map_or(0, |(i, _)| i + 1),
+                field: "label".into(),
+                why: format!(
+                    "`{}` names another run already; each run needs its own label (it names the run's row in the tables and --json)",
+                    r.label
+                ),
+            });
+        }
         let v = variant(origin, &r.variant, line_of_value(text, "variant", &r.variant), files)?;
         for (name, n) in [("published_samples", r.published_samples), ("samples", r.samples)] {
             if let Some(s) = n.filter(|s| !(s.is_finite() && (0.0..1e12).contains(s))) {
@@ -1675,6 +1692,23 @@ published_max_ms = 84.0
         let text = "name = \"x\"\ndescription = \"\"\nbase = \"2.6.9\"\npreempt = \"none\"\npoints = []\nhz = 1000\nsched = \"o1\"\ntimer = \"jiffies\"\nwriteback = \"bdflush-2.4\"\nswap_allocator = \"scan-2.4\"\njournal = \"jbd-3\"\n";
         let e = toml::from_str::<Variant>(text).unwrap_err().to_string();
         assert!(e.contains("journal") && e.contains("jbd-2.6"), "{e}");
+    }
+
+    #[test]
+    fn a_label_used_twice_is_refused_with_its_line() {
+        let text = GOOD.to_string() + "\n[[run]]\nlabel = \"Stock\"\nvariant = \"2.4.18+low-latency\"\n";
+        let e = parse("x.toml", &text, &no_files).unwrap_err().to_string();
+        let line = text
+            .lines()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|l| l.starts_with("label"))
+            .unwrap()
+            + 1;
+        assert!(
+            e.starts_with(&format!("x.toml:{line}: field `label`")) && e.contains("`Stock` names another run"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -37,6 +37,17 @@ class Local(unittest.TestCase):
         with self.assertRaises(KeyboardInterrupt):
             latlab.reproduce("sched-cost", progress=stop)
 
+    def test_reproduce_carries_each_figures_verdict_and_their_counts(self):
+        doc = latlab.reproduce("cfs-granularity")
+        judged = [r for r in doc["rows"] if r["inside"] is not None]
+        self.assertEqual(doc["summary"]["judged"], len(judged))
+        self.assertEqual(doc["summary"]["inside"], sum(r["inside"] for r in judged))
+        # Seed 004's average is judged within 2x, its maximum within 1.5x.
+        bars = {r["figure"]: r["bar"] for r in judged}
+        self.assertEqual(bars["avg_latency"], {"within": 2.0})
+        self.assertEqual(bars["max_latency"], {"within": 1.5})
+        self.assertTrue(all(r["run"] for r in doc["rows"]))
+
     def test_run_takes_overrides_and_a_seed_and_returns_each_runs_result(self):
         text = open(os.path.join(ROOT, "experiments", "sched-cost.toml")).read()
         out = latlab.run(text, overrides={"hogs": 10, "machine.kernel_cpi": 2.0}, seed=3)

@@ -2,6 +2,8 @@
 //!
 //! - [`seed_table`]: the seeds' own table layouts with model and published figures side by
 //!   side (seed 000's log histogram, seed 002's maxima), and the comparison rows.
+//! - [`verdict`]: each published figure inside its bar or not, in one notation, and the
+//!   counts every table and `--json` document ends with.
 //! - [`latency_trace`]: the worst sample as `/proc/latency_trace` text (seed 003's layout).
 //! - [`summary`]: percentiles and attribution of the worst samples.
 //! - [`cyclictest`]: `cyclictest -h` histogram files.
@@ -41,6 +43,7 @@ pub mod summary;
 #[cfg(test)]
 mod testutil;
 pub mod timeline;
+pub mod verdict;
 
 /// Width of a text column whose cells are `lens` long, at least `min`: the widest cell, capped
 /// at the most a format width can be (`u16::MAX`; a longer cell, a 64 KiB label, then prints

@@ -3,12 +3,13 @@
 //! growth of the worst `get_swap_page` stretch with swap fill ("They get bigger as the
 //! machine gets further into swap"), as a table and a plot.
 
-use crate::seed_table::{CompareRow, RunView};
+use crate::seed_table::{run_row, CompareRow, RunView};
+use crate::verdict::{mark, Bar};
 use latlab_core::{LatencyTrace, PreemptOff, RunResult};
 use std::fmt::Write;
 
-/// The fidelity bar of seed 003's rows (issue 17): within 2x.
-pub const BAR: f64 = 2.0;
+/// The bar of seed 003's figures (issue 17): within 2x.
+pub const BAR: Bar = Bar::Within(2.0);
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
@@ -24,21 +25,24 @@ fn window(p: &PreemptOff) -> String {
 /// them, with no published figure.
 pub fn rows(v: &RunView, p: &PreemptOff, source: &str) -> Vec<CompareRow> {
     let base = CompareRow::of_run(v, Some(window(p)), source);
-    let row = |figure: &str, model: f64, published: Option<f64>| base.with(figure, "us", model, published);
     let mut out = vec![
-        row(
+        base.with(
             "max_latency",
+            "us",
             p.worst.as_ref().map_or(0.0, |t| us(t.latency_ns)),
             v.published.max_ms.map(|m| m * 1e3),
+            Some(BAR),
         ),
-        row(
+        base.with(
             "swap_max_latency",
+            "us",
             p.worst_swap.as_ref().map_or(0.0, |t| us(t.latency_ns)),
             v.published.swap_max_ms.map(|m| m * 1e3),
+            Some(BAR),
         ),
     ];
     if let Some(s) = v.result.stream("realfeel") {
-        out.push(row("wakeup_max_latency", us(s.hist.max()), None));
+        out.push(base.with("wakeup_max_latency", "us", us(s.hist.max()), None, None));
     }
     out
 }
@@ -55,14 +59,14 @@ pub fn longest_entry(t: &LatencyTrace) -> Option<&str> {
         .map(|i| t.entries[i].func.as_str())
 }
 
-fn ratio(model: f64, published: Option<f64>) -> String {
-    match published {
-        Some(p) if p > 0.0 => {
-            let r = model / p;
-            let ok = (1.0 / BAR..=BAR).contains(&r);
-            format!("{r:.2}x {}", if ok { "ok" } else { "OFF" })
-        }
-        _ => "-".into(),
+/// A row's ratio to the seed's figure and its verdict, `-` where the seed has none.
+fn ratio(r: Option<&CompareRow>) -> String {
+    match r
+        .filter(|r| r.inside.is_some())
+        .and_then(|r| Some((r.ratio()?, r.inside)))
+    {
+        Some((q, inside)) => format!("{q:.2}x {}", mark(inside)),
+        None => "-".into(),
     }
 }
 
@@ -87,38 +91,42 @@ fn describe(t: Option<&LatencyTrace>) -> String {
 }
 
 /// The rows beside the seed's: per run its window, the longest stretch and the longest
-/// `get_swap_page` stretch with the seed's figures and the ratio (bar: 2x), and where each
-/// worst stretch ran.
-pub fn render(title: &str, source: &str, runs: &[RunView]) -> String {
+/// `get_swap_page` stretch with the seed's figures, the ratio and the verdict.
+pub fn render(title: &str, source: &str, runs: &[RunView], rows: &[CompareRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
-    let _ = writeln!(out, "(seed: {source}; bar: within {BAR}x)\n");
+    let _ = writeln!(out, "(seed: {source})\n");
     let w = crate::column_width(runs.iter().map(|v| v.label.len() + 2), 8);
     let _ = writeln!(
         out,
-        "{:<w$}{:>14}{:>12}{:>11}{:>14}{:>14}{:>11}{:>12}",
-        "Run", "window", "max model", "seed", "ratio", "swap model", "seed", "ratio"
+        "{:<w$}{:>10}{:>12}{:>11}{:>16}{:>14}{:>11}{:>16}",
+        "Run", "window", "max model", "seed", "", "swap model", "seed", ""
     );
     for v in runs {
         let Some(p) = &v.result.preempt_off else { continue };
-        let max = p.worst.as_ref().map_or(0.0, |t| us(t.latency_ns));
-        let swap = p.worst_swap.as_ref().map_or(0.0, |t| us(t.latency_ns));
-        let pmax = v.published.max_ms.map(|m| m * 1e3);
-        let pswap = v.published.swap_max_ms.map(|m| m * 1e3);
-        let seed = |x: Option<f64>| x.map_or("-".into(), fmt_us);
+        let (max, swap) = (run_row(rows, v, "max_latency"), run_row(rows, v, "swap_max_latency"));
+        let model = |r: Option<&CompareRow>| r.map_or("-".into(), |r| fmt_us(r.model));
+        let seed = |r: Option<&CompareRow>| r.and_then(|r| r.published).map_or("-".into(), fmt_us);
         let _ = writeln!(
             out,
-            "{:<w$}{:>14}{:>12}{:>11}{:>14}{:>14}{:>11}{:>12}",
+            "{:<w$}{:>10}{:>12}{:>11}{:>16}{:>14}{:>11}{:>16}",
             v.label,
             format!("{}-{}%", p.fill_pct[0], p.fill_pct[1]),
-            fmt_us(max),
-            seed(pmax),
-            ratio(max, pmax),
-            fmt_us(swap),
-            seed(pswap),
-            ratio(swap, pswap)
+            model(max),
+            seed(max),
+            ratio(max),
+            model(swap),
+            seed(swap),
+            ratio(swap)
         );
     }
+    out
+}
+
+/// Where each run's worst stretch ran, beside the seed's task and function.
+pub fn render_where(runs: &[RunView]) -> String {
+    let w = crate::column_width(runs.iter().map(|v| v.label.len() + 2), 8);
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "\nWhere each run's worst stretch ran (seed's task and function beside)"
@@ -220,7 +228,22 @@ mod tests {
         };
         // 1 us, 1.999 ms, 10 us, then 3.99 ms to the end.
         assert_eq!(longest_entry(&t), Some("scan_swap_map"));
-        assert_eq!(ratio(400.0, Some(605.0)), "0.66x ok");
-        assert_eq!(ratio(200.0, Some(605.0)), "0.33x OFF");
+    }
+
+    #[test]
+    fn seed_003s_figures_are_judged_within_2x() {
+        let r = crate::testutil::realfeel_result(&[]);
+        let v = RunView {
+            label: "R6",
+            case: None,
+            result: &r,
+            published: Default::default(),
+        };
+        let base = CompareRow::of_run(&v, None, "s");
+        let at = |model: f64| base.with("max_latency", "us", model, Some(605.0), Some(BAR));
+        assert_eq!(ratio(Some(&at(400.0))), "0.66x inside");
+        assert_eq!(ratio(Some(&at(1210.0))), "2.00x inside");
+        assert_eq!(ratio(Some(&at(200.0))), "0.33x OUTSIDE");
+        assert_eq!(ratio(Some(&base.with("max_latency", "us", 1.0, None, Some(BAR)))), "-");
     }
 }

@@ -5,6 +5,7 @@
 //! layouts are reproduced here, followed by the worst-case comparison the fidelity bar is
 //! judged on: a published number within 1.5x, a published bucket within 2x of its edges.
 
+use crate::verdict::{mark, Bar};
 use latlab_core::{ms, RunResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -50,6 +51,10 @@ pub struct RunView<'a> {
 /// A figure compared with the seed (the `--json` rows of `latlab reproduce`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct CompareRow {
+    /// The run's label: its row in the experiment's table (labels are unique in an
+    /// experiment; runs may share a kernel and a case).
+    #[serde(default)]
+    pub run: String,
     pub variant: String,
     /// The measurement stream, where a run's kernel alone does not name the row
     /// (`posix_timer_thread`, `posix_timer_signal`).
@@ -64,18 +69,31 @@ pub struct CompareRow {
     pub published: Option<f64>,
     pub published_range: Option<[f64; 2]>,
     pub source: String,
+    /// The bar the published figure is judged by ([`Bar`]); none for a figure the seed did
+    /// not publish, for the sample count (it sets the run's length) and for the slowest-writes
+    /// listing (its worst is judged as `max_write_latency`).
+    #[serde(default)]
+    pub bar: Option<Bar>,
+    /// The verdict: the model's figure inside its bar; none where nothing is judged.
+    #[serde(default)]
+    pub inside: Option<bool>,
     /// The figure's uncertainty band, p5 / p50 / p95 over the draws of its constants
     /// (`latlab uncertainty`; `reproduce` takes it from the experiment's stored bands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub band: Option<[f64; 3]>,
+    /// The published figure inside the band (p5 to p95): a number between them, a bucket
+    /// overlapping them; none without a band or a published figure.
+    #[serde(default)]
+    pub published_in_band: Option<bool>,
 }
 
 impl CompareRow {
-    /// The template of run `v`'s rows: its kernel and case, the measurement `stream` where
-    /// the kernel alone does not name the row, the seed file; [`CompareRow::with`] fills in a
-    /// figure.
+    /// The template of run `v`'s rows: its label, kernel and case, the measurement `stream`
+    /// where the kernel alone does not name the row, the seed file; [`CompareRow::with`]
+    /// fills in a figure.
     pub fn of_run(v: &RunView, stream: Option<String>, source: &str) -> CompareRow {
         CompareRow {
+            run: v.label.to_string(),
             variant: v.result.meta.kernel.clone(),
             stream,
             case: v.case.map(str::to_string),
@@ -85,43 +103,57 @@ impl CompareRow {
             published: None,
             published_range: None,
             source: source.into(),
+            bar: None,
+            inside: None,
             band: None,
+            published_in_band: None,
         }
     }
 
-    /// This row's run with `figure` in `unit`: the model's value and the seed's.
-    pub fn with(&self, figure: impl Into<String>, unit: &str, model: f64, published: Option<f64>) -> CompareRow {
-        CompareRow {
+    /// This row's run with `figure` in `unit`: the model's value and the seed's, judged by
+    /// `bar` where the seed published it.
+    pub fn with(
+        &self,
+        figure: impl Into<String>,
+        unit: &str,
+        model: f64,
+        published: Option<f64>,
+        bar: Option<Bar>,
+    ) -> CompareRow {
+        let mut r = CompareRow {
             figure: figure.into(),
             unit: unit.into(),
             model,
             published,
+            published_range: None,
+            bar,
+            band: None,
+            published_in_band: None,
             ..self.clone()
-        }
+        };
+        r.judge();
+        r
     }
 
-    /// Within the fidelity bar: 1.5x of a published number (exactly 0 where 0 is published),
-    /// 2x of a published bucket's edges.
-    pub fn within_bar(&self) -> Option<bool> {
-        if let Some(p) = self.published {
-            // Nothing published (no write over 100 ms, no missed event): none in the model.
-            if p == 0.0 {
-                return Some(self.model == 0.0);
+    /// Set the verdict ([`CompareRow::inside`]) from the bar, the model's figure and the
+    /// seed's: every row passes here once its figures are in.
+    pub fn judge(&mut self) {
+        self.inside = self
+            .bar
+            .and_then(|b| b.holds(self.model, self.published, self.published_range));
+    }
+
+    /// Lay `band` beside the figure, with whether the published figure lies inside it.
+    pub fn set_band(&mut self, band: Option<[f64; 3]>) {
+        self.band = band;
+        self.published_in_band = band.and_then(|[lo, _, hi]| {
+            if let Some(p) = self.published {
+                return Some((lo..=hi).contains(&p));
             }
-            return Some(p > 0.0 && self.model / p <= 1.5 && p / self.model.max(1e-12) <= 1.5);
-        }
-        self.published_range
-            .map(|[lo, hi]| self.model >= lo / 2.0 && self.model <= hi * 2.0)
+            self.published_range.map(|[a, b]| a <= hi && b >= lo)
+        });
     }
-    /// The published figure lies inside the band (p5 to p95): a number between them, a
-    /// bucket overlapping them. `None` without a band or a published figure.
-    pub fn published_in_band(&self) -> Option<bool> {
-        let [lo, _, hi] = self.band?;
-        if let Some(p) = self.published {
-            return Some((lo..=hi).contains(&p));
-        }
-        self.published_range.map(|[a, b]| a <= hi && b >= lo)
-    }
+
     /// model / published (or / the bucket's geometric middle).
     pub fn ratio(&self) -> Option<f64> {
         self.published
@@ -155,104 +187,77 @@ pub fn compare_rows(runs: &[RunView], source: &str) -> Vec<CompareRow> {
             rows.extend(posix_rows(v, s, source));
             continue;
         }
-        rows.push(CompareRow {
-            variant: v.result.meta.kernel.clone(),
-            stream: None,
-            case: None,
-            figure: "max_latency".into(),
-            unit: "ms".into(),
-            model: ms(s.hist.max()),
-            published: v.published.max_ms,
-            published_range: if v.published.max_ms.is_none() {
-                v.published.max_range_ms
-            } else {
-                None
-            },
-            source: source.into(),
-            band: None,
-        });
-        rows.push(CompareRow {
-            variant: v.result.meta.kernel.clone(),
-            stream: None,
-            case: None,
-            figure: "samples".into(),
-            unit: "count".into(),
-            model: s.hist.count() as f64,
-            published: v.published.samples,
-            published_range: None,
-            source: source.into(),
-            band: None,
-        });
-        rows.push(CompareRow {
-            variant: v.result.meta.kernel.clone(),
-            stream: None,
-            case: None,
-            figure: "p99_latency".into(),
-            unit: "ms".into(),
-            model: ms(s.hist.quantile(0.99)),
-            published: None,
-            published_range: None,
-            source: source.into(),
-            band: None,
-        });
+        // Seed 000's and 002's worst case: a number within 1.5x, a bucket within 2x of its
+        // edges. The sample count sets the run's length (the model runs until it has the
+        // seed's): published beside the model's, not judged.
+        let base = CompareRow::of_run(v, None, source);
+        let (published, range, bar) = match (v.published.max_ms, v.published.max_range_ms) {
+            (Some(m), _) => (Some(m), None, Some(Bar::Within(1.5))),
+            (None, Some(r)) => (None, Some(r), Some(Bar::BucketWithin(2.0))),
+            (None, None) => (None, None, Some(Bar::Within(1.5))),
+        };
+        let mut max = base.with("max_latency", "ms", ms(s.hist.max()), published, bar);
+        max.published_range = range;
+        max.judge();
+        rows.push(max);
+        rows.push(base.with("samples", "count", s.hist.count() as f64, v.published.samples, None));
+        rows.push(base.with("p99_latency", "ms", ms(s.hist.quantile(0.99)), None, None));
     }
     let gains = gain_rows(&rows, |r| {
         runs.iter()
-            .find(|v| {
-                v.result.meta.kernel == r.variant
-                    && v.case == r.case.as_deref()
-                    && v.result.stream(r.stream.as_deref().unwrap_or("write")).is_some()
-            })
+            .find(|v| v.label == r.run)
             .and_then(|v| v.published.throughput_gain)
     });
     rows.extend(gains);
     rows
 }
 
-/// Seed 004's three figures for a POSIX-timer run: maximum and average latency (us) and
-/// missed timer events.
+/// Seed 004's three figures for a POSIX-timer run: maximum (bar: within 1.5x) and average
+/// latency (within 2x), us, and missed timer events (equal).
 fn posix_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<CompareRow> {
     let base = CompareRow::of_run(v, Some(s.name.clone()), source);
-    let row = |figure: &str, unit: &str, model: f64, published: Option<f64>| base.with(figure, unit, model, published);
     vec![
-        row(
+        base.with(
             "max_latency",
             "us",
             s.hist.max() as f64 / 1e3,
             v.published.max_ms.map(|m| m * 1e3),
+            Some(Bar::Within(1.5)),
         ),
-        row(
+        base.with(
             "avg_latency",
             "us",
             s.hist.mean() / 1e3,
             v.published.avg_ms.map(|m| m * 1e3),
+            Some(Bar::Within(2.0)),
         ),
-        row(
+        base.with(
             "missed_events",
             "count",
             s.missed as f64,
             v.published.missed.map(|m| m as f64),
+            Some(Bar::Equal),
         ),
-        row("p99_latency", "us", s.hist.quantile(0.99) as f64 / 1e3, None),
+        base.with("p99_latency", "us", s.hist.quantile(0.99) as f64 / 1e3, None, None),
     ]
 }
 
-/// Seed 001's figures for an iozone run: its worst write (ms), its ten slowest (ms, slowest
-/// first), writes over 100 ms and write throughput (MB/s). The gain over another run is
-/// [`gain_rows`]'.
+/// Seed 001's figures for an iozone run: its worst write (ms; bar: within 1.5x), its ten
+/// slowest (ms, slowest first; a listing beside the seed's, not judged), writes over 100 ms
+/// (within 1.5x, none where the seed has none) and write throughput (MB/s). The gain over
+/// another run is [`gain_rows`]'.
 fn write_rows(v: &RunView, source: &str) -> Vec<CompareRow> {
     let Some(s) = v.result.stream("write") else {
         return Vec::new();
     };
     let base = CompareRow::of_run(v, None, source);
-    let row =
-        |figure: String, unit: &str, model: f64, published: Option<f64>| base.with(figure, unit, model, published);
     let mbps = |r: &RunResult| r.throughput.get("write_MBps").copied();
-    let mut rows = vec![row(
-        "max_write_latency".into(),
+    let mut rows = vec![base.with(
+        "max_write_latency",
         "ms",
         ms(s.hist.max()),
         v.published.max_ms,
+        Some(Bar::Within(1.5)),
     )];
     let mut slowest: Vec<u64> = s.worst.iter().map(|w| w.latency_ns).collect();
     slowest.sort_unstable_by(|a, b| b.cmp(a));
@@ -260,17 +265,18 @@ fn write_rows(v: &RunView, source: &str) -> Vec<CompareRow> {
     seed.sort_by(|a, b| b.total_cmp(a));
     for (i, ns) in slowest.iter().enumerate() {
         let published = seed.get(i).map(|us| us / 1e3);
-        rows.push(row(format!("slowest_write_{}", i + 1), "ms", ms(*ns), published));
+        rows.push(base.with(format!("slowest_write_{}", i + 1), "ms", ms(*ns), published, None));
     }
     let over = v.result.counters.get("writes_over_100ms").copied().unwrap_or(0);
-    rows.push(row(
-        "writes_over_100ms".into(),
+    rows.push(base.with(
+        "writes_over_100ms",
         "count",
         over as f64,
         v.published.over_100ms.map(|n| n as f64),
+        Some(Bar::Within(1.5)),
     ));
     if let Some(m) = mbps(v.result) {
-        rows.push(row("write_throughput".into(), "MB/s", m, None));
+        rows.push(base.with("write_throughput", "MB/s", m, None, None));
     }
     rows
 }
@@ -285,25 +291,21 @@ const SYSBENCH_OVER: &str = "rndrw_requests_over_100ms";
 /// "Total transferred ... /sec"). The gain over another run is [`gain_rows`]'.
 fn sysbench_rows(v: &RunView, s: &latlab_core::Stream, source: &str) -> Vec<CompareRow> {
     let base = CompareRow::of_run(v, Some(s.name.clone()), source);
-    let mut rows = vec![base.with("max_request_latency", "ms", ms(s.hist.max()), None)];
+    let mut rows = vec![base.with("max_request_latency", "ms", ms(s.hist.max()), None, None)];
     let t = &v.result.throughput;
     if let Some(&n) = t.get("rndrw_requests_per_s") {
-        rows.push(base.with("requests_per_sec", "count/s", n, None));
+        rows.push(base.with("requests_per_sec", "count/s", n, None, None));
     }
     if let Some(&m) = t.get("rndrw_MBps") {
-        rows.push(base.with("mix_throughput", "MB/s", m, None));
+        rows.push(base.with("mix_throughput", "MB/s", m, None, None));
     }
     rows
 }
 
-/// Run `v`'s row of `figure` for its stream `stream` (None: the run's rows without one).
-fn run_row<'a>(rows: &'a [CompareRow], v: &RunView, stream: Option<&str>, figure: &str) -> Option<&'a CompareRow> {
-    rows.iter().find(|r| {
-        r.figure == figure
-            && r.variant == v.result.meta.kernel
-            && r.case.as_deref() == v.case
-            && r.stream.as_deref() == stream
-    })
+/// Run `v`'s row of `figure`: by the run's label, which no other run of the experiment has
+/// (runs may share a kernel and a case).
+pub(crate) fn run_row<'a>(rows: &'a [CompareRow], v: &RunView, figure: &str) -> Option<&'a CompareRow> {
+    rows.iter().find(|r| r.figure == figure && r.run == v.label)
 }
 
 /// A figure for the table at `prec` decimals, `-` where there is none.
@@ -314,7 +316,8 @@ fn num(x: Option<f64>, prec: usize) -> String {
 /// Seed 001's gains, figures across runs: each throughput row (iozone's `write_throughput`,
 /// sysbench's `mix_throughput`) over the first one of the same figure, case and stream (the
 /// stock kernel's), as `throughput_gain` rows after all others, with the seed's gain for
-/// that row (`published`). Separate from the per-run rows so that runs made one at a time
+/// that row (`published`; bar: the gain above 1 within 2x of the seed's, 1.125-1.5 for its
+/// "about 25 %"). Separate from the per-run rows so that runs made one at a time
 /// (`latlab uncertainty`'s jobs) merge into the same rows.
 pub fn gain_rows(rows: &[CompareRow], published: impl Fn(&CompareRow) -> Option<f64>) -> Vec<CompareRow> {
     let tput = |r: &&CompareRow| r.figure == "write_throughput" || r.figure == "mix_throughput";
@@ -325,79 +328,89 @@ pub fn gain_rows(rows: &[CompareRow], published: impl Fn(&CompareRow) -> Option<
                 .iter()
                 .filter(tput)
                 .find(|b| b.figure == r.figure && b.case == r.case && b.stream == r.stream)?;
-            (!std::ptr::eq(base, r) && base.model > 0.0).then(|| CompareRow {
-                figure: "throughput_gain".into(),
-                unit: "ratio".into(),
-                model: r.model / base.model,
-                published: published(r),
-                published_range: None,
-                band: None,
-                ..r.clone()
+            (!std::ptr::eq(base, r) && base.model > 0.0).then(|| {
+                r.with(
+                    "throughput_gain",
+                    "ratio",
+                    r.model / base.model,
+                    published(r),
+                    Some(Bar::GainWithin(2.0)),
+                )
             })
         })
         .collect()
 }
 
-/// A table's first lines: its title, the seed file and the bars its figures are judged by.
-fn table_heading(title: &str, source: &str, bars: &str) -> String {
-    format!("{title}\n(seed: {source}; bars: {bars})\n\n")
+/// A table's first lines: its title and the seed file (the bars its figures are judged by
+/// close the table: [`crate::verdict::summary_line`]).
+fn table_heading(title: &str, source: &str) -> String {
+    format!("{title}\n(seed: {source})\n\n")
+}
+
+/// A judged figure's verdict cell: the ratio to the seed's figure (where `ratio` and the
+/// seed's is not 0) and [`mark`]; empty where nothing is judged.
+fn verdict_cell(r: Option<&CompareRow>, ratio: bool) -> String {
+    let Some(r) = r.filter(|r| r.inside.is_some()) else {
+        return String::new();
+    };
+    match r.ratio().filter(|q| ratio && q.is_finite()) {
+        Some(q) => format!("{q:.2}x {}", mark(r.inside)),
+        None => mark(r.inside).to_string(),
+    }
 }
 
 /// Seed 001's table: per kernel and file size, the worst write and the writes over 100 ms,
 /// iozone's write and rewrite throughput, and the gain over the first kernel of the same
-/// size, the seed's figures beside the model's; then each run's slowest records beside the
-/// seed's `sort -nk2 wol.dat | tail`.
+/// size, the seed's figures beside the model's, each judged figure with its verdict; then
+/// the context switches and sysbench's block. Each run's slowest records are
+/// [`render_slowest_writes`]'.
 pub fn render_write_latency(title: &str, source: &str, runs: &[RunView], rows: &[CompareRow]) -> String {
-    let mut out = table_heading(
-        title,
-        source,
-        "worst write within 1.5x, writes over 100 ms none where the seed has none, gain 1.1-1.5x",
-    );
+    let mut out = table_heading(title, source);
     let w = label_width(runs.iter().map(|v| v.label));
     let _ = writeln!(
         out,
-        "{:<w$}{:>6}{:>26}{:>16}{:>18}{:>16}",
+        "{:<w$}{:>6}{:>32}{:>24}{:>18}{:>25}",
         "", "", "worst write (ms)", "writes >100 ms", "iozone MB/s", "write gain"
     );
     let _ = writeln!(
         out,
-        "{:<w$}{:>6}{:>9}{:>9}{:>8}{:>8}{:>8}{:>9}{:>9}{:>8}{:>8}",
-        "Run", "file", "seed", "model", "", "seed", "model", "write", "rewrite", "seed", "model"
+        "{:<w$}{:>6}{:>9}{:>9}{:>14}{:>7}{:>7}{:>10}{:>9}{:>9}{:>7}{:>7}{:>11}",
+        "Run", "file", "seed", "model", "", "seed", "model", "", "write", "rewrite", "seed", "model", ""
     );
     for v in runs {
-        // iozone's rows: no stream (sysbench's have theirs).
-        let find = |f: &str| run_row(rows, v, None, f);
+        let find = |f: &str| run_row(rows, v, f);
         if v.result.stream("write").is_none() {
             continue;
         }
         let Some(mx) = find("max_write_latency") else { continue };
-        let verdict = match mx.published {
-            Some(p) if p > 0.0 => {
-                let q = mx.model / p;
-                format!("{q:.2}x{}", if q <= 1.5 && 1.0 / q <= 1.5 { "" } else { "!" })
-            }
-            _ => String::new(),
-        };
         let over = find("writes_over_100ms");
         let gain = find("throughput_gain");
         let _ = writeln!(
             out,
-            "{:<w$}{:>6}{:>9}{:>9}{:>8}{:>8}{:>8}{:>9}{:>9}{:>8}{:>8}",
+            "{:<w$}{:>6}{:>9}{:>9}{:>14}{:>7}{:>7}{:>10}{:>9}{:>9}{:>7}{:>7}{:>11}",
             v.label,
             v.case.unwrap_or("-"),
             num(mx.published, 1),
             num(Some(mx.model), 1),
-            verdict,
+            verdict_cell(Some(mx), true),
             num(over.and_then(|r| r.published), 0),
             num(over.map(|r| r.model), 0),
+            verdict_cell(over, false),
             num(v.result.throughput.get("write_MBps").copied(), 1),
             num(v.result.throughput.get("rewrite_MBps").copied(), 1),
             num(gain.and_then(|r| r.published), 2),
             num(gain.map(|r| r.model), 2),
+            verdict_cell(gain, false),
         );
     }
     out.push_str(&render_switches(runs, w));
     out.push_str(&render_sysbench(runs, rows, w));
+    out
+}
+
+/// Each write run's slowest records beside the seed's `sort -nk2 wol.dat | tail` (seed 001).
+pub fn render_slowest_writes(runs: &[RunView]) -> String {
+    let mut out = String::new();
     for v in runs {
         let Some(s) = v.result.stream("write") else { continue };
         let mut model: Vec<&latlab_core::Sample> = s.worst.iter().collect();
@@ -465,11 +478,11 @@ fn render_sysbench(runs: &[RunView], rows: &[CompareRow], w: usize) -> String {
         let Some(s) = v.result.stream(SYSBENCH_STREAM) else {
             continue;
         };
-        let find = |f: &str| run_row(rows, v, Some(SYSBENCH_STREAM), f);
+        let find = |f: &str| run_row(rows, v, f);
         if out.is_empty() {
             let _ = writeln!(
                 out,
-                "\nsysbench fileio rndrw, the seed's \"mix throughput\" ({})\n{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>16}",
+                "\nsysbench fileio rndrw, the seed's \"mix throughput\" ({})\n{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>27}",
                 s.measures,
                 "",
                 "",
@@ -481,15 +494,15 @@ fn render_sysbench(runs: &[RunView], rows: &[CompareRow], w: usize) -> String {
             );
             let _ = writeln!(
                 out,
-                "{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>8}{:>8}",
-                "Run", "files", "req (ms)", ">100 ms", "reqs/s", "MB/s", "seed", "model"
+                "{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>8}{:>8}{:>11}",
+                "Run", "files", "req (ms)", ">100 ms", "reqs/s", "MB/s", "seed", "model", ""
             );
         }
         let gain = find("throughput_gain");
         let over = v.result.counters.get(SYSBENCH_OVER).copied();
         let _ = writeln!(
             out,
-            "{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>8}{:>8}",
+            "{:<w$}{:>6}{:>12}{:>10}{:>12}{:>12}{:>8}{:>8}{:>11}",
             v.label,
             v.case.unwrap_or("-"),
             num(find("max_request_latency").map(|r| r.model), 1),
@@ -498,53 +511,47 @@ fn render_sysbench(runs: &[RunView], rows: &[CompareRow], w: usize) -> String {
             num(find("mix_throughput").map(|r| r.model), 2),
             num(gain.and_then(|r| r.published), 2),
             num(gain.map(|r| r.model), 2),
+            verdict_cell(gain, false),
         );
     }
     out
 }
 
-/// Seed 004's figures per run, the seed's beside the model's: maximum latency (bar 1.5x),
-/// average latency (bar 2x), missed timer events (bar: equal).
+/// Seed 004's figures per run, the seed's beside the model's, each judged one with its
+/// verdict: maximum latency, average latency, missed timer events.
 pub fn render_posix_timer(title: &str, source: &str, runs: &[RunView], rows: &[CompareRow]) -> String {
-    let mut out = table_heading(title, source, "maximum within 1.5x, average within 2x, missed equal");
+    let mut out = table_heading(title, source);
     let w = label_width(runs.iter().map(|v| v.label));
     let _ = writeln!(
         out,
-        "{:<w$}{:>30}{:>30}{:>16}",
+        "{:<w$}{:>36}{:>36}{:>26}",
         "", "maximum latency (us)", "average latency (us)", "missed events"
     );
     let _ = writeln!(
         out,
-        "{:<w$}{:>11}{:>11}{:>8}{:>11}{:>11}{:>8}{:>8}{:>8}",
-        "Run", "seed", "model", "", "seed", "model", "", "seed", "model"
+        "{:<w$}{:>11}{:>11}{:>14}{:>11}{:>11}{:>14}{:>8}{:>8}{:>10}",
+        "Run", "seed", "model", "", "seed", "model", "", "seed", "model", ""
     );
     for v in runs {
-        let find = |f: &str| run_row(rows, v, v.result.streams.first().map(|s| s.name.as_str()), f);
+        let find = |f: &str| run_row(rows, v, f);
         let (Some(mx), Some(av), Some(mi)) = (find("max_latency"), find("avg_latency"), find("missed_events")) else {
             continue;
         };
-        let verdict = |r: &CompareRow, bar: f64| match r.published {
-            Some(p) if p > 0.0 => {
-                let q = r.model / p;
-                format!("{q:.2}x{}", if q <= bar && 1.0 / q <= bar { "" } else { "!" })
-            }
-            _ => String::new(),
-        };
         let _ = writeln!(
             out,
-            "{:<w$}{:>11}{:>11}{:>8}{:>11}{:>11}{:>8}{:>8}{:>8}",
+            "{:<w$}{:>11}{:>11}{:>14}{:>11}{:>11}{:>14}{:>8}{:>8}{:>10}",
             v.label,
             num(mx.published, 1),
             num(Some(mx.model), 1),
-            verdict(mx, 1.5),
+            verdict_cell(Some(mx), true),
             num(av.published, 1),
             num(Some(av.model), 1),
-            verdict(av, 2.0),
+            verdict_cell(Some(av), true),
             num(mi.published, 0),
             num(Some(mi.model), 0),
+            verdict_cell(Some(mi), false),
         );
     }
-    let _ = writeln!(out, "(a ratio marked ! is outside its bar)");
     out
 }
 
@@ -658,85 +665,70 @@ pub fn render_max_latency(title: &str, source: &str, runs: &[RunView]) -> String
     out
 }
 
-/// The worst-case comparison: model beside seed, ratio, and whether it meets the bar.
-pub fn render_comparison(rows: &[CompareRow], labels: &[(&str, &str)]) -> String {
+/// The worst-case comparison: model beside seed, ratio, and whether it is inside the bar;
+/// with stored bands, the band and whether the seed's figure lies inside it.
+pub fn render_comparison(rows: &[CompareRow]) -> String {
     let mut out = String::new();
-    let label_of = |variant: &str| {
-        labels
-            .iter()
-            .find(|(v, _)| *v == variant)
-            .map_or(variant.to_string(), |(_, l)| l.to_string())
-    };
-    let w = label_width(labels.iter().map(|(_, l)| *l));
-    let _ = writeln!(
+    let worst: Vec<&CompareRow> = rows.iter().filter(|r| r.figure == "max_latency").collect();
+    let w = label_width(worst.iter().map(|r| r.run.as_str()));
+    let _ = writeln!(out, "\nWorst case, model vs seed");
+    let banded = worst.iter().any(|r| r.band.is_some());
+    let _ = write!(
         out,
-        "\nWorst case, model vs seed (bar: a number within 1.5x, a bucket within 2x of its edges)"
+        "{:<w$}{:>12}{:>16}{:>9}{:>9}",
+        "Kernel", "model", "seed", "ratio", "bar"
     );
-    // With stored bands (`latlab uncertainty`): the band and whether the seed lies inside.
-    let banded = rows.iter().any(|r| r.band.is_some());
-    let _ = write!(out, "{:<w$}{:>12}{:>16}{:>9}", "Kernel", "model", "seed", "ratio");
-    let _ = writeln!(
-        out,
-        "{}",
-        if banded {
-            "         band p5-p95 ms   in band"
-        } else {
-            ""
-        }
-    );
-    for r in rows.iter().filter(|r| r.figure == "max_latency") {
+    let _ = writeln!(out, "{}", if banded { "   band p5-p95 ms  seed in band" } else { "" });
+    for r in worst {
         let seed = match (r.published, r.published_range) {
             (Some(p), _) => format!("{} ms", fmt_ms(p)),
             (None, Some([lo, hi])) => format!("{lo}-{hi} ms"),
             _ => "-".into(),
         };
         let ratio = r.ratio().map_or(String::from("-"), |x| format!("{x:.2}x"));
-        let verdict = match r.within_bar() {
-            Some(true) => "ok",
-            Some(false) => "OFF",
-            None => "",
-        };
         let _ = write!(
             out,
-            "{:<w$}{:>12}{:>16}{:>9}   ",
-            label_of(&r.variant),
+            "{:<w$}{:>12}{:>16}{:>9}{:>9}",
+            r.run,
             format!("{} ms", fmt_ms(r.model)),
             seed,
             ratio,
+            mark(r.inside),
         );
         let _ = match (banded, r.band) {
-            (false, _) => writeln!(out, "{verdict}"),
+            (false, _) => writeln!(out),
             (true, Some([lo, _, hi])) => writeln!(
                 out,
-                "{verdict:<3}{:>18}   {}",
+                "{:>18}{:>14}",
                 format!("{}-{}", fmt_ms(lo), fmt_ms(hi)),
-                yes_no(r.published_in_band())
+                mark(r.published_in_band)
             ),
-            (true, None) => writeln!(out, "{verdict:<3}{:>18}   -", "-"),
+            (true, None) => writeln!(out, "{:>18}{:>14}", "-", "-"),
         };
     }
     out
 }
 
 /// Every published figure beside its stored uncertainty band (`latlab uncertainty`): for the
-/// tables whose comparison has no band column (seed 004's). Empty when no row has a band.
-pub fn render_bands(rows: &[CompareRow], labels: &[SweepRow]) -> String {
+/// tables whose comparison has no band column (seeds 001, 003 and 004). Empty when no row
+/// has a band.
+pub fn render_bands(rows: &[CompareRow]) -> String {
     let mut out = String::new();
     if !rows.iter().any(|r| r.band.is_some()) {
         return out;
     }
-    let label_of = |r: &CompareRow| SweepRow::label_of(labels, r);
-    let w = label_width(labels.iter().map(|l| l.label.as_str()));
+    let published: Vec<&CompareRow> = rows
+        .iter()
+        .filter(|r| r.published.is_some() || r.published_range.is_some())
+        .collect();
+    let w = label_width(published.iter().map(|r| r.run.as_str()));
     let _ = writeln!(out, "\nPublished figures beside the model's uncertainty band (p5-p95)");
     let _ = writeln!(
         out,
-        "{:<w$}{:<16}{:>12}{:>22}{:>12}   in band",
+        "{:<w$}{:<22}{:>12}{:>22}{:>12}  seed in band",
         "Run", "figure", "model", "band", "seed"
     );
-    for r in rows
-        .iter()
-        .filter(|r| r.published.is_some() || r.published_range.is_some())
-    {
+    for r in published {
         let band = r
             .band
             .map_or("-".into(), |[lo, _, hi]| format!("{}-{}", fmt_ms(lo), fmt_ms(hi)));
@@ -747,25 +739,16 @@ pub fn render_bands(rows: &[CompareRow], labels: &[SweepRow]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<w$}{:<22}{:>12}{:>22}{:>12}   {}",
-            label_of(r),
+            "{:<w$}{:<22}{:>12}{:>22}{:>12}{:>14}",
+            r.run,
             format!("{} ({})", r.figure, r.unit),
             fmt_ms(r.model),
             band,
             seed,
-            yes_no(r.published_in_band())
+            mark(r.published_in_band)
         );
     }
     out
-}
-
-/// `yes`, `no`, or `-` where nothing was published.
-pub fn yes_no(b: Option<bool>) -> &'static str {
-    match b {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "-",
-    }
 }
 
 /// How long each run lasted beside the seed's run: the model's script (counter
@@ -834,26 +817,6 @@ pub fn render_run_lengths(runs: &[RunView]) -> String {
     out
 }
 
-/// One row of a sweep: the run's kernel variant and, where one kernel runs several
-/// measurements (seed 004's SIGEV_THREAD and SIGEV_SIGNAL), its stream.
-pub struct SweepRow {
-    pub variant: String,
-    pub stream: Option<String>,
-    /// The run's case (seed 001's file size), if it has one.
-    pub case: Option<String>,
-    pub label: String,
-}
-
-impl SweepRow {
-    /// The label of the run `r` belongs to (by kernel, stream and case), or its kernel's name.
-    pub fn label_of(labels: &[SweepRow], r: &CompareRow) -> String {
-        labels
-            .iter()
-            .find(|l| l.variant == r.variant && l.stream == r.stream && l.case == r.case)
-            .map_or(r.variant.clone(), |l| l.label.clone())
-    }
-}
-
 /// A row's worst case: realfeel's or a POSIX timer's `max_latency`, or seed 001's
 /// `max_write_latency`.
 fn is_worst(r: &CompareRow) -> bool {
@@ -871,23 +834,24 @@ const SWEEP_EXTRAS: &[(&str, &str)] = &[
 ];
 
 /// A sweep: each run's worst case (model) for every value of `key`, beside the seed's
-/// figure, marked where it meets the fidelity bar; then, where the runs have them, the
-/// other figures a seed's table shows ([`SWEEP_EXTRAS`]) the same way. `columns[i]` holds
-/// the comparison rows of the runs with `values[i]`; `labels` names the rows, in order.
-pub fn render_sweep(
-    title: &str,
-    key: &str,
-    values: &[&str],
-    columns: &[Vec<CompareRow>],
-    labels: &[SweepRow],
-) -> String {
+/// figure, with its verdict where the seed published one; then, where the runs have them,
+/// the other figures a seed's table shows ([`SWEEP_EXTRAS`]) the same way. `columns[i]`
+/// holds the comparison rows of the runs with `values[i]`; the rows are the runs' (by label,
+/// in run order).
+pub fn render_sweep(title: &str, key: &str, values: &[&str], columns: &[Vec<CompareRow>]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
+    let mut labels: Vec<&str> = Vec::new();
+    for r in columns.iter().flatten() {
+        if !labels.contains(&r.run.as_str()) {
+            labels.push(&r.run);
+        }
+    }
     let sweep = Sweep {
         key,
         values,
         columns,
-        labels,
+        labels: &labels,
     };
     sweep_table(&mut out, &sweep, "Worst case", &is_worst, true);
     for (figure, what) in SWEEP_EXTRAS {
@@ -900,16 +864,18 @@ pub fn render_sweep(
     out
 }
 
-/// What every table of one sweep shares: the key, its values, each value's rows, the labels.
+/// What every table of one sweep shares: the key, its values, each value's rows, the runs'
+/// labels.
 struct Sweep<'a> {
     key: &'a str,
     values: &'a [&'a str],
     columns: &'a [Vec<CompareRow>],
-    labels: &'a [SweepRow],
+    labels: &'a [&'a str],
 }
 
-/// One table of a sweep: the figure `is_figure` picks, per row and value, beside the seed's;
-/// rows without it left out unless `all_rows` (the worst case's: `-` where a run has none).
+/// One table of a sweep: the figure `is_figure` picks, per run and value, beside the seed's,
+/// each judged one with its verdict and a last row counting them per value; runs without
+/// the figure left out unless `all_rows` (the worst case's: `-` where a run has none).
 fn sweep_table(out: &mut String, sweep: &Sweep, what: &str, is_figure: &dyn Fn(&CompareRow) -> bool, all_rows: bool) {
     let Sweep {
         key,
@@ -917,37 +883,18 @@ fn sweep_table(out: &mut String, sweep: &Sweep, what: &str, is_figure: &dyn Fn(&
         columns,
         labels,
     } = *sweep;
-    // A run's row belongs to the label of its stream, or, when no label names that
-    // stream, to its kernel's (and case's) label without one.
-    let claimed = |r: &CompareRow| {
-        labels
-            .iter()
-            .any(|l| l.variant == r.variant && l.case == r.case && l.stream == r.stream)
-    };
-    let find = |rows: &[CompareRow], row: &SweepRow| {
-        rows.iter()
-            .find(|r| {
-                r.variant == row.variant
-                    && is_figure(r)
-                    && r.case == row.case
-                    && (r.stream == row.stream || (row.stream.is_none() && !claimed(r)))
-            })
-            .cloned()
-    };
-    let rows: Vec<&SweepRow> = labels
+    let find = |rows: &'_ [CompareRow], label: &str| rows.iter().find(|r| r.run == label && is_figure(r)).cloned();
+    let rows: Vec<&str> = labels
         .iter()
-        .filter(|row| all_rows || columns.iter().any(|c| find(c, row).is_some()))
+        .copied()
+        .filter(|label| all_rows || columns.iter().any(|c| find(c, label).is_some()))
         .collect();
-    // Rows with a published figure: the only ones the bar can judge.
-    let judged = rows
+    // The figures judged (published, with a bar), as the first value's rows have them.
+    let judged: Vec<CompareRow> = rows
         .iter()
-        .filter(|row| {
-            columns
-                .first()
-                .and_then(|c| find(c, row))
-                .is_some_and(|r| r.published.is_some() || r.published_range.is_some())
-        })
-        .count();
+        .filter_map(|label| columns.first().and_then(|c| find(c, label)))
+        .filter(|r| r.inside.is_some())
+        .collect();
     // The rows' own unit (seed 004's are us); a table is drawn only for a figure some row
     // has, but for the worst case's, which says ms when no run has one.
     let unit = columns
@@ -960,25 +907,25 @@ fn sweep_table(out: &mut String, sweep: &Sweep, what: &str, is_figure: &dyn Fn(&
     } else {
         format!("{what} ({unit})")
     };
-    if judged == 0 {
+    if judged.is_empty() {
         let _ = writeln!(out, "{what} by {key}; no published figures (a what-if)\n");
     } else {
         let _ = writeln!(
             out,
-            "{what} by {key}; * meets the bar (a number within 1.5x, none where the seed has none, a bucket within 2x of its edges)\n"
+            "{what} by {key}; each published figure inside its bar or OUTSIDE (the bar: {})\n",
+            crate::verdict::bars_text(&judged)
         );
     }
-    let w = label_width(rows.iter().map(|r| r.label.as_str()));
-    let cw = crate::column_width(values.iter().map(|v| v.len() + 2), 11);
-    let _ = write!(out, "{:<w$}{:>14}", "Kernel", "seed");
+    let w = label_width(rows.iter().copied().chain(["inside the bar"]));
+    let cw = crate::column_width(values.iter().map(|v| v.len() + 2), 17);
+    let _ = write!(out, "{:<w$}{:>14}", "Run", "seed");
     for v in values {
         let _ = write!(out, "{v:>cw$}");
     }
     let _ = writeln!(out);
     let mut met = vec![0usize; values.len()];
-    for row in rows {
-        let label = &row.label;
-        let first = columns.first().and_then(|c| find(c, row));
+    for label in rows {
+        let first = columns.first().and_then(|c| find(c, label));
         let seed = match first.as_ref().map(|r| (r.published, r.published_range)) {
             Some((Some(p), _)) => fmt_figure(p, unit),
             Some((None, Some([lo, hi]))) => format!("{lo}-{hi}"),
@@ -986,22 +933,24 @@ fn sweep_table(out: &mut String, sweep: &Sweep, what: &str, is_figure: &dyn Fn(&
         };
         let _ = write!(out, "{label:<w$}{seed:>14}");
         for (i, col) in columns.iter().enumerate() {
-            let cell = match find(col, row) {
+            let cell = match find(col, label) {
                 Some(r) => {
-                    let ok = r.within_bar() == Some(true);
-                    met[i] += usize::from(ok);
-                    format!("{}{}", fmt_figure(r.model, unit), if ok { "*" } else { " " })
+                    met[i] += usize::from(r.inside == Some(true));
+                    match r.inside {
+                        Some(_) => format!("{} {:<7}", fmt_figure(r.model, unit), mark(r.inside)),
+                        None => format!("{}{:8}", fmt_figure(r.model, unit), ""),
+                    }
                 }
-                None => "-".into(),
+                None => format!("-{:8}", ""),
             };
             let _ = write!(out, "{cell:>cw$}");
         }
         let _ = writeln!(out);
     }
-    if judged > 0 {
-        let _ = write!(out, "{:<w$}{:>14}", "within the bar", "");
+    if !judged.is_empty() {
+        let _ = write!(out, "{:<w$}{:>14}", "inside the bar", "");
         for m in met {
-            let _ = write!(out, "{:>cw$}", format!("{m}/{judged} "));
+            let _ = write!(out, "{:>cw$}", format!("{m} of {}{:8}", judged.len(), ""));
         }
         let _ = writeln!(out);
     }
@@ -1042,8 +991,10 @@ pub fn render_listing(label: &str, r: &RunResult, published: &[[f64; 2]]) -> Str
 mod tests {
     use super::*;
 
+    /// A worst case of run `v` judged as seed 000's: a number within 1.5x, a bucket within 2x.
     fn row(model: f64, p: Option<f64>, r: Option<[f64; 2]>) -> CompareRow {
-        CompareRow {
+        let mut row = CompareRow {
+            run: "v".into(),
             variant: "v".into(),
             stream: None,
             case: None,
@@ -1053,26 +1004,32 @@ mod tests {
             published: p,
             published_range: r,
             source: "s".into(),
+            bar: Some(if r.is_some() {
+                Bar::BucketWithin(2.0)
+            } else {
+                Bar::Within(1.5)
+            }),
+            inside: None,
             band: None,
-        }
+            published_in_band: None,
+        };
+        row.judge();
+        row
     }
 
     #[test]
     fn a_published_figure_is_in_the_band_between_p5_and_p95_a_bucket_when_they_overlap() {
-        let band = |r: CompareRow, b: [f64; 3]| CompareRow { band: Some(b), ..r };
-        assert_eq!(row(88.5, Some(84.0), None).published_in_band(), None);
-        assert_eq!(
-            band(row(88.5, Some(84.0), None), [60.0, 88.0, 130.0]).published_in_band(),
-            Some(true)
-        );
-        assert_eq!(
-            band(row(88.5, Some(36.0), None), [4.0, 6.5, 11.0]).published_in_band(),
-            Some(false)
-        );
-        let bucket = |b| band(row(91.6, None, Some([128.0, 256.0])), b).published_in_band();
+        let band = |mut r: CompareRow, b: [f64; 3]| {
+            r.set_band(Some(b));
+            r.published_in_band
+        };
+        assert_eq!(row(88.5, Some(84.0), None).published_in_band, None);
+        assert_eq!(band(row(88.5, Some(84.0), None), [60.0, 88.0, 130.0]), Some(true));
+        assert_eq!(band(row(88.5, Some(36.0), None), [4.0, 6.5, 11.0]), Some(false));
+        let bucket = |b| band(row(91.6, None, Some([128.0, 256.0])), b);
         assert_eq!(bucket([60.0, 90.0, 130.0]), Some(true));
         assert_eq!(bucket([60.0, 90.0, 127.0]), Some(false));
-        assert_eq!(band(row(1.0, None, None), [0.5, 1.0, 2.0]).published_in_band(), None);
+        assert_eq!(band(row(1.0, None, None), [0.5, 1.0, 2.0]), None);
     }
 
     #[test]
@@ -1132,7 +1089,7 @@ mod tests {
         for t in [
             render_log_histogram("t", "s", &views),
             render_max_latency("t", "s", &views),
-            render_comparison(&compare_rows(&views, "s"), &[("k", &label)]),
+            render_comparison(&compare_rows(&views, "s")),
         ] {
             assert!(t.contains(&label), "{}", &t[..200.min(t.len())]);
         }
@@ -1154,27 +1111,8 @@ mod tests {
 
     #[test]
     fn a_sweep_counts_only_the_rows_the_bar_can_judge() {
-        let labels: Vec<SweepRow> = [("a", "A"), ("b", "B")]
-            .map(|(variant, label)| SweepRow {
-                case: None,
-                variant: variant.into(),
-                stream: None,
-                label: label.into(),
-            })
-            .into();
         let col = |a: CompareRow, b: CompareRow| {
-            vec![
-                CompareRow {
-                    variant: "a".into(),
-                    stream: None,
-                    ..a
-                },
-                CompareRow {
-                    variant: "b".into(),
-                    stream: None,
-                    ..b
-                },
-            ]
+            vec![CompareRow { run: "A".into(), ..a }, CompareRow { run: "B".into(), ..b }]
         };
         // One published row (inside the bar), one what-if row: 1 of 1, not 1 of 2.
         let t = render_sweep(
@@ -1182,61 +1120,48 @@ mod tests {
             "seed",
             &["1"],
             &[col(row(84.0, Some(84.0), None), row(1.0, None, None))],
-            &labels,
         );
-        let last = t.lines().find(|l| l.starts_with("within the bar")).unwrap();
-        assert_eq!(last.split_whitespace().last(), Some("1/1"), "{t}");
+        let last = t.lines().find(|l| l.starts_with("inside the bar")).unwrap();
+        assert_eq!(
+            last.split_whitespace().collect::<Vec<_>>(),
+            ["inside", "the", "bar", "1", "of", "1"],
+            "{t}"
+        );
+        assert!(t.contains("(the bar: max_latency within 1.5x)"), "{t}");
+        let line = |l: &str| t.lines().find(|x| x.starts_with(l)).unwrap().to_string();
+        assert!(line("A ").ends_with("84.0 inside "), "{t}");
+        assert!(!line("B ").contains("inside") && !line("B ").contains("OUTSIDE"), "{t}");
         // Nothing published: no bar row, and the header says so.
         let t = render_sweep(
             "t",
             "hogs",
             &["1", "10"],
             &vec![col(row(1.0, None, None), row(2.0, None, None)); 2],
-            &labels,
         );
         assert!(
-            !t.contains("within the bar") && t.contains("no published figures"),
+            !t.contains("inside the bar") && t.contains("no published figures"),
             "{t}"
         );
     }
 
     #[test]
     fn a_sweep_shows_seed_001s_counts_rates_and_gains_by_their_own_rows() {
-        let fig =
-            |variant: &str, stream: Option<&str>, figure: &str, unit: &str, model: f64, p: Option<f64>| CompareRow {
-                variant: variant.into(),
-                stream: stream.map(Into::into),
-                case: Some("50%".into()),
-                figure: figure.into(),
-                unit: unit.into(),
-                ..row(model, p, None)
-            };
-        let labels: Vec<SweepRow> = [
-            ("2.6.17", None, "iozone"),
-            ("2.6.17", Some("sysbench-rndrw"), "sysbench"),
-        ]
-        .map(|(v, stream, label)| SweepRow {
-            variant: v.into(),
-            stream: stream.map(Into::into),
+        let fig = |run: &str, figure: &str, unit: &str, model: f64, p: Option<f64>| CompareRow {
+            run: run.into(),
+            variant: "2.6.17".into(),
             case: Some("50%".into()),
-            label: label.into(),
-        })
-        .into();
+            figure: figure.into(),
+            unit: unit.into(),
+            ..row(model, p, None)
+        };
         let col = vec![
-            fig("2.6.17", None, "max_write_latency", "ms", 268.0, Some(400.0)),
-            fig("2.6.17", None, "writes_over_100ms", "count", 0.0, Some(0.0)),
-            fig("2.6.17", None, "write_throughput", "MB/s", 234.4, None),
-            fig(
-                "2.6.17",
-                Some("sysbench-rndrw"),
-                "max_request_latency",
-                "ms",
-                0.03,
-                None,
-            ),
-            fig("2.6.17", Some("sysbench-rndrw"), "mix_throughput", "MB/s", 6.8, None),
+            fig("iozone", "max_write_latency", "ms", 268.0, Some(400.0)),
+            fig("iozone", "writes_over_100ms", "count", 0.0, Some(0.0)),
+            fig("iozone", "write_throughput", "MB/s", 234.4, None),
+            fig("sysbench", "max_request_latency", "ms", 0.03, None),
+            fig("sysbench", "mix_throughput", "MB/s", 6.8, None),
         ];
-        let t = render_sweep("t", "machine.cpus", &["2"], &[col], &labels);
+        let t = render_sweep("t", "machine.cpus", &["2"], &[col]);
         let table = |head: &str| {
             t.split("\n\n")
                 .skip_while(|p| !p.starts_with(head))
@@ -1244,9 +1169,9 @@ mod tests {
                 .unwrap_or("")
                 .to_string()
         };
-        // A count is whole, and 0 where the seed has 0 meets the bar.
+        // A count is whole, and 0 where the seed has 0 is inside the bar.
         assert!(
-            table("Writes over 100 ms").contains("iozone") && table("Writes over 100 ms").contains(" 0*"),
+            table("Writes over 100 ms").contains("iozone") && table("Writes over 100 ms").contains(" 0 inside"),
             "{t}"
         );
         // Each rate in its own table, on its own run's row only.
@@ -1257,46 +1182,75 @@ mod tests {
     }
 
     #[test]
-    fn a_sweep_keeps_apart_the_streams_of_one_kernel_in_their_unit() {
-        let posix = |stream: &str, model: f64, p: f64| CompareRow {
+    fn a_sweep_keeps_apart_the_runs_of_one_kernel_in_their_unit() {
+        let posix = |run: &str, model: f64, p: f64| CompareRow {
+            run: run.into(),
             variant: "2.6.35".into(),
-            stream: Some(stream.into()),
             unit: "us".into(),
             ..row(model, Some(p), None)
         };
-        let labels: Vec<SweepRow> = [("posix_timer_thread", "THREAD"), ("posix_timer_signal", "SIGNAL")]
-            .map(|(stream, label)| SweepRow {
-                case: None,
-                variant: "2.6.35".into(),
-                stream: Some(stream.into()),
-                label: label.into(),
-            })
-            .into();
-        let col = vec![
-            posix("posix_timer_thread", 46001.3, 50107.8),
-            posix("posix_timer_signal", 4000.4, 8608.3),
-        ];
-        let t = render_sweep("t", "hz", &["250"], &[col], &labels);
+        let col = vec![posix("THREAD", 46001.3, 50107.8), posix("SIGNAL", 4000.4, 8608.3)];
+        let t = render_sweep("t", "hz", &["250"], &[col]);
         assert!(t.contains("Worst case (us) by hz"), "{t}");
         let line = |l: &str| t.lines().find(|x| x.starts_with(l)).unwrap().to_string();
         assert!(
-            line("THREAD").contains("50107.8") && line("THREAD").contains("46001.3*"),
+            line("THREAD").contains("50107.8") && line("THREAD").contains("46001.3 inside"),
             "{t}"
         );
         assert!(
-            line("SIGNAL").contains("8608.3") && line("SIGNAL").contains("4000.4 "),
+            line("SIGNAL").contains("8608.3") && line("SIGNAL").contains("4000.4 OUTSIDE"),
             "{t}"
         );
     }
 
+    /// Two runs of one kernel and case (a file's 1-CPU rows beside the 2-CPU ones): each row
+    /// of the table and of the JSON is its own run's.
     #[test]
-    fn fidelity_bar() {
-        assert_eq!(row(84.0, Some(84.0), None).within_bar(), Some(true));
-        assert_eq!(row(126.0, Some(84.0), None).within_bar(), Some(true));
-        assert_eq!(row(127.0, Some(84.0), None).within_bar(), Some(false));
-        assert_eq!(row(55.0, Some(84.0), None).within_bar(), Some(false));
-        assert_eq!(row(64.0, None, Some([128.0, 256.0])).within_bar(), Some(true));
-        assert_eq!(row(63.0, None, Some([128.0, 256.0])).within_bar(), Some(false));
-        assert_eq!(row(1.0, None, None).within_bar(), None);
+    fn runs_sharing_a_kernel_and_a_case_each_show_their_own_figures() {
+        let write = |worst_ns: u64, over: u64, mbps: f64| {
+            let mut r = crate::testutil::realfeel_result(&[1_000_000, worst_ns]);
+            r.streams[0].name = "write".into();
+            r.counters.insert("writes_over_100ms".into(), over);
+            r.throughput.insert("write_MBps".into(), mbps);
+            r
+        };
+        let (two, one) = (write(505_100_000, 25, 85.0), write(558_700_000, 22, 84.9));
+        let view = |label, result| RunView {
+            label,
+            case: Some("120%"),
+            result,
+            published: Published::default(),
+        };
+        let views = [view("2.6.17, 120%", &two), view("2.6.17, 120%, 1 CPU", &one)];
+        let rows = compare_rows(&views, "s");
+        let worst: Vec<(&str, f64)> = rows
+            .iter()
+            .filter(|r| r.figure == "max_write_latency")
+            .map(|r| (r.run.as_str(), r.model))
+            .collect();
+        assert_eq!(worst, [("2.6.17, 120%", 505.1), ("2.6.17, 120%, 1 CPU", 558.7)]);
+        let t = render_write_latency("t", "s", &views, &rows);
+        let line = |l: &str| {
+            t.lines()
+                .find(|x| x.starts_with(&format!("{l}  ")))
+                .unwrap()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        // Label, file, then the seed's and the model's worst write and writes over 100 ms.
+        assert_eq!(line("2.6.17, 120%, 1 CPU")[5..9], ["-", "558.7", "-", "22"], "{t}");
+        assert_eq!(line("2.6.17, 120%")[3..7], ["-", "505.1", "-", "25"], "{t}");
+    }
+
+    #[test]
+    fn a_row_carries_its_verdict() {
+        assert_eq!(row(84.0, Some(84.0), None).inside, Some(true));
+        assert_eq!(row(126.0, Some(84.0), None).inside, Some(true));
+        assert_eq!(row(127.0, Some(84.0), None).inside, Some(false));
+        assert_eq!(row(55.0, Some(84.0), None).inside, Some(false));
+        assert_eq!(row(64.0, None, Some([128.0, 256.0])).inside, Some(true));
+        assert_eq!(row(63.0, None, Some([128.0, 256.0])).inside, Some(false));
+        assert_eq!(row(1.0, None, None).inside, None);
     }
 }

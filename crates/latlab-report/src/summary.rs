@@ -13,20 +13,23 @@ fn stream_label(label: &str, r: &RunResult, stream: &str) -> String {
     }
 }
 
-/// The width that lines up [`percentiles`]' columns for all of `runs` (28 at least).
+/// The width that lines up [`percentiles`]' columns for all of `runs` (28 at least, at most
+/// what a format width can be: a longer label prints whole).
 pub fn percentiles_width<'a>(runs: impl IntoIterator<Item = (&'a str, &'a RunResult)>) -> usize {
-    runs.into_iter()
-        .flat_map(|(l, r)| {
+    crate::column_width(
+        runs.into_iter().flat_map(|(l, r)| {
             r.streams
                 .iter()
                 .map(move |s| stream_label(l, r, &s.name).chars().count())
-        })
-        .fold(28, usize::max)
+        }),
+        28,
+    )
 }
 
 /// One line per stream: count, min, p50, p90, p99, p99.9, max (us), the label padded to
 /// `width` ([`percentiles_width`]).
 pub fn percentiles(label: &str, r: &RunResult, width: usize) -> String {
+    let width = width.min(u16::MAX as usize);
     let mut out = String::new();
     for s in &r.streams {
         let m = s.hist.summary();

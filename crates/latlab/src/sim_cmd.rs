@@ -3,12 +3,10 @@
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use latlab_batch::bands::Attached;
 use latlab_core::RunResult;
-use latlab_exp::{Experiment, TableKind};
+use latlab_exp::Experiment;
 use latlab_probe::signals;
-use latlab_report::seed_table;
-use latlab_report::{latency_trace, preempt_off, summary};
+use latlab_report::{seed_table, verdict};
 use rayon::prelude::*;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -83,7 +81,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| std::io::Error::new(e.kind(), format!("{name}: {e}")))
     };
     let exp = latlab_exp::load_with(&origin, &text, &files)?;
-    if let Some(doc) = execute(&exp, &a.opts)? {
+    if let Some(doc) = execute(&exp, &a.opts)?.doc {
         outln!("{}", serde_json::to_string(&doc)?)?;
     }
     Ok(interrupted().unwrap_or(ExitCode::SUCCESS))
@@ -109,15 +107,19 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     if several {
         out!("{{\"experiments\":[")?;
     }
-    for (i, e) in exps.iter().enumerate() {
-        if let Some(doc) = execute(e, &a.opts)? {
+    let mut summaries = Vec::new();
+    let mut first = true;
+    for e in &exps {
+        let done = execute(e, &a.opts)?;
+        if let Some(doc) = done.doc {
             let text = serde_json::to_string(&doc)?;
-            match (several, i) {
+            match (several, std::mem::take(&mut first)) {
                 (false, _) => outln!("{text}")?,
-                (true, 0) => out!("{text}")?,
-                (true, _) => out!(",{text}")?,
+                (true, true) => out!("{text}")?,
+                (true, false) => out!(",{text}")?,
             }
         }
+        summaries.extend(done.summary);
         if let Some(code) = interrupted() {
             // The document still closes: what ran is printed, the rest is not run.
             if several {
@@ -129,6 +131,10 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     if several {
         outln!("]}}")?;
     }
+    // Several experiments' tables: their verdicts side by side at the end.
+    if !a.opts.json && summaries.len() > 1 {
+        out!("{}", verdict::render_summary(&summaries))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -138,9 +144,18 @@ fn interrupted() -> Option<ExitCode> {
     signals::stopped_by().map(|s| ExitCode::from(128 + s as u8))
 }
 
+/// What running one experiment hands back: its `--json` document (the caller writes it, so
+/// several experiments make one document) and its verdicts for `reproduce`'s closing summary
+/// (a `--vary` sweep has none).
+#[derive(Default)]
+struct Done {
+    doc: Option<serde_json::Value>,
+    summary: Option<verdict::SummaryRow>,
+}
+
 /// Run `exp` as `o` asks: once, or once per value of `--vary`; print its report, or with
 /// `--json` return its document.
-fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<serde_json::Value>> {
+fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<Done> {
     let Some(spec) = &o.vary else {
         return execute_one(exp, o);
     };
@@ -179,19 +194,21 @@ fn execute(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<serde_json::Valu
         columns.push(latlab_batch::rows(e, &results));
     }
     if o.json {
-        return Ok(Some(latlab_batch::sweep::doc(&exp.name, key, &values, &columns)));
+        return Ok(Done {
+            doc: Some(latlab_batch::sweep::doc(&exp.name, key, &values, &columns)),
+            summary: None,
+        });
     }
-    let labels = row_labels(exp);
     out!(
         "{}",
-        seed_table::render_sweep(&heading(exp), key, &values, &columns, &labels)
+        seed_table::render_sweep(&latlab_batch::text::heading(exp), key, &values, &columns)
     )?;
     outln!(
         "\n{} runs in {:.1} s",
         exps.iter().map(|e| e.runs.len()).sum::<usize>(),
         started.elapsed().as_secs_f64()
     )?;
-    Ok(None)
+    Ok(Done::default())
 }
 
 /// Run every variant of `exp` in parallel, with a progress bar on runs longer than a second.
@@ -382,26 +399,9 @@ fn write_records(exp: &Experiment, results: &mut [RunResult], dir: &Path, suffix
     Ok(())
 }
 
-/// Each run's row label, by kernel and stream (a sweep's and the band table's rows).
-pub fn row_labels(exp: &Experiment) -> Vec<seed_table::SweepRow> {
-    exp.runs
-        .iter()
-        .map(|r| seed_table::SweepRow {
-            variant: r.config.variant.name.clone(),
-            stream: r.stream(),
-            case: r.case.clone(),
-            label: r.label.clone(),
-        })
-        .collect()
-}
-
-/// The report's first lines: `== NAME (SEED FILE) ==` and the experiment's title.
-fn heading(exp: &Experiment) -> String {
-    format!("== {} ({}) ==\n{}", exp.name, exp.seed_file, exp.title)
-}
-
-/// Run every variant of `exp` (in parallel) and print its report.
-fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<serde_json::Value>> {
+/// Run every variant of `exp` (in parallel) and print its report, or with `--json` return
+/// its document; with its verdicts for `reproduce`'s closing summary.
+fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<Done> {
     let started = Instant::now();
     let mut results = run_all(exp, o)?;
     if let Some(dir) = &o.records {
@@ -412,116 +412,26 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<serde_json::
     }
     // The stored bands, where this run's seed and figures are the ones they were made with.
     let (rows, attached) = if o.seed.is_none() {
-        latlab_batch::banded_rows(exp, &results).map_err(anyhow::Error::msg)?
+        let (rows, attached) = latlab_batch::banded_rows(exp, &results).map_err(anyhow::Error::msg)?;
+        (rows, Some(attached))
     } else {
-        (latlab_batch::rows(exp, &results), Attached::NoneStored)
+        (latlab_batch::rows(exp, &results), None)
     };
-    let views = latlab_batch::views(exp, &results);
+    let summary = verdict::SummaryRow {
+        seed: verdict::seed_of(&exp.seed_file),
+        experiment: exp.name.clone(),
+        tally: verdict::Tally::of(&rows),
+    };
     if o.json {
-        return Ok(Some(latlab_batch::reproduce_doc(exp, &rows)));
+        return Ok(Done {
+            doc: Some(latlab_batch::reproduce_doc(exp, &rows)),
+            summary: Some(summary),
+        });
     }
-    let title = heading(exp);
     out!(
         "{}",
-        match exp.table {
-            TableKind::LogHistogram => seed_table::render_log_histogram(&title, &exp.seed_file, &views),
-            TableKind::MaxLatency => seed_table::render_max_latency(&title, &exp.seed_file, &views),
-            TableKind::PosixTimer => seed_table::render_posix_timer(&title, &exp.seed_file, &views, &rows),
-            TableKind::WriteLatency => seed_table::render_write_latency(&title, &exp.seed_file, &views, &rows),
-            TableKind::PreemptOff => preempt_off::render(&title, &exp.seed_file, &views),
-        }
+        latlab_batch::text::report(exp, &results, &rows, attached.as_ref(), o.trace)
     )?;
-    let posix = exp.table == TableKind::PosixTimer;
-    let writes = exp.table == TableKind::WriteLatency;
-    if exp.table == TableKind::PreemptOff {
-        out!("{}", preempt_off::render_growth(&views))?;
-    } else if !posix && !writes {
-        let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
-        out!("{}", seed_table::render_comparison(&rows, &labels))?;
-        out!("{}", seed_table::render_run_lengths(&views))?;
-    } else {
-        out!("{}", seed_table::render_bands(&rows, &row_labels(exp)))?;
-    }
-    match &attached {
-        Attached::All { samples } => outln!(
-            "(band: p5-p95 of the figure over {samples} draws of the constants within their sources' ranges, stored in experiments/bands/{}.json: `latlab uncertainty {}` for the drivers)",
-            exp.name,
-            exp.name
-        )?,
-        Attached::Stale(rows) => outln!(
-            "(no band: the stored bands (experiments/bands/{}.json) were made with other figures for {}; regenerate them: docs/fidelity.md \"Uncertainty\")",
-            exp.name,
-            rows.join(", ")
-        )?,
-        Attached::NoneStored if o.seed.is_none() => outln!(
-            "(no band stored for {}: `latlab uncertainty {}` draws one)",
-            exp.name,
-            exp.name
-        )?,
-        Attached::NoneStored => {}
-    }
-    for v in &views {
-        if !v.published.listing.is_empty() {
-            out!("{}", seed_table::render_listing(v.label, v.result, v.published.listing))?;
-        }
-    }
-    let measured = if posix {
-        "POSIX-timer wakeup latency"
-    } else if writes {
-        "write(2) latency, iozone's passes"
-    } else {
-        "realfeel wakeup latency"
-    };
-    outln!("\nPercentiles ({measured})")?;
-    let width = summary::percentiles_width(views.iter().map(|v| (v.label, v.result)));
-    for v in &views {
-        out!("{}", summary::percentiles(v.label, v.result, width))?;
-    }
-    if !posix && !writes {
-        outln!("\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited")?;
-        for v in &views {
-            out!("{}", summary::causes(v.label, v.result))?;
-        }
-    }
-    for v in views.iter().filter(|_| !writes) {
-        if let Some(s) = v.result.stream("write") {
-            outln!(
-                "\n{}: slowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2)",
-                v.label
-            )?;
-            out!("{}", summary::slowest_records(s))?;
-        }
-    }
-    outln!("\nWhy the worst sample of each run took so long")?;
-    for v in &views {
-        if let Some(w) = v.result.streams.first().and_then(|s| s.worst.first()) {
-            outln!("{}:", v.label)?;
-            out!("{}", summary::explain(w))?;
-        }
-    }
-    if o.trace {
-        for v in &views {
-            if let Some(p) = &v.result.preempt_off {
-                // The tracer's own view: the longest preemption-off stretch of the run's
-                // window, and its longest get_swap_page stretch when that is another.
-                for t in p
-                    .worst
-                    .iter()
-                    .chain(p.worst_swap.iter().filter(|s| Some(*s) != p.worst.as_ref()))
-                {
-                    outln!("\n{} — longest preemption-off stretch as /proc/latency_trace:", v.label)?;
-                    out!("{}", latency_trace::render(t))?;
-                }
-            }
-            if let Some(t) = &v.result.trace {
-                outln!("\n{} — worst latency as /proc/latency_trace:", v.label)?;
-                out!("{}", latency_trace::render(t))?;
-            }
-        }
-    }
-    for n in &exp.notes {
-        outln!("\nnote: {n}")?;
-    }
     let sim: f64 = results.iter().map(|r| r.meta.duration_ns as f64 / 1e9).sum();
     outln!(
         "\n{} runs, {:.0} s simulated in {:.1} s",
@@ -529,5 +439,8 @@ fn execute_one(exp: &Experiment, o: &Opts) -> anyhow::Result<Option<serde_json::
         sim,
         started.elapsed().as_secs_f64()
     )?;
-    Ok(None)
+    Ok(Done {
+        doc: None,
+        summary: Some(summary),
+    })
 }

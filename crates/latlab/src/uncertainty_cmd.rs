@@ -59,9 +59,7 @@ pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
         false => plan.run_here(&crate::progress::tenths(exp.name.clone(), "runs", plan.jobs() as u64))?,
     };
     bar.finish_and_clear();
-    let labels = crate::sim_cmd::row_labels(&exp);
-    let label_of =
-        |r: &latlab_report::seed_table::CompareRow| latlab_report::seed_table::SweepRow::label_of(&labels, r);
+    let label_of = |r: &latlab_report::seed_table::CompareRow| r.run.clone();
     if let Some(dir) = &a.plot {
         std::fs::create_dir_all(dir).with_context(|| format!("--plot: cannot create {}", dir.display()))?;
         let (mut written, mut undriven) = (0, Vec::new());
@@ -90,7 +88,7 @@ pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         outln!("{}", serde_json::to_string(&report)?)?;
     } else {
-        out!("{}", uncertainty::render(&report, &label_of))?;
+        out!("{}", uncertainty::render(&report))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -185,28 +185,23 @@ fn render_seed_tables(exp: &latlab_exp::Experiment) {
         .collect();
     let views = latlab_batch::views(exp, &results);
     let rows = seed_table::compare_rows(&views, &exp.seed_file);
-    latlab_report::preempt_off::render(&exp.title, &exp.seed_file, &views);
+    latlab_report::preempt_off::render(&exp.title, &exp.seed_file, &views, &rows);
+    latlab_report::preempt_off::render_where(&views);
     latlab_report::preempt_off::render_growth(&views);
     seed_table::render_log_histogram(&exp.title, &exp.seed_file, &views);
     seed_table::render_max_latency(&exp.title, &exp.seed_file, &views);
     seed_table::render_posix_timer(&exp.title, &exp.seed_file, &views, &rows);
     seed_table::render_write_latency(&exp.title, &exp.seed_file, &views, &rows);
-    let labels: Vec<(&str, &str)> = views.iter().map(|v| (v.result.meta.kernel.as_str(), v.label)).collect();
-    seed_table::render_comparison(&rows, &labels);
+    seed_table::render_slowest_writes(&views);
+    seed_table::render_comparison(&rows);
+    seed_table::render_bands(&rows);
     seed_table::render_run_lengths(&views);
+    latlab_report::verdict::summary_line(&rows);
     for v in &views {
         seed_table::render_listing(v.label, v.result, v.published.listing);
     }
-    let owned: Vec<seed_table::SweepRow> = labels
-        .iter()
-        .map(|(k, l)| seed_table::SweepRow {
-            variant: k.to_string(),
-            stream: None,
-            case: None,
-            label: l.to_string(),
-        })
-        .collect();
-    seed_table::render_sweep(&exp.title, "seed", &["1", "2"], &[rows.clone(), rows], &owned);
+    latlab_batch::text::report(exp, &results, &rows, None, true);
+    seed_table::render_sweep(&exp.title, "seed", &["1", "2"], &[rows.clone(), rows]);
 }
 
 fn check_variant(text: &str) -> Result<(), String> {

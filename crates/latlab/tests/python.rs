@@ -44,5 +44,5 @@ fn the_python_package_and_ray_give_the_commands_documents() {
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!("{err}");
     assert!(out.status.success(), "Python tests failed:\n{err}");
-    assert!(err.contains("Ran 7 tests"), "{err}");
+    assert!(err.contains("Ran 8 tests"), "{err}");
 }

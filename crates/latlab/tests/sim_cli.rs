@@ -20,7 +20,17 @@ fn reproduce_json_has_the_documented_rows() {
         assert!(r["published"].is_number());
         assert!(r["published_range"].is_null());
         assert!(r["variant"].is_string());
+        // Each figure's run, bar and verdicts.
+        assert!(r["run"].is_string());
+        assert_eq!(r["bar"], serde_json::json!({"within": 1.5}));
+        assert!(r["inside"].is_boolean() && r["published_in_band"].is_boolean(), "{r}");
     }
+    // The counts of the verdicts, as the table's last line says them.
+    let judged = rows.iter().filter(|r| r["inside"].is_boolean()).count();
+    let inside = rows.iter().filter(|r| r["inside"] == true).count();
+    assert_eq!(v["summary"]["judged"], judged);
+    assert_eq!(v["summary"]["inside"], inside);
+    assert_eq!(v["seed"], "002");
     let fig = |v: &str, f: &str| {
         rows.iter().find(|r| r["variant"] == v && r["figure"] == f).unwrap()["model"]
             .as_f64()
@@ -50,8 +60,52 @@ fn reproduce_mini_ll_prints_the_seed_table_and_bucket_rows() {
         .iter()
         .find(|r| r["variant"] == "2.4.18+rml-preempt" && r["figure"] == "samples")
         .unwrap();
-    // The run lasts as long as the seed's did: ~5.0e6 samples at 2048 Hz.
+    // The run lasts as long as the seed's did: ~5.0e6 samples at 2048 Hz. The count sets the
+    // run's length: published beside the model's, not judged.
     assert!(samples["model"].as_f64().unwrap() > 4.5e6);
+    assert!(samples["published"].is_number() && samples["inside"].is_null() && samples["bar"].is_null());
+    // A bucket's bar: within 2x of its edges.
+    assert_eq!(preempt["bar"], serde_json::json!({"bucket_within": 2.0}));
+    assert_eq!(preempt["inside"], true);
+}
+
+/// Several experiments: each table ends with its count, and a summary table closes the
+/// report with each experiment's seed and counts.
+#[test]
+fn reproduce_of_several_experiments_ends_with_their_verdicts() {
+    let out = latlab(&["reproduce", "sched-cost", "cfs-granularity"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no published figures (a what-if)")
+            && text.contains("published figures inside the bar (the bar: max_latency within 1.5x; avg_latency within 2x; missed_events equal)"),
+        "{text}"
+    );
+    let summary = text
+        .split("\nSummary: published figures inside the bar")
+        .nth(1)
+        .expect(&text);
+    let cells = |name: &str| {
+        summary
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{name}: {summary}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cells("sched-cost"), ["002", "sched-cost", "-", "-"]);
+    let cfs = cells("cfs-granularity");
+    assert_eq!(cfs[..2], ["004", "cfs-granularity"]);
+    assert_eq!((cfs[3].as_str(), cfs[4].as_str()), ("of", "12"), "{summary}");
+    // One notation: no mark of the old ones.
+    assert!(
+        !text.contains(" ok ") && !text.contains("OFF") && !text.contains("x!"),
+        "{text}"
+    );
+    // One experiment: no summary table.
+    let one = latlab(&["reproduce", "sched-cost"]);
+    assert!(!String::from_utf8_lossy(&one.stdout).contains("Summary:"));
 }
 
 #[test]
@@ -148,7 +202,7 @@ fn vary_prints_each_kernel_per_value() {
     let out = latlab(&["run", file, "--vary", "preload.unused_dentries=0,100000"]);
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("Worst case (ms) by preload.unused_dentries"), "{s}");
-    assert!(s.contains("100000") && s.contains("within the bar"), "{s}");
+    assert!(s.contains("100000") && s.contains("inside the bar"), "{s}");
 
     let e = String::from_utf8_lossy(&latlab(&["run", file, "--vary", "preload.dentries=1"]).stderr).to_string();
     assert!(
@@ -430,32 +484,6 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
     assert!(String::from_utf8_lossy(&bad.stderr).contains("mini-ll"));
     let bad = latlab(&["uncertainty", "sched-cost", "--samples", "0"]);
     assert!(!bad.status.success());
-}
-
-/// `reproduce` lays each figure's stored band beside it (experiments/bands/NAME.json). A
-/// change that moves a figure, or a new experiment, needs its bands made anew: the command is
-/// in docs/fidelity.md "Uncertainty".
-#[test]
-fn every_experiments_rows_carry_their_stored_band() {
-    let out = latlab(&["reproduce", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let all: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    let mut stale = Vec::new();
-    for v in all["experiments"].as_array().unwrap() {
-        for r in v["rows"].as_array().unwrap() {
-            if r.get("band").is_none() {
-                stale.push(format!(
-                    "{} {} {} {}",
-                    v["experiment"], r["variant"], r["stream"], r["figure"]
-                ));
-            }
-        }
-    }
-    assert!(
-        stale.is_empty(),
-        "figures without a stored band (made with other figures, or none stored): {stale:?}; regenerate with \
-         `latlab uncertainty NAME --samples 64 --json > experiments/bands/NAME.json` (docs/fidelity.md \"Uncertainty\")"
-    );
 }
 
 /// `--records DIR`: every timed write(2) of each iozone run as iozone -Q's per-record file,

@@ -17,7 +17,8 @@ use crate::{regroup, run_rows};
 pub use constants::Constant;
 pub use drivers::Driver;
 use latlab_exp::{ExpError, Experiment};
-use latlab_report::seed_table::{yes_no, CompareRow};
+use latlab_report::seed_table::CompareRow;
+use latlab_report::verdict::mark;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -46,8 +47,8 @@ pub struct Report {
     /// The Latin hypercube's seed (the model runs with the experiment's own).
     pub seed: u64,
     pub constants: Vec<Constant>,
-    /// `reproduce --json`'s rows, each with its band, whether the published figure lies in
-    /// it, its drivers and its value in every draw.
+    /// `reproduce --json`'s rows, each with its band and whether the published figure lies
+    /// in it (`published_in_band`), its drivers and its value in every draw.
     pub rows: Vec<BandRow>,
     /// `draws[i][k]`: constant `k` in draw `i`.
     pub draws: Vec<Vec<f64>>,
@@ -58,7 +59,6 @@ pub struct Report {
 pub struct BandRow {
     #[serde(flatten)]
     pub row: CompareRow,
-    pub published_in_band: Option<bool>,
     pub drivers: Vec<Driver>,
     /// The figure in every draw.
     pub values: Vec<f64>,
@@ -167,9 +167,9 @@ impl Plan {
                     })
                     .collect::<anyhow::Result<_>>()?;
                 let band = (!values.is_empty()).then(|| [0.05, 0.5, 0.95].map(|q| drivers::quantile(&values, q)));
-                let row = CompareRow { band, ..row };
+                let mut row = row;
+                row.set_band(band);
                 Ok(BandRow {
-                    published_in_band: row.published_in_band(),
                     drivers: drivers::drivers(&keys, &by_constant, &values, TOP_DRIVERS),
                     values,
                     row,
@@ -198,9 +198,10 @@ fn num(v: f64) -> String {
     }
 }
 
-/// The terminal table: each figure as built, its band, the seed's figure and whether it lies
-/// in the band, and its drivers. `labels` maps a variant (and stream) to the run's label.
-pub fn render(r: &Report, label_of: &dyn Fn(&CompareRow) -> String) -> String {
+/// The terminal table: each figure as built (by its run's label), its band, the seed's
+/// figure, the verdicts (the as-built figure inside its bar, the seed's inside the band)
+/// and the drivers; the counts of both verdicts last.
+pub fn render(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -226,11 +227,11 @@ pub fn render(r: &Report, label_of: &dyn Fn(&CompareRow) -> String) -> String {
             drivers::min_samples(d)
         )
     };
-    let w = r.rows.iter().map(|b| label_of(&b.row).len()).max().unwrap_or(6).max(6) + 2;
+    let w = r.rows.iter().map(|b| b.row.run.len()).max().unwrap_or(6).max(6) + 2;
     let _ = writeln!(
         out,
-        "{:<w$}{:<15}{:>6}{:>10}{:>10}{:>10}{:>10}{:>12}  {:<8}drivers",
-        "Kernel", "figure", "unit", "model", "p5", "p50", "p95", "seed", "in band"
+        "{:<w$}{:<20}{:>6}{:>10}{:>10}{:>10}{:>10}{:>12}  {:<8} {:<13}drivers",
+        "Run", "figure", "unit", "model", "p5", "p50", "p95", "seed", "bar", "seed in band"
     );
     for b in &r.rows {
         let row = &b.row;
@@ -247,8 +248,8 @@ pub fn render(r: &Report, label_of: &dyn Fn(&CompareRow) -> String) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "{:<w$}{:<15}{:>6}{:>10}{:>10}{:>10}{:>10}{:>12}  {:<8}{}",
-            label_of(row),
+            "{:<w$}{:<20}{:>6}{:>10}{:>10}{:>10}{:>10}{:>12}  {:<8} {:<13}{}",
+            row.run,
             row.figure,
             row.unit,
             num(row.model),
@@ -256,10 +257,14 @@ pub fn render(r: &Report, label_of: &dyn Fn(&CompareRow) -> String) -> String {
             num(p50),
             num(p95),
             seed,
-            yes_no(b.published_in_band),
+            mark(row.inside),
+            mark(row.published_in_band),
             drivers.join(", ")
         );
     }
+    let rows: Vec<CompareRow> = r.rows.iter().map(|b| b.row.clone()).collect();
+    out.push('\n');
+    out.push_str(&latlab_report::verdict::summary_line(&rows));
     out
 }
 
@@ -326,7 +331,7 @@ mod tests {
         let text = serde_json::to_string(&report).unwrap();
         let back: Report = serde_json::from_str(&text).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
-        let t = render(&report, &|r| r.variant.clone());
+        let t = render(&report);
         assert!(t.contains("max_latency") && t.contains("p95"), "{t}");
         assert!(plan.merge(vec![]).unwrap_err().to_string().contains("0 jobs' rows"));
     }

@@ -41,7 +41,14 @@ def run(experiment_text, overrides=None, seed=None, progress=None):
 
 
 def reproduce(name, progress=None):
-    """``latlab reproduce NAME --json``: ``{"experiment": NAME, "rows": [...]}``.
+    """``latlab reproduce NAME --json``: ``{"experiment": NAME, "seed": "000", "rows": [...],
+    "summary": {...}}``. Each row is one figure of one run (``run``, its label) with its
+    verdicts: ``bar`` (how close the model must come to the published figure, e.g.
+    ``{"within": 1.5}``), ``inside`` (the model's figure inside that bar; ``None`` where the
+    seed published nothing to judge) and ``published_in_band`` (the published figure inside
+    the model's stored uncertainty band). ``summary`` counts them: ``judged``, ``inside``,
+    ``banded``, ``published_in_band``, as the table's "N of M published figures inside the
+    bar" line says them.
 
     ``progress``, if given, is called as each run ends (from the thread that called
     ``reproduce``'s pool, holding the GIL) with a dict: ``experiment``, ``run`` (its

@@ -1,0 +1,160 @@
+//! `latlab reproduce`'s text report of one experiment, from its results and its comparison
+//! rows (the `--json` rows): the seed's table with the model beside it and each published
+//! figure's verdict, `N of M published figures inside the bar`, the bands, percentiles, and
+//! why each worst sample took so long. One function for the CLI and the tests, so a test can
+//! hold the text against the JSON of the same run.
+
+use crate::bands::Attached;
+use latlab_core::RunResult;
+use latlab_exp::{Experiment, TableKind};
+use latlab_report::seed_table::{self, CompareRow};
+use latlab_report::{latency_trace, preempt_off, summary, verdict};
+use std::fmt::Write;
+
+/// The report's first lines: `== NAME (SEED FILE) ==` and the experiment's title.
+pub fn heading(exp: &Experiment) -> String {
+    format!("== {} ({}) ==\n{}", exp.name, exp.seed_file, exp.title)
+}
+
+/// The seed's table of `exp` and everything `reproduce` prints under it; `rows` are
+/// `results`' comparison rows, with their stored bands where `attached` says how those were
+/// found (None: not looked for, the runs had another seed than the bands'); `trace` adds
+/// each run's worst latency as `/proc/latency_trace`.
+pub fn report(
+    exp: &Experiment,
+    results: &[RunResult],
+    rows: &[CompareRow],
+    attached: Option<&Attached>,
+    trace: bool,
+) -> String {
+    let views = crate::views(exp, results);
+    let title = heading(exp);
+    let source = &exp.seed_file;
+    let mut out = match exp.table {
+        TableKind::LogHistogram | TableKind::MaxLatency => {
+            let mut t = if exp.table == TableKind::LogHistogram {
+                seed_table::render_log_histogram(&title, source, &views)
+            } else {
+                seed_table::render_max_latency(&title, source, &views)
+            };
+            t.push_str(&seed_table::render_comparison(rows));
+            t.push_str(&verdict::summary_line(rows));
+            t.push_str(&seed_table::render_run_lengths(&views));
+            t
+        }
+        TableKind::PosixTimer => {
+            let mut t = seed_table::render_posix_timer(&title, source, &views, rows);
+            t.push_str(&verdict::summary_line(rows));
+            t.push_str(&seed_table::render_bands(rows));
+            t
+        }
+        TableKind::WriteLatency => {
+            let mut t = seed_table::render_write_latency(&title, source, &views, rows);
+            t.push_str(&verdict::summary_line(rows));
+            t.push_str(&seed_table::render_bands(rows));
+            t.push_str(&seed_table::render_slowest_writes(&views));
+            t
+        }
+        TableKind::PreemptOff => {
+            let mut t = preempt_off::render(&title, source, &views, rows);
+            t.push_str(&verdict::summary_line(rows));
+            t.push_str(&seed_table::render_bands(rows));
+            t.push_str(&preempt_off::render_where(&views));
+            t.push_str(&preempt_off::render_growth(&views));
+            t
+        }
+    };
+    let _ = match attached {
+        Some(Attached::All { samples }) => writeln!(
+            out,
+            "(band: p5-p95 of the figure over {samples} draws of the constants within their sources' ranges, stored in experiments/bands/{}.json: `latlab uncertainty {}` for the drivers)",
+            exp.name, exp.name
+        ),
+        Some(Attached::Stale(stale)) => writeln!(
+            out,
+            "(no band: the stored bands (experiments/bands/{}.json) were made with other figures for {}; redraw them: {})",
+            exp.name,
+            stale.join(", "),
+            crate::bands::redraw_command(&exp.name)
+        ),
+        Some(Attached::NoneStored) => writeln!(
+            out,
+            "(no band stored for {}: `latlab uncertainty {}` draws one)",
+            exp.name, exp.name
+        ),
+        None => Ok(()),
+    };
+    for v in &views {
+        if !v.published.listing.is_empty() {
+            out.push_str(&seed_table::render_listing(v.label, v.result, v.published.listing));
+        }
+    }
+    let posix = exp.table == TableKind::PosixTimer;
+    let writes = exp.table == TableKind::WriteLatency;
+    let measured = if posix {
+        "POSIX-timer wakeup latency"
+    } else if writes {
+        "write(2) latency, iozone's passes"
+    } else {
+        "realfeel wakeup latency"
+    };
+    let _ = writeln!(out, "\nPercentiles ({measured})");
+    let width = summary::percentiles_width(views.iter().map(|v| (v.label, v.result)));
+    for v in &views {
+        out.push_str(&summary::percentiles(v.label, v.result, width));
+    }
+    if !posix && !writes {
+        let _ = writeln!(
+            out,
+            "\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited"
+        );
+        for v in &views {
+            out.push_str(&summary::causes(v.label, v.result));
+        }
+    }
+    for v in views.iter().filter(|_| !writes) {
+        if let Some(s) = v.result.stream("write") {
+            let _ = writeln!(
+                out,
+                "\n{}: slowest records (offset_KB latency_us record_bytes, as `iozone -Q` sorted by column 2)",
+                v.label
+            );
+            out.push_str(&summary::slowest_records(s));
+        }
+    }
+    let _ = writeln!(out, "\nWhy the worst sample of each run took so long");
+    for v in &views {
+        if let Some(w) = v.result.streams.first().and_then(|s| s.worst.first()) {
+            let _ = writeln!(out, "{}:", v.label);
+            out.push_str(&summary::explain(w));
+        }
+    }
+    if trace {
+        for v in &views {
+            if let Some(p) = &v.result.preempt_off {
+                // The tracer's own view: the longest preemption-off stretch of the run's
+                // window, and its longest get_swap_page stretch when that is another.
+                for t in p
+                    .worst
+                    .iter()
+                    .chain(p.worst_swap.iter().filter(|s| Some(*s) != p.worst.as_ref()))
+                {
+                    let _ = writeln!(
+                        out,
+                        "\n{} — longest preemption-off stretch as /proc/latency_trace:",
+                        v.label
+                    );
+                    out.push_str(&latency_trace::render(t));
+                }
+            }
+            if let Some(t) = &v.result.trace {
+                let _ = writeln!(out, "\n{} — worst latency as /proc/latency_trace:", v.label);
+                out.push_str(&latency_trace::render(t));
+            }
+        }
+    }
+    for n in &exp.notes {
+        let _ = writeln!(out, "\nnote: {n}");
+    }
+    out
+}
