@@ -277,8 +277,9 @@ fn run_reads_user_variant_and_machine_files_beside_the_experiment() {
     // The machine's catalog override is in force and recorded.
     assert_eq!(r["meta"]["settings"]["catalog.unfile.misses"], "3");
 
-    // A typo'd field in the user's variant: that file, its line, the field; exit 2.
-    let typo = kernel.replace("preempt = ", "premept = ");
+    // A typo'd field in the user's variant (one that extends a built-in): that file, its
+    // line, the field; exit 2.
+    let typo = format!("{kernel}premept = \"none\"\n");
     let line = typo.lines().position(|l| l.starts_with("premept")).unwrap() + 1;
     dir.file("my-kernel.toml", &typo);
     let out = latlab(&["run", &f]);
