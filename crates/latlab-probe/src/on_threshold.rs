@@ -122,12 +122,7 @@ pub struct Crossing {
 impl Crossing {
     /// `cpu0's sample of 120.3 us at t=0.004 s`.
     pub fn describe(&self) -> String {
-        format!(
-            "{}'s sample of {:.1} us at t={:.3} s",
-            self.stream,
-            self.latency_ns as f64 / 1000.0,
-            self.at_ns as f64 / 1e9
-        )
+        crate::timer::describe_sample(&self.stream, self.latency_ns, self.at_ns)
     }
 
     /// The command's environment: the sample, the threshold, the run and the trace.

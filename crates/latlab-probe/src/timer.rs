@@ -177,13 +177,18 @@ pub struct Break {
 impl Break {
     /// `cpu1's sample of 2058.4 us at t=0.001 s`.
     pub fn describe(&self) -> String {
-        format!(
-            "{}'s sample of {:.1} us at t={:.3} s",
-            self.stream,
-            self.latency_ns as f64 / 1000.0,
-            self.at_ns as f64 / 1e9
-        )
+        describe_sample(&self.stream, self.latency_ns, self.at_ns)
     }
+}
+
+/// A sample named as the probe's messages name one: `cpu1's sample of 2058.4 us at t=0.001 s`
+/// (its stream, its latency, its time since the stream's start).
+pub fn describe_sample(stream: &str, latency_ns: u64, at_ns: u64) -> String {
+    format!(
+        "{stream}'s sample of {:.1} us at t={:.3} s",
+        latency_ns as f64 / 1000.0,
+        at_ns as f64 / 1e9
+    )
 }
 
 /// `--break-above`: the threshold, the first sample above it, and the recording to freeze.
