@@ -9,10 +9,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+mod common;
+
+use common::{as_nobody, is_root};
 
 /// Who runs the probe in a test.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -20,21 +19,6 @@ enum As {
     Invoker,
     /// uid/gid 65534 with no capabilities (only possible when the tests run as root).
     Nobody,
-}
-
-/// `exe` run as uid/gid 65534 with no capabilities, through setpriv.
-fn as_nobody(exe: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut c = Command::new("setpriv");
-    c.args([
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--",
-    ]);
-    c.arg(exe);
-    c
 }
 
 fn command(who: As, args: &[&str]) -> Command {

@@ -6,10 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+mod common;
+
+use common::{as_nobody, is_root, latlab};
 
 /// A private (0700, mkdtemp) directory, removed when dropped.
 struct Private(PathBuf);
@@ -35,13 +34,6 @@ impl Drop for Private {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn latlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_latlab"))
-        .args(args)
-        .output()
-        .expect("latlab runs")
 }
 
 fn stderr(o: &Output) -> String {
@@ -496,24 +488,8 @@ fn cgroup_mistakes_get_clear_errors() {
     let Some(cg) = Cgroup::make("latlab-test-perm") else {
         return;
     };
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--",
-        ])
-        .args([
-            env!("CARGO_BIN_EXE_latlab"),
-            "probe",
-            "timer",
-            "--loops",
-            "5",
-            "--cgroup",
-            cg.path(),
-        ])
+    let out = as_nobody(env!("CARGO_BIN_EXE_latlab"))
+        .args(["probe", "timer", "--loops", "5", "--cgroup", cg.path()])
         .output()
         .unwrap();
     let err = stderr(&out);

@@ -1,4 +1,5 @@
-//! What the end-to-end tests share: running the built `latlab`, and scratch directories.
+//! What the end-to-end tests share: running the built `latlab` (as root or as nobody), and
+//! scratch directories.
 // Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
@@ -11,6 +12,27 @@ pub fn latlab(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("latlab runs")
+}
+
+/// Does this test process run as root?
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `exe` run as uid/gid 65534 with no capabilities, through setpriv.
+pub fn as_nobody(exe: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]);
+    c.arg(exe);
+    c
 }
 
 /// A path as the string a command line takes.
