@@ -34,7 +34,16 @@ pub(crate) fn chain(origin: &str, line: usize, name: &str, read: Read) -> Result
     let mut layers: Vec<Layer> = Vec::new();
     let (mut origin, mut line, mut name) = (origin.to_string(), line, name.to_string());
     loop {
-        let (file, text) = read(&origin, line, &name)?;
+        let (file, text) = read(&origin, line, &name).map_err(|e| match e {
+            // A base that cannot be read is the `extends` line's, not an experiment's `variant`.
+            ExpError::Field { origin, line, why, .. } if !layers.is_empty() => ExpError::Field {
+                origin,
+                line,
+                field: "extends".into(),
+                why,
+            },
+            e => e,
+        })?;
         if let Some(first) = layers.iter().position(|l| l.file == file) {
             let cycle: Vec<&str> = layers[first..]
                 .iter()
@@ -213,12 +222,13 @@ fn locate(layers: &[Layer], merged: &str, e: ExpError) -> ExpError {
         ExpError::Field { field, why, .. } => (field, why),
         ExpError::Syntax { line, msg, .. } => match key_at_line(merged, line) {
             Some(field) => (field, msg),
+            // Nothing on that line names a key the files set: the merged whole is at fault.
             None => {
-                return ExpError::Syntax {
+                return ExpError::Field {
                     origin: layers[0].file.clone(),
                     line: 0,
-                    col: 0,
-                    msg,
+                    field: "extends".into(),
+                    why: format!("the variant over its bases: {msg}"),
                 }
             }
         },
@@ -236,10 +246,15 @@ fn locate(layers: &[Layer], merged: &str, e: ExpError) -> ExpError {
     }
 }
 
-/// The key set on 1-based `line` of `text`, dotted with its table.
+/// The key set on 1-based `line` of `text`, dotted with its table; or the table a `[header]`
+/// line opens (a table missing a field is reported at its header).
 fn key_at_line(text: &str, line: usize) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
-    let key = lines.get(line.checked_sub(1)?)?.split_once('=')?.0.trim();
+    let at = lines.get(line.checked_sub(1)?)?.trim();
+    if let Some(table) = at.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        return Some(table.trim().to_string());
+    }
+    let key = at.split_once('=')?.0.trim();
     let table = lines[..line - 1]
         .iter()
         .rev()
@@ -346,6 +361,13 @@ mod tests {
         let err = error_with(&[("kernel.toml", mine), ("base.toml", base)]);
         assert_eq!(err, "dir/base.toml:4: field `hz`: must be 10..=10000, got 5");
         // An unknown key.
+        // A table the base lacks, given short of a field: the child's table, its line.
+        let mine = format!("{MINE}\n[cfs]\nlatency_ns = 5\n");
+        let err = error_with(&[("kernel.toml", mine)]);
+        assert!(
+            err.starts_with("dir/kernel.toml:5: field `cfs`: ") && err.contains("missing field"),
+            "{err}"
+        );
         let mine = format!("{MINE}premept = \"none\"\n");
         let err = error_with(&[("kernel.toml", mine)]);
         assert!(
@@ -373,6 +395,12 @@ mod tests {
         let err = error_with(&[("kernel.toml", mine)]);
         assert!(
             err.starts_with("dir/kernel.toml:2: field `extends`: ") && err.contains("own `name`"),
+            "{err}"
+        );
+        let mine = "name = \"mine\"\ndescription = \"d\"\nextends = \"./gone.toml\"\n".to_string();
+        let err = error_with(&[("kernel.toml", mine)]);
+        assert!(
+            err.starts_with("dir/kernel.toml:3: field `extends`: cannot read kernel variant file `./gone.toml`"),
             "{err}"
         );
         let mine = "name = \"mine\"\ndescription = \"d\"\nextends = 3\n".to_string();

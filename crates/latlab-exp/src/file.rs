@@ -607,7 +607,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
         let v = variant(origin, &r.variant, line_of_value(text, "variant", &r.variant), files)?;
         for (name, n) in [("published_samples", r.published_samples), ("samples", r.samples)] {
             if let Some(s) = n.filter(|s| !(s.is_finite() && (0.0..1e12).contains(s))) {
-                return Err(field(name, format!("must be a count >= 0, got {s}")));
+                return Err(field(name, format!("must be a count from 0 to 10^12, got {s:?}")));
             }
         }
         let window = match (r.samples, r.duration_s) {
@@ -619,7 +619,10 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
             }
             (Some(s), None) => Some(("samples", s / f.rtc_hz as f64)),
             (None, Some(d)) if !(d.is_finite() && d >= 0.0) => {
-                return Err(field("duration_s", format!("must be simulated seconds >= 0, got {d}")))
+                return Err(field(
+                    "duration_s",
+                    format!("must be a finite number of simulated seconds >= 0, got {d}"),
+                ))
             }
             (None, Some(d)) => Some(("duration_s", d)),
             (None, None) => None,
@@ -1584,6 +1587,18 @@ published_max_ms = 84.0
             .unwrap_err()
             .to_string();
         assert!(e.contains("field `duration_s`") && e.contains(">= 0"), "{e}");
+        for (fields, field, want) in [
+            ("duration_s = inf", "duration_s", "finite"),
+            ("duration_s = nan", "duration_s", "got NaN"),
+            ("samples = 1e300", "samples", "0 to 10^12, got 1e300"),
+            ("samples = -5", "samples", "got -5.0"),
+        ] {
+            let e = parse("x.toml", &with(fields), &no_files).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("field `{field}`")) && e.contains(want),
+                "{fields}: {e}"
+            );
+        }
     }
 
     /// Published figures are comparison data: a run's length, and so its result, does not
