@@ -2,6 +2,8 @@
 //! ~400 lines of loops, switches and struct arithmetic, a header and a Makefile) and runs
 //! `make -jN`, removes the objects and builds again until stopped. Counters: `builds` (whole
 //! builds linked) and `objects` (object files compiled, so a run shorter than one build shows work).
+//! The load is ready (the probe starts measuring) once the first object file is out, when the
+//! compilers are running rather than make reading its Makefile.
 //! Without `cc` or `make` on PATH it forks N busy-loop processes instead (counter
 //! `cpu_loops`, one per ~10^6 square roots) and leaves a note saying so.
 
@@ -62,9 +64,14 @@ pub fn build_loop(dir: &Path, stop: &AtomicBool, counters: &Counters, jobs: u32,
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()?;
-        counters.ready();
         let status = loop {
-            counters.set("objects", objects_before + count_objects(&src));
+            let objects = objects_before + count_objects(&src);
+            counters.set("objects", objects);
+            if objects > 0 {
+                // The compilers are running once the first object is out: before that, the
+                // load is make reading its Makefile and one cc starting, not a build's load.
+                counters.ready();
+            }
             if let Some(s) = make.try_wait()? {
                 break Some(s);
             }
