@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod assemble;
 pub mod dev;
 pub mod engine;
 pub mod fs;
@@ -315,24 +316,12 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             ));
         }
     }
-    let swap = latlab_swap::by_name(
-        &cfg.variant.swap_allocator,
-        cfg.machine.swap_slots().max(latlab_swap::MIN_SLOTS),
-    )?;
-    let mut st = KState::new(&cfg.machine, swap);
-    st.writeback = cfg.variant.writeback;
-    if let Some(d) = cfg.variant.dirty {
-        st.pwb = mm::page_writeback::PageWriteback::new(d, st.buffer_pages(), cfg.variant.hz);
-        st.disk
-            .use_26_block_layer(cfg.variant.hz, cfg.variant.elevator == variant::Elevator::Anticipatory);
-    }
-    st.reclaim = cfg.variant.reclaim;
-    // 2.6's do_anonymous_page puts a new anonymous page on the active list.
-    st.mm.anon_starts_active = st.reclaim != variant::Reclaim::Vmscan24;
-    st.jbd.generation = cfg.variant.journal;
-    st.mm.set_watermarks(mm::watermarks(st.reclaim, st.mm.total));
+    let assemble::Assembled {
+        sched,
+        mut st,
+        kthreads,
+    } = assemble::assemble(&cfg.variant, &cfg.machine)?;
     preload(&mut st, &cfg.workload.preload);
-    let sched = sched::build(&cfg.variant);
     let cpus = cfg.cpus();
     if cfg.maxcpus == Some(0) {
         return Err(SimError::Workload {
@@ -370,8 +359,8 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
     };
     let mut k = Kernel::new(cfg.variant.clone(), machine, sched, st, rng);
 
-    // The variant's kernel threads, then the measurement task, then the workload's shell.
-    for kind in workload::kthreads::for_variant(&cfg.variant) {
+    // The subsystems' kernel threads, then the measurement task, then the workload's shell.
+    for kind in kthreads {
         let pid = k.spawn(TaskSpec::kthread(kind.comm(), KthreadProg::new(kind)), None);
         kind.register(&mut k.st, pid);
     }
@@ -607,10 +596,10 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         c.insert("history_ms".into(), epoch / 1_000_000);
     }
     c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
-    if k.st.oom.kills > 0 {
+    if k.st.reclaim.oom.kills > 0 {
         // Tasks 2.6.9's OOM killer sent SIGKILL ([`mm::oom_kill`]); none on a box that never
         // fills RAM and swap.
-        c.insert("oom_kills".into(), k.st.oom.kills);
+        c.insert("oom_kills".into(), k.st.reclaim.oom.kills);
     }
     if let Some(t) = k.st.workload_done {
         // How long the script itself ran (the run may idle on to the seed's length).
@@ -639,8 +628,8 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         }
         r.streams.push(s);
     }
-    if cfg.variant.writeback.page_based() {
-        let s = k.st.pwb.stats;
+    if let Some(pwb) = k.st.writeback.pages() {
+        let s = pwb.stats;
         for (name, n) in [
             ("balance_dirty_pages_calls", s.balance_calls),
             ("pages_written_by_writers", s.writer_pages),
@@ -652,7 +641,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         ] {
             r.counters.insert(name.into(), n);
         }
-        if cfg.variant.reclaim == variant::Reclaim::Rmap2617 {
+        if k.st.reclaim.writes_dirty_pages() {
             r.counters.insert("reclaim_pageout_pages".into(), k.st.mm.pageouts);
             r.counters
                 .insert("reclaim_writeback_kept".into(), k.st.mm.writeback_kept);
@@ -662,7 +651,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
             r.counters.insert("as_anticipations".into(), antic);
         }
     }
-    if cfg.variant.reclaim == variant::Reclaim::Rmap269 {
+    if k.st.reclaim.uses_swap_token() {
         // Major faults that took 2.6.9's swap token (mm/thrash.c's grab_swap_token).
         r.counters.insert("swap_token_grabs".into(), k.st.mm.token.grabs);
     }

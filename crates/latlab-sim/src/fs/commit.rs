@@ -49,9 +49,10 @@ pub struct Commit {
     meta_done: bool,
 }
 
-pub fn journal_commit_transaction(generation: crate::variant::Journal) -> Box<dyn Path> {
+/// kjournald's commit; `bkl`: under the big kernel lock (2.4's jbd).
+pub fn journal_commit_transaction(bkl: bool) -> Box<dyn Path> {
     Box::new(Commit {
-        bkl: generation.kjournald_holds_bkl(),
+        bkl,
         started: false,
         sub: Nested::default(),
         walk: Walk::None,
@@ -207,11 +208,18 @@ impl Path for Commit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::variant::Journal;
+    use crate::variant::{Journal, PreemptModel, SchedClass};
 
     #[test]
     fn only_2_4s_kjournald_commits_under_the_big_kernel_lock() {
-        assert!(journal_commit_transaction(Journal::Jbd24).holds_bkl());
-        assert!(!journal_commit_transaction(Journal::Jbd26).holds_bkl());
+        let mut v = crate::kernel::tests::variant_with(SchedClass::O1, PreemptModel::None, &[]);
+        let m = crate::kernel::tests::machine();
+        for (journal, bkl) in [(Journal::Jbd24, true), (Journal::Jbd26, false)] {
+            v.journal = journal;
+            let swap = latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap();
+            let jbd = crate::assemble::subsystems(&v, &m, swap).jbd;
+            assert_eq!(jbd.commit_holds_bkl, bkl);
+            assert_eq!(journal_commit_transaction(jbd.commit_holds_bkl).holds_bkl(), bkl);
+        }
     }
 }

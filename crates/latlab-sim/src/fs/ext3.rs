@@ -30,7 +30,7 @@ fn need_pages(k: &mut KState, sub: &mut Nested, n: u64, writer: bool) -> bool {
         k.wake_kthread(pid);
     }
     if !k.mm.can_alloc(n) {
-        sub.start(crate::mm::try_to_free_pages(k.reclaim, writer));
+        sub.start(k.reclaim.try_to_free_pages(writer));
         return true;
     }
     false
@@ -75,12 +75,24 @@ fn ext3_dirty_inode(k: &mut KState, file: u32) -> Box<dyn Path> {
     }))
 }
 
+/// What the generation's ext3 does that another's does not, as
+/// [`crate::kernel::assemble`] sets it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ext3Features {
+    /// 2.6.16's `file_update_time`: a write journals the inode's mtime once a second
+    /// ([`mtime_changes`]); 2.4's `generic_file_write` on every call.
+    pub coarse_mtime: bool,
+    /// 2.6's append allocates through the block groups ([`crate::fs::ext3_balloc`]) and
+    /// pays the counted allocation path per page ([`append_cost26`]).
+    pub block_groups: bool,
+}
+
 /// Whether this `write()`'s mtime update journals the inode. 2.4's `generic_file_write`
 /// sets `i_mtime = CURRENT_TIME` and calls `mark_inode_dirty_sync` on every call; 2.6.17's
 /// `file_update_time` (fs/inode.c, 2.6.16) only when `current_fs_time` differs from
 /// `i_mtime`, and ext3 keeps `alloc_super`'s `s_time_gran` of a second: once a second.
 fn mtime_changes(k: &mut KState, file: u32, now: u64) -> bool {
-    if !k.writeback.page_based() {
+    if !k.ext3.coarse_mtime {
         return true;
     }
     let now_s = current_time(now);
@@ -196,7 +208,7 @@ impl Path for FileWrite {
                 .min(room)
                 .min(crate::mm::writeback::headroom(k, cx.pid).max(1));
             // 2.6 ext3's append: block groups and the counted allocation path.
-            let append26 = self.at.is_none() && k.writeback.page_based();
+            let append26 = self.at.is_none() && k.ext3.block_groups;
             if append26 {
                 // ext3_prepare_write -> ext3_new_blocks: a page whose block lies in a group
                 // not yet touched reads that group's bitmap first, in the writer.
@@ -246,7 +258,7 @@ impl Path for FileWrite {
             // Pages already dirty dirty no new buffer. 2.6's page cache knows which pages
             // are dirty; 2.4's model takes the file's still-dirty ones to be rewritten
             // first (crate::workload::iozone says why it stays).
-            let already = if k.writeback.page_based() {
+            let already = if k.writeback.counts_dirty_pages() {
                 k.buf.dirty_in(self.file, block, block + done)
             } else {
                 pending
@@ -263,7 +275,7 @@ impl Path for FileWrite {
         let from = f.size;
         f.size += done;
         k.mm.write_pages(self.file, from, done);
-        if k.writeback.page_based() {
+        if k.ext3.block_groups {
             k.balloc.appended(self.file, first, from, done);
         }
         let txn = k.jbd.add_data(done);
@@ -635,8 +647,12 @@ mod tests {
             dirty_ratio: 40,
             dirty_background_ratio: 10,
         };
-        k.pwb = crate::mm::page_writeback::PageWriteback::new(t, k.buffer_pages(), 250);
-        k.writeback = crate::variant::Writeback::Pdflush2617;
+        let pwb = crate::mm::page_writeback::PageWriteback::new(t, k.buffer_pages(), 250);
+        k.writeback = crate::mm::writeback::DirtyWriteback::pdflush(pwb, false);
+        k.ext3 = Ext3Features {
+            coarse_mtime: true,
+            block_groups: true,
+        };
         let f = k.mm.create_file(64);
         let first = k.mm.files.get(&f).unwrap().block;
         if let Alloc::ReadBitmap { group } = k.balloc.next_append(f, first, 0, 1) {

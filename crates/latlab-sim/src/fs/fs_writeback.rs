@@ -64,7 +64,7 @@ impl Wbc {
     }
 }
 
-/// `writeback_inodes(wbc)`; when it returns, `k.pwb.wbc` holds the caller's `wbc`.
+/// `writeback_inodes(wbc)`; when it returns, `k.writeback.pwb_mut().wbc` holds the caller's `wbc`.
 pub struct WritebackInodes {
     wbc: Wbc,
     pdflush: bool,
@@ -91,17 +91,17 @@ pub fn writeback_inodes(wbc: Wbc, pdflush: bool) -> Box<dyn Path> {
 impl WritebackInodes {
     fn finish(&mut self, k: &mut KState) -> Step {
         self.done = true;
-        k.pwb.wbc = self.wbc;
+        k.writeback.pwb_mut().wbc = self.wbc;
         Step::Done
     }
 
     /// The inode just written: drop I_LOCK (and BDI_pdflush), take its result.
     fn release(&mut self, k: &mut KState, file: u32, cx: &Ctx) {
-        k.pwb.i_lock.remove(&file);
-        if self.pdflush && k.pwb.bdi_pdflush == Some(cx.pid) {
-            k.pwb.bdi_pdflush = None;
+        k.writeback.pwb_mut().i_lock.remove(&file);
+        if self.pdflush && k.writeback.pwb_mut().bdi_pdflush == Some(cx.pid) {
+            k.writeback.pwb_mut().bdi_pdflush = None;
         }
-        self.wbc = k.pwb.wbc;
+        self.wbc = k.writeback.pwb_mut().wbc;
     }
 }
 
@@ -157,21 +157,21 @@ impl Path for WritebackInodes {
             }
             if self.pdflush {
                 // writeback_acquire(bdi): another pdflush is on this disk.
-                if k.pwb.bdi_pdflush.is_some_and(|p| p != cx.pid) {
+                if k.writeback.pwb_mut().bdi_pdflush.is_some_and(|p| p != cx.pid) {
                     return self.finish(k);
                 }
             }
-            if k.pwb.i_lock.get(&file).is_some_and(|&p| p != cx.pid) {
+            if k.writeback.pwb_mut().i_lock.get(&file).is_some_and(|&p| p != cx.pid) {
                 // __writeback_single_inode, WB_SYNC_NONE: I_LOCK held by someone else:
                 // back to s_dirty, nothing written.
-                k.pwb.stats.ilock_skips += 1;
+                k.writeback.pwb_mut().stats.ilock_skips += 1;
                 continue;
             }
             if self.pdflush {
-                k.pwb.bdi_pdflush = Some(cx.pid);
+                k.writeback.pwb_mut().bdi_pdflush = Some(cx.pid);
             }
-            k.pwb.i_lock.insert(file, cx.pid);
-            k.pwb.wbc = self.wbc;
+            k.writeback.pwb_mut().i_lock.insert(file, cx.pid);
+            k.writeback.pwb_mut().wbc = self.wbc;
             self.cur = Some(file);
             self.sub.start(Box::new(MpageWritepages::new(file)));
         }
@@ -212,7 +212,7 @@ pub(crate) fn write_dirty_run(k: &mut KState, cx: &Ctx, file: u32, block: u64, w
 }
 
 /// `mpage_writepages` of one inode under I_LOCK (2.6.17 fs/mpage.c with `get_block` NULL:
-/// ext3 ordered has no `->writepages`), the caller's `wbc` in `k.pwb.wbc`. It takes the
+/// ext3 ordered has no `->writepages`), the caller's `wbc` in `k.writeback.pwb_mut().wbc`. It takes the
 /// dirty pages a pagevec (14) at a time; each page is locked, cleaned for I/O and written by
 /// `ext3_ordered_writepage` (a journal handle, `block_write_full_page` -> `submit_bh`,
 /// `journal_dirty_data`), whose buffer `__make_request` merges into the newest queued
@@ -276,8 +276,8 @@ impl Path for MpageWritepages {
                 match write_dirty_run(k, cx, self.file, block, self.pvec) {
                     // get_request_wait, I_LOCK and the page's journal handle held.
                     Handed::Sleep(chan) => {
-                        if k.pwb.wbc.nonblocking {
-                            k.pwb.stats.nonblocking_request_waits += 1;
+                        if k.writeback.pwb_mut().wbc.nonblocking {
+                            k.writeback.pwb_mut().stats.nonblocking_request_waits += 1;
                         }
                         if !std::mem::replace(&mut self.handle, true) {
                             k.jbd.handle_sleeps();
@@ -295,7 +295,7 @@ impl Path for MpageWritepages {
                 }
                 continue;
             }
-            let wbc = &mut k.pwb.wbc;
+            let wbc = &mut k.writeback.pwb_mut().wbc;
             if self.done {
                 return Step::Done;
             }
@@ -310,7 +310,7 @@ impl Path for MpageWritepages {
             if k.jbd.locked {
                 return Step::Block(Chan::TxnLocked);
             }
-            let wbc = &mut k.pwb.wbc;
+            let wbc = &mut k.writeback.pwb_mut().wbc;
             // pagevec_lookup_tag(PAGECACHE_TAG_DIRTY, PAGEVEC_SIZE).
             let n = k.buf.pending_of(self.file).min(wbc.nr_to_write).min(PAGEVEC_SIZE);
             if n == 0 {
@@ -343,6 +343,7 @@ mod tests {
     /// writes of another task, and `FILE` with 4,096 dirty pages.
     fn setup(queued: u64) -> KState {
         let mut k = kstate();
+        k.writeback = crate::mm::writeback::DirtyWriteback::pdflush_for_tests();
         let mut m = machine();
         m.disk.nr_requests = 128;
         m.disk.max_request_kib = 512;
@@ -372,15 +373,15 @@ mod tests {
         while !matches!(first, Step::Loop(_)) {
             first = pdflush.next(&mut k, &cx);
         }
-        assert_eq!(k.pwb.i_lock.get(&FILE), Some(&PDFLUSH));
+        assert_eq!(k.writeback.pwb_mut().i_lock.get(&FILE), Some(&PDFLUSH));
         other_writes(&mut k, 20);
         pdflush.advanced(&mut k, &cx, PAGEVEC_SIZE);
         let Step::Block(Chan::RequestSlot(_)) = pdflush.next(&mut k, &cx) else {
             panic!("pdflush sleeps in get_request_wait")
         };
-        assert_eq!(k.pwb.stats.nonblocking_request_waits, 1);
+        assert_eq!(k.writeback.pwb_mut().stats.nonblocking_request_waits, 1);
         assert_eq!(
-            (k.pwb.i_lock.get(&FILE), k.pwb.bdi_pdflush),
+            (k.writeback.pwb().i_lock.get(&FILE), k.writeback.pwb().bdi_pdflush),
             (Some(&PDFLUSH), Some(PDFLUSH))
         );
         // ext3_ordered_writepage's handle stays open over the sleep: a commit now waits for it.
@@ -389,7 +390,13 @@ mod tests {
         let wcx = Ctx { now: 1, pid: WRITER };
         let writer = writeback_inodes(Wbc::new(1_536, false, None), false);
         assert_eq!(run_to_sleep_as(&mut k, writer, &wcx), None);
-        assert_eq!((k.pwb.wbc.nr_to_write, k.pwb.stats.ilock_skips), (1_536, 1));
+        assert_eq!(
+            (
+                k.writeback.pwb_mut().wbc.nr_to_write,
+                k.writeback.pwb_mut().stats.ilock_skips
+            ),
+            (1_536, 1)
+        );
     }
 
     #[test]
@@ -400,23 +407,22 @@ mod tests {
         let cx = Ctx { now: 0, pid: PDFLUSH };
         let pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
         assert_eq!(run_to_sleep_as(&mut k, pdflush, &cx), None);
-        let w = k.pwb.wbc;
+        let w = k.writeback.pwb_mut().wbc;
         assert!(w.encountered_congestion);
         // 128 pages fill its first request; the second opens in the tenth pagevec (pages
         // 127-140), which is written whole.
         assert_eq!(1_024 - w.nr_to_write, 140);
-        assert!(k.pwb.i_lock.is_empty() && k.pwb.bdi_pdflush.is_none());
+        assert!(k.writeback.pwb_mut().i_lock.is_empty() && k.writeback.pwb_mut().bdi_pdflush.is_none());
         // Not congested, with the same queue, a blocking caller would have written on.
         let mut k = setup(111);
         let writer = writeback_inodes(Wbc::new(1_024, false, None), false);
         assert_eq!(run_to_sleep_as(&mut k, writer, &Ctx { now: 0, pid: WRITER }), None);
-        assert_eq!(k.pwb.wbc.nr_to_write, 0);
+        assert_eq!(k.writeback.pwb_mut().wbc.nr_to_write, 0);
     }
 
     #[test]
     fn a_commit_waits_in_t_locked_for_the_handle_pdflush_holds_asleep_and_new_handles_wait_for_it() {
         use crate::fs::commit::journal_commit_transaction;
-        use crate::variant::Journal;
         let mut k = setup(112);
         k.kthreads.kjournald = 4;
         let cx = Ctx { now: 0, pid: PDFLUSH };
@@ -430,7 +436,7 @@ mod tests {
         assert!(matches!(pdflush.next(&mut k, &cx), Step::Block(Chan::RequestSlot(_))));
         // kjournald begins a commit: T_LOCKED, asleep until the handle is stopped.
         let kj = Ctx { now: 1, pid: 4 };
-        let mut commit = journal_commit_transaction(Journal::Jbd26);
+        let mut commit = journal_commit_transaction(false);
         assert!(matches!(commit.next(&mut k, &kj), Step::Block(Chan::TxnUpdates)));
         assert!(k.jbd.locked && k.jbd.committing.is_none());
         // Meanwhile a write(2) waits in start_this_handle.

@@ -224,8 +224,9 @@ impl Txn {
 
 #[derive(Debug, Default)]
 pub struct Journal {
-    /// The variant's journal layer (whether kjournald commits under the big kernel lock).
-    pub generation: crate::variant::Journal,
+    /// kjournald commits under the big kernel lock (2.4's jbd; 2.6's takes none), as
+    /// [`crate::kernel::assemble`] sets it.
+    pub commit_holds_bkl: bool,
     pub running: Txn,
     pub committing: Option<Txn>,
     next_tid: u64,
@@ -258,6 +259,19 @@ pub const HANDLE_CREDITS: u64 = 10;
 const INODES_PER_BLOCK: u64 = 32;
 
 impl Journal {
+    /// An empty journal; `commit_holds_bkl`: kjournald commits under the big kernel lock.
+    pub fn new(commit_holds_bkl: bool) -> Self {
+        Journal {
+            commit_holds_bkl,
+            ..Default::default()
+        }
+    }
+
+    /// The journal's kernel thread.
+    pub fn thread(&self) -> crate::kernel::state::Kthread {
+        crate::kernel::state::Kthread::Kjournald
+    }
+
     pub fn txn_mut(&mut self, tid: u64) -> Option<&mut Txn> {
         if self.running.tid == tid {
             return Some(&mut self.running);

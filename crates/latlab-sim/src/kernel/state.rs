@@ -41,6 +41,8 @@ pub struct KState {
     pub jbd: Journal,
     /// ext3's block groups (2.6 kernels' allocation: [`crate::fs::ext3_balloc`]).
     pub balloc: crate::fs::ext3_balloc::Balloc,
+    /// What the generation's ext3 does that another's does not.
+    pub ext3: crate::fs::ext3::Ext3Features,
     pub dcache: Dcache,
     pub mm: Mm,
     /// Requests for the CPU loop.
@@ -61,14 +63,10 @@ pub struct KState {
     pub posix: super::posix_timer::PosixTimers,
     /// The timer signal each thread took last (`SigWait`), for its user code to read.
     pub taken: std::collections::BTreeMap<u32, super::posix_timer::SigInfo>,
-    /// The variant's dirty-page writeback ([`crate::mm::writeback`]).
-    pub writeback: crate::variant::Writeback,
-    /// Page-based writeback's state (2.6+ kernels; [`crate::mm::page_writeback`]).
-    pub pwb: crate::mm::page_writeback::PageWriteback,
-    /// The variant's page reclaim ([`crate::mm::try_to_free_pages`]).
-    pub reclaim: crate::variant::Reclaim,
-    /// 2.6.9's out_of_memory() throttle ([`crate::mm::oom_kill`]).
-    pub oom: crate::mm::oom_kill::OomKiller,
+    /// The kernel's dirty-page writeback, with its state ([`crate::mm::writeback`]).
+    pub writeback: crate::mm::writeback::DirtyWriteback,
+    /// The kernel's page reclaim, with its state ([`crate::mm::reclaim`]).
+    pub reclaim: crate::mm::reclaim::PageReclaim,
     /// `current->mm` of the task whose path runs (0: a kernel thread's, none).
     pub current_mm: u32,
 }
@@ -84,16 +82,81 @@ pub struct KthreadPids {
     pub flusher: u32,
 }
 
+/// Which kernel thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kthread {
+    Kjournald,
+    Bdflush,
+    Kupdated,
+    Kswapd,
+    /// One of the pdflush pool's threads (2.6.0-2.6.31).
+    Pdflush,
+    /// 3.2's per-device flusher thread.
+    Flusher,
+    /// 2.6's kswapd of node 0: `balance_pgdat` per wakeup (mm/vmscan.c, 2.6.9).
+    Kswapd0,
+}
+
+impl Kthread {
+    /// The thread's `comm`.
+    pub fn comm(self) -> &'static str {
+        match self {
+            Kthread::Kjournald => "kjournald",
+            Kthread::Bdflush => "bdflush",
+            Kthread::Kupdated => "kupdated",
+            Kthread::Kswapd => "kswapd",
+            Kthread::Pdflush => "pdflush",
+            Kthread::Flusher => "flush-8:0",
+            Kthread::Kswapd0 => "kswapd0",
+        }
+    }
+
+    /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
+    pub fn register(self, k: &mut KState, pid: u32) {
+        let pids = &mut k.kthreads;
+        match self {
+            Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
+            Kthread::Bdflush => pids.bdflush = pid,
+            Kthread::Kupdated => pids.kupdated = pid,
+            Kthread::Kjournald => pids.kjournald = pid,
+            Kthread::Flusher => pids.flusher = pid,
+            Kthread::Pdflush => k.writeback.pwb_mut().pool.register(pid),
+        }
+    }
+}
+
+/// The subsystems whose implementation the variant chooses, as
+/// [`crate::kernel::assemble`] builds them.
+pub struct Subsystems {
+    pub disk: Disk,
+    pub mm: Mm,
+    pub jbd: Journal,
+    pub ext3: crate::fs::ext3::Ext3Features,
+    pub writeback: crate::mm::writeback::DirtyWriteback,
+    pub reclaim: crate::mm::reclaim::PageReclaim,
+}
+
 impl KState {
+    /// A 2.4 kernel's state (tests): [`crate::kernel::assemble`] of a 2.4.18 variant's
+    /// subsystems.
+    #[cfg(test)]
     pub fn new(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Self {
+        use crate::variant::{PreemptModel, SchedClass};
+        let v = crate::kernel::tests::variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        Self::assembled(m, crate::assemble::subsystems(&v, m, swap))
+    }
+
+    /// The kernel's state around the assembled subsystems.
+    pub fn assembled(m: &MachineProfile, s: Subsystems) -> Self {
         KState {
             rtc: Rtc::default(),
-            disk: Disk::new(m),
+            disk: s.disk,
             buf: BufferCache::default(),
-            jbd: Journal::default(),
+            jbd: s.jbd,
             balloc: Default::default(),
+            ext3: s.ext3,
             dcache: Dcache::default(),
-            mm: Mm::new(m, swap),
+            mm: s.mm,
             out: Vec::new(),
             kthreads: KthreadPids::default(),
             jiffies: 0,
@@ -103,17 +166,8 @@ impl KState {
             net_token: 0,
             posix: Default::default(),
             taken: Default::default(),
-            writeback: crate::variant::Writeback::Bdflush24,
-            pwb: crate::mm::page_writeback::PageWriteback::new(
-                crate::variant::DirtyTunables {
-                    dirty_ratio: 40,
-                    dirty_background_ratio: 10,
-                },
-                1,
-                100,
-            ),
-            reclaim: Default::default(),
-            oom: Default::default(),
+            writeback: s.writeback,
+            reclaim: s.reclaim,
             current_mm: 0,
         }
     }
@@ -157,8 +211,8 @@ impl KState {
             }
             self.out.push(KReq::Wake(Chan::Io(id)));
         }
-        if uncongested {
-            self.pwb.congestion_cleared(&mut self.out);
+        if let (true, Some(pwb)) = (uncongested, self.writeback.pages_mut()) {
+            pwb.congestion_cleared(&mut self.out);
         }
     }
 
@@ -167,7 +221,7 @@ impl KState {
     /// page_alloc.c, 2.4.17/2.4.18): all of low memory above the high watermark, however much
     /// of it is free, cached or anonymous. (The 2.4.9 VM summed free and inactive pages.)
     pub fn buffer_pages(&self) -> u64 {
-        self.mm.total.saturating_sub(self.mm.pages_high)
+        self.mm.buffer_pages()
     }
 
     /// `balance_dirty_state()` (2.4.17, bdf_prm nfract 40, nfract_sync 60): -1 below the soft

@@ -63,7 +63,7 @@ impl Default for IoLess {
 /// (free and reclaimable pages; with swap, anonymous pages are reclaimable too).
 pub fn global_dirty_limits(k: &KState) -> (u64, u64) {
     let dirtyable = k.mm.free + k.mm.cache + k.mm.anon;
-    let t = k.pwb.tunables;
+    let t = k.writeback.pwb().tunables;
     let thresh = u64::from(t.dirty_ratio) * dirtyable / 100;
     let mut bg = u64::from(t.dirty_background_ratio) * dirtyable / 100;
     if bg >= thresh {
@@ -83,17 +83,18 @@ fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
 
 /// Pages task `pid` may dirty before its next `balance_dirty_pages`.
 pub fn headroom(k: &KState, pid: u32) -> u64 {
-    let (dirtied, pause) = k.pwb.ioless.tasks.get(&pid).copied().unwrap_or((0, 32));
+    let (dirtied, pause) = k.writeback.pwb().ioless.tasks.get(&pid).copied().unwrap_or((0, 32));
     pause.saturating_sub(dirtied).max(1)
 }
 
 /// Task `pid` dirtied `n` pages; true when it must call `balance_dirty_pages`.
 pub fn dirtied(k: &mut KState, pid: u32, n: u64) -> bool {
     // nr_dirtied_pause starts at 32 (INIT_TASK, 128 KiB).
-    let e = k.pwb.ioless.tasks.entry(pid).or_insert((0, 32));
+    let pwb = k.writeback.pwb_mut();
+    let e = pwb.ioless.tasks.entry(pid).or_insert((0, 32));
     e.0 += n;
     let mut pause = e.1;
-    if k.pwb.dirty_exceeded {
+    if pwb.dirty_exceeded {
         pause = pause.min(8);
     }
     e.0 >= pause
@@ -102,7 +103,7 @@ pub fn dirtied(k: &mut KState, pid: u32, n: u64) -> bool {
 /// `bdi_update_bandwidth`: at most every 200 ms, fold the pages completed since the last
 /// update into the moving average.
 fn update_bandwidth(k: &mut KState, now: Nanos) {
-    let io = &mut k.pwb.ioless;
+    let io = &mut k.writeback.pwb_mut().ioless;
     let elapsed = now.saturating_sub(io.bw_stamp);
     if elapsed < BANDWIDTH_INTERVAL_NS {
         return;
@@ -137,28 +138,35 @@ fn pos_ratio(dirty: u64, freerun: u64, limit: u64, write_bw: f64) -> f64 {
 
 /// The writer's `balance_dirty_pages(mapping, pages_dirtied)` of 3.2: at most one pause.
 pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
-    k.pwb.stats.balance_calls += 1;
-    let (dirtied, _) = k.pwb.ioless.tasks.get(&cx.pid).copied().unwrap_or((0, 32));
+    k.writeback.pwb_mut().stats.balance_calls += 1;
+    let (dirtied, _) = k
+        .writeback
+        .pwb_mut()
+        .ioless
+        .tasks
+        .get(&cx.pid)
+        .copied()
+        .unwrap_or((0, 32));
     let nr_dirty = k.buf.nr_dirty + k.buf.in_flight();
     let (bg, thresh) = global_dirty_limits(k);
     let freerun = (thresh + bg) / 2;
     let set = |k: &mut KState, pause: u64| {
-        k.pwb.ioless.tasks.insert(cx.pid, (0, pause.max(1)));
+        k.writeback.pwb_mut().ioless.tasks.insert(cx.pid, (0, pause.max(1)));
     };
     if nr_dirty <= freerun {
         set(k, dirty_poll_interval(nr_dirty, thresh));
-        k.pwb.dirty_exceeded = false;
+        k.writeback.pwb_mut().dirty_exceeded = false;
         return None;
     }
-    if k.pwb.bdi_pdflush.is_none() {
+    if k.writeback.pwb_mut().bdi_pdflush.is_none() {
         start_background(k);
     }
-    k.pwb.dirty_exceeded = nr_dirty > thresh;
+    k.writeback.pwb_mut().dirty_exceeded = nr_dirty > thresh;
     update_bandwidth(k, cx.now);
-    let bw = k.pwb.ioless.write_bw;
+    let bw = k.writeback.pwb_mut().ioless.write_bw;
     let limit = thresh.max(freerun + 1);
     let rate = bw * pos_ratio(nr_dirty, freerun, limit, bw);
-    let tick = k.pwb.tick_ns;
+    let tick = k.writeback.pwb_mut().tick_ns;
     // bdi_max_pause: the time the device needs for 1/8 of its dirty pages, at most 200 ms.
     let max_pause = ((nr_dirty as f64 / (8.0 * bw) * 1e9) as Nanos).clamp(tick, MAX_PAUSE_NS);
     let pause = if rate <= 0.0 {
@@ -172,11 +180,11 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
     if pause < tick {
         return None;
     }
-    k.pwb.stats.writer_waits += 1;
+    k.writeback.pwb_mut().stats.writer_waits += 1;
     // io_schedule_timeout(pause) on the timer list.
-    let token = k.pwb.token();
+    let token = k.writeback.pwb_mut().token();
     let chan = Chan::Throttle(token);
-    let at = k.pwb.timer_expiry(cx.now, pause);
+    let at = k.writeback.pwb_mut().timer_expiry(cx.now, pause);
     k.out.push(KReq::WakeAt { at, chan });
     Some(Box::new(crate::kernel::path::Script {
         name: "balance_dirty_pages",
@@ -186,7 +194,7 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
 
 /// `bdi_start_background_writeback`: wake the flusher.
 fn start_background(k: &mut KState) {
-    k.pwb.ioless.background_requested = true;
+    k.writeback.pwb_mut().ioless.background_requested = true;
     let pid = k.kthreads.flusher;
     k.wake_kthread(pid);
 }
@@ -201,8 +209,8 @@ pub fn over_bground_thresh(k: &KState) -> bool {
 /// for request slots, while over the background threshold. It owns `BDI_writeback_running`
 /// (what `writeback_in_progress` tests) for the whole work.
 pub fn wb_writeback(k: &mut KState, pid: u32) -> Box<dyn Path> {
-    k.pwb.ioless.background_requested = false;
-    k.pwb.bdi_pdflush = Some(pid);
+    k.writeback.pwb_mut().ioless.background_requested = false;
+    k.writeback.pwb_mut().bdi_pdflush = Some(pid);
     Box::new(WbWriteback {
         sub: Nested::default(),
         passed: false,
@@ -223,15 +231,16 @@ impl Path for WbWriteback {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
             }
-            let stalled = std::mem::take(&mut self.passed) && k.pwb.wbc.nr_to_write > 0 && k.buf.nr_dirty == 0;
+            let stalled =
+                std::mem::take(&mut self.passed) && k.writeback.pwb_mut().wbc.nr_to_write > 0 && k.buf.nr_dirty == 0;
             if stalled || !over_bground_thresh(k) {
-                k.pwb.bdi_pdflush = None;
+                k.writeback.pwb_mut().bdi_pdflush = None;
                 return Step::Done;
             }
             update_bandwidth(k, cx.now);
             let (_, thresh) = global_dirty_limits(k);
             // writeback_chunk_size: min(bw / 2, limit / DIRTY_SCOPE), in whole 4 MiB units.
-            let pages = ((k.pwb.ioless.write_bw / 2.0) as u64).min(thresh / DIRTY_SCOPE);
+            let pages = ((k.writeback.pwb_mut().ioless.write_bw / 2.0) as u64).min(thresh / DIRTY_SCOPE);
             let chunk = (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES;
             self.passed = true;
             self.sub.start(writeback_inodes(Wbc::new(chunk, false, None), false));

@@ -30,6 +30,7 @@ pub mod page_writeback;
 pub mod pagecache;
 pub mod pdflush;
 pub mod per_mm;
+pub mod reclaim;
 pub mod swap_in;
 pub mod thrash;
 pub mod vmscan;
@@ -41,25 +42,6 @@ use latlab_swap::{AllocRequest, SwapAllocator};
 use lru::{List, Run};
 use pagecache::PageSet;
 use std::collections::BTreeMap;
-
-/// A task's direct reclaim, as the variant's reclaim does it: the one place that asks which.
-/// `writer`: the task is in a buffered file write (`current->backing_dev_info` is the disk's).
-pub fn try_to_free_pages(r: crate::variant::Reclaim, writer: bool) -> Box<dyn crate::kernel::path::Path> {
-    match r {
-        crate::variant::Reclaim::Vmscan24 => vmscan::try_to_free_pages(),
-        crate::variant::Reclaim::Rmap269 | crate::variant::Reclaim::Rmap2617 => vmscan26::try_to_free_pages(writer),
-    }
-}
-
-/// The zone watermarks [min, low, high] the variant's reclaim sets up for `total` pages of
-/// low memory, each generation's `init_per_zone_pages_min`.
-pub fn watermarks(r: crate::variant::Reclaim, total: u64) -> [u64; 3] {
-    match r {
-        crate::variant::Reclaim::Vmscan24 => watermarks_24(total),
-        crate::variant::Reclaim::Rmap269 => watermarks_269(total),
-        crate::variant::Reclaim::Rmap2617 => watermarks_2617(total),
-    }
-}
 
 /// A file's page-cache and on-disk state.
 #[derive(Clone, Debug, Default)]
@@ -765,6 +747,12 @@ impl Mm {
             }
         }
         sc
+    }
+
+    /// `nr_free_buffer_pages()`: low memory above the high watermark
+    /// ([`crate::kernel::state::KState::buffer_pages`]).
+    pub fn buffer_pages(&self) -> u64 {
+        self.total.saturating_sub(self.pages_high)
     }
 
     /// The variant's reclaim keeps its own watermarks [min, low, high].

@@ -216,6 +216,6 @@ mod tests {
         }
         // Failures for 4 s: one kill, the next waits 5 s after it.
         assert_eq!(kills, 1);
-        assert_eq!(k.oom.kills, 1);
+        assert_eq!(k.reclaim.oom.kills, 1);
     }
 }

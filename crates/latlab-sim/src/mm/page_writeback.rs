@@ -24,7 +24,7 @@ use crate::fs::fs_writeback::{writeback_inodes, Wbc};
 use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
 use crate::kernel::state::{KReq, KState};
 use crate::mm::pdflush::{pdflush_operation, Job, Pool};
-use crate::variant::{DirtyTunables, Writeback};
+use crate::variant::DirtyTunables;
 use latlab_core::Nanos;
 use std::collections::BTreeMap;
 
@@ -168,7 +168,7 @@ impl Limits {
 /// `get_dirty_limits()` of 2.6.17.
 pub fn get_dirty_limits(k: &KState) -> Limits {
     let total = k.buffer_pages().max(1);
-    let t = k.pwb.tunables;
+    let t = k.writeback.pwb().tunables;
     // nr_mapped (2.6.17 counts mapped file and anonymous pages alike).
     let unmapped_ratio = 100 - (k.mm.anon * 100 / total).min(100);
     let dirty_ratio = u64::from(t.dirty_ratio).min(unmapped_ratio / 2).max(5);
@@ -206,9 +206,9 @@ impl Path for CongestionWait {
         if std::mem::replace(&mut self.slept, true) {
             return Step::Done;
         }
-        let token = k.pwb.token();
-        k.pwb.congestion_waiters.push(token);
-        let at = k.pwb.timer_expiry(cx.now, self.timeout_ns);
+        let token = k.writeback.pwb_mut().token();
+        k.writeback.pwb_mut().congestion_waiters.push(token);
+        let at = k.writeback.pwb_mut().timer_expiry(cx.now, self.timeout_ns);
         let chan = Chan::Congestion(token);
         k.out.push(KReq::WakeAt { at, chan });
         Step::Block(chan)
@@ -217,17 +217,17 @@ impl Path for CongestionWait {
 
 /// HZ/10 and HZ/50 in ns (`blk_congestion_wait`'s timeouts are in jiffies).
 pub(crate) fn jiffies_ns(k: &KState, div: u64) -> Nanos {
-    let hz = 1_000_000_000 / k.pwb.tick_ns.max(1);
-    (hz / div).max(1) * k.pwb.tick_ns
+    let hz = 1_000_000_000 / k.writeback.pwb().tick_ns.max(1);
+    (hz / div).max(1) * k.writeback.pwb().tick_ns
 }
 
 /// The path a dirtier runs when its ratelimit fires, for 2.6.17 (stock or patched).
 pub fn balance_dirty_pages(k: &mut KState) -> Box<dyn Path> {
-    k.pwb.stats.balance_calls += 1;
-    let patched = k.writeback == Writeback::PdflushBalance;
+    k.writeback.pwb_mut().stats.balance_calls += 1;
+    let patched = k.writeback.balance_hands_to_pdflush();
     Box::new(Balance {
         patched,
-        write_chunk: k.pwb.ratelimit_pages + k.pwb.ratelimit_pages / 2,
+        write_chunk: k.writeback.pwb_mut().ratelimit_pages + k.writeback.pwb_mut().ratelimit_pages / 2,
         pages_written: 0,
         stage: Stage::Check,
         sub: Nested::default(),
@@ -257,7 +257,7 @@ struct Balance {
 
 impl Balance {
     fn wait(&mut self, timeout: Nanos, k: &mut KState, stage: Stage) {
-        k.pwb.stats.writer_waits += 1;
+        k.writeback.pwb_mut().stats.writer_waits += 1;
         self.sub.start(blk_congestion_wait(timeout));
         self.stage = stage;
     }
@@ -267,9 +267,9 @@ impl Balance {
     fn tail(&mut self, k: &mut KState, cx: &Ctx) {
         let l = get_dirty_limits(k);
         if !l.exceeded() {
-            k.pwb.dirty_exceeded = false;
+            k.writeback.pwb_mut().dirty_exceeded = false;
         }
-        if k.pwb.bdi_pdflush.is_none() && l.nr_reclaimable > l.background {
+        if k.writeback.pwb_mut().bdi_pdflush.is_none() && l.nr_reclaimable > l.background {
             pdflush_operation(k, Job::Background { min_pages: 0 }, cx.now);
         }
     }
@@ -278,9 +278,9 @@ impl Balance {
     fn patched(&mut self, k: &mut KState, cx: &Ctx) {
         let l = get_dirty_limits(k);
         self.stage = Stage::Done;
-        if k.pwb.bdi_pdflush.is_some() {
+        if k.writeback.pwb_mut().bdi_pdflush.is_some() {
             if l.nr_reclaimable > l.dirty {
-                k.pwb.dirty_exceeded = true;
+                k.writeback.pwb_mut().dirty_exceeded = true;
                 let t = jiffies_ns(k, 50);
                 self.wait(t, k, Stage::Done);
             }
@@ -312,7 +312,7 @@ impl Path for Balance {
                         self.stage = Stage::Tail;
                         continue;
                     }
-                    k.pwb.dirty_exceeded = true;
+                    k.writeback.pwb_mut().dirty_exceeded = true;
                     if l.nr_reclaimable > 0 {
                         self.stage = Stage::Wrote;
                         let before = self.write_chunk;
@@ -323,8 +323,8 @@ impl Path for Balance {
                     self.wait(t, k, Stage::Waited);
                 }
                 Stage::Wrote => {
-                    let wrote = self.write_chunk - k.pwb.wbc.nr_to_write;
-                    k.pwb.stats.writer_pages += wrote;
+                    let wrote = self.write_chunk - k.writeback.pwb_mut().wbc.nr_to_write;
+                    k.writeback.pwb_mut().stats.writer_pages += wrote;
                     if !get_dirty_limits(k).exceeded() {
                         self.stage = Stage::Tail;
                         continue;
@@ -399,7 +399,7 @@ impl<J: PassJob> Path for Passes<J> {
                 return s;
             }
             if std::mem::take(&mut self.passed) {
-                match self.job.after(k.pwb.wbc) {
+                match self.job.after(k.writeback.pwb_mut().wbc) {
                     After::Wait => self.sub.start(blk_congestion_wait(jiffies_ns(k, 10))),
                     After::Go => {}
                     After::Stop => {
@@ -425,7 +425,7 @@ impl<J: PassJob> Path for Passes<J> {
 
 /// pdflush's `background_writeout(min_pages)`, stock or as seed 001's patch has it.
 pub fn background_writeout(k: &KState, min_pages: u64) -> Box<dyn Path> {
-    let patched = k.writeback == Writeback::PdflushBalance;
+    let patched = k.writeback.balance_hands_to_pdflush();
     let min_pages = if patched && min_pages == 0 {
         // The patch: min_pages = nr_dirty + nr_unstable when called with 0.
         get_dirty_limits(k).nr_reclaimable
@@ -473,7 +473,7 @@ impl PassJob for Background {
     }
     fn finish(&mut self, k: &mut KState) {
         if self.patched {
-            k.pwb.dirty_exceeded = false;
+            k.writeback.pwb_mut().dirty_exceeded = false;
         }
     }
 }
@@ -524,8 +524,8 @@ mod tests {
             dirty_ratio,
             dirty_background_ratio: 10,
         };
-        k.pwb = PageWriteback::new(t, k.buffer_pages(), 250);
-        k.writeback = Writeback::Pdflush2617;
+        k.writeback =
+            crate::mm::writeback::DirtyWriteback::pdflush(PageWriteback::new(t, k.buffer_pages(), 250), false);
         k
     }
 
@@ -533,8 +533,8 @@ mod tests {
     fn the_ratelimit_is_set_from_memory_and_drops_to_eight_when_exceeded() {
         // set_ratelimit(): total_pages / 32, at most 4 MiB of pages.
         let k = with(40);
-        assert_eq!(k.pwb.ratelimit_pages, (k.buffer_pages() / 32).min(1024));
-        let mut p = PageWriteback::new(k.pwb.tunables, 1 << 20, 250);
+        assert_eq!(k.writeback.pwb().ratelimit_pages, (k.buffer_pages() / 32).min(1024));
+        let mut p = PageWriteback::new(k.writeback.pwb().tunables, 1 << 20, 250);
         assert_eq!(p.ratelimit_pages, 1024);
         assert!(!p.dirtied(1023));
         assert!(p.dirtied(1));
@@ -552,10 +552,10 @@ mod tests {
         // unmapped_ratio 90: the patch's 60 % becomes 45 %.
         assert_eq!(l.dirty, 45 * total / 100);
         assert_eq!(l.background, 10 * total / 100);
-        k.pwb.tunables.dirty_ratio = 40;
+        k.writeback.pwb_mut().tunables.dirty_ratio = 40;
         assert_eq!(get_dirty_limits(&k).dirty, 40 * total / 100);
         // Background at or above the ratio is halved.
-        k.pwb.tunables.dirty_background_ratio = 50;
+        k.writeback.pwb_mut().tunables.dirty_background_ratio = 50;
         assert_eq!(get_dirty_limits(&k).background, 20 * total / 100);
     }
 
@@ -570,7 +570,7 @@ mod tests {
         // HZ 250: 100 ms from 1 ms is 101 ms, a tick boundary at 104 ms.
         assert!(k.out.contains(&KReq::WakeAt { at: 104_000_000, chan }));
         let mut out = Vec::new();
-        k.pwb.congestion_cleared(&mut out);
+        k.writeback.pwb_mut().congestion_cleared(&mut out);
         assert_eq!(out, [KReq::Wake(chan)]);
         assert!(matches!(p.next(&mut k, &cx), Step::Done));
     }
@@ -579,9 +579,9 @@ mod tests {
     fn pdflush_operation_fails_when_every_thread_is_busy() {
         let mut k = with(40);
         for pid in [20, 21, 22] {
-            k.pwb.pool.register(pid);
+            k.writeback.pwb_mut().pool.register(pid);
         }
-        assert_eq!(k.pwb.pool.threads(), 2);
+        assert_eq!(k.writeback.pwb_mut().pool.threads(), 2);
         // Both live threads go idle; the third sleeps outside the pool.
         for pid in [20, 21, 22] {
             let _ = crate::mm::pdflush::next(&mut k, pid, 1, false);
@@ -589,7 +589,7 @@ mod tests {
         assert!(pdflush_operation(&mut k, Job::Background { min_pages: 0 }, 2));
         assert!(pdflush_operation(&mut k, Job::Kupdate, 2));
         assert!(!pdflush_operation(&mut k, Job::Background { min_pages: 0 }, 2));
-        assert_eq!(k.pwb.stats.pdflush_busy, 1);
+        assert_eq!(k.writeback.pwb_mut().stats.pdflush_busy, 1);
         // The most recently idle thread took the first job.
         assert_eq!(
             crate::mm::pdflush::next(&mut k, 21, 3, false),

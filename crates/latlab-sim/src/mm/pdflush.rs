@@ -81,9 +81,9 @@ impl Pool {
 
 /// `pdflush_operation(job)`: false (the kernel's -1) when every thread is busy.
 pub fn pdflush_operation(k: &mut KState, job: Job, now: Nanos) -> bool {
-    let pool = &mut k.pwb.pool;
+    let pool = &mut k.writeback.pwb_mut().pool;
     let Some((pid, _)) = pool.idle.pop() else {
-        k.pwb.stats.pdflush_busy += 1;
+        k.writeback.pwb_mut().stats.pdflush_busy += 1;
         return false;
     };
     if pool.idle.is_empty() {
@@ -96,7 +96,7 @@ pub fn pdflush_operation(k: &mut KState, job: Job, now: Nanos) -> bool {
 
 /// pdflush thread `pid` is asking for work at `now` (at start-up, woken, or after a job).
 pub fn next(k: &mut KState, pid: u32, now: Nanos, after_job: bool) -> Next {
-    let pool = &mut k.pwb.pool;
+    let pool = &mut k.writeback.pwb_mut().pool;
     if !pool.live.contains(&pid) {
         // Not created yet (or exited): stays outside the pool until started.
         return Next::Sleep(None);

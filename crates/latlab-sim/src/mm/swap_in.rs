@@ -46,7 +46,7 @@ impl Alloc {
                 self.napped = false;
                 return None;
             }
-            if std::mem::take(&mut self.reclaimed) && k.reclaim.rmap() && !self.napped {
+            if std::mem::take(&mut self.reclaimed) && k.reclaim.naps_after_reclaim() && !self.napped {
                 self.napped = true;
                 k.net_token += 1;
                 let chan = Chan::Timer(u64::MAX - k.net_token);
@@ -58,7 +58,7 @@ impl Alloc {
             }
             self.napped = false;
             self.reclaimed = true;
-            self.sub.start(crate::mm::try_to_free_pages(k.reclaim, false));
+            self.sub.start(k.reclaim.try_to_free_pages(false));
         }
     }
 
@@ -111,7 +111,7 @@ impl Path for TouchWorkingSet {
             let n = (r.swapped.len() as u64).min(READAHEAD_PAGES);
             self.pending = n;
             // A major fault: grab_swap_token() (2.6.9's reclaim, [`crate::mm::thrash`]).
-            if k.reclaim == crate::variant::Reclaim::Rmap269 {
+            if k.reclaim.uses_swap_token() {
                 k.mm.token.grab(self.mm, cx.now);
             }
             let id = k.disk_submit(Dir::Read, SWAP_FIRST_BLOCK + slot, n, Payload::Other, cx.now);
@@ -140,7 +140,7 @@ mod tests {
     fn between_pages_min_and_pages_low_an_allocation_wakes_kswapd_and_reclaims_below_min() {
         let mut k = kstate();
         k.mm.set_watermarks(crate::mm::watermarks_269(k.mm.total));
-        k.reclaim = crate::variant::Reclaim::Rmap269;
+        k.reclaim = crate::mm::reclaim::PageReclaim::new(crate::mm::reclaim::Kind::Rmap269);
         k.kthreads.kswapd = 9;
         let cx = Ctx { now: 0, pid: 1 };
         let kswapd_woken = |k: &mut KState| k.out.drain(..).any(|r| matches!(r, KReq::Wake(Chan::Kthread(9))));

@@ -317,7 +317,7 @@ impl Path for TryToFreePages {
                 // Dirty pages met have their buffers written (sync_page_buffers: refiled to
                 // BUF_LOCKED), SWAP_CLUSTER_MAX at most per call.
                 let dirty_met = sc.dirty.min(SWAP_CLUSTER_MAX);
-                if sc.dirty > 0 && !k.writeback.page_based() {
+                if sc.dirty > 0 && !k.writeback.counts_dirty_pages() {
                     // Past the clean pages: the oldest locked ones are earlier launder pages.
                     // (2.6's shrink_list hands a dirty page to pageout() and goes on: no
                     // BH_launder, no wait for the write.)

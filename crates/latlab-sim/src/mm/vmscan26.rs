@@ -75,7 +75,6 @@ use crate::mm::lru::Run;
 use crate::mm::page_writeback::{blk_congestion_wait, get_dirty_limits, jiffies_ns};
 use crate::mm::pdflush::{pdflush_operation, Job};
 use crate::mm::ScanLimits;
-use crate::variant::Reclaim;
 use smallvec::smallvec;
 use std::collections::VecDeque;
 
@@ -556,7 +555,7 @@ impl ShrinkZones {
                     if self.done(k) {
                         return self.finish(k);
                     }
-                    if k.reclaim == Reclaim::Rmap2617 {
+                    if k.reclaim.wakes_pdflush_and_naps() {
                         if let Some(s) = self.nap_26(k, cx) {
                             return s;
                         }
@@ -572,7 +571,7 @@ impl ShrinkZones {
                     if self.priority == 0 {
                         // try_to_free_pages fell short at every priority: out_of_memory()
                         // (kswapd's balance_pgdat never calls it).
-                        if self.goal == Goal::Direct && k.oom.out_of_memory(cx.now) {
+                        if self.goal == Goal::Direct && k.reclaim.oom.out_of_memory(cx.now) {
                             k.out.push(crate::kernel::state::KReq::OomKill);
                         }
                         return self.finish(k);
@@ -609,7 +608,7 @@ impl Path for ShrinkZones {
             // go back to the list (`keep`). Under rmap-2.6.17 the pages not clean are
             // PG_dirty and PG_writeback ones (2.6's counts), and the dirty ones go to
             // pageout() before they are kept.
-            let pageout = k.reclaim == Reclaim::Rmap2617;
+            let pageout = k.reclaim.writes_dirty_pages();
             let dirty = if pageout {
                 k.buf.nr_dirty + k.buf.in_flight()
             } else {
@@ -684,7 +683,7 @@ mod tests {
     #[test]
     fn a_reclaim_pass_leaves_prev_priority_at_the_priority_it_reached() {
         let mut k = anon_full();
-        k.reclaim = crate::variant::Reclaim::Rmap269;
+        k.reclaim = crate::mm::reclaim::PageReclaim::new(crate::mm::reclaim::Kind::Rmap269);
         k.mm.prev_priority = DEF_PRIORITY;
         let _ = run_to_sleep(&mut k, try_to_free_pages(false));
         assert!(k.mm.prev_priority < DEF_PRIORITY, "{}", k.mm.prev_priority);
@@ -707,9 +706,9 @@ mod tests {
     /// the queue congested by task 99's writes elsewhere if `congest`.
     fn dirty_full(writeback: u64, congest: bool) -> KState {
         let mut k = kstate();
-        k.reclaim = Reclaim::Rmap2617;
-        k.mm.set_watermarks(crate::mm::watermarks(k.reclaim, k.mm.total));
-        k.writeback = crate::variant::Writeback::Pdflush2617;
+        k.reclaim = crate::mm::reclaim::PageReclaim::new(crate::mm::reclaim::Kind::Rmap2617);
+        k.mm.set_watermarks(k.reclaim.watermarks(k.mm.total));
+        k.writeback = crate::mm::writeback::DirtyWriteback::pdflush_for_tests();
         k.disk.use_26_block_layer(250, false);
         let n = k.mm.free - k.mm.pages_min;
         let f = k.mm.create_file(n);

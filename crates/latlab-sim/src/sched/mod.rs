@@ -1,5 +1,6 @@
 //! Schedulers behind one trait. The CPU loop (`kernel`) never asks which scheduler it has;
-//! `sched::build` is the one place that turns a variant's `sched` switch into one.
+//! [`crate::assemble::scheduler`] is the one place that turns a variant's `sched` switch
+//! into one.
 //!
 //! - [`goodness24`]: Linux 2.4's `goodness()` scheduler with epochs, SCHED_FIFO/RR on top.
 //! - [`o1`]: Ingo Molnar's O(1) scheduler as in 2.6.11 kernel/sched.c (uniprocessor), with
@@ -19,7 +20,6 @@ pub mod rt;
 
 use crate::kernel::task::{Task, TaskId};
 use crate::machine::MachineProfile;
-use crate::variant::{SchedClass, Variant};
 use latlab_core::Nanos;
 
 /// A scheduler class with its own cost of deciding. `now` is the kernel's clock (what
@@ -105,15 +105,5 @@ impl std::fmt::Display for Placement {
                 if eligible { "eligible" } else { "not eligible" }
             ),
         }
-    }
-}
-
-/// The scheduler the variant names (the only place that asks which one it is).
-pub fn build(v: &Variant) -> Box<dyn Scheduler> {
-    match v.sched {
-        SchedClass::Goodness24 => Box::new(goodness24::Goodness24::new(v.hz)),
-        SchedClass::O1 => Box::new(o1::O1::new(v.hz)),
-        SchedClass::Cfs => Box::new(rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()))),
-        SchedClass::Eevdf => Box::new(rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz))),
     }
 }

@@ -3,7 +3,7 @@
 //! writeback implementation's own: 2.4's bdflush and kupdated (fs/buffer.c), 2.6's pdflush
 //! pool (mm/pdflush.c), 3.2's per-device flusher (fs/fs-writeback.c). Each sleeps on
 //! its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
-//! starts follows from its variant's subsystems ([`for_variant`]).
+//! starts, the subsystems that own them say ([`crate::kernel::assemble`]).
 
 use super::{Action, ProgCx, Program};
 use crate::fs::commit::journal_commit_transaction;
@@ -12,75 +12,12 @@ use crate::fs::jbd::COMMIT_INTERVAL_NS;
 use crate::kernel::catalog::Point;
 use crate::kernel::catalog::WaitOn;
 use crate::kernel::path::{point, Chan, LoopStep, Path};
-use crate::kernel::state::KState;
+use crate::kernel::state::Kthread;
 use crate::mm::ioless::{over_bground_thresh, wb_writeback};
 use crate::mm::page_writeback::{background_writeout, wb_kupdate, WRITEBACK_INTERVAL_NS};
 use crate::mm::pdflush::{self, Job, Next};
 use crate::mm::vmscan::try_to_free_pages;
-use crate::variant::{Reclaim, Variant, Writeback};
 use smallvec::smallvec;
-
-/// Which kernel thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kthread {
-    Kjournald,
-    Bdflush,
-    Kupdated,
-    Kswapd,
-    /// One of the pdflush pool's threads (2.6.0-2.6.31).
-    Pdflush,
-    /// 3.2's per-device flusher thread.
-    Flusher,
-    /// 2.6's kswapd of node 0: `balance_pgdat` per wakeup (mm/vmscan.c, 2.6.9).
-    Kswapd0,
-}
-
-impl Kthread {
-    /// The thread's `comm`.
-    pub fn comm(self) -> &'static str {
-        match self {
-            Kthread::Kjournald => "kjournald",
-            Kthread::Bdflush => "bdflush",
-            Kthread::Kupdated => "kupdated",
-            Kthread::Kswapd => "kswapd",
-            Kthread::Pdflush => "pdflush",
-            Kthread::Flusher => "flush-8:0",
-            Kthread::Kswapd0 => "kswapd0",
-        }
-    }
-
-    /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
-    pub fn register(self, k: &mut KState, pid: u32) {
-        let pids = &mut k.kthreads;
-        match self {
-            Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
-            Kthread::Bdflush => pids.bdflush = pid,
-            Kthread::Kupdated => pids.kupdated = pid,
-            Kthread::Kjournald => pids.kjournald = pid,
-            Kthread::Flusher => pids.flusher = pid,
-            Kthread::Pdflush => k.pwb.pool.register(pid),
-        }
-    }
-}
-
-/// The kernel threads variant `v`'s kernel starts, in start order: page reclaim's kswapd
-/// (every generation, named as its reclaim names it), the writeback implementation's threads, and the journal thread of the
-/// model's one filesystem, ext3.
-pub fn for_variant(v: &Variant) -> Vec<Kthread> {
-    let writeback: &[Kthread] = match v.writeback {
-        Writeback::Bdflush24 => &[Kthread::Bdflush, Kthread::Kupdated],
-        // MAX_PDFLUSH_THREADS spawned; the pool creates (wakes) more than two as it grows.
-        Writeback::Pdflush2617 | Writeback::PdflushBalance => &[Kthread::Pdflush; pdflush::MAX_THREADS],
-        Writeback::IoLess32 => &[Kthread::Flusher],
-    };
-    let mut threads = vec![match v.reclaim {
-        Reclaim::Vmscan24 => Kthread::Kswapd,
-        Reclaim::Rmap269 | Reclaim::Rmap2617 => Kthread::Kswapd0,
-    }];
-    threads.extend_from_slice(writeback);
-    threads.push(Kthread::Kjournald);
-    threads
-}
 
 pub struct KthreadProg {
     kind: Kthread,
@@ -106,7 +43,7 @@ impl Program for KthreadProg {
         match self.kind {
             Kthread::Kjournald => {
                 if st.jbd.commit_due(cx.now) {
-                    return Action::Syscall(journal_commit_transaction(st.jbd.generation));
+                    return Action::Syscall(journal_commit_transaction(st.jbd.commit_holds_bkl));
                 }
                 let due = st.jbd.running.started + COMMIT_INTERVAL_NS;
                 let wait = due.saturating_sub(cx.now).max(10_000_000);
@@ -126,7 +63,9 @@ impl Program for KthreadProg {
                 }
             }
             Kthread::Flusher => {
-                if !std::mem::take(&mut self.ran) && (st.pwb.ioless.background_requested || over_bground_thresh(st)) {
+                if !std::mem::take(&mut self.ran)
+                    && (st.writeback.pwb().ioless.background_requested || over_bground_thresh(st))
+                {
                     self.ran = true;
                     return Action::Syscall(wb_writeback(st, cx.pid));
                 }
@@ -196,31 +135,5 @@ impl Path for KswapdPass {
     }
     fn advanced(&mut self, k: &mut crate::kernel::state::KState, cx: &crate::kernel::path::Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kernel::tests::variant_with;
-    use crate::variant::{PreemptModel, SchedClass};
-
-    #[test]
-    fn the_threads_follow_the_writeback_choice_and_each_registers_its_pid() {
-        let v = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
-        let threads = for_variant(&v);
-        assert_eq!(
-            threads,
-            [Kthread::Kswapd, Kthread::Bdflush, Kthread::Kupdated, Kthread::Kjournald]
-        );
-        let mut k = crate::kernel::tests::kstate();
-        for (i, t) in threads.iter().enumerate() {
-            t.register(&mut k, 10 + i as u32);
-        }
-        let pids = k.kthreads;
-        assert_eq!(
-            (pids.kswapd, pids.bdflush, pids.kupdated, pids.kjournald),
-            (10, 11, 12, 13)
-        );
     }
 }

@@ -1,0 +1,200 @@
+//! One assembly (issue 30, item 1): the only code that reads which implementation of each
+//! subsystem a [`Variant`] names, and builds it. As Linux picks its ops tables once (the
+//! `sched_class` a policy runs in, the `elevator_type` a queue is set up with, the
+//! filesystem's `address_space_operations`) and its code then calls through them, the model
+//! builds each subsystem here and its callers ask the object for behaviour ("does the page
+//! cache know which pages are dirty?"), never which kernel they are in.
+//!
+//! | subsystem       | built here from          | interface                                  |
+//! |-----------------|--------------------------|--------------------------------------------|
+//! | scheduler       | `sched`, `cfs`, `eevdf`  | [`crate::sched::Scheduler`] (trait object) |
+//! | block layer     | `writeback`, `elevator`  | [`crate::dev::disk::Disk`]                 |
+//! | writeback       | `writeback`, `dirty`     | [`crate::mm::writeback::DirtyWriteback`]   |
+//! | reclaim         | `reclaim`                | [`crate::mm::reclaim::PageReclaim`]        |
+//! | journal         | `journal`                | [`crate::fs::jbd::Journal`]                |
+//! | ext3            | `writeback`              | [`crate::fs::ext3::Ext3Features`]          |
+//! | swap allocator  | `swap_allocator`         | `latlab_swap::SwapAllocator` (trait object)|
+//! | kernel threads  | the subsystems that own them: reclaim's kswapd, writeback's threads, the journal's kjournald |
+//!
+//! Two choices stay with the code that acts on them, each in one place: the preemption
+//! model (`kernel/preempt.rs`) and the timer subsystem (the CPU loop's `arm_timer`, in
+//! `kernel/mod.rs`). `tests/only_place.rs` checks that no other file names a variant's
+//! implementations.
+
+use crate::dev::disk::Disk;
+use crate::fs::ext3::Ext3Features;
+use crate::fs::jbd::Journal as Jbd;
+use crate::kernel::state::{KState, Kthread, Subsystems};
+use crate::machine::MachineProfile;
+use crate::mm::page_writeback::PageWriteback;
+use crate::mm::reclaim::{self, PageReclaim};
+use crate::mm::writeback::DirtyWriteback;
+use crate::mm::Mm;
+use crate::sched::{cfs, eevdf, goodness24, o1, rt, Scheduler};
+use crate::variant::{Elevator, Journal, Reclaim, SchedClass, Variant, Writeback};
+
+/// A kernel as the variant assembles it, before the model boots it.
+pub struct Assembled {
+    pub sched: Box<dyn Scheduler>,
+    pub st: KState,
+    /// The kernel threads its subsystems start, in start order.
+    pub kthreads: Vec<Kthread>,
+}
+
+/// Build the kernel variant `v` names on machine `m` (a validated variant).
+pub fn assemble(v: &Variant, m: &MachineProfile) -> Result<Assembled, latlab_swap::SwapError> {
+    let swap = latlab_swap::by_name(&v.swap_allocator, m.swap_slots().max(latlab_swap::MIN_SLOTS))?;
+    let st = KState::assembled(m, subsystems(v, m, swap));
+    let mut kthreads = vec![st.reclaim.kswapd()];
+    kthreads.extend(st.writeback.threads());
+    kthreads.push(st.jbd.thread());
+    Ok(Assembled {
+        sched: scheduler(v),
+        st,
+        kthreads,
+    })
+}
+
+/// The scheduler the variant names.
+pub fn scheduler(v: &Variant) -> Box<dyn Scheduler> {
+    match v.sched {
+        SchedClass::Goodness24 => Box::new(goodness24::Goodness24::new(v.hz)),
+        SchedClass::O1 => Box::new(o1::O1::new(v.hz)),
+        SchedClass::Cfs => Box::new(rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()))),
+        SchedClass::Eevdf => Box::new(rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz))),
+    }
+}
+
+/// The subsystems the variant names, over swap allocator `swap`.
+pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Subsystems {
+    let mut mm = Mm::new(m, swap);
+    // Page-based writeback's ratelimit is set from memory as it stands at boot, before
+    // the reclaim's own watermarks.
+    let writeback = writeback(v, mm.buffer_pages());
+    let reclaim = PageReclaim::new(reclaim_kind(v.reclaim));
+    mm.anon_starts_active = reclaim.anon_starts_active();
+    mm.set_watermarks(reclaim.watermarks(mm.total));
+    let mut disk = Disk::new(m);
+    // The block layer goes with the writeback's generation: 2.4's IDE queue (a FIFO of
+    // requests) under bdflush, 2.6's queue with the variant's elevator under page-based
+    // writeback.
+    if v.writeback != Writeback::Bdflush24 {
+        disk.use_26_block_layer(v.hz, v.elevator == Elevator::Anticipatory);
+    }
+    let jbd = Jbd::new(v.journal == Journal::Jbd24);
+    // 2.6.16+'s ext3 (file_update_time, block-group allocation) goes with 2.6's page cache.
+    let ext3_26 = writeback.counts_dirty_pages();
+    Subsystems {
+        disk,
+        mm,
+        jbd,
+        ext3: Ext3Features {
+            coarse_mtime: ext3_26,
+            block_groups: ext3_26,
+        },
+        writeback,
+        reclaim,
+    }
+}
+
+/// The writeback the variant names; `buffer_pages`: the memory page-based writeback's
+/// ratelimit is set from.
+pub fn writeback(v: &Variant, buffer_pages: u64) -> DirtyWriteback {
+    let pwb = || {
+        let d = v.dirty.expect("validated: page-based writeback has [dirty]");
+        PageWriteback::new(d, buffer_pages, v.hz)
+    };
+    match v.writeback {
+        Writeback::Bdflush24 => DirtyWriteback::bdflush24(),
+        Writeback::Pdflush2617 => DirtyWriteback::pdflush(pwb(), false),
+        Writeback::PdflushBalance => DirtyWriteback::pdflush(pwb(), true),
+        Writeback::IoLess32 => DirtyWriteback::io_less(pwb()),
+    }
+}
+
+/// The reclaim implementation the variant's `reclaim` names.
+pub fn reclaim_kind(r: Reclaim) -> reclaim::Kind {
+    match r {
+        Reclaim::Vmscan24 => reclaim::Kind::Vmscan24,
+        Reclaim::Rmap269 => reclaim::Kind::Rmap269,
+        Reclaim::Rmap2617 => reclaim::Kind::Rmap2617,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::tests::{machine, variant_with};
+    use crate::variant::{DirtyTunables, PreemptModel};
+
+    fn variant_26(writeback: Writeback, reclaim: Reclaim) -> Variant {
+        let mut v = variant_with(SchedClass::O1, PreemptModel::None, &[]);
+        v.writeback = writeback;
+        v.reclaim = reclaim;
+        v.dirty = Some(DirtyTunables {
+            dirty_ratio: 40,
+            dirty_background_ratio: 10,
+        });
+        v
+    }
+
+    #[test]
+    fn the_kernel_threads_come_from_the_subsystems_and_each_registers_its_pid() {
+        let v = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        let mut a = assemble(&v, &machine()).unwrap();
+        assert_eq!(
+            a.kthreads,
+            [Kthread::Kswapd, Kthread::Bdflush, Kthread::Kupdated, Kthread::Kjournald]
+        );
+        for (i, t) in a.kthreads.iter().enumerate() {
+            t.register(&mut a.st, 10 + i as u32);
+        }
+        let pids = a.st.kthreads;
+        assert_eq!(
+            (pids.kswapd, pids.bdflush, pids.kupdated, pids.kjournald),
+            (10, 11, 12, 13)
+        );
+        let a = assemble(&variant_26(Writeback::Pdflush2617, Reclaim::Rmap2617), &machine()).unwrap();
+        let mut want = vec![Kthread::Kswapd0];
+        want.extend([Kthread::Pdflush; crate::mm::pdflush::MAX_THREADS]);
+        want.push(Kthread::Kjournald);
+        assert_eq!(a.kthreads, want);
+        let a = assemble(&variant_26(Writeback::IoLess32, Reclaim::Rmap269), &machine()).unwrap();
+        assert_eq!(a.kthreads, [Kthread::Kswapd0, Kthread::Flusher, Kthread::Kjournald]);
+    }
+
+    #[test]
+    fn each_subsystem_answers_for_the_implementation_the_variant_names() {
+        let v24 = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        let a = assemble(&v24, &machine()).unwrap();
+        assert_eq!(a.sched.name(), scheduler(&v24).name());
+        assert!(!a.st.disk.is_26(), "2.4's IDE queue");
+        assert!(a.st.writeback.pages().is_none(), "bdflush has no page-based state");
+        assert!(!a.st.writeback.counts_dirty_pages() && !a.st.ext3.block_groups);
+        assert!(!a.st.reclaim.anon_starts_active() && !a.st.mm.anon_starts_active);
+        assert!(a.st.jbd.commit_holds_bkl);
+
+        let mut v = variant_26(Writeback::PdflushBalance, Reclaim::Rmap2617);
+        v.journal = Journal::Jbd26;
+        v.elevator = Elevator::Anticipatory;
+        let a = assemble(&v, &machine()).unwrap();
+        assert!(
+            a.st.disk.is_26() && a.st.disk.as_counts().is_some(),
+            "2.6's queue with AS"
+        );
+        assert!(a.st.writeback.counts_dirty_pages() && a.st.writeback.balance_hands_to_pdflush());
+        assert!(a.st.ext3.block_groups && a.st.ext3.coarse_mtime);
+        assert!(a.st.reclaim.writes_dirty_pages() && !a.st.reclaim.uses_swap_token());
+        assert!(a.st.mm.anon_starts_active);
+        assert!(!a.st.jbd.commit_holds_bkl);
+        assert_eq!(
+            [a.st.mm.pages_min, a.st.mm.pages_low, a.st.mm.pages_high],
+            crate::mm::watermarks_2617(a.st.mm.total)
+        );
+
+        let a = assemble(&variant_26(Writeback::Pdflush2617, Reclaim::Rmap269), &machine()).unwrap();
+        assert!(!a.st.writeback.balance_hands_to_pdflush());
+        assert!(a.st.reclaim.uses_swap_token() && !a.st.reclaim.writes_dirty_pages());
+        assert!(a.st.disk.as_counts().is_none(), "noop elevator");
+    }
+}
