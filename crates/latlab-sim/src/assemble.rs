@@ -12,7 +12,7 @@
 //! | writeback       | `writeback`, `dirty`     | [`crate::mm::writeback::DirtyWriteback`]   |
 //! | reclaim         | `reclaim`                | [`crate::mm::reclaim::PageReclaim`]        |
 //! | journal         | `journal`                | [`crate::fs::jbd::Journal`]                |
-//! | ext3            | `writeback`              | [`crate::fs::ext3::Ext3Features`]          |
+//! | ext3            | `writeback`              | [`crate::fs::ext3::Ext3`]                  |
 //! | swap allocator  | `swap_allocator`         | `latlab_swap::SwapAllocator` (trait object)|
 //! | kernel threads  | the subsystems that own them: reclaim's kswapd, writeback's threads, the journal's kjournald |
 //!
@@ -22,8 +22,8 @@
 //! implementations.
 
 use crate::dev::disk::Disk;
-use crate::fs::ext3::Ext3Features;
-use crate::fs::jbd::Journal as Jbd;
+use crate::fs::ext3::Ext3;
+use crate::fs::jbd::Journal;
 use crate::kernel::state::{KState, Kthread, Subsystems};
 use crate::machine::MachineProfile;
 use crate::mm::page_writeback::PageWriteback;
@@ -31,7 +31,7 @@ use crate::mm::reclaim::{self, PageReclaim};
 use crate::mm::writeback::DirtyWriteback;
 use crate::mm::Mm;
 use crate::sched::{cfs, eevdf, goodness24, o1, rt, Scheduler};
-use crate::variant::{Elevator, Journal, Reclaim, SchedClass, Variant, Writeback};
+use crate::variant::{Elevator, Reclaim, SchedClass, Variant, Writeback};
 
 /// A kernel as the variant assembles it, before the model boots it.
 pub struct Assembled {
@@ -81,16 +81,17 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
     if v.writeback != Writeback::Bdflush24 {
         disk.use_26_block_layer(v.hz, v.elevator == Elevator::Anticipatory);
     }
-    let jbd = Jbd::new(v.journal == Journal::Jbd24);
+    let jbd = Journal::new(v.journal.kjournald_holds_bkl());
     // 2.6.16+'s ext3 (file_update_time, block-group allocation) goes with 2.6's page cache.
     let ext3_26 = writeback.counts_dirty_pages();
     Subsystems {
         disk,
         mm,
         jbd,
-        ext3: Ext3Features {
+        ext3: Ext3 {
             coarse_mtime: ext3_26,
             block_groups: ext3_26,
+            ..Ext3::default()
         },
         writeback,
         reclaim,
@@ -125,7 +126,7 @@ pub fn reclaim_kind(r: Reclaim) -> reclaim::Kind {
 mod tests {
     use super::*;
     use crate::kernel::tests::{machine, variant_with};
-    use crate::variant::{DirtyTunables, PreemptModel};
+    use crate::variant::{DirtyTunables, Journal, PreemptModel};
 
     fn variant_26(writeback: Writeback, reclaim: Reclaim) -> Variant {
         let mut v = variant_with(SchedClass::O1, PreemptModel::None, &[]);

@@ -637,7 +637,7 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
             ("pdflush_operation_busy", s.pdflush_busy),
             ("pdflush_request_waits", s.nonblocking_request_waits),
             ("writer_ilock_skips", s.ilock_skips),
-            ("ext3_bitmap_reads", k.st.balloc.bitmap_reads),
+            ("ext3_bitmap_reads", k.st.ext3.balloc.bitmap_reads),
         ] {
             r.counters.insert(name.into(), n);
         }

@@ -75,10 +75,12 @@ fn ext3_dirty_inode(k: &mut KState, file: u32) -> Box<dyn Path> {
     }))
 }
 
-/// What the generation's ext3 does that another's does not, as
-/// [`crate::kernel::assemble`] sets it.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Ext3Features {
+/// The filesystem's state beyond its journal and buffers: its block groups, and what the
+/// generation's ext3 does that another's does not, as [`crate::assemble`] sets it.
+#[derive(Default)]
+pub struct Ext3 {
+    /// ext3's block groups (2.6 kernels' allocation: [`crate::fs::ext3_balloc`]).
+    pub balloc: crate::fs::ext3_balloc::Balloc,
     /// 2.6.16's `file_update_time`: a write journals the inode's mtime once a second
     /// ([`mtime_changes`]); 2.4's `generic_file_write` on every call.
     pub coarse_mtime: bool,
@@ -213,10 +215,10 @@ impl Path for FileWrite {
                 // ext3_prepare_write -> ext3_new_blocks: a page whose block lies in a group
                 // not yet touched reads that group's bitmap first, in the writer.
                 let (first, size) = k.mm.files.get(&self.file).map_or((0, 0), |f| (f.block, f.size));
-                match k.balloc.next_append(self.file, first, size, n) {
+                match k.ext3.balloc.next_append(self.file, first, size, n) {
                     Alloc::Fits(m) => n = m.max(1),
                     Alloc::ReadBitmap { group } => {
-                        k.balloc.bitmap_read(self.file, first, size, group);
+                        k.ext3.balloc.bitmap_read(self.file, first, size, group);
                         // The page's handle (ext3_prepare_write's) stays open over the read.
                         k.jbd.handle_sleeps();
                         self.handle = true;
@@ -276,7 +278,7 @@ impl Path for FileWrite {
         f.size += done;
         k.mm.write_pages(self.file, from, done);
         if k.ext3.block_groups {
-            k.balloc.appended(self.file, first, from, done);
+            k.ext3.balloc.appended(self.file, first, from, done);
         }
         let txn = k.jbd.add_data(done);
         k.buf.dirty(self.file, txn, done, block, cx.now);
@@ -556,7 +558,7 @@ impl Path for Truncate {
                 k.mm.delete_file(self.file);
                 k.mm.pin(kept);
                 k.dcache.delete_file(self.file);
-                k.balloc.deleted(self.file);
+                k.ext3.balloc.deleted(self.file);
                 // The inode, the directory block (as for creat), the indirect blocks freed.
                 k.jbd.dirty_inode(self.file);
                 k.jbd.add_meta32(1 + 32 * size / PTRS_PER_BLOCK);
@@ -649,14 +651,12 @@ mod tests {
         };
         let pwb = crate::mm::page_writeback::PageWriteback::new(t, k.buffer_pages(), 250);
         k.writeback = crate::mm::writeback::DirtyWriteback::pdflush(pwb, false);
-        k.ext3 = Ext3Features {
-            coarse_mtime: true,
-            block_groups: true,
-        };
+        k.ext3.coarse_mtime = true;
+        k.ext3.block_groups = true;
         let f = k.mm.create_file(64);
         let first = k.mm.files.get(&f).unwrap().block;
-        if let Alloc::ReadBitmap { group } = k.balloc.next_append(f, first, 0, 1) {
-            k.balloc.bitmap_read(f, first, 0, group);
+        if let Alloc::ReadBitmap { group } = k.ext3.balloc.next_append(f, first, 0, 1) {
+            k.ext3.balloc.bitmap_read(f, first, 0, group);
         }
         (k, f)
     }
@@ -666,7 +666,7 @@ mod tests {
         let (mut k, f) = kstate26();
         // A box whose first group's bitmap is not cached yet: the append reads it first.
         let mut fresh = kstate();
-        std::mem::swap(&mut fresh.balloc, &mut k.balloc);
+        std::mem::swap(&mut fresh.ext3.balloc, &mut k.ext3.balloc);
         let mut w = sys_write(f, 4096);
         let cx = Ctx { now: 0, pid: 1 };
         let mut step = w.next(&mut k, &cx);
@@ -691,7 +691,7 @@ mod tests {
             .any(|r| matches!(r, crate::kernel::state::KReq::Wake(Chan::TxnUpdates))));
         // With the bitmap cached, an append holds no handle across anything.
         k.jbd.locked = false;
-        std::mem::swap(&mut fresh.balloc, &mut k.balloc);
+        std::mem::swap(&mut fresh.ext3.balloc, &mut k.ext3.balloc);
         assert_eq!(run_to_sleep(&mut k, sys_write(f, 4096)), None);
         assert_eq!(k.jbd.updates, 0);
     }

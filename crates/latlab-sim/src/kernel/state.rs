@@ -39,10 +39,8 @@ pub struct KState {
     pub disk: Disk,
     pub buf: BufferCache,
     pub jbd: Journal,
-    /// ext3's block groups (2.6 kernels' allocation: [`crate::fs::ext3_balloc`]).
-    pub balloc: crate::fs::ext3_balloc::Balloc,
-    /// What the generation's ext3 does that another's does not.
-    pub ext3: crate::fs::ext3::Ext3Features,
+    /// ext3's block groups and generation ([`crate::fs::ext3`]).
+    pub ext3: crate::fs::ext3::Ext3,
     pub dcache: Dcache,
     pub mm: Mm,
     /// Requests for the CPU loop.
@@ -131,7 +129,7 @@ pub struct Subsystems {
     pub disk: Disk,
     pub mm: Mm,
     pub jbd: Journal,
-    pub ext3: crate::fs::ext3::Ext3Features,
+    pub ext3: crate::fs::ext3::Ext3,
     pub writeback: crate::mm::writeback::DirtyWriteback,
     pub reclaim: crate::mm::reclaim::PageReclaim,
 }
@@ -153,7 +151,6 @@ impl KState {
             disk: s.disk,
             buf: BufferCache::default(),
             jbd: s.jbd,
-            balloc: Default::default(),
             ext3: s.ext3,
             dcache: Dcache::default(),
             mm: s.mm,
