@@ -8,6 +8,7 @@
 //! | subsystem       | built here from          | interface                                  |
 //! |-----------------|--------------------------|--------------------------------------------|
 //! | scheduler       | `sched`, `cfs`, `eevdf`  | [`crate::sched::Scheduler`] (trait object) |
+//! | timers          | `timer`, `hz`            | [`crate::kernel::state::TimerBase`]        |
 //! | block layer     | `writeback`, `elevator`  | [`crate::dev::disk::Disk`]                 |
 //! | writeback       | `writeback`, `dirty`     | [`crate::mm::writeback::DirtyWriteback`]   |
 //! | reclaim         | `reclaim`                | [`crate::mm::reclaim::PageReclaim`]        |
@@ -16,22 +17,22 @@
 //! | swap allocator  | `swap_allocator`         | `latlab_swap::SwapAllocator` (trait object)|
 //! | kernel threads  | the subsystems that own them: reclaim's kswapd, writeback's threads, the journal's kjournald |
 //!
-//! Two choices stay with the code that acts on them, each in one place: the preemption
-//! model (`kernel/preempt.rs`) and the timer subsystem (the CPU loop's `arm_timer`, in
-//! `kernel/mod.rs`). `tests/only_place.rs` checks that no other file names a variant's
-//! implementations.
+//! The preemption model stays with the code that acts on it, in one place
+//! (`kernel/preempt.rs`): it is a rule of the CPU loop, not a subsystem with state.
+//! `tests/only_place.rs` checks that no other file names a variant's implementations.
 
 use crate::dev::disk::Disk;
 use crate::fs::ext3::Ext3;
 use crate::fs::jbd::Journal;
-use crate::kernel::state::{KState, Kthread, Subsystems};
+use crate::kernel::state::{KState, Kthread, Subsystems, TimerBase};
 use crate::machine::MachineProfile;
 use crate::mm::page_writeback::PageWriteback;
 use crate::mm::reclaim::{self, PageReclaim};
 use crate::mm::writeback::DirtyWriteback;
 use crate::mm::Mm;
 use crate::sched::{cfs, eevdf, goodness24, o1, rt, Scheduler};
-use crate::variant::{Elevator, Reclaim, SchedClass, Variant, Writeback};
+use crate::variant::{Elevator, Reclaim, SchedClass, TimerSubsystem, Variant, Writeback};
+use latlab_core::Nanos;
 
 /// A kernel as the variant assembles it, before the model boots it.
 pub struct Assembled {
@@ -74,6 +75,12 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
     let reclaim = PageReclaim::new(reclaim_kind(v.reclaim));
     mm.anon_starts_active = reclaim.anon_starts_active();
     mm.set_watermarks(reclaim.watermarks(mm.total));
+    let timers = match v.timer {
+        TimerSubsystem::Jiffies => TimerBase::TimerList {
+            tick_ns: 1_000_000_000 / Nanos::from(v.hz),
+        },
+        TimerSubsystem::Hrtimer => TimerBase::Hrtimer,
+    };
     let mut disk = Disk::new(m);
     // The block layer goes with the writeback's generation: 2.4's IDE queue (a FIFO of
     // requests) under bdflush, 2.6's queue with the variant's elevator under page-based
@@ -85,6 +92,7 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
     // 2.6.16+'s ext3 (file_update_time, block-group allocation) goes with 2.6's page cache.
     let ext3_26 = writeback.counts_dirty_pages();
     Subsystems {
+        timers,
         disk,
         mm,
         jbd,
@@ -174,11 +182,17 @@ mod tests {
         assert!(!a.st.writeback.counts_dirty_pages() && !a.st.ext3.block_groups);
         assert!(!a.st.reclaim.anon_starts_active() && !a.st.mm.anon_starts_active);
         assert!(a.st.jbd.commit_holds_bkl);
+        assert_eq!(a.st.timers, TimerBase::TimerList { tick_ns: 10_000_000 }, "HZ=100");
+        assert_eq!(a.st.timers.fires_at(10_000_001), 20_000_000);
+        assert!(!a.st.timers.own_interrupt());
 
         let mut v = variant_26(Writeback::PdflushBalance, Reclaim::Rmap2617);
         v.journal = Journal::Jbd26;
         v.elevator = Elevator::Anticipatory;
+        v.timer = TimerSubsystem::Hrtimer;
         let a = assemble(&v, &machine()).unwrap();
+        assert_eq!(a.st.timers.fires_at(10_000_001), 10_000_001);
+        assert!(a.st.timers.own_interrupt());
         assert!(
             a.st.disk.is_26() && a.st.disk.as_counts().is_some(),
             "2.6's queue with AS"

@@ -31,7 +31,7 @@ use crate::machine::MachineProfile;
 use crate::measure::realfeel::Tracker;
 use crate::measure::Mark;
 use crate::sched::Scheduler;
-use crate::variant::{TimerSubsystem, Variant};
+use crate::variant::Variant;
 use crate::workload::{Action, ProgCx, TaskSpec};
 use catalog::Point;
 use latlab_core::{Nanos, Stream};
@@ -765,16 +765,13 @@ impl Kernel {
     fn arm_timer(&mut self, ns: Nanos) -> Chan {
         self.next_timer_token += 1;
         let chan = Chan::Timer(self.next_timer_token);
-        match self.v.timer {
-            // The 2.4 timer list: timers fire from the tick, at the next jiffy.
-            TimerSubsystem::Jiffies => {
-                let at = (self.now + ns).div_ceil(self.tick_ns) * self.tick_ns;
-                self.q.schedule(at, Ev::Wake(chan));
-            }
+        let at = self.st.timers.fires_at(self.now + ns);
+        if self.st.timers.own_interrupt() {
             // hrtimer_nanosleep: an expiry interrupt of its own, at the time asked.
-            TimerSubsystem::Hrtimer => self
-                .q
-                .schedule(self.now + ns, Ev::Irq(Irq::Hrtimer(HrTimer::Sleep(chan)))),
+            self.q.schedule(at, Ev::Irq(Irq::Hrtimer(HrTimer::Sleep(chan))));
+        } else {
+            // The 2.4 timer list: timers fire from the tick, at the next jiffy.
+            self.q.schedule(at, Ev::Wake(chan));
         }
         chan
     }
@@ -782,10 +779,7 @@ impl Kernel {
     /// When a timer due at `due` fires: at once with hrtimers, at the next tick on the 2.4
     /// timer list.
     fn timer_fires_at(&self, due: Nanos) -> Nanos {
-        match self.v.timer {
-            TimerSubsystem::Jiffies => due.div_ceil(self.tick_ns) * self.tick_ns,
-            TimerSubsystem::Hrtimer => due,
-        }
+        self.st.timers.fires_at(due)
     }
 
     /// Arm POSIX timer `id` for its expiry due at `due`.

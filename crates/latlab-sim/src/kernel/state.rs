@@ -57,6 +57,8 @@ pub struct KState {
     pub workload_done: Option<Nanos>,
     /// Unique tokens for network waits.
     pub net_token: u64,
+    /// Where timer expiries come from (the timer subsystem).
+    pub timers: TimerBase,
     /// POSIX timers and the signals they queued.
     pub posix: super::posix_timer::PosixTimers,
     /// The timer signal each thread took last (`SigWait`), for its user code to read.
@@ -78,6 +80,31 @@ pub struct KthreadPids {
     pub kswapd: u32,
     /// 3.2's per-device flusher (`flush-8:0`).
     pub flusher: u32,
+}
+
+/// Where timer expiries come from, as [`crate::assemble`] chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerBase {
+    /// The 2.4 timer list (kernel/timer.c): a timer fires from the tick after it is due.
+    TimerList { tick_ns: Nanos },
+    /// hrtimers (kernel/hrtimer.c): each timer has an expiry interrupt of its own, at the
+    /// exact time.
+    Hrtimer,
+}
+
+impl TimerBase {
+    /// When a timer due at `due` fires.
+    pub fn fires_at(self, due: Nanos) -> Nanos {
+        match self {
+            TimerBase::TimerList { tick_ns } => due.div_ceil(tick_ns) * tick_ns,
+            TimerBase::Hrtimer => due,
+        }
+    }
+
+    /// Does a timer's expiry raise an interrupt of its own, rather than run from the tick?
+    pub fn own_interrupt(self) -> bool {
+        self == TimerBase::Hrtimer
+    }
 }
 
 /// Which kernel thread.
@@ -126,6 +153,7 @@ impl Kthread {
 /// The subsystems whose implementation the variant chooses, as
 /// [`crate::kernel::assemble`] builds them.
 pub struct Subsystems {
+    pub timers: TimerBase,
     pub disk: Disk,
     pub mm: Mm,
     pub jbd: Journal,
@@ -161,6 +189,7 @@ impl KState {
             rtc_last: None,
             workload_done: None,
             net_token: 0,
+            timers: s.timers,
             posix: Default::default(),
             taken: Default::default(),
             writeback: s.writeback,
