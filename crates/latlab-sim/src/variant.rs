@@ -81,7 +81,7 @@ pub enum Writeback {
 impl Writeback {
     /// The `vm.dirty_*` sysctls belong to page-based writeback (2.6+): 2.4's bdflush has its
     /// own `bdf_prm`.
-    pub fn page_based(self) -> bool {
+    fn page_based(self) -> bool {
         self != Writeback::Bdflush24
     }
 }
@@ -127,7 +127,7 @@ pub enum Journal {
 
 impl Journal {
     /// Does kjournald commit under the big kernel lock?
-    pub fn kjournald_holds_bkl(self) -> bool {
+    pub(crate) fn kjournald_holds_bkl(self) -> bool {
         self == Journal::Jbd24
     }
 }
@@ -160,7 +160,7 @@ pub enum Reclaim {
 
 impl Reclaim {
     /// 2.6's reclaim (rmap, `shrink_zone`, kswapd0), either generation.
-    pub fn rmap(self) -> bool {
+    fn rmap(self) -> bool {
         self != Reclaim::Vmscan24
     }
 }
