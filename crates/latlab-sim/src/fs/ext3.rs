@@ -82,7 +82,7 @@ pub struct Ext3 {
     /// ext3's block groups (2.6 kernels' allocation: [`crate::fs::ext3_balloc`]).
     pub balloc: crate::fs::ext3_balloc::Balloc,
     /// 2.6.16's `file_update_time`: a write journals the inode's mtime once a second
-    /// ([`mtime_changes`]); 2.4's `generic_file_write` on every call.
+    /// (`mtime_changes`); 2.4's `generic_file_write` on every call.
     pub coarse_mtime: bool,
     /// 2.6's append allocates through the block groups ([`crate::fs::ext3_balloc`]) and
     /// pays the counted allocation path per page ([`append_cost26`]).

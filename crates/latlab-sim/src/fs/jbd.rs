@@ -225,7 +225,7 @@ impl Txn {
 #[derive(Debug, Default)]
 pub struct Journal {
     /// kjournald commits under the big kernel lock (2.4's jbd; 2.6's takes none), as
-    /// [`crate::kernel::assemble`] sets it.
+    /// [`crate::assemble`] sets it.
     pub commit_holds_bkl: bool,
     pub running: Txn,
     pub committing: Option<Txn>,

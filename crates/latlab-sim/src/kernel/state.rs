@@ -151,7 +151,7 @@ impl Kthread {
 }
 
 /// The subsystems whose implementation the variant chooses, as
-/// [`crate::kernel::assemble`] builds them.
+/// [`crate::assemble`] builds them.
 pub struct Subsystems {
     pub timers: TimerBase,
     pub disk: Disk,
@@ -163,7 +163,7 @@ pub struct Subsystems {
 }
 
 impl KState {
-    /// A 2.4 kernel's state (tests): [`crate::kernel::assemble`] of a 2.4.18 variant's
+    /// A 2.4 kernel's state (tests): [`crate::assemble`] of a 2.4.18 variant's
     /// subsystems.
     #[cfg(test)]
     pub fn new(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Self {

@@ -1,6 +1,6 @@
 //! Page reclaim, the subsystem a kernel variant names (`reclaim`): a task's direct reclaim,
 //! the zone watermarks, kswapd, and what the generation's VM does that another's does not.
-//! Callers ask [`PageReclaim`] for behaviour; [`crate::kernel::assemble`] builds the one a
+//! Callers ask [`PageReclaim`] for behaviour; [`crate::assemble`] builds the one a
 //! variant names.
 //!
 //! - 2.4's `vmscan` ([`crate::mm::vmscan`]): `shrink_cache` and the virtual scan, kswapd.

@@ -1,6 +1,6 @@
 //! Dirty-data writeback, the subsystem a kernel variant names (`writeback`): what a writer
 //! does after dirtying pages, and which kernel threads write them out. The fs write path
-//! asks only here; [`crate::kernel::assemble`] builds the one a variant names.
+//! asks only here; [`crate::assemble`] builds the one a variant names.
 //!
 //! - `bdflush-2.4`: 2.4's `balance_dirty()` (fs/buffer.c, 2.4.17/2.4.18). Over the soft limit
 //!   (`balance_dirty_state()` 0) the writer submits a batch of the oldest dirty buffers

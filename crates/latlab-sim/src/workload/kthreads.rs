@@ -3,7 +3,7 @@
 //! writeback implementation's own: 2.4's bdflush and kupdated (fs/buffer.c), 2.6's pdflush
 //! pool (mm/pdflush.c), 3.2's per-device flusher (fs/fs-writeback.c). Each sleeps on
 //! its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
-//! starts, the subsystems that own them say ([`crate::kernel::assemble`]).
+//! starts, the subsystems that own them say ([`crate::assemble`]).
 
 use super::{Action, ProgCx, Program};
 use crate::fs::commit::journal_commit_transaction;
