@@ -182,27 +182,35 @@ impl Path for ReadZero {
     }
 }
 
-/// One command of a script.
-#[derive(Clone, Debug, PartialEq)]
+/// One command of a script. In a workload file (docs/experiments.md "Workload files") each is
+/// a table with one key, the command's kind in kebab case, whose value holds its fields:
+/// `{ dd = { mb = 400, bs_kb = 1024, group = "foo" } }`, `{ sync = {} }`. Every field is
+/// required unless its doc says otherwise; unknown fields are refused.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum CommandSpec {
-    /// `make -jN` of a kernel: `objects` compilations, each reading `headers` headers and its
-    /// source, computing `cc_ms` (uniform in [lo, hi]) and writing an object; then a link.
-    /// `cc1_mib`: each compiler's resident memory, uniform in [lo, hi] MiB, its working set
-    /// touched again every timeslice of its compute (what swapped out comes back in:
-    /// [`crate::mm::swap_in`]); without it, the 2.4-era 6 MB compiler that never touches its
-    /// memory again (`KERNEL_CC1`).
+    /// `make -jN` of a kernel (`make-kernel`): `objects` compilations, each reading `headers`
+    /// headers and its source (files of the tree), computing for `cc_ms` ms (uniform in
+    /// `[lo, hi]`) and writing an object; then a link. `jobs`: make's `-j`. `tree_files`: the
+    /// source tree's files, on disk and not cached at the start (2-40 KB each).
+    /// `cc1_mib` (optional): each compiler's resident memory, uniform in `[lo, hi]` MiB, its
+    /// working set touched again every timeslice of its compute (what swapped out comes back
+    /// in: [`crate::mm::swap_in`]); without it, the 2.4-era 6 MB compiler that never touches
+    /// its memory again (`KERNEL_CC1`).
     MakeKernel {
         jobs: u32,
         objects: u32,
         headers: u32,
         cc_ms: (u64, u64),
         tree_files: u32,
+        #[serde(default)]
         cc1_mib: Option<(u64, u64)>,
     },
-    /// `make clean`: delete the objects the last build made.
+    /// `make clean` (`make-clean`): delete the objects the last `make-kernel` made.
     MakeClean,
-    /// `tar xfz` of a tarball read over NFS: `files` files of mean `mean_kb`, gunzip at
-    /// `gunzip_mb_s`.
+    /// `tar xfz` of a tarball read over NFS (`tar-xfz`): `files` files of mean `mean_kb` KiB
+    /// (a cubed uniform draw up to four times the mean), the `tarball_mb` MB tarball's share
+    /// of each read over the network, gunzip at `gunzip_mb_s` MB/s; the files join `group`.
     TarXfz {
         files: u32,
         mean_kb: u64,
@@ -210,44 +218,51 @@ pub enum CommandSpec {
         gunzip_mb_s: u64,
         group: String,
     },
-    /// `rm -rf` of a group of files.
+    /// `rm -rf` of a group of files (`rm-rf`): every file `group` holds.
     RmRf { group: String },
-    /// `dd if=/dev/zero of=FILE bs=BS count=N`.
+    /// `dd if=/dev/zero of=FILE bs=BS count=N` (`dd`): `mb` MiB in `bs_kb` KiB blocks into a
+    /// new file of `group`.
     Dd { mb: u64, bs_kb: u64, group: String },
-    /// `cvs co` over the network: `files` small files.
+    /// `cvs co` over the network (`cvs-co`): `files` small files of `kb` KiB into `group`.
     CvsCo { files: u32, kb: u64, group: String },
-    /// A small build: `objects` compilations of `cc_ms` each.
+    /// A small build (`make`): `objects` compilations of `cc_ms` ms each, one after another,
+    /// reading the first three files of `group` and writing their objects into it.
     Make { objects: u32, cc_ms: u64, group: String },
-    /// `dbench N`: N clients, each replaying dbench's trace once ([`NETBENCH`]).
+    /// `dbench N` (`dbench`): `clients` clients, each replaying dbench's trace once
+    /// ([`NETBENCH`]); client `i`'s files are group `{group}{i}`.
     Dbench { clients: u32, group: String },
     /// `sync`.
     Sync,
-    /// Nothing happens for a while (a person typing the next command).
+    /// Nothing happens for `ms` ms (a person typing the next command).
     Idle { ms: u64 },
-    /// Commands run at the same time (`a & b & c; wait`).
+    /// Commands run at the same time (`a & b & c; wait`): a list of commands.
     Parallel(Vec<CommandSpec>),
-    /// A memory hog: allocate `mb` of anonymous memory and touch all of it `passes` times,
-    /// ~1 s of CPU per pass (a memory tester of the Cerberus kind).
+    /// A memory hog (`mem-hog`): allocate `mb` MiB of anonymous memory and touch all of it
+    /// `passes` times, ~1 s of CPU per pass (a memory tester of the Cerberus kind).
     MemHog { mb: u64, passes: u32 },
     /// Red Hat's stress-kernel with the six tests Clark Williams ran (seed 002), side by side
-    /// until NFS-COMPILE has done `runs` runs ([`super::stress`]).
+    /// until NFS-COMPILE has done `runs` runs ([`super::stress`]) (`stress-kernel`).
     StressKernel { runs: u32 },
-    /// `cat` of old files already on disk, `file_kb` each, `mb` in all: each looked up once,
-    /// read whole through the page cache and closed (its inode unused, its pages cached).
+    /// `cat` of old files already on disk (`cat-old`), `file_kb` KiB each, `mb` MiB in all:
+    /// each looked up once, read whole through the page cache and closed (its inode unused,
+    /// its pages cached).
     CatOld { mb: u64, file_kb: u64 },
     /// updatedb's walk of the whole filesystem (slocate's cron.daily job of the era), `nights`
     /// nights running: an lstat() of each of `files` names ([`sys_lstat_tree`]).
     Updatedb { files: u64, nights: u32 },
-    /// `tasks` CPU-bound SCHED_OTHER processes started together ([`super::hogs`]).
+    /// `tasks` CPU-bound SCHED_OTHER processes started together ([`super::hogs`])
+    /// (`cpu-hogs`).
     CpuHogs { tasks: u32 },
     /// Video playback in a browser plugin through the X server, `fps` frames a second, each
-    /// decoded in `decode_us` and drawn in `x_us` ([`super::video`]); runs until the run ends.
+    /// decoded in `decode_us` us and drawn in `x_us` us ([`super::video`]); runs until the
+    /// run ends.
     Video { fps: u32, decode_us: u64, x_us: u64 },
-    /// `iozone -i 0 -r RECORD_KB -s FILE_MB -Q`: write a new file of `file_mb` one
-    /// `record_kb` write(2) at a time, then rewrite it, each write timed ([`super::iozone`]).
+    /// `iozone -i 0 -r RECORD_KB -s FILE_MB -Q`: write a new file of `file_mb` MB one
+    /// `record_kb` KiB write(2) at a time, then rewrite it, each write timed
+    /// ([`super::iozone`]).
     Iozone { file_mb: u64, record_kb: u64 },
     /// `sysbench --test=fileio --file-test-mode=rndrw prepare`, then `run`: two processes one
-    /// after the other ([`super::sysbench`]).
+    /// after the other ([`super::sysbench`]); its options as [`Fileio`]'s fields.
     Sysbench(Fileio),
 }
 
@@ -275,55 +290,6 @@ impl CommandSpec {
             CommandSpec::Sysbench(f) => f.label(),
         }
     }
-}
-
-/// Seed 000's script (000_5c157154d48a42ec.txt), with its sizes:
-/// a 2.4 kernel build (about 480 objects of a 2.4.18 i386 configuration, ~0.6 s of PIII-850
-/// CPU each: a `make -j3 bzImage` of ~5 minutes), the 2.4.10 tarball (27 MB gzipped, ~10,000
-/// files of ~11 KB mean, ~110 MB unpacked), `dd` of 400 MB in 1 MB blocks, dbench's sources
-/// (~30 files) and a dbench 40 run.
-pub fn seed000_script() -> Vec<CommandSpec> {
-    vec![
-        CommandSpec::MakeKernel {
-            jobs: 3,
-            objects: 480,
-            headers: 40,
-            cc_ms: (200, 1000),
-            tree_files: 1200,
-            cc1_mib: None,
-        },
-        CommandSpec::MakeClean,
-        CommandSpec::TarXfz {
-            files: 10_000,
-            mean_kb: 11,
-            tarball_mb: 27,
-            gunzip_mb_s: 25,
-            group: "linux".into(),
-        },
-        CommandSpec::RmRf { group: "linux".into() },
-        CommandSpec::Dd {
-            mb: 400,
-            bs_kb: 1024,
-            group: "foo".into(),
-        },
-        CommandSpec::RmRf { group: "foo".into() },
-        CommandSpec::CvsCo {
-            files: 30,
-            kb: 10,
-            group: "dbench".into(),
-        },
-        CommandSpec::Make {
-            objects: 8,
-            cc_ms: 500,
-            group: "dbench".into(),
-        },
-        CommandSpec::Dbench {
-            clients: 40,
-            group: "dbench-clients".into(),
-        },
-        CommandSpec::Sync,
-        CommandSpec::RmRf { group: "dbench".into() },
-    ]
 }
 
 /// The shell running a script: each command as a child, one after another, `gap` of idle

@@ -36,21 +36,48 @@ use rand::Rng as _;
 const GROUP: &str = "sysbench";
 
 /// sysbench fileio's options this model takes, with sysbench 0.4's defaults (`fileio_args`
-/// and `general_args` in sb_fileio.c and sysbench.c) where the seed gives none.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// and `general_args` in sb_fileio.c and sysbench.c) where the seed gives none. In a workload
+/// file, `sysbench = { file_mb = 512 }`: every option but `file_mb` may be left out (its
+/// default).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Fileio {
     /// `--file-total-size`, MB (MiB: sysbench's sizes are binary).
     pub file_mb: u64,
     /// `--file-num` (default 128).
+    #[serde(default = "default::files")]
     pub files: u64,
     /// `--file-block-size`, KiB, whole pages (default 16384 bytes).
+    #[serde(default = "default::block_kb")]
     pub block_kb: u64,
     /// `--file-rw-ratio` in hundredths: reads per 100 writes (default 1.5: 150).
+    #[serde(default = "default::rw_ratio_pct")]
     pub rw_ratio_pct: u64,
     /// `--file-fsync-freq`: an fsync series after this many requests, 0 none (default 100).
+    #[serde(default = "default::fsync_freq")]
     pub fsync_freq: u64,
     /// `--max-requests` (default 10000).
+    #[serde(default = "default::requests")]
     pub requests: u64,
+}
+
+/// sysbench 0.4's defaults, one function a field (serde names them).
+mod default {
+    pub const fn files() -> u64 {
+        128
+    }
+    pub const fn block_kb() -> u64 {
+        16
+    }
+    pub const fn rw_ratio_pct() -> u64 {
+        150
+    }
+    pub const fn fsync_freq() -> u64 {
+        100
+    }
+    pub const fn requests() -> u64 {
+        10_000
+    }
 }
 
 impl Fileio {
@@ -58,11 +85,11 @@ impl Fileio {
     pub const fn defaults(file_mb: u64) -> Fileio {
         Fileio {
             file_mb,
-            files: 128,
-            block_kb: 16,
-            rw_ratio_pct: 150,
-            fsync_freq: 100,
-            requests: 10_000,
+            files: default::files(),
+            block_kb: default::block_kb(),
+            rw_ratio_pct: default::rw_ratio_pct(),
+            fsync_freq: default::fsync_freq(),
+            requests: default::requests(),
         }
     }
     /// Bytes of one file (`file_size = total_size / num_files`).

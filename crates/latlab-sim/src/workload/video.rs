@@ -4,7 +4,7 @@
 //! a 2.6 kernel), decodes for `decode_us` in user space and sends the frame over the X
 //! socket; the X server, asleep in `select()` on that socket, wakes and spends `x_us`
 //! putting the image on screen. The seed gives none of these sizes: the estimates and their
-//! reasoning are in `latlab-exp`'s built-in workload, and each is a `CommandSpec::Video`
+//! reasoning are in the built-in workload file (`workloads/video-make-j10.toml`), and each is a `CommandSpec::Video`
 //! field an experiment can change.
 
 use super::script::Ops;
