@@ -14,7 +14,7 @@
 //! rewritten range instead moves seed 000's figures (stock 88.5 -> 138 ms) and waits on
 //! its own study; seed 001's kernels (2.6.17's page-based writeback) track pages.
 
-use super::script::{Ops, Reg};
+use super::ops::{Ops, Reg};
 use super::{Action, ProgCx};
 use crate::fs::ext3::{sys_rewrite, sys_write};
 use crate::fs::flush::sys_sync;
@@ -34,7 +34,7 @@ pub(crate) fn refill(o: &mut Ops, reg: &Reg, stage: u32, file_mb: u64, record_kb
     let stage = u64::from(stage);
     if stage == 0 {
         // The record buffer, then creat() (the file's blocks reserved as it is written).
-        o.grow(record_kb / 4 + crate::workload::script::PROGRAM_PAGES);
+        o.grow(record_kb / 4 + crate::workload::ops::PROGRAM_PAGES);
         o.create(reg, GROUP, file_mb * 256);
         return true;
     }

@@ -5,9 +5,11 @@
 //! by the program with the sizes it works on (bytes per write, files per directory); the
 //! lengths of the kernel loops inside them come from kernel state when they run.
 
+pub(crate) mod cmd;
 pub mod hogs;
 pub mod iozone;
 pub mod kthreads;
+pub(crate) mod ops;
 pub mod posix_test;
 pub mod realfeel;
 pub mod script;

@@ -12,7 +12,7 @@
 //! reserves in ctcs's `make-tcf.sh` (NFS 48, TTCP 1, FIFO_MMAP 206, P3_FPU 10, FS 352,
 //! CRASHME 1 MB) bounds the sizes.
 
-use super::script::{Ops, Reg};
+use super::ops::{Ops, Reg};
 use super::{Action, ProgCx, Program, TaskSpec};
 use crate::fs::ext3::{sys_create, sys_ftruncate, sys_read, sys_rewrite, sys_unlink, sys_write};
 use crate::fs::flush::sys_sync;
@@ -132,6 +132,19 @@ const FTRUNCATE64_CYCLES: u64 = 1_000;
 /// jumps into them, which faults within a few instructions.
 const CRASHME_TRIES: u64 = 1_000;
 const CRASHME_FILL_NS: Nanos = 5_000;
+
+/// stress-kernel as ctcs starts it: one `runtest` loop per test, side by side, waited for;
+/// NFS-COMPILE's `runs` runs end the others.
+pub(crate) fn spawn_all(o: &mut Ops, runs: u32) {
+    let stop = Rc::new(Cell::new(false));
+    for t in StressTest::ALL {
+        let stop = stop.clone();
+        let main = t == StressTest::NfsCompile;
+        let n = if main { runs } else { t.ctcs_runs() };
+        o.spawn(move |_| TaskSpec::user(t.driver(), Box::new(RunTest::new(t, stop, n, main))));
+    }
+    o.push(|_| Some(Action::WaitChildren));
+}
 
 /// ctcs's `runtest` loop of one test: its runs one after another, until it has done them or
 /// the main test (NFS-COMPILE, whose runs end the measurement) has done its own.

@@ -26,8 +26,8 @@
 //! nothing (docs/fidelity.md says what that leaves out).
 
 use super::iozone::{fsync, timed};
-use super::script::{Batches, Ops, Reg, PROGRAM_PAGES};
-use super::{Action, ProgCx};
+use super::ops::{Batches, Ops, Reg, PROGRAM_PAGES};
+use super::{Action, ProgCx, TaskSpec};
 use crate::fs::ext3::{sys_read, sys_rewrite};
 use crate::measure::write_latency::{IoOp, Pass};
 use rand::Rng as _;
@@ -205,6 +205,20 @@ impl Requests {
             block: at % per_file,
         })
     }
+}
+
+/// The `sysbench` command: `prepare` (at `stage` 0), then `run`, each a process waited for;
+/// false after both.
+pub(crate) fn refill(o: &mut Ops, reg: &Reg, stage: u32, f: Fileio) -> bool {
+    let phase = match stage {
+        0 => Phase::Prepare,
+        1 => Phase::Run,
+        _ => return false,
+    };
+    let reg = reg.clone();
+    o.spawn(move |_| TaskSpec::user("sysbench", Box::new(Sysbench::new(f, phase, reg))));
+    o.push(|_| Some(Action::WaitChildren));
+    true
 }
 
 /// Which sysbench invocation a process is.

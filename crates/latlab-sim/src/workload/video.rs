@@ -7,7 +7,7 @@
 //! reasoning are in the built-in workload file (`workloads/video-make-j10.toml`), and each is a `CommandSpec::Video`
 //! field an experiment can change.
 
-use super::script::Ops;
+use super::ops::Ops;
 use super::{Action, ProgCx, Program, TaskSpec};
 use crate::kernel::path::{Chan, Ctx, Path, Step, Work};
 use crate::kernel::state::KState;
