@@ -51,8 +51,6 @@ pub struct KState {
     pub jiffies: u64,
     /// Costs of this machine's code paths.
     pub c: Costs,
-    /// What the last rtc_read returned: (first interrupt's time, interrupts folded in).
-    pub rtc_last: Option<(Nanos, u64)>,
     /// When the workload's main task finished.
     pub workload_done: Option<Nanos>,
     /// Unique tokens for network waits.
@@ -98,7 +96,6 @@ impl KState {
             kthreads: KthreadPids::default(),
             jiffies: 0,
             c: Costs::new(m),
-            rtc_last: None,
             workload_done: None,
             net_token: 0,
             posix: Default::default(),

@@ -1,11 +1,9 @@
-//! The queue a command's program runs from: pending system calls and compute bursts, queued
-//! as closures so that a call can use what an earlier one made (a write the file its
-//! `creat()` just made), and the file groups the commands of one script share.
+//! The queue a command's program runs from: pending system calls and compute bursts, those
+//! that need what an earlier call made (a write the file its `creat()` just made) queued as
+//! closures; and the file groups the commands of one script share.
 
 use super::{Action, ProgCx, Program, TaskSpec};
-use crate::fs::ext3::{sys_create, sys_lookup, sys_read, sys_unlink, sys_write};
-use crate::kernel::path::{Chan, Ctx, Path, Step};
-use crate::kernel::state::{KReq, KState};
+use crate::kernel::syscall::Syscall;
 use latlab_core::Nanos;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -36,7 +34,17 @@ impl Registry {
 }
 
 pub type Reg = Rc<RefCell<Registry>>;
-type Op = Box<dyn FnOnce(&mut ProgCx) -> Option<Action>>;
+
+/// One pending step: a system call or compute burst known when queued, or one that needs
+/// what earlier calls made (a closure run when its turn comes; `None`: nothing to do).
+enum Op {
+    Call(Syscall),
+    Compute(Nanos),
+    Lazy(Later),
+}
+
+/// A step decided when its turn comes.
+type Later = Box<dyn FnOnce(&mut ProgCx) -> Option<Action>>;
 
 /// A queue of pending system calls and compute bursts.
 #[derive(Default)]
@@ -50,31 +58,36 @@ pub struct Ops {
 pub(crate) const PROGRAM_PAGES: u64 = 50;
 
 impl Ops {
+    /// A step decided when its turn comes.
     pub(crate) fn push(&mut self, f: impl FnOnce(&mut ProgCx) -> Option<Action> + 'static) {
-        self.q.push_back(Box::new(f));
+        self.q.push_back(Op::Lazy(Box::new(f)));
+    }
+    pub(crate) fn call(&mut self, call: Syscall) {
+        self.q.push_back(Op::Call(call));
     }
     pub(crate) fn compute(&mut self, ns: Nanos) {
-        self.push(move |_| Some(Action::Compute(ns)));
+        self.q.push_back(Op::Compute(ns));
     }
     pub(crate) fn grow(&mut self, pages: u64) {
-        self.push(move |cx| Some(Action::Syscall(crate::kernel::catalog::fault_in(cx.mm, pages))));
+        self.call(Syscall::Fault { pages });
     }
-    pub(crate) fn lookup(&mut self, f: u32) {
-        self.push(move |cx| Some(Action::Syscall(sys_lookup(cx.st, f))));
+    pub(crate) fn lookup(&mut self, file: u32) {
+        self.call(Syscall::Lookup { file });
     }
-    pub(crate) fn read(&mut self, f: u32, bytes: u64) {
-        self.push(move |_| Some(Action::Syscall(sys_read(f, 0, bytes))));
+    pub(crate) fn read(&mut self, file: u32, bytes: u64) {
+        self.call(Syscall::Read { file, page: 0, bytes });
     }
     /// creat() of a file of `pages` (its blocks reserved); it joins `group`. The cell holds
     /// the file once the creat() has run, for the calls queued after it.
     pub(crate) fn create(&mut self, reg: &Reg, group: &'static str, pages: u64) -> Rc<Cell<u32>> {
         let cur = Rc::new(Cell::new(0u32));
         let (c, r) = (cur.clone(), reg.clone());
-        self.push(move |cx| {
-            let f = cx.st.mm.create_file(pages);
-            r.borrow_mut().add(group, f);
-            c.set(f);
-            Some(Action::Syscall(sys_create(f)))
+        self.call(Syscall::Creat {
+            pages,
+            ret: Box::new(move |f| {
+                r.borrow_mut().add(group, f);
+                c.set(f);
+            }),
         });
         cur
     }
@@ -86,59 +99,37 @@ impl Ops {
             let n = left.min(chunk);
             left -= n;
             let c = cur.clone();
-            self.push(move |_| Some(Action::Syscall(sys_write(c.get(), n))));
+            self.push(move |_| {
+                Some(Action::Call(Syscall::Write {
+                    file: c.get(),
+                    bytes: n,
+                }))
+            });
         }
     }
-    pub(crate) fn unlink(&mut self, f: u32) {
-        self.push(move |_| Some(Action::Syscall(sys_unlink(f))));
+    pub(crate) fn unlink(&mut self, file: u32) {
+        self.call(Syscall::Unlink { file });
     }
+    /// Wait for `bytes` from the network (NFS read, cvs).
     pub(crate) fn net(&mut self, bytes: u64) {
-        self.push(move |cx| Some(Action::Syscall(net_read(cx.st, cx.m.net_ns(bytes)))));
+        self.call(Syscall::NetRecv { bytes });
     }
     pub(crate) fn spawn(&mut self, spec: impl FnOnce(&mut ProgCx) -> TaskSpec + 'static) {
         self.push(move |cx| Some(Action::Spawn(spec(cx))));
     }
     pub(crate) fn pop(&mut self, cx: &mut ProgCx) -> Option<Action> {
         while let Some(op) = self.q.pop_front() {
-            if let Some(a) = op(cx) {
-                return Some(a);
+            match op {
+                Op::Call(c) => return Some(Action::Call(c)),
+                Op::Compute(ns) => return Some(Action::Compute(ns)),
+                Op::Lazy(f) => {
+                    if let Some(a) = f(cx) {
+                        return Some(a);
+                    }
+                }
             }
         }
         None
-    }
-}
-
-/// Wait for `ns` of network transfer (NFS read, cvs): the task sleeps until the data is in.
-fn net_read(k: &mut KState, ns: Nanos) -> Box<dyn Path> {
-    k.net_token += 1;
-    let chan = Chan::Net(k.net_token);
-    Box::new(NetRead {
-        chan,
-        ns,
-        waited: false,
-    })
-}
-
-struct NetRead {
-    chan: Chan,
-    ns: Nanos,
-    waited: bool,
-}
-
-impl Path for NetRead {
-    fn name(&self) -> &'static str {
-        "sock_recvmsg"
-    }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
-        if self.waited {
-            return Step::Done;
-        }
-        self.waited = true;
-        k.out.push(KReq::WakeAt {
-            at: cx.now + self.ns,
-            chan: self.chan,
-        });
-        Step::Block(self.chan)
     }
 }
 

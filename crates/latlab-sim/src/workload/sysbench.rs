@@ -19,16 +19,16 @@
 //!   fsyncs included) and requests a second; [`crate::measure::write_latency`] keeps both
 //!   and each request's time.
 //!
-//! The model's `fsync` is its `sync` ([`super::iozone::fsync`]): the benchmark's files hold
+//! The model's `fsync` is its `sync` ([`Syscall::Fsync`]): the benchmark's files hold
 //! the box's only dirty data. 2.6.17's `ext3_sync_file` also forces a journal commit for
 //! each file whose inode is dirty (`sync_inode` -> `ext3_write_inode` ->
 //! `ext3_force_commit`); the model's later fsyncs of a series find nothing dirty and commit
 //! nothing (docs/fidelity.md says what that leaves out).
 
-use super::iozone::{fsync, timed};
+use super::iozone::timed;
 use super::ops::{Batches, Ops, Reg, PROGRAM_PAGES};
 use super::{Action, ProgCx, TaskSpec};
-use crate::fs::ext3::{sys_read, sys_rewrite};
+use crate::kernel::syscall::Syscall;
 use crate::measure::write_latency::{IoOp, Pass};
 use rand::Rng as _;
 
@@ -269,7 +269,7 @@ impl Sysbench {
                 // create_files: creat(), the file's whole blocks written in order, fsync, close.
                 self.ops
                     .create_write(&self.reg, GROUP, f.blocks_per_file() * block, block);
-                self.ops.push(|cx| Some(Action::Syscall(fsync(cx))));
+                self.ops.call(Syscall::Fsync);
                 true
             }
             Phase::Run => {
@@ -282,7 +282,7 @@ impl Sysbench {
                 };
                 match req {
                     // Whichever file it names: the model's fsync is its sync.
-                    Request::Fsync { .. } => timed(&mut self.ops, Pass::Rndrw, IoOp::Fsync, 0, 0, fsync),
+                    Request::Fsync { .. } => timed(&mut self.ops, Pass::Rndrw, IoOp::Fsync, 0, 0, |_| Syscall::Fsync),
                     Request::Io { write, file, block: b } => {
                         let fd = *self
                             .reg
@@ -294,11 +294,19 @@ impl Sysbench {
                         let offset_kb = (file * f.blocks_per_file() + b) * f.block_kb;
                         if write {
                             timed(&mut self.ops, Pass::Rndrw, IoOp::Write, offset_kb, block, move |_| {
-                                sys_rewrite(fd, page, block)
+                                Syscall::Rewrite {
+                                    file: fd,
+                                    page,
+                                    bytes: block,
+                                }
                             });
                         } else {
                             timed(&mut self.ops, Pass::Rndrw, IoOp::Read, offset_kb, block, move |_| {
-                                sys_read(fd, page, block)
+                                Syscall::Read {
+                                    file: fd,
+                                    page,
+                                    bytes: block,
+                                }
                             });
                         }
                     }

@@ -12,7 +12,7 @@ pub(crate) fn refill(o: &mut Ops, stage: u32, cx: &mut ProgCx, mb: u64, file_kb:
         return false;
     }
     let pages = file_kb / 4;
-    let f = cx.st.mm.existing_file(pages);
+    let f = cx.file_on_disk(pages);
     cx.st.dcache.looked_up_once();
     o.read(f, pages * 4096);
     o.push(move |cx| {

@@ -1,7 +1,7 @@
 //! `dbench N` (dbench 1.x, Tridgell): N clients, each replaying the NetBench client trace
 //! once; what a client does and where its figures come from is on [`NetBench`].
 
-use crate::fs::ext3::{sys_lookup, sys_read, sys_rewrite, sys_unlink, sys_write};
+use crate::kernel::syscall::Syscall;
 use crate::workload::ops::{Ops, Reg};
 use crate::workload::{Action, ProgCx, Program, TaskSpec};
 use latlab_core::Nanos;
@@ -162,18 +162,30 @@ impl DbenchClient {
             let c = file.clone();
             self.ops.push(move |_| {
                 let f = c.get();
-                Some(Action::Syscall(if rewrite {
-                    sys_rewrite(f, page, pages * 4096)
+                Some(Action::Call(if rewrite {
+                    Syscall::Rewrite {
+                        file: f,
+                        page,
+                        bytes: pages * 4096,
+                    }
                 } else {
-                    sys_write(f, pages * 4096)
+                    Syscall::Write {
+                        file: f,
+                        bytes: pages * 4096,
+                    }
                 }))
             });
             self.since_read += 1;
             if self.since_read == nb.writes_per_read {
                 self.since_read = 0;
                 let c = file.clone();
-                self.ops
-                    .push(move |_| Some(Action::Syscall(sys_read(c.get(), off / 4096, n))));
+                self.ops.push(move |_| {
+                    Some(Action::Call(Syscall::Read {
+                        file: c.get(),
+                        page: off / 4096,
+                        bytes: n,
+                    }))
+                });
                 lines += 1;
             }
             off += n;
@@ -197,7 +209,7 @@ impl DbenchClient {
             self.ops.push(move |_| {
                 let f = cur.get();
                 r.borrow_mut().remove(g, f);
-                Some(Action::Syscall(sys_unlink(f)))
+                Some(Action::Call(Syscall::Unlink { file: f }))
             });
             lines + 3
         } else {
@@ -208,10 +220,10 @@ impl DbenchClient {
             let from = cx.rng.gen_range(0..=size - bytes) & !4095;
             let cur = Rc::new(Cell::new(0));
             let (g, r, c) = (self.group, self.reg.clone(), cur.clone());
-            self.ops.push(move |cx| {
+            self.ops.push(move |_| {
                 let f = *r.borrow().get(g).get(which)?;
                 c.set(f);
-                Some(Action::Syscall(sys_lookup(cx.st, f)))
+                Some(Action::Call(Syscall::Lookup { file: f }))
             });
             self.writes(&cur, from, bytes, true) + 2
         };

@@ -4,6 +4,7 @@
 //! compiler reads its headers and source, grows to its resident size, computes and writes
 //! its object.
 
+use crate::kernel::syscall::Syscall;
 use crate::workload::ops::{Ops, Reg};
 use crate::workload::{Action, ProgCx, Program, TaskSpec};
 use latlab_core::Nanos;
@@ -27,7 +28,7 @@ pub(crate) fn kernel(
         let mut r = reg.borrow_mut();
         for _ in 0..tree_files {
             let kb = cx.rng.gen_range(2..40);
-            let f = cx.st.mm.existing_file(kb / 4 + 1);
+            let f = cx.file_on_disk(kb / 4 + 1);
             r.add("src", f);
         }
         o.grow(300);
@@ -151,7 +152,7 @@ impl Cc {
                 while left > 0 {
                     let n = left.min(slice);
                     left -= n;
-                    o.push(|cx| Some(Action::Syscall(crate::mm::swap_in::touch_working_set(cx.mm))));
+                    o.call(Syscall::TouchWorkingSet);
                     o.compute(n);
                 }
             }

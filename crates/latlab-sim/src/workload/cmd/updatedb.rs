@@ -1,9 +1,8 @@
 //! updatedb's walk of the whole filesystem (slocate's cron.daily job of the era): an
-//! lstat() of every name, night after night ([`crate::fs::ext3::sys_lstat_tree`]).
+//! lstat() of every name, night after night ([`Syscall::LstatTree`]).
 
-use crate::fs::ext3::sys_lstat_tree;
+use crate::kernel::syscall::Syscall;
 use crate::workload::ops::Ops;
-use crate::workload::Action;
 
 /// A chunk of names a stage keeps the queue short.
 const CHUNK: u64 = 1024;
@@ -22,7 +21,10 @@ pub(crate) fn refill(o: &mut Ops, stage: u32, files: u64, nights: u32) -> bool {
         o.grow(100);
     }
     for nth in chunk * CHUNK..((chunk + 1) * CHUNK).min(files) {
-        o.push(move |cx| Some(Action::Syscall(sys_lstat_tree(cx.st, night == 0, nth))));
+        o.call(Syscall::LstatTree {
+            first_night: night == 0,
+            nth,
+        });
     }
     true
 }
