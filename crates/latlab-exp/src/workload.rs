@@ -222,6 +222,15 @@ sync = {}
     }
 
     #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("../../../docs/experiments.md");
+        let at = doc.find("## Workload files").expect("the section");
+        let example = doc[at..].split("```toml\n").nth(1).and_then(|b| b.split("```").next());
+        let w = parse("docs/experiments.md", example.expect("an example")).unwrap();
+        assert_eq!((w.name.as_str(), w.commands.len()), ("my-load", 4));
+    }
+
+    #[test]
     fn a_workload_file_gives_commands_gap_and_preload() {
         let w = parse("mine.toml", MINE).unwrap();
         assert_eq!(w.gap_ms, 500);

@@ -57,8 +57,6 @@ pub struct KState {
     pub net_token: u64,
     /// POSIX timers and the signals they queued.
     pub posix: super::posix_timer::PosixTimers,
-    /// The timer signal each thread took last (`SigWait`), for its user code to read.
-    pub taken: std::collections::BTreeMap<u32, super::posix_timer::SigInfo>,
     /// The variant's dirty-page writeback ([`crate::mm::writeback`]).
     pub writeback: crate::variant::Writeback,
     /// Page-based writeback's state (2.6+ kernels; [`crate::mm::page_writeback`]).
@@ -99,7 +97,6 @@ impl KState {
             workload_done: None,
             net_token: 0,
             posix: Default::default(),
-            taken: Default::default(),
             writeback: crate::variant::Writeback::Bdflush24,
             pwb: crate::mm::page_writeback::PageWriteback::new(
                 crate::variant::DirtyTunables {

@@ -11,7 +11,8 @@ use crate::fs::ext3::{
 use crate::fs::flush::sys_sync;
 use crate::fs::nfs::{self, NfsFile};
 use crate::kernel::catalog::{self, Point};
-use crate::kernel::path::{once, point, Chan, Ctx, LoopStep, Path, Script, Step};
+use crate::kernel::path::{once, point, Chan, Ctx, LoopStep, Path, Script, Step, Work};
+use crate::kernel::posix_timer::{self, SigInfo};
 use crate::kernel::state::{KReq, KState};
 use crate::machine::MachineProfile;
 use latlab_core::Nanos;
@@ -88,6 +89,17 @@ pub enum Syscall {
     RtcRead { buf: Rc<Cell<Option<(Nanos, u64)>>> },
     /// A fault on garbage code (crashme): the SIGSEGV's delivery, whose handler longjmps.
     BadInstruction,
+    /// `pause()` until the timer's signal, then `do_signal`'s frame for its handler; the
+    /// signal's info goes to `info`.
+    Pause { info: Rc<Cell<Option<SigInfo>>> },
+    /// `sigwaitinfo()` for the timer's signal; its info goes to `info`.
+    Sigwaitinfo { info: Rc<Cell<Option<SigInfo>>> },
+    /// `clone()` of a thread (pthread_create).
+    CloneThread,
+    /// `sendmsg()` of `bytes` on a local socket, waking the reader asleep on `wake`.
+    SendMsg { wake: Option<Chan>, bytes: u64 },
+    /// `select()` on a local socket until `queued` holds a request; asleep on `chan`.
+    Select { queued: Rc<Cell<u32>>, chan: Chan },
 }
 
 impl Syscall {
@@ -130,6 +142,15 @@ impl Syscall {
             Syscall::UrandomRead { bytes } => urandom_read(k, bytes),
             Syscall::RtcRead { buf } => catalog::rtc_read(buf),
             Syscall::BadInstruction => once("do_signal", k.c.signal_fault),
+            Syscall::Pause { info } => posix_timer::sys_pause(k, info),
+            Syscall::Sigwaitinfo { info } => posix_timer::sys_sigwaitinfo(k, info),
+            Syscall::CloneThread => posix_timer::sys_clone_thread(k),
+            Syscall::SendMsg { wake, bytes } => Box::new(SendMsg {
+                wake,
+                ns: k.c.pipe_op + k.c.copy(bytes),
+                done: false,
+            }),
+            Syscall::Select { queued, chan } => Box::new(Select { queued, chan }),
         }
     }
 }
@@ -211,6 +232,47 @@ fn urandom_read(k: &KState, bytes: u64) -> Box<dyn Path> {
             smallvec![point(Point::ExtractEntropy, 1)],
         )],
     })
+}
+
+/// `sendmsg` on a local socket (the X connection): the request queued, the reader woken.
+struct SendMsg {
+    wake: Option<Chan>,
+    ns: Nanos,
+    done: bool,
+}
+
+impl Path for SendMsg {
+    fn name(&self) -> &'static str {
+        "sys_sendmsg"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        if std::mem::replace(&mut self.done, true) {
+            if let Some(c) = self.wake {
+                k.out.push(KReq::Wake(c));
+            }
+            return Step::Done;
+        }
+        Work::plain("unix_stream_sendmsg", self.ns)
+    }
+}
+
+/// `select()` until a request is queued.
+struct Select {
+    queued: Rc<Cell<u32>>,
+    chan: Chan,
+}
+
+impl Path for Select {
+    fn name(&self) -> &'static str {
+        "sys_select"
+    }
+    fn next(&mut self, _k: &mut KState, _cx: &Ctx) -> Step {
+        if self.queued.get() > 0 {
+            Step::Done
+        } else {
+            Step::Block(self.chan)
+        }
+    }
 }
 
 #[cfg(test)]
