@@ -1492,6 +1492,19 @@ published_max_ms = 84.0
             assert_eq!(p.idle_anon_mib, stock.idle_anon_mib);
             assert_eq!(p.cache_full, stock.cache_full);
         }
+        // With a base, the fields given over that named state instead of the workload's.
+        let text = GOOD.replace(
+            "[[run]]",
+            "[preload]\nbase = \"fresh-boot\"\nidle_anon_mib = 9\n\n[[run]]",
+        );
+        let e = parse("x.toml", &text, &no_files).unwrap();
+        assert_eq!(
+            e.runs[0].config.workload.preload,
+            latlab_sim::Preload {
+                idle_anon_mib: 9,
+                ..PreloadBase::FreshBoot.preload()
+            }
+        );
     }
 
     #[test]
