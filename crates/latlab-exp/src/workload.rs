@@ -226,8 +226,12 @@ sync = {}
         let doc = include_str!("../../../docs/experiments.md");
         let at = doc.find("## Workload files").expect("the section");
         let example = doc[at..].split("```toml\n").nth(1).and_then(|b| b.split("```").next());
-        let w = parse("docs/experiments.md", example.expect("an example")).unwrap();
+        let example = example.expect("an example");
+        let w = parse("my-load.toml", example).unwrap();
         assert_eq!((w.name.as_str(), w.commands.len()), ("my-load", 4));
+        // The error the section shows for `bs_kb = 0`, as it shows it.
+        let e = parse("my-load.toml", &example.replace("bs_kb = 1024", "bs_kb = 0")).unwrap_err();
+        assert!(doc[at..].contains(&format!("\n{e}\n")), "{e}");
     }
 
     #[test]

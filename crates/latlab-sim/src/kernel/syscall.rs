@@ -104,6 +104,7 @@ pub enum Syscall {
 
 impl Syscall {
     /// The code path this call runs for the caller, whose address space is `mm`.
+    #[inline]
     pub(crate) fn path(self, k: &mut KState, m: &MachineProfile, mm: u32) -> Box<dyn Path> {
         match self {
             Syscall::Fault { pages } => catalog::fault_in(mm, pages),

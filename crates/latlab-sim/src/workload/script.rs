@@ -148,7 +148,7 @@ impl Program for Shell {
             return Action::WaitChildren;
         }
         let Some(c) = self.cmds.pop_front() else {
-            cx.st.workload_done = Some(cx.now);
+            cx.workload_done();
             return Action::Exit;
         };
         if let CommandSpec::Idle { ms } = c {

@@ -13,12 +13,10 @@ pub(crate) fn refill(o: &mut Ops, stage: u32, cx: &mut ProgCx, mb: u64, file_kb:
     }
     let pages = file_kb / 4;
     let f = cx.file_on_disk(pages);
-    cx.st.dcache.looked_up_once();
+    cx.looked_up_once();
     o.read(f, pages * 4096);
     o.push(move |cx| {
-        if let Some(r) = cx.st.mm.files.get_mut(&f) {
-            r.in_use = false;
-        }
+        cx.closed(f);
         None
     });
     true

@@ -19,7 +19,7 @@ pub(crate) fn refill(o: &mut Ops, stage: u32, mb: u64, passes: u32) -> bool {
         return false;
     }
     o.push(|cx| {
-        cx.st.mm.reference(cx.mm);
+        cx.touch_memory();
         Some(Action::Compute(1_000_000_000))
     });
     true
