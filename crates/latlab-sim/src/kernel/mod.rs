@@ -24,6 +24,7 @@ pub mod path;
 pub mod posix_timer;
 pub mod preempt;
 pub mod state;
+pub mod syscall;
 pub mod task;
 
 use crate::engine::{EventQueue, Rng};
@@ -673,6 +674,7 @@ impl Kernel {
                 };
                 prog.next(&mut cx)
             };
+            let action = action.enter(&mut self.st, &self.m, self.tasks[cur].mm);
             self.tasks[cur].program = Some(prog);
             for mark in marks {
                 match (mark, self.ptrack.as_mut()) {
@@ -693,6 +695,7 @@ impl Kernel {
                     self.tasks[cur].exec = Exec::User { left: ns };
                     return;
                 }
+                Action::Call(_) => unreachable!("Action::enter turned the call into its path"),
                 Action::Syscall(path) => {
                     self.stats.syscalls += 1;
                     self.cpus[self.cpu].ran_since = self.now;
