@@ -99,15 +99,18 @@ fn only_the_assembly_reads_which_implementation_each_subsystem_uses() {
         "Reclaim::",
         "Journal::Jbd",
         "Elevator::",
+        "Block::",
         // The variant's capability questions by generation: callers ask the subsystem.
         ".page_based()",
         ".rmap()",
         ".kjournald_holds_bkl()",
         ".use_26_block_layer(",
+        ".use_blk_mq(",
         "variant.writeback",
         "variant.reclaim",
         "variant.journal",
         "variant.elevator",
+        "variant.block",
         "variant.sched",
     ] {
         assert_eq!(
