@@ -22,7 +22,12 @@
 //! queued request starts; back merges into the newest queued request are
 //! [`crate::dev::disk`]'s), mq-deadline's `async_depth` and I/O priority classes (every
 //! task is best-effort), and the read paths' tag wait (the model's reads submit without
-//! one, so a read finding every tag taken is queued all the same).
+//! one, so a read finding every tag taken is queued all the same). A writer sleeps when no
+//! tag is free, as a bio does; a caller that then hands over a run of several requests at
+//! once (2.4-style `ll_rw_block` batches) may take more tags than are free, where the
+//! kernel would sleep again at the bio that finds none. The page-writeback paths
+//! (`write_dirty_run`, reclaim's pageout) take only what [`crate::dev::disk::Disk::room`]
+//! and `uncongested_room` give, which count the free tags.
 
 use crate::dev::disk::{Dir, Req};
 use latlab_core::Nanos;
