@@ -1464,6 +1464,24 @@ published_max_ms = 84.0
                 "timer",
                 ["2.6.16", "jiffies"],
             ),
+            (
+                "writeback = \"bdflush-2.4\"",
+                "block = \"blk-sq\"\nwriteback = \"bdflush-2.4\"",
+                "block",
+                ["`blk-sq`", "blk-mq"],
+            ),
+            (
+                "writeback = \"bdflush-2.4\"",
+                "block = \"blk-mq\"\nwriteback = \"bdflush-2.4\"",
+                "block",
+                ["bdflush", "ide-2.4"],
+            ),
+            (
+                "writeback = \"bdflush-2.4\"",
+                "elevator = \"mq-deadline\"\nwriteback = \"bdflush-2.4\"",
+                "elevator",
+                ["FIFO", "mq-deadline"],
+            ),
         ] {
             let (err, line) = err_for(from, to);
             assert!(

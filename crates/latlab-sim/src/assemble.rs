@@ -9,7 +9,7 @@
 //! |-----------------|--------------------------|--------------------------------------------|
 //! | scheduler       | `sched`, `cfs`, `eevdf`  | [`crate::sched::Scheduler`] (trait object) |
 //! | timers          | `timer`, `hz`            | [`crate::kernel::state::TimerBase`]        |
-//! | block layer     | `writeback`, `elevator`  | [`crate::dev::disk::Disk`]                 |
+//! | block layer     | `block`, `elevator`      | [`crate::dev::disk::Disk`]                 |
 //! | writeback       | `writeback`, `dirty`     | [`crate::mm::writeback::DirtyWriteback`]   |
 //! | reclaim         | `reclaim`                | [`crate::mm::reclaim::PageReclaim`]        |
 //! | journal         | `journal`                | [`crate::fs::jbd::Journal`]                |
@@ -21,6 +21,7 @@
 //! (`kernel/preempt.rs`): it is a rule of the CPU loop, not a subsystem with state.
 //! `tests/only_place.rs` checks that no other file names a variant's implementations.
 
+use crate::dev::blk_mq::BlkMq;
 use crate::dev::disk::Disk;
 use crate::fs::ext3::Ext3;
 use crate::fs::jbd::Journal;
@@ -31,7 +32,7 @@ use crate::mm::reclaim::{self, PageReclaim};
 use crate::mm::writeback::DirtyWriteback;
 use crate::mm::Mm;
 use crate::sched::{cfs, eevdf, goodness24, o1, rt, Scheduler};
-use crate::variant::{Elevator, Reclaim, SchedClass, TimerSubsystem, Variant, Writeback};
+use crate::variant::{Block, Elevator, Reclaim, SchedClass, TimerSubsystem, Variant, Writeback};
 use latlab_core::Nanos;
 
 /// A kernel as the variant assembles it, before the model boots it.
@@ -81,13 +82,7 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
         },
         TimerSubsystem::Hrtimer => TimerBase::Hrtimer,
     };
-    let mut disk = Disk::new(m);
-    // The block layer goes with the writeback's generation: 2.4's IDE queue (a FIFO of
-    // requests) under bdflush, 2.6's queue with the variant's elevator under page-based
-    // writeback.
-    if v.writeback != Writeback::Bdflush24 {
-        disk.use_26_block_layer(v.hz, v.elevator == Elevator::Anticipatory);
-    }
+    let disk = block_layer(v, m);
     let jbd = Journal::new(v.journal.kjournald_holds_bkl());
     // 2.6.16+'s ext3 (file_update_time, block-group allocation) goes with 2.6's page cache.
     let ext3_26 = writeback.counts_dirty_pages();
@@ -104,6 +99,19 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
         writeback,
         reclaim,
     }
+}
+
+/// The block layer the variant names (by default the one that goes with its writeback:
+/// 2.4's IDE queue under bdflush, 2.6's queue under page-based writeback) over the
+/// machine's disk.
+pub fn block_layer(v: &Variant, m: &MachineProfile) -> Disk {
+    let mut disk = Disk::new(m);
+    match v.block() {
+        Block::Ide24 => {}
+        Block::Queue26 => disk.use_26_block_layer(v.hz, v.elevator == Elevator::Anticipatory),
+        Block::BlkMq => disk.use_blk_mq(BlkMq::new(m.disk.queue_depth, v.hz, v.elevator == Elevator::MqDeadline)),
+    }
+    disk
 }
 
 /// The writeback the variant names; `buffer_pages`: the memory page-based writeback's
@@ -211,5 +219,23 @@ mod tests {
         assert!(!a.st.writeback.balance_hands_to_pdflush());
         assert!(a.st.reclaim.uses_swap_token() && !a.st.reclaim.writes_dirty_pages());
         assert!(a.st.disk.as_counts().is_none(), "noop elevator");
+    }
+
+    #[test]
+    fn blk_mq_takes_its_tags_from_the_machines_queue_depth() {
+        let mut v = variant_26(Writeback::IoLess32, Reclaim::Rmap2617);
+        v.block = Some(Block::BlkMq);
+        let mut m = machine();
+        m.disk.queue_depth = 32;
+        for (elevator, nr) in [(Elevator::MqDeadline, 64), (Elevator::None, 32)] {
+            v.elevator = elevator;
+            let disk = block_layer(&v, &m);
+            assert!(disk.is_26() && disk.as_counts().is_none());
+            assert_eq!(disk.nr_requests(), nr, "{elevator:?}");
+        }
+        // The default goes with the writeback: 2.6's queue of the machine's nr_requests.
+        v.block = None;
+        v.elevator = Elevator::Noop;
+        assert_eq!(block_layer(&v, &m).nr_requests(), u64::from(m.disk.nr_requests));
     }
 }

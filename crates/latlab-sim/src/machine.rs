@@ -135,6 +135,18 @@ pub struct DiskProfile {
     pub max_request_kib: u64,
     /// Request slots per queue (2.4 `queue_nr_requests`).
     pub nr_requests: u32,
+    /// Commands the device takes at once: blk-mq's hardware queue depth (the SCSI host's
+    /// `can_queue` under libata), which sets its tag count ([`crate::dev::blk_mq`]). 1 for an
+    /// IDE/PATA disk, which has no command queueing (libata `ATA_DEF_QUEUE`), 32 for a SATA
+    /// disk with NCQ under AHCI (`ATA_MAX_QUEUE`). Optional, default 1 (a disk without
+    /// command queueing).
+    #[serde(default = "ata_def_queue")]
+    pub queue_depth: u32,
+}
+
+/// libata's `ATA_DEF_QUEUE`: a disk without command queueing takes one command at a time.
+fn ata_def_queue() -> u32 {
+    1
 }
 
 /// `ns` rounded to the nearest nanosecond, halves up, as `f64::round` rounds a non-negative
@@ -241,6 +253,15 @@ impl MachineProfile {
             return Err((
                 "disk.max_request_kib",
                 format!("must be 4..=1048576 (1 GiB), got {}", self.disk.max_request_kib),
+            ));
+        }
+        if !(1..=10_240).contains(&self.disk.queue_depth) {
+            return Err((
+                "disk.queue_depth",
+                format!(
+                    "must be 1..=10240 (blk-mq's BLK_MQ_MAX_DEPTH), got {}",
+                    self.disk.queue_depth
+                ),
             ));
         }
         if !(1..=1 << 20).contains(&self.disk.nr_requests) {

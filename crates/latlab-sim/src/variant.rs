@@ -86,8 +86,27 @@ impl Writeback {
     }
 }
 
-/// The I/O scheduler of 2.6's block layer (`elevator=`), which page-based writeback's
-/// kernels run on ([`crate::dev::disk`]). 2.4's queue is the model's FIFO whatever this says.
+/// The block layer (`block`; [`crate::dev::disk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Block {
+    /// 2.4's IDE request queue (drivers/block/ll_rw_blk.c): a FIFO of requests. The default
+    /// with `bdflush-2.4` writeback.
+    #[serde(rename = "ide-2.4")]
+    Ide24,
+    /// 2.6.17's request queue (block/ll_rw_blk.c): back merges, per-direction request pools,
+    /// congestion, batching, and the elevator `noop` or `anticipatory`. The default with
+    /// page-based writeback.
+    #[serde(rename = "queue-2.6")]
+    Queue26,
+    /// 6.x's multi-queue block layer (block/blk-mq.c): tags shared by reads and writes, no
+    /// congestion, the scheduler `none` or `mq-deadline` ([`crate::dev::blk_mq`]).
+    #[serde(rename = "blk-mq")]
+    BlkMq,
+}
+
+/// The I/O scheduler (`elevator=`, 6.x's `queue/scheduler`): 2.6's queue takes `noop` or
+/// `anticipatory`, blk-mq `none` or `mq-deadline`; 2.4's queue is the model's FIFO and
+/// takes only the default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Elevator {
@@ -97,6 +116,24 @@ pub enum Elevator {
     /// block/as-iosched.c, 2.6.17's default: reads before queued writes in batches, and
     /// anticipation of a reader's next read ([`crate::dev::as_iosched`]).
     Anticipatory,
+    /// blk-mq without a scheduler: submission order, `nr_requests` = the device's queue
+    /// depth.
+    None,
+    /// block/mq-deadline.c, 6.x's default for a single-queue rotational disk
+    /// (`elevator_get_default`): read and write FIFOs with deadlines, sector-order batches.
+    MqDeadline,
+}
+
+impl Elevator {
+    /// The name a variant file gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Elevator::Noop => "noop",
+            Elevator::Anticipatory => "anticipatory",
+            Elevator::None => "none",
+            Elevator::MqDeadline => "mq-deadline",
+        }
+    }
 }
 
 /// The `vm.dirty_*` sysctls of page-based writeback (mm/page-writeback.c), percent of the
@@ -250,7 +287,12 @@ pub struct Variant {
     /// EEVDF tunables: required with `sched = "eevdf"`, refused otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eevdf: Option<EevdfTunables>,
-    /// The 2.6 block layer's I/O scheduler (default `noop`); only with page-based writeback.
+    /// The block layer (default: `ide-2.4` with `bdflush-2.4` writeback, `queue-2.6` with
+    /// page-based writeback); [`Variant::block`] gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<Block>,
+    /// The block layer's I/O scheduler (default `noop`): `noop` or `anticipatory` on
+    /// `queue-2.6`, `none` or `mq-deadline` (named) on `blk-mq`.
     #[serde(default, skip_serializing_if = "is_default")]
     pub elevator: Elevator,
     /// Page reclaim (default `vmscan-2.4`, the model's reclaim until seed 003).
@@ -361,6 +403,59 @@ impl Variant {
         Ok(())
     }
 
+    /// The block layer this kernel runs: `block`, or by default the one that goes with its
+    /// writeback (2.4's IDE queue under bdflush, 2.6's queue under page-based writeback).
+    pub fn block(&self) -> Block {
+        self.block.unwrap_or(if self.writeback.page_based() {
+            Block::Queue26
+        } else {
+            Block::Ide24
+        })
+    }
+
+    /// Refuse a block layer and elevator no kernel (or no model path) pairs with the rest.
+    fn validate_block(&self, gen: &str) -> Result<(), (&'static str, String)> {
+        use SchedClass::*;
+        match (self.block(), self.writeback.page_based(), self.sched) {
+            (Block::Ide24, true, _) => {
+                return Err((
+                    "block",
+                    "page-based writeback runs on queue-2.6 or blk-mq in the model, not 2.4's IDE queue".into(),
+                ))
+            }
+            (Block::Queue26 | Block::BlkMq, false, _) => {
+                return Err((
+                    "block",
+                    "2.4's bdflush writeback runs on 2.4's IDE queue (ide-2.4)".into(),
+                ))
+            }
+            (Block::BlkMq, _, Goodness24 | O1) => {
+                return Err(("block", format!("blk-mq arrived in 3.13; a {gen} kernel never had it")))
+            }
+            (Block::Queue26, _, Eevdf) => {
+                return Err((
+                    "block",
+                    format!("the single-queue block layer left in 5.0; a {gen} kernel has blk-mq only"),
+                ))
+            }
+            _ => {}
+        }
+        let ok: &[Elevator] = match self.block() {
+            Block::Ide24 => &[Elevator::Noop],
+            Block::Queue26 => &[Elevator::Noop, Elevator::Anticipatory],
+            Block::BlkMq => &[Elevator::None, Elevator::MqDeadline],
+        };
+        if ok.contains(&self.elevator) {
+            return Ok(());
+        }
+        let why = match self.block() {
+            Block::Ide24 => "2.4's IDE queue is a FIFO and has no I/O scheduler to choose".to_string(),
+            Block::Queue26 => "2.6's queue takes `noop` or `anticipatory`".to_string(),
+            Block::BlkMq => "blk-mq takes `none` or `mq-deadline` (name it: 6.x's default for a rotational single-queue disk is mq-deadline)".to_string(),
+        };
+        Err(("elevator", format!("{why}; got \"{}\"", self.elevator.name())))
+    }
+
     /// Refuse combinations no kernel had; returns the offending field and why.
     fn validate_combination(&self) -> Result<(), (&'static str, String)> {
         use SchedClass::*;
@@ -385,12 +480,7 @@ impl Variant {
             }
             _ => {}
         }
-        if self.elevator != Elevator::Noop && !self.writeback.page_based() {
-            return Err((
-                "elevator",
-                "an I/O scheduler belongs to 2.6's block layer, which the model runs with page-based writeback only (2.4's queue is a FIFO)".into(),
-            ));
-        }
+        self.validate_block(gen)?;
         match (self.writeback, self.sched, &self.dirty) {
             (w, _, None) if w.page_based() => {
                 return Err(("dirty", "page-based writeback needs a [dirty] table (dirty_ratio, dirty_background_ratio)".into()))
@@ -603,5 +693,74 @@ mod tests {
         let (f, why) = rmap2617_bdflush.validate().unwrap_err();
         assert_eq!(f, "reclaim");
         assert!(why.contains("page-based writeback"), "{why}");
+    }
+
+    /// A 6.18-like variant: EEVDF, io-less writeback, blk-mq with mq-deadline.
+    fn variant_618() -> Variant {
+        let mut v = variant_with(SchedClass::Eevdf, PreemptModel::None, &[]);
+        v.timer = TimerSubsystem::Hrtimer;
+        v.eevdf = Some(EevdfTunables {
+            base_slice_ns: 700_000,
+            run_to_parity: true,
+            place_lag: true,
+        });
+        v.writeback = Writeback::IoLess32;
+        v.dirty = Some(DirtyTunables {
+            dirty_ratio: 20,
+            dirty_background_ratio: 10,
+        });
+        v.reclaim = Reclaim::Rmap2617;
+        v.block = Some(Block::BlkMq);
+        v.elevator = Elevator::MqDeadline;
+        v
+    }
+
+    #[test]
+    fn a_block_layer_and_elevator_that_do_not_go_together_are_refused_naming_the_field() {
+        let v = variant_618();
+        assert!(v.validate().is_ok());
+        assert_eq!(v.block(), Block::BlkMq);
+        // blk-mq with a 2.6-only elevator, or with the default (noop): the elevator.
+        for e in [Elevator::Anticipatory, Elevator::Noop] {
+            let mut w = v.clone();
+            w.elevator = e;
+            let (f, why) = w.validate().unwrap_err();
+            assert_eq!(f, "elevator");
+            assert!(why.contains("mq-deadline") && why.contains(e.name()), "{why}");
+        }
+        // 2.6's queue with a blk-mq elevator.
+        let mut w = variant_with(SchedClass::O1, PreemptModel::None, &[]);
+        w.writeback = Writeback::Pdflush2617;
+        w.dirty = v.dirty;
+        w.elevator = Elevator::MqDeadline;
+        let (f, why) = w.validate().unwrap_err();
+        assert_eq!(f, "elevator");
+        assert!(why.contains("anticipatory"), "{why}");
+        // A 6.x kernel without blk-mq, blk-mq under 2.4's bdflush or on a 2.6.0-2.6.22 kernel.
+        let mut w = v.clone();
+        w.block = Some(Block::Queue26);
+        let (f, why) = w.validate().unwrap_err();
+        assert_eq!(f, "block");
+        assert!(why.contains("5.0"), "{why}");
+        let mut w = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        w.block = Some(Block::BlkMq);
+        assert_eq!(w.validate().unwrap_err().0, "block");
+        // Today's choices stay the defaults: the block layer goes with the writeback.
+        let w = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        assert_eq!((w.block, w.block()), (None, Block::Ide24));
+        let mut w = v.clone();
+        w.block = None;
+        assert_eq!(w.block(), Block::Queue26);
+    }
+
+    #[test]
+    fn an_unknown_block_layer_is_refused_naming_the_field() {
+        let v = serde_json::to_value(variant_618()).unwrap();
+        let mut bad = v.clone();
+        bad["block"] = "blk-sq".into();
+        let err = serde_json::from_value::<Variant>(bad).unwrap_err().to_string();
+        assert!(err.contains("blk-sq") && err.contains("blk-mq"), "{err}");
+        let back: Variant = serde_json::from_value(v).unwrap();
+        assert_eq!(back.block, Some(Block::BlkMq));
     }
 }

@@ -8,8 +8,8 @@
 //! sustained rate. The queue has `nr_requests` slots of at most
 //! `max_request_kib` each; a submitter finding it full sleeps in `__get_request_wait`.
 //!
-//! Under page-based (2.6+) writeback the queue is 2.6.17's (block/ll_rw_blk.c, research
-//! notes writeback-2.6.17.md item 5):
+//! Under `block = "queue-2.6"` (the default with page-based writeback) the queue is 2.6.17's
+//! (block/ll_rw_blk.c, research notes writeback-2.6.17.md item 5):
 //! - a write whose buffers continue the newest queued request's is merged into it
 //!   (`__make_request`'s back merge) up to `max_request_kib`, one request per slot;
 //! - reads and writes have their own pools of `nr_requests` (`rl->count[READ]`,
@@ -29,8 +29,13 @@
 //!
 //! Left out: plugging (a request is dispatched as soon as the disk is free) and the drive's
 //! own write cache.
+//!
+//! Under 6.x's multi-queue block layer ([`crate::dev::blk_mq`]) the queue keeps 2.6's back
+//! merges; its requests hold tags shared by both directions, there is no congestion and no
+//! batching, and the scheduler (`none` or mq-deadline) picks the next request.
 
 use crate::dev::as_iosched::{As, Pick};
+use crate::dev::blk_mq::BlkMq;
 use crate::kernel::path::Chan;
 use crate::kernel::state::KReq;
 use crate::machine::MachineProfile;
@@ -133,6 +138,8 @@ pub struct Disk {
     elv: Option<As>,
     /// The anticipation timer armed (its token), while the drive idles for a reader.
     antic: Option<u64>,
+    /// 6.x's multi-queue block layer, when the variant's block layer is it.
+    mq: Option<BlkMq>,
 }
 
 fn dir_index(dir: Dir) -> usize {
@@ -176,7 +183,16 @@ impl Disk {
             batch_time_ns: 0,
             elv: None,
             antic: None,
+            mq: None,
         }
+    }
+
+    /// Switch to 6.x's multi-queue block layer `mq` (2.6's back merges, `mq`'s tags and
+    /// scheduler).
+    pub fn use_blk_mq(&mut self, mq: BlkMq) {
+        self.merge = true;
+        self.nr_requests = mq.nr_requests();
+        self.mq = Some(mq);
     }
 
     /// Switch to 2.6's block layer (page-based writeback's kernels) on a kernel of `hz`,
@@ -188,7 +204,12 @@ impl Disk {
         self.elv = anticipatory.then(|| As::new(hz as u32));
     }
 
-    /// The queue is 2.6's.
+    /// Requests (2.6's per direction) or tags (blk-mq's, shared) the queue has.
+    pub fn nr_requests(&self) -> u64 {
+        self.nr_requests
+    }
+
+    /// The queue is 2.6's or later (back merges, a request per slot).
     pub fn is_26(&self) -> bool {
         self.merge
     }
@@ -212,6 +233,10 @@ impl Disk {
     /// at most `want`.
     fn allocatable(&self, pid: u32, now: Nanos, want: u64) -> u64 {
         let nr = self.nr_requests;
+        if self.mq.is_some() {
+            // blk-mq: the free tags, both directions'.
+            return nr.saturating_sub(self.count[0] + self.count[1]).min(want);
+        }
         let mut count = self.count[1];
         let mut full = self.full;
         let mut ioc = self.ioc.get(&pid).copied();
@@ -243,7 +268,7 @@ impl Disk {
     /// 2.6's `get_request`, for a request just allocated by `pid` in direction `dir`.
     fn allocated(&mut self, dir: Dir, pid: u32, now: Nanos) {
         let d = dir_index(dir);
-        if dir == Dir::Write {
+        if dir == Dir::Write && self.mq.is_none() {
             let c = self.count[d];
             if c + 1 >= self.congestion_on {
                 if c + 1 >= self.nr_requests && !self.full {
@@ -279,6 +304,15 @@ impl Disk {
         self.woke(pid, now);
         if dir == Dir::Read {
             return None;
+        }
+        if self.mq.is_some() {
+            // blk_mq_get_tag: a bio that finds no free tag sleeps on the sbitmap's wait queue.
+            if self.allocatable(pid, now, 1) > 0 || self.slots_for(block, blocks) == 0 {
+                return None;
+            }
+            self.next_id += 1;
+            self.slot_waiters.push_back((pid, self.next_id));
+            return Some(Chan::RequestSlot(self.next_id));
         }
         let want = self.slots_for(block, blocks);
         if self.allocatable(pid, now, want) >= want {
@@ -353,6 +387,11 @@ impl Disk {
     /// congested: none once congested, else up to the page that allocates the
     /// `congestion_on`-th request, which makes it congested.
     pub fn uncongested_room(&self, block: u64) -> u64 {
+        if self.mq.is_some() {
+            // No congestion since 5.18: what the free tags take.
+            let free = self.allocatable(0, 0, u64::MAX);
+            return self.tail_room(block) + free * self.max_request_blocks;
+        }
         if self.congested {
             return 0;
         }
@@ -402,6 +441,9 @@ impl Disk {
             self.allocated(dir, pid, now);
         }
         self.slots_queued += self.slots(r.blocks);
+        if let Some(mq) = self.mq.as_mut() {
+            mq.added(&r, now);
+        }
         self.queue.push_back(r);
         if let Some(a) = self.elv.as_mut() {
             a.added(dir, pid, now);
@@ -481,7 +523,7 @@ impl Disk {
             return;
         }
         let i = match self.elv.as_mut().map(|a| a.pick(&self.queue, now)) {
-            None => 0,
+            None => self.mq.as_mut().map_or(0, |mq| mq.pick(&self.queue, now)),
             Some(Pick::Dispatch(i)) => i,
             Some(Pick::Anticipate(at)) => {
                 self.next_id += 1;
@@ -537,6 +579,14 @@ impl Disk {
     fn freed(&mut self, r: &Req, out: &mut Vec<KReq>, uncongested: &mut bool) {
         let d = dir_index(r.dir);
         self.count[d] -= 1;
+        if let Some(mq) = self.mq.as_mut() {
+            // blk_mq_put_tag -> sbitmap_queue_clear: a batch of the tag's waiters wakes.
+            let n = mq.tag_freed(self.slot_waiters.len());
+            for (_, token) in self.slot_waiters.drain(..n.min(self.slot_waiters.len())) {
+                out.push(KReq::Wake(Chan::RequestSlot(token)));
+            }
+            return;
+        }
         if r.dir != Dir::Write {
             return;
         }
