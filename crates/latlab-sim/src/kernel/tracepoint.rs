@@ -4,9 +4,10 @@
 //! POSIX-timer test, timed write(2)s, the preempt-off tracer, the event recorder behind a
 //! model run's ftrace text); the CPU loop names none of them.
 //!
-//! As with the kernel's static keys, an event whose kind no registered sink takes costs one
-//! test of a mask: the loop builds the event only when [`Tracepoints::on`] says a sink
-//! wants it.
+//! As with the kernel's static keys, an event whose kind no sink takes now costs one test of
+//! a mask: the loop builds the event only when [`Tracepoints::on`] says a sink wants it. A
+//! sink says which kinds it takes after every event it took, so a measurement takes the
+//! hot events (CPU time, function entries) only while it has a window open.
 
 use super::lock::Lock;
 use super::preempt::CauseSnap;
@@ -191,7 +192,8 @@ pub struct Cx<'a> {
 
 /// A subscriber to the tracepoints.
 pub trait Sink {
-    /// The [`kind`]s of event it takes (a mask), asked once, when it is registered.
+    /// The [`kind`]s of event it takes now (a mask): asked when it is registered and after
+    /// every event it took.
     fn kinds(&self) -> u32;
     /// One event of a kind it takes.
     fn event(&mut self, cx: &Cx, ev: &Event);
@@ -225,11 +227,15 @@ impl Tracepoints {
     #[inline]
     pub fn emit(&mut self, cx: &Cx, ev: &Event) {
         let k = ev.kind();
+        let mut mask = 0;
         for (kinds, s) in &mut self.sinks {
             if *kinds & k != 0 {
                 s.event(cx, ev);
+                *kinds = s.kinds();
             }
+            mask |= *kinds;
         }
+        self.mask = mask;
     }
 
     /// Finish every sink into `r`, in registration order.

@@ -48,13 +48,14 @@ pub struct PosixTracker {
 
 impl Sink for PosixTracker {
     fn kinds(&self) -> u32 {
-        kind::FORK
-            | kind::MARK
-            | kind::SCHED_WAKEUP
-            | kind::IRQ_ENTRY
-            | kind::RUNTIME
-            | kind::SCHED_TIME
-            | kind::TIMER_OVERRUN
+        // An expiry opens a window and its notification closes it; CPU time and placements
+        // count only while one is open.
+        let always = kind::FORK | kind::MARK | kind::IRQ_ENTRY | kind::TIMER_OVERRUN;
+        if self.open.is_empty() {
+            always
+        } else {
+            always | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME
+        }
     }
 
     fn event(&mut self, cx: &Cx, ev: &Event) {

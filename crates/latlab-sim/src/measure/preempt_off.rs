@@ -80,7 +80,11 @@ pub struct PreemptOffTracer {
 
 impl Sink for PreemptOffTracer {
     fn kinds(&self) -> u32 {
-        kind::FUNC_ENTRY | kind::IRQ_ENTRY | kind::PREEMPT_ON
+        // A locked step opens a stretch; interrupts and the release count only inside one.
+        match self.open {
+            Some(_) => kind::FUNC_ENTRY | kind::IRQ_ENTRY | kind::PREEMPT_ON,
+            None => kind::FUNC_ENTRY,
+        }
     }
 
     fn event(&mut self, cx: &Cx, ev: &Event) {

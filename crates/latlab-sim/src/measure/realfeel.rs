@@ -136,14 +136,20 @@ pub struct Tracker {
 
 impl Sink for Tracker {
     fn kinds(&self) -> u32 {
-        kind::IRQ_ENTRY
-            | kind::RUNTIME
-            | kind::SCHED_TIME
-            | kind::RESCHED_POINT
-            | kind::FUNC_ENTRY
-            | kind::SCHED_WAKEUP
-            | kind::SCHED_SWITCH
-            | kind::MARK
+        // An interrupt opens a window and the reader's mark closes it; all else counts only
+        // inside one.
+        let always = kind::IRQ_ENTRY | kind::MARK;
+        if self.win.open {
+            always
+                | kind::RUNTIME
+                | kind::SCHED_TIME
+                | kind::RESCHED_POINT
+                | kind::FUNC_ENTRY
+                | kind::SCHED_WAKEUP
+                | kind::SCHED_SWITCH
+        } else {
+            always
+        }
     }
 
     fn event(&mut self, cx: &Cx, ev: &Event) {

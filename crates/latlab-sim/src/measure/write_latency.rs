@@ -147,7 +147,15 @@ pub struct WriteTracker {
 
 impl Sink for WriteTracker {
     fn kinds(&self) -> u32 {
-        kind::MARK | kind::SLEEP | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_SWITCH | kind::SCHED_TIME
+        // Switches count from the first timed call on; time, sleeps and wakeups only inside
+        // a call.
+        let switches = if self.last_pass.is_some() { kind::SCHED_SWITCH } else { 0 };
+        let call = if self.open.is_some() {
+            kind::SLEEP | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME
+        } else {
+            0
+        };
+        kind::MARK | switches | call
     }
 
     fn event(&mut self, cx: &Cx, ev: &Event) {
