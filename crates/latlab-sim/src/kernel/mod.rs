@@ -553,6 +553,8 @@ impl Kernel {
                             PREEMPT_ON,
                             Event::PreemptOn {
                                 task: cur,
+                                func: step_func(&r.step),
+                                path: path.name(),
                                 lock: step_lock(&r.step),
                                 swap_fill_pct: self.st.mm.swap_fill_pct(),
                             }
@@ -939,7 +941,7 @@ impl Kernel {
         if next != prev {
             overhead += self.m.ctx_switch_ns;
             self.stats.context_switches += 1;
-                self.cpus[self.cpu].current = next;
+            self.cpus[self.cpu].current = next;
             self.tasks[next].cpu = self.cpu as u8;
         }
         if self.is_idle(next) {
@@ -1371,6 +1373,127 @@ pub(crate) mod tests {
         k.run_until(1_000_000_000, |_| {});
         // The 50 ms sleep started just after 0 and expires on the next tick: 60 ms.
         woke.get().saturating_sub(60_000_000)
+    }
+
+    /// A sink keeping every event it is given, with its time and CPU.
+    struct Log(std::rc::Rc<std::cell::RefCell<Vec<(Nanos, usize, Event)>>>);
+
+    impl tracepoint::Sink for Log {
+        fn kinds(&self) -> u32 {
+            tracepoint::kind::ALL
+        }
+        fn event(&mut self, cx: &tracepoint::Cx, ev: &Event) -> u32 {
+            self.0.borrow_mut().push((cx.now, cx.cur, *ev));
+            tracepoint::kind::ALL
+        }
+        fn finish(self: Box<Self>, _tasks: &[Task], _r: &mut latlab_core::RunResult) {}
+    }
+
+    #[test]
+    fn a_sink_sees_the_tracepoints_in_the_order_they_happen() {
+        struct Sleeper(bool);
+        impl Program for Sleeper {
+            fn next(&mut self, _cx: &mut ProgCx) -> Action {
+                if std::mem::replace(&mut self.0, true) {
+                    Action::Exit
+                } else {
+                    Action::Sleep(5_000_000)
+                }
+            }
+        }
+        let mut k = kernel(variant(PreemptModel::None, &[]));
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        k.tp.register(Box::new(Log(log.clone())));
+        let rt = TaskSpec {
+            policy: Policy::Fifo,
+            rt_priority: 50,
+            ..TaskSpec::user("rt", Box::new(Sleeper(false)))
+        };
+        k.spawn(rt, None);
+        // 20 ms of loop holding a lock, with no point to stop at.
+        let hog = OneLoop {
+            items: 20_000,
+            per_item: 1_000,
+            point: None,
+            lock: Some(Lock::Test),
+            bkl: false,
+            done: false,
+        };
+        k.spawn(TaskSpec::user("hog", Box::new(hog)), None);
+        k.run_until(100_000_000, |_| {});
+        let log = log.borrow();
+        assert!(log.windows(2).all(|w| w[0].0 <= w[1].0), "time goes forward");
+        let (rt, hog) = (1, 2);
+        let at = |f: &dyn Fn(&Event) -> bool| {
+            log.iter()
+                .position(|(_, _, e)| f(e))
+                .unwrap_or_else(|| panic!("missing event in {log:#?}"))
+        };
+        let forked = at(&|e| matches!(e, Event::SchedWakeup { task: 2, new: true }));
+        let locked = at(&|e| {
+            matches!(
+                e,
+                Event::FuncEntry {
+                    task: 2,
+                    func: "test_loop",
+                    lock: Some(Lock::Test),
+                    preempt_off: true,
+                    ..
+                }
+            )
+        });
+        // The 5 ms sleep ends at the next tick (10 ms), in the timer softirq.
+        let softirq = at(&|e| matches!(e, Event::SoftirqEntry));
+        let waking = at(&|e| matches!(e, Event::SchedWaking { task: 1 }));
+        let woken = at(&|e| matches!(e, Event::SchedWakeup { task: 1, new: false }));
+        let softirq_done = at(&|e| matches!(e, Event::SoftirqExit));
+        let unlocked = at(&|e| {
+            matches!(
+                e,
+                Event::PreemptOn {
+                    task: 2,
+                    lock: Some(Lock::Test),
+                    ..
+                }
+            )
+        });
+        let switched = at(&|e| {
+            matches!(
+                e,
+                Event::SchedSwitch {
+                    prev: 2,
+                    next: 1,
+                    reason: SwitchReason::UserReturn
+                }
+            )
+        });
+        let exited = at(&|e| {
+            matches!(
+                e,
+                Event::SchedSwitch {
+                    prev: 1,
+                    reason: SwitchReason::Exit,
+                    ..
+                }
+            )
+        });
+        assert!(
+            forked < locked
+                && locked < softirq
+                && softirq < waking
+                && waking < woken
+                && woken < softirq_done
+                && softirq_done < unlocked
+                && unlocked < switched
+                && switched < exited,
+            "{log:#?}"
+        );
+        // After the 10 ms tick's handler (2 us on the test machine).
+        assert_eq!(log[waking].0, 10_002_000);
+        // The switch waits for the loop: 20 ms of it from about 0.
+        assert!(log[switched].0 >= 20_000_000, "{}", log[switched].0);
+        // Each event names the task current then: the hog, while it holds the CPU.
+        assert_eq!((log[waking].1, log[switched].1), (hog, rt));
     }
 
     #[test]

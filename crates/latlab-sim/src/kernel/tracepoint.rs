@@ -60,16 +60,27 @@ pub enum IoOp {
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
     /// `sched_waking`: try_to_wake_up of `task` begins.
-    SchedWaking { task: TaskId },
+    SchedWaking {
+        task: TaskId,
+    },
     /// `sched_wakeup` (`sched_wakeup_new` for a new task): `task` is on the runqueue; the
     /// scheduler has not yet been asked whether it preempts (`check_preempt_curr`), so
     /// [`Scheduler::placement`] still says where the wakeup put it.
-    SchedWakeup { task: TaskId, new: bool },
+    SchedWakeup {
+        task: TaskId,
+        new: bool,
+    },
     /// `sched_process_fork`.
-    Fork { parent: TaskId, child: TaskId },
+    Fork {
+        parent: TaskId,
+        child: TaskId,
+    },
     /// A task goes to sleep waiting for `wait` (a `Chan::wait_name`); its `sched_switch`
     /// follows.
-    Sleep { task: TaskId, wait: &'static str },
+    Sleep {
+        task: TaskId,
+        wait: &'static str,
+    },
     /// `sched_switch`, at every schedule(): `prev == next` when schedule() kept the task (the
     /// kernel's tracepoint fires only when they differ).
     SchedSwitch {
@@ -78,7 +89,9 @@ pub enum Event {
         reason: SwitchReason,
     },
     /// schedule() and the context switch ran `ns` (interrupts off).
-    SchedTime { ns: Nanos },
+    SchedTime {
+        ns: Nanos,
+    },
     /// `sched_stat_runtime`: `task` ran `ns` in kernel function `func` (`user` in user space,
     /// `cpu_idle` idle) holding `lock`.
     Runtime {
@@ -96,7 +109,9 @@ pub enum Event {
         interrupted: Option<CauseSnap>,
     },
     /// `irq_handler_exit`.
-    IrqExit { irq: Irq },
+    IrqExit {
+        irq: Irq,
+    },
     /// `softirq_entry` / `softirq_exit` of the timer softirq (run_timer_softirq).
     SoftirqEntry,
     SoftirqExit,
@@ -118,11 +133,21 @@ pub enum Event {
         func: &'static str,
         locked: bool,
     },
-    /// `preempt_enable` (`lock_release`): the step that ended released its lock or turned
-    /// interrupts back on, with the swap area `swap_fill_pct` percent full.
-    PreemptOn { task: TaskId, lock: Option<Lock>, swap_fill_pct: u64 },
+    /// `preempt_enable` (`lock_release`): the step of `func` in code path `path` that ended
+    /// released its lock or turned interrupts back on, with the swap area `swap_fill_pct`
+    /// percent full.
+    PreemptOn {
+        task: TaskId,
+        func: &'static str,
+        path: &'static str,
+        lock: Option<Lock>,
+        swap_fill_pct: u64,
+    },
     /// A user program's mark (`tracing_mark_write`).
-    Mark { task: TaskId, mark: Mark },
+    Mark {
+        task: TaskId,
+        mark: Mark,
+    },
 }
 
 /// Event kinds as mask bits ([`Sink::kinds`]).
@@ -192,11 +217,10 @@ pub struct Cx<'a> {
 
 /// A subscriber to the tracepoints.
 pub trait Sink {
-    /// The [`kind`]s of event it takes now (a mask): asked when it is registered and after
-    /// every event it took.
+    /// The [`kind`]s of event it takes now (a mask), asked when it is registered.
     fn kinds(&self) -> u32;
-    /// One event of a kind it takes.
-    fn event(&mut self, cx: &Cx, ev: &Event);
+    /// One event of a kind it takes; returns the kinds it takes from now on.
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32;
     /// The run is over: put what was measured into the result. Sinks finish in the order
     /// they were registered.
     fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult);
@@ -230,8 +254,7 @@ impl Tracepoints {
         let mut mask = 0;
         for (kinds, s) in &mut self.sinks {
             if *kinds & k != 0 {
-                s.event(cx, ev);
-                *kinds = s.kinds();
+                *kinds = s.event(cx, ev);
             }
             mask |= *kinds;
         }

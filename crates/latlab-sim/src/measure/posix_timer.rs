@@ -58,7 +58,7 @@ impl Sink for PosixTracker {
         }
     }
 
-    fn event(&mut self, cx: &Cx, ev: &Event) {
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             // A thread the test creates is the test's too (its notify thread).
             Event::Fork { parent, child } if self.owns(parent) => self.adopt(child),
@@ -86,6 +86,7 @@ impl Sink for PosixTracker {
             } => self.on_sample(due, cx.now, task, cx.tasks, cx.sched.name()),
             _ => {}
         }
+        self.kinds()
     }
 
     fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {

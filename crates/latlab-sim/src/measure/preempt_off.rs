@@ -87,7 +87,7 @@ impl Sink for PreemptOffTracer {
         }
     }
 
-    fn event(&mut self, cx: &Cx, ev: &Event) {
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             Event::FuncEntry {
                 task,
@@ -100,6 +100,7 @@ impl Sink for PreemptOffTracer {
             Event::PreemptOn { swap_fill_pct, .. } => self.on_unlock(cx.now, swap_fill_pct, cx.tasks),
             _ => {}
         }
+        self.kinds()
     }
 
     fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {

@@ -152,7 +152,7 @@ impl Sink for Tracker {
         }
     }
 
-    fn event(&mut self, cx: &Cx, ev: &Event) {
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             Event::IrqEntry {
                 irq: Irq::Rtc,
@@ -181,6 +181,7 @@ impl Sink for Tracker {
             Event::Mark { task, mark } => self.on_mark(mark, cx.now, task, cx.tasks),
             _ => {}
         }
+        self.kinds()
     }
 
     fn finish(mut self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {

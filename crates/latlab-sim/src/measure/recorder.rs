@@ -24,6 +24,8 @@ use crate::kernel::{HrTimer, Irq, SwitchReason};
 use latlab_core::{Nanos, RecordedEvent, RecordedEvents, RunResult};
 use std::collections::VecDeque;
 
+/// The ring's size a run asks for unless it has its own (`SimConfig::record_events`).
+pub const RING_EVENTS: usize = 1024;
 /// Windows kept per stream (a few more than the trackers keep worst samples: the recorder's
 /// ranking may differ a little from theirs).
 pub const KEEP: usize = 16;
@@ -62,10 +64,12 @@ struct Rec {
     line: Line,
 }
 
-/// What started a sample's interval.
+/// What started a sample's interval: the first RTC interrupt since realfeel's last sample
+/// (the reader's read covers every interrupt since), a POSIX timer's expiry due then, a
+/// task's timed call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stimulus {
-    Rtc(Nanos),
+    Rtc,
     Posix(Nanos),
     Io(TaskId),
 }
@@ -116,12 +120,17 @@ impl Recorder {
         if self.ring.len() == self.cap {
             self.ring.pop_front();
         }
+        let mut flags = flags(cx);
+        if matches!(line, Line::PreemptDisable(..) | Line::LockAcquire(_)) && flags[3] == b'.' {
+            // Taken as the step that holds it starts: preemption is off from here.
+            flags[3] = b'1';
+        }
         self.ring.push_back(Rec {
             seq: self.seq,
             ts: cx.now,
             cpu: cx.cpu as u32,
             task,
-            flags: flags(cx),
+            flags,
             line,
         });
         self.seq += 1;
@@ -136,12 +145,22 @@ impl Recorder {
     }
 
     /// A sample of `stream` at `now` whose interval `s` began: keep its window if it is among
-    /// the stream's worst so far.
-    fn sample(&mut self, s: Stimulus, now: Nanos, stream: impl FnOnce(Option<Pass>) -> Option<&'static str>) {
-        let Some(i) = self.stimuli.iter().rposition(|x| x.0 == s) else { return };
-        let (_, at, seq, pass) = self.stimuli.remove(i).expect("found");
+    /// the stream's worst so far. The sample is known by its stimulus's time, or by `at` when
+    /// its stream names it so (realfeel's, by the interrupt its read returned).
+    fn sample(
+        &mut self,
+        s: Stimulus,
+        now: Nanos,
+        stream: impl FnOnce(Option<Pass>) -> Option<&'static str>,
+        at: Option<Nanos>,
+    ) {
+        let Some(i) = self.stimuli.iter().rposition(|x| x.0 == s) else {
+            return;
+        };
+        let (_, first, seq, pass) = self.stimuli.remove(i).expect("found");
         let Some(stream) = stream(pass) else { return };
-        let latency = now - at;
+        let at = at.unwrap_or(first);
+        let latency = now - first.min(at);
         let mine = self.kept.iter().filter(|k| k.stream == stream);
         if mine.clone().count() >= KEEP {
             let (j, least) = self
@@ -165,7 +184,7 @@ impl Recorder {
             stream,
             at_ns: at - self.epoch.min(at),
             latency,
-            stimulus_ns: at,
+            stimulus_ns: first.min(at),
             to_ns: now,
             left_out: from - want,
             recs,
@@ -213,7 +232,7 @@ impl Sink for Recorder {
         kind::ALL & !(kind::RUNTIME | kind::SCHED_TIME | kind::SLEEP | kind::TIMER_OVERRUN | kind::RESCHED_POINT)
     }
 
-    fn event(&mut self, cx: &Cx, ev: &Event) {
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         let cur = cx.cur;
         if self.stretch.len() <= cx.cpu {
             self.stretch.resize(cx.cpu + 1, (None, None));
@@ -234,7 +253,9 @@ impl Sink for Recorder {
             Event::IrqEntry { irq, raised, .. } => {
                 self.push(cx, cur, Line::IrqEntry(irq));
                 match irq {
-                    Irq::Rtc => self.stimulus(Stimulus::Rtc(raised), raised, None),
+                    Irq::Rtc if !self.stimuli.iter().any(|x| x.0 == Stimulus::Rtc) => {
+                        self.stimulus(Stimulus::Rtc, raised, None)
+                    }
                     Irq::Hrtimer(HrTimer::Posix { due, .. }) => self.stimulus(Stimulus::Posix(due), due, None),
                     _ => {}
                 }
@@ -260,22 +281,12 @@ impl Sink for Recorder {
                     self.stretch[cx.cpu] = (Some(task), lock.or(held));
                 }
             }
-            Event::PreemptOn { task, lock, .. } => {
+            Event::PreemptOn {
+                task, func, path, lock, ..
+            } => {
                 if let Some(l) = lock {
                     self.push(cx, task, Line::LockRelease(l));
                 }
-                let t = &cx.tasks[task];
-                let (func, path) = match &t.exec {
-                    Exec::Kernel { path, step, .. } => (
-                        step.as_ref().map_or(path.name(), |r| match &r.step {
-                            Step::Work(w) => w.func,
-                            Step::Loop(l) => l.func,
-                            _ => path.name(),
-                        }),
-                        path.name(),
-                    ),
-                    _ => ("preempt_enable", "preempt_enable"),
-                };
                 self.push(cx, task, Line::PreemptEnable(func, path));
                 self.stretch[cx.cpu] = (None, None);
             }
@@ -286,20 +297,21 @@ impl Sink for Recorder {
                 match mark {
                     Mark::IoStart { pass } => self.stimulus(Stimulus::Io(task), cx.now, Some(pass)),
                     Mark::IoDone { op, .. } if op != IoOp::Fsync => {
-                        self.sample(Stimulus::Io(task), cx.now, |p| p.map(Pass::stream))
+                        self.sample(Stimulus::Io(task), cx.now, |p| p.map(Pass::stream), None)
                     }
                     Mark::RealfeelSample { irq_at, .. } => {
-                        self.sample(Stimulus::Rtc(irq_at), cx.now, |_| Some("realfeel"))
+                        self.sample(Stimulus::Rtc, cx.now, |_| Some("realfeel"), Some(irq_at))
                     }
                     Mark::PosixSample { due } => {
                         let posix = self.posix;
-                        self.sample(Stimulus::Posix(due), cx.now, |_| posix)
+                        self.sample(Stimulus::Posix(due), cx.now, |_| posix, None)
                     }
                     _ => {}
                 }
             }
             _ => {}
         }
+        self.kinds()
     }
 
     fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult) {
@@ -368,7 +380,13 @@ fn recorded(r: &Rec, tasks: &[Task]) -> RecordedEvent {
     let t = &tasks[r.task];
     let who = |id: TaskId| {
         let x = &tasks[id];
-        format!("comm={} pid={} prio={} target_cpu={:03}", comm(x, r.cpu), x.pid, prio(x), x.cpu)
+        format!(
+            "comm={} pid={} prio={} target_cpu={:03}",
+            comm(x, r.cpu),
+            x.pid,
+            prio(x),
+            x.cpu
+        )
     };
     let (event, fields) = match r.line {
         Line::Waking(x) => ("sched_waking", who(x)),

@@ -149,7 +149,11 @@ impl Sink for WriteTracker {
     fn kinds(&self) -> u32 {
         // Switches count from the first timed call on; time, sleeps and wakeups only inside
         // a call.
-        let switches = if self.last_pass.is_some() { kind::SCHED_SWITCH } else { 0 };
+        let switches = if self.last_pass.is_some() {
+            kind::SCHED_SWITCH
+        } else {
+            0
+        };
         let call = if self.open.is_some() {
             kind::SLEEP | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME
         } else {
@@ -158,7 +162,7 @@ impl Sink for WriteTracker {
         kind::MARK | switches | call
     }
 
-    fn event(&mut self, cx: &Cx, ev: &Event) {
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             Event::Mark {
                 task,
@@ -180,6 +184,7 @@ impl Sink for WriteTracker {
             Event::SchedTime { ns } => self.on_sched(ns),
             _ => {}
         }
+        self.kinds()
     }
 
     fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {
