@@ -980,15 +980,16 @@ impl Kernel {
         };
         let h = self.m.irq_entry_exit_ns + body;
         self.irq_ctx = IrqCtx::Hardirq;
-        trace_event!(self, IRQ_ENTRY, {
-            let cur = self.cur();
+        trace_event!(
+            self,
+            IRQ_ENTRY,
             Event::IrqEntry {
                 irq,
                 raised: at,
                 len: h,
-                interrupted: preempt::cause_of(&self.tasks[cur], cur, self.is_idle(cur), self.cpus[self.cpu].ran_since),
+                ran_since: self.cpus[self.cpu].ran_since,
             }
-        });
+        );
         self.now += h;
         self.stats.irq_ns += h;
         match irq {

@@ -101,12 +101,13 @@ pub enum Event {
         lock: Option<Lock>,
     },
     /// `irq_handler_entry`: `irq`, raised at `raised`, is taken now and runs `len` ns;
-    /// `interrupted` is the stretch it interrupted (None: the idle loop).
+    /// the task it interrupted got the CPU or entered the kernel at `ran_since`
+    /// ([`Cx::interrupted`] says what it was doing).
     IrqEntry {
         irq: Irq,
         raised: Nanos,
         len: Nanos,
-        interrupted: Option<CauseSnap>,
+        ran_since: Nanos,
     },
     /// `irq_handler_exit`.
     IrqExit {
@@ -215,6 +216,14 @@ pub struct Cx<'a> {
     pub sched: &'a dyn Scheduler,
 }
 
+impl Cx<'_> {
+    /// The stretch the current task is in, running since `ran_since` (None: the idle loop).
+    pub fn interrupted(&self, ran_since: Nanos) -> Option<CauseSnap> {
+        let t = &self.tasks[self.cur];
+        super::preempt::cause_of(t, self.cur, t.pid == 0, ran_since)
+    }
+}
+
 /// A subscriber to the tracepoints.
 pub trait Sink {
     /// The [`kind`]s of event it takes now (a mask), asked when it is registered.
@@ -248,17 +257,20 @@ impl Tracepoints {
     }
 
     /// Give `ev` to every sink that takes its kind.
-    #[inline]
+    #[inline(always)]
     pub fn emit(&mut self, cx: &Cx, ev: &Event) {
         let k = ev.kind();
-        let mut mask = 0;
+        let mut changed = false;
         for (kinds, s) in &mut self.sinks {
             if *kinds & k != 0 {
-                *kinds = s.event(cx, ev);
+                let now = s.event(cx, ev);
+                changed |= now != *kinds;
+                *kinds = now;
             }
-            mask |= *kinds;
         }
-        self.mask = mask;
+        if changed {
+            self.mask = self.sinks.iter().fold(0, |m, (k, _)| m | k);
+        }
     }
 
     /// Finish every sink into `r`, in registration order.

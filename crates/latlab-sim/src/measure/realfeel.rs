@@ -158,8 +158,8 @@ impl Sink for Tracker {
                 irq: Irq::Rtc,
                 raised,
                 len,
-                interrupted,
-            } => self.on_rtc_irq(raised, cx.now, len, interrupted),
+                ran_since,
+            } => self.on_rtc_irq(raised, cx.now, len, || cx.interrupted(ran_since)),
             Event::IrqEntry { irq, len, .. } => self.on_other_irq(irq, len),
             Event::Runtime { task, ns, func, lock } => self.on_run(task, ns, (func, lock)),
             Event::SchedTime { ns } => self.on_sched(ns),
@@ -231,7 +231,9 @@ impl Tracker {
         }
     }
 
-    fn on_rtc_irq(&mut self, at: Nanos, delivered: Nanos, h: Nanos, cause: Option<CauseSnap>) {
+    /// An RTC interrupt raised at `at` ran at `delivered` for `h` ns, over the stretch
+    /// `cause` says.
+    fn on_rtc_irq(&mut self, at: Nanos, delivered: Nanos, h: Nanos, cause: impl FnOnce() -> Option<CauseSnap>) {
         if self.reader.is_none() {
             return;
         }
@@ -241,6 +243,7 @@ impl Tracker {
             w.irqs[1] += 1;
             return;
         }
+        let cause = cause();
         let pc = u32::from(cause.as_ref().is_some_and(|c| c.lock.is_some()));
         let func = cause.as_ref().map_or("cpu_idle", |c| c.func);
         w.reset(at, delivered - at, h, cause);
