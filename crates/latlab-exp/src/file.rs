@@ -799,6 +799,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 preempt_off: (f.table == TableKind::PreemptOff).then_some(window),
                 maxcpus: r.maxcpus,
                 keep_records: false,
+                record_events: None,
             },
             published: Published {
                 samples: r.published_samples,

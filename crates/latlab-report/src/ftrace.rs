@@ -3,19 +3,26 @@
 //! per event:
 //!
 //! ```text
-//!              cc1-15      [000] d...  5892.513425: sched_switch: prev_comm=swapper/0 ...
+//!              cc1-15      [000] d....  5892.513425: sched_switch: prev_comm=swapper/0 ...
 //! ```
 //!
-//! `<comm>-<pid> [<cpu>] <irqs-off/need-resched/hardirq/preempt flags> <secs>.<usecs>:
-//! <event>: <fields>`, with the events' fields as the kernel prints them (sched_switch,
-//! sched_waking, sched_wakeup, irq_handler_entry/exit) and the non-preemptible stretch as an
-//! atrace slice (`tracing_mark_write: B|pid|name` ... `E|pid`).
+//! `<comm>-<pid> [<cpu>] <flags> <secs>.<usecs>: <event>: <fields>`, the flags being 6.x's
+//! five-column irq-info (irqs-off, need-resched, hardirq/softirq, preempt-depth,
+//! migrate-disable: `d.h..`), with the events' fields as the kernel prints them
+//! (sched_switch, sched_waking, sched_wakeup, irq_handler_entry/exit; a `sched_waking` comes
+//! before the `sched_switch` to its task) and the non-preemptible stretch as an atrace slice
+//! (`tracing_mark_write: B|pid|name` ... `E|pid`).
+//!
+//! This is the timeline a model result's attribution lays out ([`crate::timeline`]), for
+//! results that recorded no events; a model run made with `--record-events` carries the
+//! events its recorder kept, exported as they were recorded by [`crate::recorded`].
 //!
 //! Checked against Perfetto's importer of text traces (trace_processor's systrace tokenizer
 //! and line parser, and <https://perfetto.dev/docs/getting-started/other-formats>, "Linux
 //! ftrace textual format"): a file containing `# tracer` is read as systrace text; lines
 //! starting with `#` are skipped; an event line matches
-//! `-(\d+)\s+\(?\s*(\d+|-+)?\)?\s?\[(\d+)\]\s*[a-zA-Z0-9.]{0,4}\s+(\d+\.\d+):\s+(\S+):`, the
+//! `-(\d+)\s+\(?\s*(\d+|-+)?\)?\s?\[(\d+)\]\s*[a-zA-Z0-9.]{0,5}\s+(\d+\.\d+):\s+(\S+):` (the
+//! flags `{0,5}` since Perfetto reads 6.x's five columns; releases before took `{0,4}`), the
 //! task being everything before it; fields are split on blanks and `=`. Perfetto builds
 //! CPU scheduling slices from `sched_switch`, wakeups from `sched_waking`, and slices from
 //! `tracing_mark_write` B/E; it skips `sched_wakeup` and the irq events, which are there for
@@ -40,7 +47,7 @@ fn line_task(t: &Task) -> String {
 /// One event line.
 pub fn line(task: &Task, cpu: u32, flags: &str, ns: Nanos, event: &str, fields: &str) -> String {
     format!(
-        "{:>22} [{cpu:03}] {flags:<4} {:>13}: {event}: {fields}\n",
+        "{:>22} [{cpu:03}] {flags:<5} {:>13}: {event}: {fields}\n",
         line_task(task),
         timestamp(ns)
     )
@@ -77,6 +84,24 @@ fn window_lines(w: &Window) -> Vec<(Nanos, u8, usize, String)> {
         let n = v.len();
         v.push((ns, rank, n, line(task, w.cpu, flags, ns, event, &fields)));
     };
+    // The wakeup first: at one time, a `sched_waking` comes before the switch it causes.
+    let waker = current(w, w.wake);
+    push(
+        w.wake,
+        1,
+        &waker,
+        "d.h..",
+        "sched_waking",
+        wakeup_fields(&w.woken, w.cpu),
+    );
+    push(
+        w.wake,
+        1,
+        &waker,
+        "d.h..",
+        "sched_wakeup",
+        wakeup_fields(&w.woken, w.cpu),
+    );
     let idle = Task::idle(w.cpu);
     let mut prev = idle.clone();
     for r in &w.runs {
@@ -86,7 +111,7 @@ fn window_lines(w: &Window) -> Vec<(Nanos, u8, usize, String)> {
                 r.start,
                 1,
                 &prev,
-                "d...",
+                "d....",
                 "sched_switch",
                 switch_fields(&prev, state, &r.task),
             );
@@ -97,7 +122,7 @@ fn window_lines(w: &Window) -> Vec<(Nanos, u8, usize, String)> {
         w.end,
         1,
         &prev,
-        "d...",
+        "d....",
         "sched_switch",
         switch_fields(&prev, "S", &idle),
     );
@@ -107,36 +132,19 @@ fn window_lines(w: &Window) -> Vec<(Nanos, u8, usize, String)> {
             s.start,
             2,
             &s.task,
-            "....",
+            ".....",
             "tracing_mark_write",
             format!("B|{pid}|{label}"),
         );
-        push(s.end, 0, &s.task, "....", "tracing_mark_write", format!("E|{pid}"));
+        push(s.end, 0, &s.task, ".....", "tracing_mark_write", format!("E|{pid}"));
     }
     if let Some(h) = &w.handlers {
         let name = h.name.replace(' ', "_");
         let entry = format!("irq={} name={name}", h.irq);
-        push(h.start, 1, &current(w, h.start), "d.h.", "irq_handler_entry", entry);
+        push(h.start, 1, &current(w, h.start), "d.h..", "irq_handler_entry", entry);
         let exit = format!("irq={} ret=handled", h.irq);
-        push(h.end, 1, &current(w, h.end), "d.h.", "irq_handler_exit", exit);
+        push(h.end, 1, &current(w, h.end), "d.h..", "irq_handler_exit", exit);
     }
-    let waker = current(w, w.wake);
-    push(
-        w.wake,
-        1,
-        &waker,
-        "d.h.",
-        "sched_waking",
-        wakeup_fields(&w.woken, w.cpu),
-    );
-    push(
-        w.wake,
-        1,
-        &waker,
-        "d.h.",
-        "sched_wakeup",
-        wakeup_fields(&w.woken, w.cpu),
-    );
     v
 }
 
@@ -163,13 +171,14 @@ pub fn render(title: &str, windows: &[Window]) -> String {
         { windows.iter().map(|w| w.cpu + 1).max().unwrap_or(1) }
     );
     out.push_str(
-        "#\n#                                _-----=> irqs-off\n\
+        "#\n#                                _-----=> irqs-off/BH-disabled\n\
          #                               / _----=> need-resched\n\
          #                              | / _---=> hardirq/softirq\n\
          #                              || / _--=> preempt-depth\n\
-         #                              ||| /     delay\n\
-         #                TASK-PID  CPU#  ||||    TIMESTAMP  FUNCTION\n\
-         #                   | |      |   ||||       |         |\n",
+         #                              ||| / _-=> migrate-disable\n\
+         #                              |||| /     delay\n\
+         #                TASK-PID  CPU#  |||||   TIMESTAMP  FUNCTION\n\
+         #                   | |      |   |||||      |         |\n",
     );
     for (_, _, _, _, l) in lines {
         out.push_str(&l);
@@ -191,7 +200,7 @@ mod tests {
         let cpu = rest[2..close].parse().ok()?;
         let mut it = rest[close + 1..].split_whitespace();
         let flags = it.next()?.to_string();
-        if flags.len() > 4 || !flags.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
+        if flags.len() > 5 || !flags.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
             return None;
         }
         let ts = it.next()?.strip_suffix(':')?;
@@ -218,14 +227,14 @@ mod tests {
         let l = line(
             &t,
             0,
-            "d...",
+            "d....",
             339_525_000_123,
             "sched_switch",
             &switch_fields(&t, "R+", &Task::new("realfeel", 7)),
         );
         assert_eq!(
             l,
-            "           kjournald-4 [000] d...    339.525000: sched_switch: prev_comm=kjournald prev_pid=4 \
+            "           kjournald-4 [000] d....    339.525000: sched_switch: prev_comm=kjournald prev_pid=4 \
              prev_prio=120 prev_state=R+ ==> next_comm=realfeel next_pid=7 next_prio=120\n"
         );
         assert_eq!(timestamp(5_000_001_999), "5.000001");
@@ -233,7 +242,7 @@ mod tests {
             wakeup_fields(&Task::new("realfeel", 7), 1),
             "comm=realfeel pid=7 prio=120 target_cpu=001"
         );
-        assert!(line(&Task::idle(3), 3, "d...", 0, "x", "y")
+        assert!(line(&Task::idle(3), 3, "d....", 0, "x", "y")
             .trim_start()
             .starts_with("<idle>-0 [003]"));
     }

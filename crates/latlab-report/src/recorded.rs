@@ -1,9 +1,10 @@
-//! A probe result's recorded kernel events around its worst samples
+//! A result's recorded kernel events around its worst samples
 //! ([`latlab_core::RecordedEvents`]: what the probe's ftrace instance recorded, each event as
-//! the kernel printed it), exported as they were recorded: as ftrace text and as trace-event
-//! JSON. Nothing is laid out, merged or added. A sample without recorded events is named,
-//! with the reason, in the output's comments (ftrace) or its `otherData` (JSON), and nothing
-//! is drawn for it.
+//! the kernel printed it, or what the model's event recorder kept of its tracepoints,
+//! `latlab_sim::measure::recorder`, in the same form), exported as they were recorded: as
+//! ftrace text and as trace-event JSON. Nothing is laid out, merged or added. A sample
+//! without recorded events is named, with the reason, in the output's comments (ftrace) or
+//! its `otherData` (JSON), and nothing is drawn for it.
 //!
 //! ftrace text: the `/sys/kernel/tracing/trace` layout (`# tracer: nop`, then
 //! `comm-pid [cpu] flags secs.usecs: event: fields`, the columns as the kernel prints them,
@@ -83,10 +84,21 @@ fn all_events<'a>(picked: &[Picked<'a>]) -> Vec<&'a RecordedEvent> {
         .filter_map(|p| p.recorded)
         .flat_map(|r| r.events.iter())
         .collect();
-    // Whole-event order, so the copies two overlapping windows hold sit together.
-    v.sort_by_key(|&e| (e.ts_ns, e.cpu, e.pid, e.event.as_str(), e.fields.as_str()));
-    v.dedup();
-    v
+    // Time order; events of one time and CPU keep the order they were recorded in (a
+    // `sched_waking` before the `sched_switch` it causes), and a copy of one that two
+    // overlapping windows hold is dropped.
+    v.sort_by_key(|&e| (e.ts_ns, e.cpu));
+    let mut out: Vec<&RecordedEvent> = Vec::with_capacity(v.len());
+    let mut group = 0;
+    for e in v {
+        if out.last().is_none_or(|l| (l.ts_ns, l.cpu) != (e.ts_ns, e.cpu)) {
+            group = out.len();
+        }
+        if !out[group..].contains(&e) {
+            out.push(e);
+        }
+    }
+    out
 }
 
 /// An event as ftrace prints it (`%16s-%-7d [%03d] FLAGS %5lu.%06lu: EVENT: FIELDS`,
@@ -122,7 +134,10 @@ pub fn ftrace(title: &str, system: &[(&str, &str)], picked: &[Picked]) -> String
     for (k, v) in system {
         let _ = writeln!(out, "# {k}: {v}");
     }
-    out.push_str("# kernel events as the probe's ftrace instance recorded them around each sample; nothing added\n");
+    out.push_str(
+        "# kernel events as they were recorded around each sample (by the probe's ftrace instance, or by the \
+         model's event recorder: each sample's clock says which); nothing added\n",
+    );
     for p in picked {
         match p.recorded {
             Some(r) => {

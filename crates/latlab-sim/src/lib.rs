@@ -38,7 +38,7 @@ use kernel::catalog::Point;
 use kernel::state::KState;
 use kernel::task::Policy;
 use kernel::Kernel;
-use latlab_core::{Engine, LatencyTrace, Nanos, RunMeta, RunResult};
+use latlab_core::{Engine, Nanos, RunMeta, RunResult};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use workload::kthreads::KthreadProg;
@@ -179,6 +179,10 @@ pub struct SimConfig {
     /// Keep every timed write(2) of a write stream in the result (`Stream::records`, iozone
     /// `-Q`'s per-record files); off, only the histogram and the slowest are kept.
     pub keep_records: bool,
+    /// Record the kernel's trace events around the worst samples of each stream, keeping at
+    /// most this many events per sample (`Stream::recorded`, what `latlab report trace`
+    /// exports); None: nothing is recorded.
+    pub record_events: Option<usize>,
 }
 
 impl SimConfig {
@@ -369,17 +373,24 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
     }
     let epoch = k.now;
     let before = counters(&k);
-    k.poff = cfg
-        .preempt_off
-        .map(|w| measure::preempt_off::PreemptOffTracer::new(w, &cfg.variant));
-    k.tracker.epoch = epoch;
-    k.wtrack.epoch = epoch;
-    k.wtrack.keep_records = cfg.keep_records;
+    // The measurements, subscribed to the kernel's tracepoints; they finish into the result
+    // in this order (the order of its streams).
+    if let Some(p) = cfg.posix_timer {
+        let t = measure::posix_timer::PosixTracker::new(p.notify.stream(), p.notify.sigev(), epoch);
+        k.tp.register(Box::new(t));
+    }
+    let w = measure::write_latency::WriteTracker::new(epoch, cfg.keep_records);
+    k.tp.register(Box::new(w));
+    k.tp.register(Box::new(measure::realfeel::Tracker::new(epoch, &cfg.variant)));
+    if let Some(w) = cfg.preempt_off {
+        k.tp.register(Box::new(measure::preempt_off::PreemptOffTracer::new(w, &cfg.variant)));
+    }
+    if let Some(n) = cfg.record_events {
+        let posix = cfg.posix_timer.map(|p| p.notify.stream());
+        k.tp.register(Box::new(measure::recorder::Recorder::new(epoch, n, posix)));
+    }
     match cfg.posix_timer {
         Some(p) => {
-            let mut t = measure::posix_timer::PosixTracker::new(p.notify.stream(), p.notify.sigev());
-            t.epoch = epoch;
-            k.ptrack = Some(t);
             k.spawn(
                 TaskSpec::user(
                     "wakeup-latency",
@@ -610,23 +621,14 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         "disk_MBps".into(),
         c["disk_blocks"] as f64 * 4096.0 / 1e6 / secs.max(1e-9),
     );
-    for (path, (n, worst)) in &k.tracker.causes {
-        r.counters.insert(format!("samples>=1ms:{path}"), *n);
-        r.counters.insert(format!("worst_us:{path}"), worst / 1000);
-    }
-    if let Some(mut p) = k.ptrack.take() {
-        let s = p.take_stream();
-        r.counters.insert("missed_timer_events".into(), s.missed);
+    if let Some(t) = &cfg.posix_timer {
         r.counters.insert("timer_overruns".into(), k.st.posix.overruns());
-        if let Some(t) = &cfg.posix_timer {
-            r.meta
-                .settings
-                .insert("timer_period_us".into(), (t.period_ns / 1000).to_string());
-            r.meta.settings.insert("notify".into(), t.notify.sigev().into());
-            r.meta.settings.insert("policy".into(), "SCHED_OTHER".into());
-            r.meta.settings.remove("rtc_hz");
-        }
-        r.streams.push(s);
+        r.meta
+            .settings
+            .insert("timer_period_us".into(), (t.period_ns / 1000).to_string());
+        r.meta.settings.insert("notify".into(), t.notify.sigev().into());
+        r.meta.settings.insert("policy".into(), "SCHED_OTHER".into());
+        r.meta.settings.remove("rtc_hz");
     }
     if let Some(pwb) = k.st.writeback.pages() {
         let s = pwb.stats;
@@ -655,58 +657,8 @@ fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str,
         // Major faults that took 2.6.9's swap token (mm/thrash.c's grab_swap_token).
         r.counters.insert("swap_token_grabs".into(), k.st.mm.token.grabs);
     }
-    if let Some(w) = std::mem::take(&mut k.wtrack).finish() {
-        for (pass, n) in w.long_writes {
-            r.counters.insert(pass.over_counter().into(), n);
-        }
-        for (pass, kb_s) in w.rates {
-            // The benchmark's figure (KB/s over the timed loop), in MB/s.
-            r.throughput
-                .insert(format!("{}_MBps", pass.name()), kb_s * 1024.0 / 1e6);
-        }
-        for (pass, counts, secs) in w.ops {
-            for (op, n) in measure::write_latency::IoOp::ALL.into_iter().zip(counts) {
-                r.counters.insert(format!("{}_{}s", pass.name(), op.name()), n);
-            }
-            if secs > 0.0 {
-                // sysbench's "Requests/sec executed": reads and writes, not fsyncs.
-                let n = (counts[0] + counts[1]) as f64 / secs;
-                r.throughput.insert(format!("{}_requests_per_s", pass.name()), n);
-            }
-        }
-        for (pass, sw, secs) in w.switches {
-            r.counters.insert(format!("{}_context_switches", pass.name()), sw.all);
-            r.counters
-                .insert(format!("{}_involuntary_switches", pass.name()), sw.involuntary);
-            if secs > 0.0 {
-                // vmstat's `cs` column over the pass.
-                r.throughput
-                    .insert(format!("{}_cs_per_s", pass.name()), sw.all as f64 / secs);
-            }
-        }
-        r.streams.extend(w.streams);
-    }
-    if let Some(s) = k.take_stream() {
-        r.counters.insert("rtc_missed".into(), s.missed);
-        if let (Some(w), Some((task, policy, rt))) = (s.worst.first(), k.tracker.worst_task.clone()) {
-            let cause = w.attribution.cause.clone();
-            r.trace = Some(LatencyTrace {
-                kernel: format!("{} (latlab model)", cfg.variant.name),
-                latency_ns: w.latency_ns,
-                task,
-                policy,
-                rt_prio: rt,
-                started_at: cause.as_ref().map_or("rtc_interrupt".into(), |c| c.path.clone()),
-                ended_at: cause.as_ref().map_or("schedule".into(), |c| c.ended_by.clone()),
-                flags: cfg.variant.trace_flags(),
-                entries: std::mem::take(&mut k.tracker.worst_entries),
-                version: String::new(),
-                note: cfg.variant.trace_note(),
-            });
-        }
-        r.streams.push(s);
-    }
-    r.preempt_off = k.poff.take().map(|p| p.finish());
+    // What the measurements saw: their streams, counters and traces.
+    k.tp.finish(&k.tasks, &mut r);
     let stats = EngineStats {
         events: k.events(),
         simulated_ns: k.now,

@@ -231,3 +231,22 @@ fn the_edge_check_reads_use_lines_and_paths_and_skips_comments_and_the_crate_roo
         .collect();
     assert_eq!(edges, want);
 }
+
+#[test]
+fn the_cpu_loop_names_no_measurement() {
+    // The kernel emits tracepoint events (kernel/tracepoint.rs); the measurements are sinks
+    // registered in lib.rs. Nothing under kernel/ names one.
+    let kernel: Vec<String> = sources()
+        .into_iter()
+        .map(|(f, _)| f)
+        .filter(|f| !f.starts_with("kernel/"))
+        .collect();
+    let allowed: Vec<&str> = kernel.iter().map(String::as_str).collect();
+    for pattern in ["measure::", "Tracker", "PreemptOffTracer", "Recorder"] {
+        assert_eq!(
+            offenders(pattern, &allowed),
+            Vec::<String>::new(),
+            "`{pattern}` under kernel/ (docs/ARCHITECTURE.md, Architecture invariants)"
+        );
+    }
+}

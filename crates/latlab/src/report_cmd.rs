@@ -198,8 +198,10 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
                 )
             };
             let title = input::label(&r);
+            // A model run that recorded its trace events exports them as the probe's are.
+            let recorded = r.streams.iter().any(|s| !s.recorded.is_empty());
             let text = match r.meta.engine {
-                Engine::Sim => {
+                Engine::Sim if !recorded => {
                     let w = timeline::windows(&r, stream.as_deref(), samples as usize);
                     if w.is_empty() {
                         return Err(none());
@@ -209,7 +211,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
                         TraceFormat::Chrome => chrome_trace::render(&title, &w).to_string() + "\n",
                     }
                 }
-                Engine::Probe => {
+                Engine::Probe | Engine::Sim => {
                     let picked = recorded::pick(&r, stream.as_deref(), samples as usize);
                     if picked.is_empty() {
                         return Err(none());
@@ -217,8 +219,12 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
                     if picked.iter().all(|p| p.recorded.is_none()) {
                         errln!(
                             "latlab report trace: {}: no kernel events were recorded around these samples \
-                             (record them with `latlab probe ... --explain` as root); the trace says so and draws nothing",
-                            file.display()
+                             (record them with {}); the trace says so and draws nothing",
+                            file.display(),
+                            match r.meta.engine {
+                                Engine::Sim => "`latlab run|reproduce ... --out DIR --record-events`",
+                                _ => "`latlab probe ... --explain` as root",
+                            }
                         );
                     }
                     match format {

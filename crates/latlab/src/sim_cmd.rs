@@ -50,6 +50,11 @@ pub struct Opts {
     /// -nk2 FILE | tail` gives seed 001's listing).
     #[arg(long, value_name = "DIR")]
     pub records: Option<PathBuf>,
+    /// Record the model's kernel trace events (sched, irq, softirq, lock, preempt, marks)
+    /// around each stream's worst samples into the results --out writes (`Stream.recorded`,
+    /// what `latlab report trace` exports as 6.x ftrace text).
+    #[arg(long, requires = "out")]
+    pub record_events: bool,
     /// Run the experiment once per value of a setting, the same for every kernel, and print
     /// each kernel's worst case per value: `seed`, `rtc_hz`, `hz`, `timer_period_us`, a
     /// workload size (`hogs`, `video.fps`, `video.decode_us`, `video.x_us`, `make.jobs`,
@@ -248,6 +253,7 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
                 cfg.seed = s;
             }
             cfg.keep_records = o.records.is_some();
+            cfg.record_events = o.record_events.then_some(latlab_sim::measure::recorder::RING_EVENTS);
             let mut bar: Option<ProgressBar> = None;
             let t0 = Instant::now();
             let mut said = t0;

@@ -137,6 +137,60 @@ fn compare_model_with_probe() {
     assert!(out.contains("6.1.0-test (probe) #2"), "{out}");
 }
 
+/// The model's own trace: the 3-second run of [`model_result`] with `--record-events`,
+/// exported by `latlab report trace` from the events its recorder kept.
+fn recorded_model_trace(dir: &Scratch, name: &str) -> String {
+    let exp = dir.file(
+        &format!("{name}.toml"),
+        &format!("name = \"{name}\"\ntitle = \"a short run\"\nseed_file = \"000_5c157154d48a42ec.txt\"\nmachine = \"piii-850\"\nworkload = \"seed000-script\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"stock\"\nvariant = \"2.4.18\"\nmax_seconds = 3\n"),
+    );
+    let out = dir.path(&format!("{name}-out"));
+    stdout(&latlab(&["run", &exp, "--out", &out, "--record-events"]));
+    let result = path(&dir.0.join(format!("{name}-out")).join(format!("{name}-stock.json")));
+    stdout(&latlab(&["report", "trace", &result, "--samples", "3"]))
+}
+
+#[test]
+fn a_model_trace_comes_from_its_recorded_events_in_the_6x_layout() {
+    let dir = Scratch::new("recorded-model");
+    let ft = recorded_model_trace(&dir, "rec");
+    assert!(ft.starts_with("# tracer: nop\n"), "{ft}");
+    assert!(ft.contains("model clock since boot"), "{ft}");
+    assert!(ft.contains("| / _-=> migrate-disable"), "{ft}");
+    let events: Vec<&str> = ft.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(events.len() > 10, "{ft}");
+    // Every line: `comm-pid [cpu] FLAGS secs.usecs: event: fields`, FLAGS five columns
+    // (irqs-off, need-resched, hardirq/softirq, preempt-depth, migrate-disable).
+    for l in &events {
+        let (_, rest) = l.split_once(" [").unwrap_or_else(|| panic!("{l}"));
+        let flags = rest[5..].split_whitespace().next().unwrap();
+        assert_eq!(flags.len(), 5, "{l}");
+        let f: Vec<char> = flags.chars().collect();
+        assert!(
+            matches!(f[0], 'd' | '.') && matches!(f[1], 'N' | 'L' | 'B' | '.'),
+            "{l}"
+        );
+        assert!(
+            matches!(f[2], 'h' | 's' | '.') && (f[3] == '.' || f[3].is_ascii_digit()) && f[4] == '.',
+            "{l}"
+        );
+    }
+    // Each switch to the reader follows a `sched_waking` of it, and a wakeup in the timer
+    // or RTC interrupt is printed with the hardirq flag.
+    let switch_in = events
+        .iter()
+        .position(|l| l.contains(": sched_switch: ") && l.contains("==> next_comm=realfeel"))
+        .unwrap_or_else(|| panic!("{ft}"));
+    let waking = events[..switch_in]
+        .iter()
+        .rposition(|l| l.contains(": sched_waking: comm=realfeel"))
+        .unwrap_or_else(|| panic!("no sched_waking before the switch to realfeel: {ft}"));
+    assert!(events[waking].contains("] d.h"), "{}", events[waking]);
+    assert!(events[switch_in].contains("prev_state=R"), "{}", events[switch_in]);
+    // Same seed, same trace.
+    assert_eq!(recorded_model_trace(&dir, "again").replace("again", "rec"), ft);
+}
+
 #[test]
 fn plot_csv_and_traces() {
     let dir = Scratch::new("export");

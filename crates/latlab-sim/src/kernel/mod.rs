@@ -25,16 +25,15 @@ pub mod posix_timer;
 pub mod preempt;
 pub mod state;
 pub mod task;
+pub mod tracepoint;
 
 use crate::engine::{EventQueue, Rng};
 use crate::machine::MachineProfile;
-use crate::measure::realfeel::Tracker;
-use crate::measure::Mark;
 use crate::sched::Scheduler;
 use crate::variant::Variant;
 use crate::workload::{Action, ProgCx, TaskSpec};
 use catalog::Point;
-use latlab_core::{Nanos, Stream};
+use latlab_core::Nanos;
 use lock::Lock;
 use path::{Chan, Ctx, Step};
 use preempt::Boundary;
@@ -43,6 +42,27 @@ use smallvec::SmallVec;
 use state::{KReq, KState};
 use std::collections::BTreeMap;
 use task::{Exec, Policy, Running, Task, TaskId, TaskState};
+use tracepoint::{Event, IrqCtx, Tracepoints};
+
+/// Emit tracepoint event `$ev` of kind `$kind` (a [`tracepoint::kind`] constant) on the
+/// current CPU, if a sink takes that kind; `$ev` is evaluated only then.
+macro_rules! trace_event {
+    ($k:ident, $kind:ident, $ev:expr) => {
+        if $k.tp.on(tracepoint::kind::$kind) {
+            let ev = $ev;
+            let cx = tracepoint::Cx {
+                now: $k.now,
+                cpu: $k.cpu,
+                cur: $k.cpus[$k.cpu].current,
+                in_schedule: $k.cpus[$k.cpu].overhead > 0,
+                irq: $k.irq_ctx,
+                tasks: &$k.tasks,
+                sched: &*$k.sched,
+            };
+            $k.tp.emit(&cx, &ev);
+        }
+    };
+}
 
 /// Hardware interrupts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,13 +167,10 @@ pub struct Kernel {
     next_timer_token: u64,
     pub rng: Rng,
     pub stats: Stats,
-    pub tracker: Tracker,
-    /// The POSIX-timer measurement, when the run has one.
-    pub ptrack: Option<crate::measure::posix_timer::PosixTracker>,
-    /// iozone `-Q`'s timed write(2)s (idle unless a workload times one).
-    pub wtrack: crate::measure::write_latency::WriteTracker,
-    /// The voluntary-preempt tracer, when the run has one.
-    pub poff: Option<crate::measure::preempt_off::PreemptOffTracer>,
+    /// The tracepoints and the measurements subscribed to them.
+    pub tp: Tracepoints,
+    /// The context the code below runs in: a task's, or an interrupt handler's.
+    irq_ctx: IrqCtx,
     /// Tasks by pid.
     pids: BTreeMap<u32, TaskId>,
     next_pid: u32,
@@ -212,10 +229,8 @@ impl Kernel {
             next_timer_token: 0,
             rng,
             stats: Stats::default(),
-            tracker: Tracker::default(),
-            ptrack: None,
-            wtrack: Default::default(),
-            poff: None,
+            tp: Tracepoints::default(),
+            irq_ctx: IrqCtx::Task,
             pids: BTreeMap::new(),
             next_pid: 1,
             next_mm: 1,
@@ -280,13 +295,10 @@ impl Kernel {
             self.tasks[p].children += 1;
         }
         self.sched.fork(&self.tasks, parent, id, self.now);
-        if let (Some(p), Some(t)) = (parent, self.ptrack.as_mut()) {
-            // A thread the test creates is the test's too (its notify thread).
-            if t.owns(p) {
-                t.adopt(id);
-            }
+        if let Some(p) = parent {
+            trace_event!(self, FORK, Event::Fork { parent: p, child: id });
         }
-        self.enqueue_woken(id);
+        self.enqueue_woken(id, true);
         pid
     }
 
@@ -462,20 +474,11 @@ impl Kernel {
             let x = d;
             c.overhead -= work.min(c.overhead);
             self.stats.sched_ns += x;
-            self.tracker.on_sched(x);
-            if let Some(p) = self.ptrack.as_mut() {
-                p.on_sched(x);
-            }
-            self.wtrack.on_sched(x);
+            trace_event!(self, SCHED_TIME, Event::SchedTime { ns: x });
             return;
         }
         let cur = self.cur();
         let idle = self.is_idle(cur);
-        if let Some(p) = self.ptrack.as_mut() {
-            if !idle {
-                p.on_run(cur, d);
-            }
-        }
         let t = &mut self.tasks[cur];
         t.cpu_ns += d;
         let mut at: (&'static str, Option<Lock>) = ("user", None);
@@ -495,11 +498,16 @@ impl Kernel {
             }
             _ => {}
         }
-        let ext = if idle { 0 } else { cur };
-        if self.wtrack.measuring() {
-            self.wtrack.on_run(ext, d, at.0);
-        }
-        self.tracker.on_run(ext, d, at);
+        trace_event!(
+            self,
+            RUNTIME,
+            Event::Runtime {
+                task: if idle { 0 } else { cur },
+                ns: d,
+                func: at.0,
+                lock: at.1,
+            }
+        );
     }
 
     // ----- boundaries -------------------------------------------------------------------
@@ -539,10 +547,18 @@ impl Kernel {
                 let mut resched_here: Option<SwitchReason> = None;
                 let bkl = path.holds_bkl();
                 if let Some(r) = step {
-                    if let Some(p) = self.poff.as_mut() {
-                        if step_releases(&r.step, r.left) {
-                            p.on_unlock(self.now, self.st.mm.swap_fill_pct(), &self.tasks);
-                        }
+                    if step_releases(&r.step, r.left) {
+                        trace_event!(
+                            self,
+                            PREEMPT_ON,
+                            Event::PreemptOn {
+                                task: cur,
+                                func: step_func(&r.step),
+                                path: path.name(),
+                                lock: step_lock(&r.step),
+                                swap_fill_pct: self.st.mm.swap_fill_pct(),
+                            }
+                        );
                     }
                     match &r.step {
                         Step::Loop(l) => {
@@ -557,8 +573,16 @@ impl Kernel {
                             let at_point =
                                 preempt::loop_point(l, &self.v, bkl).filter(|p| done > 0 && done % p.every == 0);
                             if let (Some(p), true) = (at_point, self.tasks[cur].need_resched) {
-                                self.tracker
-                                    .on_step(self.now, cur, p.at.name(), l.func, l.lock.is_some());
+                                trace_event!(
+                                    self,
+                                    RESCHED_POINT,
+                                    Event::ReschedPoint {
+                                        task: cur,
+                                        point: p.at.name(),
+                                        func: l.func,
+                                        locked: l.lock.is_some(),
+                                    }
+                                );
                                 resched_here = Some(match p.at {
                                     preempt::Resched::Unlock(lock) => SwitchReason::Unlock(lock),
                                     preempt::Resched::Preempt => SwitchReason::IrqExit,
@@ -618,11 +642,17 @@ impl Kernel {
                     s => {
                         let total = preempt::step_len(&s);
                         let since = self.now;
-                        self.tracker
-                            .on_step(self.now, cur, step_func(&s), path.name(), step_locked(&s));
-                        if let Some(p) = self.poff.as_mut() {
-                            p.on_step(self.now, cur, step_func(&s), path.name(), step_locked(&s));
-                        }
+                        trace_event!(
+                            self,
+                            FUNC_ENTRY,
+                            Event::FuncEntry {
+                                task: cur,
+                                func: step_func(&s),
+                                path: path.name(),
+                                lock: step_lock(&s),
+                                preempt_off: step_locked(&s),
+                            }
+                        );
                         self.tasks[cur].exec = Exec::Kernel {
                             path,
                             step: Some(Running {
@@ -675,17 +705,7 @@ impl Kernel {
             };
             self.tasks[cur].program = Some(prog);
             for mark in marks {
-                match (mark, self.ptrack.as_mut()) {
-                    (Mark::PosixTask, Some(p)) => p.adopt(cur),
-                    (Mark::PosixSample { due }, Some(p)) => {
-                        p.on_sample(due, self.now, cur, &self.tasks, self.sched.name())
-                    }
-                    (Mark::IoStart { pass }, _) => self.wtrack.on_start(cur, pass, self.now),
-                    (Mark::IoDone { offset_kb, bytes, op }, _) => {
-                        self.wtrack.on_done(offset_kb, bytes, op, self.now, &self.tasks)
-                    }
-                    _ => self.tracker.on_mark(mark, self.now, cur, &self.tasks),
-                }
+                trace_event!(self, MARK, Event::Mark { task: cur, mark });
             }
             self.drain_requests();
             match action {
@@ -789,7 +809,14 @@ impl Kernel {
     }
 
     fn sleep_on(&mut self, t: TaskId, chan: Chan) {
-        self.wtrack.on_sleep(t, chan.wait_name(), self.now);
+        trace_event!(
+            self,
+            SLEEP,
+            Event::Sleep {
+                task: t,
+                wait: chan.wait_name()
+            }
+        );
         self.tasks[t].state = TaskState::Sleeping(chan);
         self.sched.dequeue(&self.tasks, t, self.now);
         self.waiters.entry(chan).or_default().push(t);
@@ -803,21 +830,16 @@ impl Kernel {
             if self.tasks[t].state != TaskState::Sleeping(chan) {
                 continue;
             }
+            trace_event!(self, SCHED_WAKING, Event::SchedWaking { task: t });
             self.tasks[t].state = TaskState::Runnable;
-            self.enqueue_woken(t);
-            self.tracker.on_wake(self.now, t);
-            self.wtrack.on_wake(t, self.now);
+            self.enqueue_woken(t, false);
         }
     }
 
-    /// `t` became runnable (woken or new): onto the runqueue, and `check_preempt_curr`.
-    fn enqueue_woken(&mut self, t: TaskId) {
+    /// `t` became runnable (woken, or `new`): onto the runqueue, and `check_preempt_curr`.
+    fn enqueue_woken(&mut self, t: TaskId, new: bool) {
         self.sched.enqueue(&self.tasks, t, self.now);
-        if let Some(p) = self.ptrack.as_mut().filter(|p| p.watching(t)) {
-            if let Some(how) = self.sched.placement(t) {
-                p.on_placed(t, how);
-            }
-        }
+        trace_event!(self, SCHED_WAKEUP, Event::SchedWakeup { task: t, new });
         let target = self.wake_cpu(t);
         let cur = self.ext(self.cpus[target].current);
         if self.sched.wakeup_preempt(&self.tasks, t, cur, self.now) {
@@ -913,9 +935,6 @@ impl Kernel {
         if next != prev {
             overhead += self.m.ctx_switch_ns;
             self.stats.context_switches += 1;
-            // nvcsw/nivcsw: a task leaving the CPU still runnable was switched involuntarily.
-            let involuntary = !matches!(reason, SwitchReason::Block | SwitchReason::Exit | SwitchReason::Idle);
-            self.wtrack.on_switch(self.ext(prev), involuntary);
             self.cpus[self.cpu].current = next;
             self.tasks[next].cpu = self.cpu as u8;
         }
@@ -926,7 +945,7 @@ impl Kernel {
         c.ran_since = self.now + overhead;
         c.overhead = overhead;
         let (prev, next) = (self.ext(prev), self.ext(next));
-        self.tracker.on_switch(self.now, prev, next, reason);
+        trace_event!(self, SCHED_SWITCH, Event::SchedSwitch { prev, next, reason });
     }
 
     // ----- interrupts and timers -----------------------------------------------------------
@@ -934,7 +953,11 @@ impl Kernel {
     fn event(&mut self, at: Nanos, ev: Ev) {
         match ev {
             Ev::Wake(chan) => {
+                self.irq_ctx = IrqCtx::Softirq;
+                trace_event!(self, SOFTIRQ, Event::SoftirqEntry);
                 self.wake(chan);
+                trace_event!(self, SOFTIRQ, Event::SoftirqExit);
+                self.irq_ctx = IrqCtx::Task;
                 self.preempt_after_irq();
             }
             Ev::Irq(irq) => self.irq(at, irq),
@@ -943,7 +966,6 @@ impl Kernel {
 
     fn irq(&mut self, at: Nanos, irq: Irq) {
         self.stats.irqs += 1;
-        let delivered = self.now;
         let body = match irq {
             Irq::Tick => self.m.tick_handler_ns,
             Irq::Rtc => self.m.rtc_handler_ns,
@@ -951,22 +973,17 @@ impl Kernel {
             Irq::Hrtimer(_) => self.m.hrtimer_handler_ns,
         };
         let h = self.m.irq_entry_exit_ns + body;
-        if let Some(p) = self.poff.as_mut() {
-            p.on_irq(delivered, h, irq);
-        }
-        if irq == Irq::Rtc {
-            let cur = self.cur();
-            let cause = preempt::cause_of(&self.tasks[cur], cur, self.is_idle(cur), self.cpus[self.cpu].ran_since);
-            self.tracker.on_rtc_irq(at, delivered, h, cause);
-        } else {
-            self.tracker.on_other_irq(irq, h);
-        }
-        if let Some(p) = self.ptrack.as_mut() {
-            match irq {
-                Irq::Hrtimer(HrTimer::Posix { due, .. }) => p.on_expiry(due, delivered, h),
-                _ => p.on_irq(h),
+        self.irq_ctx = IrqCtx::Hardirq;
+        trace_event!(
+            self,
+            IRQ_ENTRY,
+            Event::IrqEntry {
+                irq,
+                raised: at,
+                len: h,
+                ran_since: self.cpus[self.cpu].ran_since,
             }
-        }
+        );
         self.now += h;
         self.stats.irq_ns += h;
         match irq {
@@ -1008,14 +1025,12 @@ impl Kernel {
                 self.arm_posix(id, due + self.st.posix.timers[id].period);
                 match self.st.posix.expire(id, due) {
                     Some(target) => self.wake(Chan::Signal(target)),
-                    None => {
-                        if let Some(p) = self.ptrack.as_mut() {
-                            p.on_overrun();
-                        }
-                    }
+                    None => trace_event!(self, TIMER_OVERRUN, Event::TimerOverrun),
                 }
             }
         }
+        trace_event!(self, IRQ_EXIT, Event::IrqExit { irq });
+        self.irq_ctx = IrqCtx::Task;
         self.preempt_after_irq();
     }
 
@@ -1066,14 +1081,18 @@ impl Kernel {
         }
     }
 
-    /// Take the stream the tracker measured.
-    pub fn take_stream(&mut self) -> Option<Stream> {
-        self.tracker.take_stream()
-    }
-
     /// pid of a running task by comm (first match).
     pub fn pid_of(&self, comm: &str) -> Option<u32> {
         self.tasks.iter().find(|t| t.comm == comm).map(|t| t.pid)
+    }
+}
+
+/// The lock a step holds.
+fn step_lock(s: &Step) -> Option<Lock> {
+    match s {
+        Step::Work(w) => w.lock,
+        Step::Loop(l) => l.lock,
+        _ => None,
     }
 }
 
@@ -1349,6 +1368,127 @@ pub(crate) mod tests {
         k.run_until(1_000_000_000, |_| {});
         // The 50 ms sleep started just after 0 and expires on the next tick: 60 ms.
         woke.get().saturating_sub(60_000_000)
+    }
+
+    /// A sink keeping every event it is given, with its time and CPU.
+    struct Log(std::rc::Rc<std::cell::RefCell<Vec<(Nanos, usize, Event)>>>);
+
+    impl tracepoint::Sink for Log {
+        fn kinds(&self) -> u32 {
+            tracepoint::kind::ALL
+        }
+        fn event(&mut self, cx: &tracepoint::Cx, ev: &Event) -> u32 {
+            self.0.borrow_mut().push((cx.now, cx.cur, *ev));
+            tracepoint::kind::ALL
+        }
+        fn finish(self: Box<Self>, _tasks: &[Task], _r: &mut latlab_core::RunResult) {}
+    }
+
+    #[test]
+    fn a_sink_sees_the_tracepoints_in_the_order_they_happen() {
+        struct Sleeper(bool);
+        impl Program for Sleeper {
+            fn next(&mut self, _cx: &mut ProgCx) -> Action {
+                if std::mem::replace(&mut self.0, true) {
+                    Action::Exit
+                } else {
+                    Action::Sleep(5_000_000)
+                }
+            }
+        }
+        let mut k = kernel(variant(PreemptModel::None, &[]));
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        k.tp.register(Box::new(Log(log.clone())));
+        let rt = TaskSpec {
+            policy: Policy::Fifo,
+            rt_priority: 50,
+            ..TaskSpec::user("rt", Box::new(Sleeper(false)))
+        };
+        k.spawn(rt, None);
+        // 20 ms of loop holding a lock, with no point to stop at.
+        let hog = OneLoop {
+            items: 20_000,
+            per_item: 1_000,
+            point: None,
+            lock: Some(Lock::Test),
+            bkl: false,
+            done: false,
+        };
+        k.spawn(TaskSpec::user("hog", Box::new(hog)), None);
+        k.run_until(100_000_000, |_| {});
+        let log = log.borrow();
+        assert!(log.windows(2).all(|w| w[0].0 <= w[1].0), "time goes forward");
+        let (rt, hog) = (1, 2);
+        let at = |f: &dyn Fn(&Event) -> bool| {
+            log.iter()
+                .position(|(_, _, e)| f(e))
+                .unwrap_or_else(|| panic!("missing event in {log:#?}"))
+        };
+        let forked = at(&|e| matches!(e, Event::SchedWakeup { task: 2, new: true }));
+        let locked = at(&|e| {
+            matches!(
+                e,
+                Event::FuncEntry {
+                    task: 2,
+                    func: "test_loop",
+                    lock: Some(Lock::Test),
+                    preempt_off: true,
+                    ..
+                }
+            )
+        });
+        // The 5 ms sleep ends at the next tick (10 ms), in the timer softirq.
+        let softirq = at(&|e| matches!(e, Event::SoftirqEntry));
+        let waking = at(&|e| matches!(e, Event::SchedWaking { task: 1 }));
+        let woken = at(&|e| matches!(e, Event::SchedWakeup { task: 1, new: false }));
+        let softirq_done = at(&|e| matches!(e, Event::SoftirqExit));
+        let unlocked = at(&|e| {
+            matches!(
+                e,
+                Event::PreemptOn {
+                    task: 2,
+                    lock: Some(Lock::Test),
+                    ..
+                }
+            )
+        });
+        let switched = at(&|e| {
+            matches!(
+                e,
+                Event::SchedSwitch {
+                    prev: 2,
+                    next: 1,
+                    reason: SwitchReason::UserReturn
+                }
+            )
+        });
+        let exited = at(&|e| {
+            matches!(
+                e,
+                Event::SchedSwitch {
+                    prev: 1,
+                    reason: SwitchReason::Exit,
+                    ..
+                }
+            )
+        });
+        assert!(
+            forked < locked
+                && locked < softirq
+                && softirq < waking
+                && waking < woken
+                && woken < softirq_done
+                && softirq_done < unlocked
+                && unlocked < switched
+                && switched < exited,
+            "{log:#?}"
+        );
+        // After the 10 ms tick's handler (2 us on the test machine).
+        assert_eq!(log[waking].0, 10_002_000);
+        // The switch waits for the loop: 20 ms of it from about 0.
+        assert!(log[switched].0 >= 20_000_000, "{}", log[switched].0);
+        // Each event names the task current then: the hog, while it holds the CPU.
+        assert_eq!((log[waking].1, log[switched].1), (hog, rt));
     }
 
     #[test]

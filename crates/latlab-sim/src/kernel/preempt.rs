@@ -144,7 +144,7 @@ pub fn at_irq_return(e: &Exec, v: &Variant) -> Boundary {
 }
 
 /// What was running when an interrupt came: the stretch a wakeup will have to wait out.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct CauseSnap {
     pub task: super::task::TaskId,
     pub path: &'static str,

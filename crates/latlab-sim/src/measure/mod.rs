@@ -9,33 +9,13 @@
 pub mod posix_timer;
 pub mod preempt_off;
 pub mod realfeel;
+pub mod recorder;
 pub mod write_latency;
 
 use crate::kernel::task::{Task, TaskId};
 use latlab_core::{Nanos, TaskSlice};
 
-/// Something a user program tells the measurement layer, at the moment it runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mark {
-    /// The calling task is the realfeel reader.
-    RealfeelReader,
-    /// The reader is back in user space with the interrupt raised at `irq_at`; `coalesced`
-    /// more interrupts were folded into the same read.
-    RealfeelSample { irq_at: Nanos, coalesced: u64 },
-    /// The calling task belongs to the POSIX-timer test (target, helper or notify thread).
-    PosixTask,
-    /// The notify function for the timer expiry due at `due` runs now.
-    PosixSample { due: Nanos },
-    /// A timed call of a benchmark's pass (iozone `-Q`'s write(2), sysbench's requests) is
-    /// about to be made.
-    IoStart { pass: write_latency::Pass },
-    /// That call returned, having moved `bytes` at `offset_kb`.
-    IoDone {
-        offset_kb: u64,
-        bytes: u64,
-        op: write_latency::IoOp,
-    },
-}
+pub use crate::kernel::tracepoint::Mark;
 
 /// Add `d` to `k`'s tally in `v` (a handful of entries: a linear search), keeping the order
 /// in which the keys first came.

@@ -9,9 +9,12 @@
 //! tallied, so a sample says who ran ahead of the notify function and for how long, and the
 //! scheduler says where it placed the woken or new task (`Scheduler::placement`).
 
+use super::Mark;
 use crate::kernel::task::{Task, TaskId};
+use crate::kernel::tracepoint::{kind, Cx, Event, Sink};
+use crate::kernel::{HrTimer, Irq};
 use crate::sched::Placement;
-use latlab_core::{Attribution, Nanos, Sample, Stream};
+use latlab_core::{Attribution, Nanos, RunResult, Sample, Stream};
 use std::collections::BTreeMap;
 
 /// Worst samples kept with their attribution.
@@ -40,23 +43,73 @@ pub struct PosixTracker {
     /// Every other task's CPU stretches, in order, since the oldest open window opened: a
     /// window's tasks that ran ahead are summed from it when its sample is taken.
     ran: Vec<(TaskId, Nanos)>,
-    pub epoch: Nanos,
+    epoch: Nanos,
+}
+
+impl Sink for PosixTracker {
+    fn kinds(&self) -> u32 {
+        // An expiry opens a window and its notification closes it; CPU time and placements
+        // count only while one is open.
+        let always = kind::FORK | kind::MARK | kind::IRQ_ENTRY | kind::TIMER_OVERRUN;
+        if self.open.is_empty() {
+            always
+        } else {
+            always | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME
+        }
+    }
+
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+        match *ev {
+            // A thread the test creates is the test's too (its notify thread).
+            Event::Fork { parent, child } if self.owns(parent) => self.adopt(child),
+            Event::SchedWakeup { task, .. } if self.watching(task) => {
+                if let Some(how) = cx.sched.placement(task) {
+                    self.on_placed(task, how);
+                }
+            }
+            Event::IrqEntry {
+                irq: Irq::Hrtimer(HrTimer::Posix { due, .. }),
+                len,
+                ..
+            } => self.on_expiry(due, cx.now, len),
+            Event::IrqEntry { len, .. } => self.on_irq(len),
+            Event::Runtime { task, ns, .. } if task != 0 => self.on_run(task, ns),
+            Event::SchedTime { ns } => self.on_sched(ns),
+            Event::TimerOverrun => self.on_overrun(),
+            Event::Mark {
+                task,
+                mark: Mark::PosixTask,
+            } => self.adopt(task),
+            Event::Mark {
+                task,
+                mark: Mark::PosixSample { due },
+            } => self.on_sample(due, cx.now, task, cx.tasks, cx.sched.name()),
+            _ => {}
+        }
+        self.kinds()
+    }
+
+    fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {
+        r.counters.insert("missed_timer_events".into(), self.stream.missed);
+        r.streams.push(self.stream);
+    }
 }
 
 impl PosixTracker {
-    pub fn new(name: &str, sigev: &str) -> Self {
+    /// The stream `name` of a run starting at `epoch`, its timer notifying by `sigev`.
+    pub fn new(name: &str, sigev: &str, epoch: Nanos) -> Self {
         PosixTracker {
             stream: Stream::new(name, format!("timer_create({sigev}) expiry to the notify function")),
             open: Vec::new(),
             mine: Vec::new(),
             placed: Vec::new(),
             ran: Vec::new(),
-            epoch: 0,
+            epoch,
         }
     }
 
     /// Task `t` belongs to the test.
-    pub fn adopt(&mut self, t: TaskId) {
+    fn adopt(&mut self, t: TaskId) {
         if self.mine.len() <= t {
             self.mine.resize(t + 1, false);
         }
@@ -64,12 +117,12 @@ impl PosixTracker {
     }
 
     /// Does task `t` belong to the test?
-    pub fn owns(&self, t: TaskId) -> bool {
+    fn owns(&self, t: TaskId) -> bool {
         self.mine.get(t).copied().unwrap_or(false)
     }
 
     /// The timer due at `due` expired; its interrupt ran at `delivered` for `h` ns.
-    pub fn on_expiry(&mut self, due: Nanos, delivered: Nanos, h: Nanos) {
+    fn on_expiry(&mut self, due: Nanos, delivered: Nanos, h: Nanos) {
         for w in &mut self.open {
             w.handler += h;
         }
@@ -84,17 +137,17 @@ impl PosixTracker {
     }
 
     /// An expiry found the previous signal still queued.
-    pub fn on_overrun(&mut self) {
+    fn on_overrun(&mut self) {
         self.stream.missed += 1;
     }
 
-    pub fn on_irq(&mut self, h: Nanos) {
+    fn on_irq(&mut self, h: Nanos) {
         for w in &mut self.open {
             w.handler += h;
         }
     }
 
-    pub fn on_run(&mut self, task: TaskId, d: Nanos) {
+    fn on_run(&mut self, task: TaskId, d: Nanos) {
         if self.open.is_empty() {
             return;
         }
@@ -107,19 +160,19 @@ impl PosixTracker {
         }
     }
 
-    pub fn on_sched(&mut self, d: Nanos) {
+    fn on_sched(&mut self, d: Nanos) {
         for w in &mut self.open {
             w.sched += d;
         }
     }
 
     /// Is anything being measured right now (worth asking the scheduler to describe)?
-    pub fn watching(&self, t: TaskId) -> bool {
+    fn watching(&self, t: TaskId) -> bool {
         !self.open.is_empty() && self.owns(t)
     }
 
     /// The scheduler placed test task `t` so (on its wakeup or creation).
-    pub fn on_placed(&mut self, t: TaskId, how: Placement) {
+    fn on_placed(&mut self, t: TaskId, how: Placement) {
         if self.placed.len() <= t {
             self.placed.resize(t + 1, None);
         }
@@ -127,7 +180,7 @@ impl PosixTracker {
     }
 
     /// The notify function for the expiry due at `due` runs now, in task `cur`.
-    pub fn on_sample(&mut self, due: Nanos, now: Nanos, cur: TaskId, tasks: &[Task], sched: &str) {
+    fn on_sample(&mut self, due: Nanos, now: Nanos, cur: TaskId, tasks: &[Task], sched: &str) {
         let Some(i) = self.open.iter().position(|w| w.due == due) else {
             return;
         };
@@ -196,9 +249,5 @@ impl PosixTracker {
             },
             KEEP_WORST,
         );
-    }
-
-    pub fn take_stream(&mut self) -> Stream {
-        std::mem::replace(&mut self.stream, Stream::new("", ""))
     }
 }

@@ -13,8 +13,9 @@
 //! preempted outside them either is what the realfeel stream beside it shows.
 
 use crate::kernel::task::Task;
+use crate::kernel::tracepoint::{kind, Cx, Event, Sink};
 use crate::kernel::Irq;
-use latlab_core::{FillRow, LatencyTrace, Nanos, PreemptOff, TraceEntry};
+use latlab_core::{FillRow, LatencyTrace, Nanos, PreemptOff, RunResult, TraceEntry};
 
 /// Entries kept per stretch (the patch kept up to its buffer's size).
 const MAX_ENTRIES: usize = 256;
@@ -77,6 +78,36 @@ pub struct PreemptOffTracer {
     version: &'static str,
 }
 
+impl Sink for PreemptOffTracer {
+    fn kinds(&self) -> u32 {
+        // A locked step opens a stretch; interrupts and the release count only inside one.
+        match self.open {
+            Some(_) => kind::FUNC_ENTRY | kind::IRQ_ENTRY | kind::PREEMPT_ON,
+            None => kind::FUNC_ENTRY,
+        }
+    }
+
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+        match *ev {
+            Event::FuncEntry {
+                task,
+                func,
+                path,
+                preempt_off,
+                ..
+            } => self.on_step(cx.now, task, func, path, preempt_off),
+            Event::IrqEntry { irq, len, .. } => self.on_irq(cx.now, len, irq),
+            Event::PreemptOn { swap_fill_pct, .. } => self.on_unlock(cx.now, swap_fill_pct, cx.tasks),
+            _ => {}
+        }
+        self.kinds()
+    }
+
+    fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {
+        r.preempt_off = Some(self.out);
+    }
+}
+
 impl PreemptOffTracer {
     pub fn new(fill_pct: [u64; 2], v: &crate::variant::Variant) -> Self {
         PreemptOffTracer {
@@ -112,7 +143,7 @@ impl PreemptOffTracer {
     }
 
     /// Task `task` starts a step of `func` in `path`, holding a lock or not.
-    pub fn on_step(&mut self, now: Nanos, task: usize, func: &'static str, path: &'static str, locked: bool) {
+    fn on_step(&mut self, now: Nanos, task: usize, func: &'static str, path: &'static str, locked: bool) {
         if !locked {
             return;
         }
@@ -144,7 +175,7 @@ impl PreemptOffTracer {
     /// patch's tracer logs function entries only, so the time after an interrupt would show
     /// against the handler's last entry; the model logs the interrupted function again where
     /// the interrupt returns to it, so each entry's delta is time spent in that function.
-    pub fn on_irq(&mut self, now: Nanos, h: Nanos, irq: Irq) {
+    fn on_irq(&mut self, now: Nanos, h: Nanos, irq: Irq) {
         let Some(o) = &mut self.open else { return };
         let (running, parent) = o.last;
         Self::push(o, now, HARDIRQ | 1, "do_IRQ", running);
@@ -160,7 +191,7 @@ impl PreemptOffTracer {
     }
 
     /// The step that released the lock ended at `now` with swap `fill` percent full.
-    pub fn on_unlock(&mut self, now: Nanos, fill: u64, tasks: &[Task]) {
+    fn on_unlock(&mut self, now: Nanos, fill: u64, tasks: &[Task]) {
         let Some(mut o) = self.open.take() else { return };
         let len = now - o.start;
         self.out.stretches += 1;
@@ -205,7 +236,8 @@ impl PreemptOffTracer {
     }
 
     /// What the run measured.
-    pub fn finish(self) -> PreemptOff {
+    #[cfg(test)]
+    fn measured(self) -> PreemptOff {
         self.out
     }
 }
@@ -236,7 +268,7 @@ mod tests {
         // Not locked: no stretch.
         t.on_step(700_000, 1, "shrink_list", "balance_pgdat", false);
         t.on_unlock(800_000, 42, &tasks);
-        let out = t.finish();
+        let out = t.measured();
         assert_eq!(out.stretches, 1);
         let w = out.worst_swap.expect("a get_swap_page stretch");
         assert_eq!(w.latency_ns, 606_000);
@@ -280,7 +312,7 @@ mod tests {
         t.on_unlock(5_000_000, 50, &tasks);
         t.on_step(6_000_000, 1, "get_swap_page", "try_to_free_pages", true);
         t.on_unlock(6_100_000, 95, &tasks);
-        let out = t.finish();
+        let out = t.measured();
         assert_eq!(out.worst.map(|w| w.latency_ns), Some(100_000));
         assert_eq!(out.by_fill[5].get_swap_page_ns, 5_000_000);
     }

@@ -13,8 +13,10 @@ use super::Mark;
 use crate::kernel::lock::Lock;
 use crate::kernel::preempt::CauseSnap;
 use crate::kernel::task::{Task, TaskId};
+use crate::kernel::tracepoint::{kind, Cx, Event, Sink};
 use crate::kernel::{Irq, SwitchReason};
-use latlab_core::{Attribution, Cause, Nanos, Sample, Stream, TaskSlice, TraceEntry};
+use crate::variant::Variant;
+use latlab_core::{Attribution, Cause, LatencyTrace, Nanos, RunResult, Sample, Stream, TaskSlice, TraceEntry};
 use std::collections::BTreeMap;
 
 /// Entries kept per window for the trace of the worst sample.
@@ -118,18 +120,103 @@ pub struct Tracker {
     reader: Option<TaskId>,
     win: Window,
     /// Trace entries of the worst window so far.
-    pub worst_entries: Vec<TraceEntry>,
+    worst_entries: Vec<TraceEntry>,
     /// Who ran the worst stretch: (task label, policy, rt_prio).
-    pub worst_task: Option<(String, u32, u32)>,
+    worst_task: Option<(String, u32, u32)>,
     /// Samples of at least CAUSE_THRESHOLD_NS by the function that held the CPU longest
     /// while the reader waited: (count, worst).
-    pub causes: BTreeMap<&'static str, (u64, Nanos)>,
+    causes: BTreeMap<&'static str, (u64, Nanos)>,
     /// When the run began: sample times are reported from here.
-    pub epoch: Nanos,
+    epoch: Nanos,
+    /// The worst sample's trace header: the kernel, its flags and what the model says of them.
+    kernel: String,
+    flags: Vec<(String, bool)>,
+    note: String,
 }
 
-impl Default for Tracker {
-    fn default() -> Self {
+impl Sink for Tracker {
+    fn kinds(&self) -> u32 {
+        // An interrupt opens a window and the reader's mark closes it; all else counts only
+        // inside one.
+        let always = kind::IRQ_ENTRY | kind::MARK;
+        if self.win.open {
+            always
+                | kind::RUNTIME
+                | kind::SCHED_TIME
+                | kind::RESCHED_POINT
+                | kind::FUNC_ENTRY
+                | kind::SCHED_WAKEUP
+                | kind::SCHED_SWITCH
+        } else {
+            always
+        }
+    }
+
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+        match *ev {
+            Event::IrqEntry {
+                irq: Irq::Rtc,
+                raised,
+                len,
+                ran_since,
+            } => self.on_rtc_irq(raised, cx.now, len, || cx.interrupted(ran_since)),
+            Event::IrqEntry { irq, len, .. } => self.on_other_irq(irq, len),
+            Event::Runtime { task, ns, func, lock } => self.on_run(task, ns, (func, lock)),
+            Event::SchedTime { ns } => self.on_sched(ns),
+            Event::ReschedPoint {
+                task,
+                point,
+                func,
+                locked,
+            } => self.on_step(cx.now, task, point, func, locked),
+            Event::FuncEntry {
+                task,
+                func,
+                path,
+                preempt_off,
+                ..
+            } => self.on_step(cx.now, task, func, path, preempt_off),
+            Event::SchedWakeup { task, new: false } => self.on_wake(cx.now, task),
+            Event::SchedSwitch { prev, next, reason } => self.on_switch(cx.now, prev, next, reason),
+            Event::Mark { task, mark } => self.on_mark(mark, cx.now, task, cx.tasks),
+            _ => {}
+        }
+        self.kinds()
+    }
+
+    fn finish(mut self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {
+        for (path, (n, worst)) in &self.causes {
+            r.counters.insert(format!("samples>=1ms:{path}"), *n);
+            r.counters.insert(format!("worst_us:{path}"), worst / 1000);
+        }
+        if self.reader.is_none() {
+            return;
+        }
+        let s = std::mem::replace(&mut self.stream, Stream::new("realfeel", ""));
+        r.counters.insert("rtc_missed".into(), s.missed);
+        if let (Some(w), Some((task, policy, rt))) = (s.worst.first(), self.worst_task.take()) {
+            let cause = w.attribution.cause.clone();
+            r.trace = Some(LatencyTrace {
+                kernel: self.kernel,
+                latency_ns: w.latency_ns,
+                task,
+                policy,
+                rt_prio: rt,
+                started_at: cause.as_ref().map_or("rtc_interrupt".into(), |c| c.path.clone()),
+                ended_at: cause.as_ref().map_or("schedule".into(), |c| c.ended_by.clone()),
+                flags: self.flags,
+                entries: self.worst_entries,
+                version: String::new(),
+                note: self.note,
+            });
+        }
+        r.streams.push(s);
+    }
+}
+
+impl Tracker {
+    /// realfeel's measurement of a run starting at `epoch` on kernel `v`.
+    pub fn new(epoch: Nanos, v: &Variant) -> Self {
         Tracker {
             stream: Stream::new("realfeel", "RTC interrupt to reader in user space"),
             reader: None,
@@ -137,13 +224,16 @@ impl Default for Tracker {
             worst_entries: Vec::new(),
             worst_task: None,
             causes: BTreeMap::new(),
-            epoch: 0,
+            epoch,
+            kernel: format!("{} (latlab model)", v.name),
+            flags: v.trace_flags(),
+            note: v.trace_note(),
         }
     }
-}
 
-impl Tracker {
-    pub fn on_rtc_irq(&mut self, at: Nanos, delivered: Nanos, h: Nanos, cause: Option<CauseSnap>) {
+    /// An RTC interrupt raised at `at` ran at `delivered` for `h` ns, over the stretch
+    /// `cause` says.
+    fn on_rtc_irq(&mut self, at: Nanos, delivered: Nanos, h: Nanos, cause: impl FnOnce() -> Option<CauseSnap>) {
         if self.reader.is_none() {
             return;
         }
@@ -153,6 +243,7 @@ impl Tracker {
             w.irqs[1] += 1;
             return;
         }
+        let cause = cause();
         let pc = u32::from(cause.as_ref().is_some_and(|c| c.lock.is_some()));
         let func = cause.as_ref().map_or("cpu_idle", |c| c.func);
         w.reset(at, delivered - at, h, cause);
@@ -160,7 +251,7 @@ impl Tracker {
         w.push(delivered, HARDIRQ | pc, "rtc_interrupt", Parent::Func("do_IRQ"));
     }
 
-    pub fn on_other_irq(&mut self, irq: Irq, h: Nanos) {
+    fn on_other_irq(&mut self, irq: Irq, h: Nanos) {
         let w = &mut self.win;
         if w.open {
             w.handler += h;
@@ -169,7 +260,7 @@ impl Tracker {
     }
 
     /// `task` ran `d` ns in kernel function `at.0` (holding `at.1`).
-    pub fn on_run(&mut self, task: TaskId, d: Nanos, at: FuncLock) {
+    fn on_run(&mut self, task: TaskId, d: Nanos, at: FuncLock) {
         let w = &mut self.win;
         if !w.open {
             return;
@@ -187,23 +278,23 @@ impl Tracker {
         add(&mut w.slices, task, d);
     }
 
-    pub fn on_sched(&mut self, d: Nanos) {
+    fn on_sched(&mut self, d: Nanos) {
         if self.win.open {
             self.win.sched += d;
         }
     }
 
-    pub fn on_step(&mut self, now: Nanos, task: TaskId, func: &'static str, parent: &'static str, locked: bool) {
+    fn on_step(&mut self, now: Nanos, task: TaskId, func: &'static str, parent: &'static str, locked: bool) {
         if Some(task) != self.reader {
             self.win.push(now, u32::from(locked), func, Parent::Func(parent));
         }
     }
 
-    pub fn on_wake(&mut self, now: Nanos, t: TaskId) {
+    fn on_wake(&mut self, now: Nanos, t: TaskId) {
         self.win.push(now, HARDIRQ, "wake_up_process", Parent::Task(t));
     }
 
-    pub fn on_switch(&mut self, now: Nanos, prev: TaskId, next: TaskId, why: SwitchReason) {
+    fn on_switch(&mut self, now: Nanos, prev: TaskId, next: TaskId, why: SwitchReason) {
         let w = &mut self.win;
         if !w.open {
             return;
@@ -221,7 +312,7 @@ impl Tracker {
         w.push(now, 0, "__switch_to", Parent::Task(next));
     }
 
-    pub fn on_mark(&mut self, mark: Mark, now: Nanos, cur: TaskId, tasks: &[Task]) {
+    fn on_mark(&mut self, mark: Mark, now: Nanos, cur: TaskId, tasks: &[Task]) {
         match mark {
             Mark::RealfeelReader => self.reader = Some(cur),
             Mark::RealfeelSample { irq_at, coalesced } => {
@@ -350,10 +441,5 @@ impl Tracker {
             },
             KEEP_WORST,
         );
-    }
-
-    pub fn take_stream(&mut self) -> Option<Stream> {
-        self.reader?;
-        Some(std::mem::replace(&mut self.stream, Stream::new("realfeel", "")))
     }
 }

@@ -19,8 +19,11 @@
 //! sysbench prints it: bytes read and written over the whole run, the periodic and final
 //! fsyncs included (its `cumulative_timer1` runs until the last request is done).
 
+use super::Mark;
 use crate::kernel::task::{Task, TaskId};
-use latlab_core::{Attribution, IoRecord, Nanos, Sample, Stream};
+use crate::kernel::tracepoint::{kind, Cx, Event, Sink};
+use crate::kernel::SwitchReason;
+use latlab_core::{Attribution, IoRecord, Nanos, RunResult, Sample, Stream};
 use std::collections::BTreeMap;
 
 /// Slowest writes kept with their attribution: seed 001 lists ten.
@@ -28,16 +31,7 @@ pub const KEEP_WORST: usize = 10;
 /// Seed 001's threshold of a long write: "> 0.1 sec write(2) latencies".
 pub const LONG_WRITE_NS: Nanos = 100_000_000;
 
-/// A benchmark's timed pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pass {
-    /// iozone's write pass (wol.dat).
-    Write,
-    /// iozone's rewrite pass (rwol.dat).
-    Rewrite,
-    /// sysbench fileio's `run` in `rndrw` mode.
-    Rndrw,
-}
+pub use crate::kernel::tracepoint::{IoOp, Pass};
 
 impl Pass {
     pub const ALL: [Pass; 3] = [Pass::Write, Pass::Rewrite, Pass::Rndrw];
@@ -68,21 +62,12 @@ impl Pass {
             Pass::Rndrw => "rndrw_requests_over_100ms",
         }
     }
-    fn describe(self, bytes: u64) -> String {
+    pub(crate) fn describe(self, bytes: u64) -> String {
         match self {
             Pass::Rndrw => format!("pread/pwrite of {bytes} B, sysbench fileio rndrw's requests"),
             p => format!("write(2) of {bytes} B, iozone -Q's {} pass", p.name()),
         }
     }
-}
-
-/// What a timed call was: sysbench's request types (iozone's are all writes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IoOp {
-    Read,
-    Write,
-    /// Timed into its pass's span, not into its stream (sysbench's "Other" operations).
-    Fsync,
 }
 
 impl IoOp {
@@ -151,23 +136,104 @@ pub struct WriteTracker {
     passes: [Span; 3],
     long_writes: [u64; 3],
     /// Start of the measured run (samples' times are relative to it).
-    pub epoch: Nanos,
+    epoch: Nanos,
     /// Keep every timed call in its stream's `records` (iozone `-Q`'s per-record files).
-    pub keep_records: bool,
+    keep_records: bool,
     /// Switches since the last timed call returned, for the pass that call's successor is of.
     pending: Switches,
     /// The pass of the last timed call.
     last_pass: Option<Pass>,
 }
 
+impl Sink for WriteTracker {
+    fn kinds(&self) -> u32 {
+        // Switches count from the first timed call on; time, sleeps and wakeups only inside
+        // a call.
+        let switches = if self.last_pass.is_some() {
+            kind::SCHED_SWITCH
+        } else {
+            0
+        };
+        let call = if self.open.is_some() {
+            kind::SLEEP | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME
+        } else {
+            0
+        };
+        kind::MARK | switches | call
+    }
+
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+        match *ev {
+            Event::Mark {
+                task,
+                mark: Mark::IoStart { pass },
+            } => self.on_start(task, pass, cx.now),
+            Event::Mark {
+                mark: Mark::IoDone { offset_kb, bytes, op },
+                ..
+            } => self.on_done(offset_kb, bytes, op, cx.now, cx.tasks),
+            Event::Sleep { task, wait } => self.on_sleep(task, wait, cx.now),
+            Event::SchedWakeup { task, new: false } => self.on_wake(task, cx.now),
+            Event::Runtime { task, ns, func, .. } => self.on_run(task, ns, func),
+            Event::SchedSwitch { prev, next, reason } if prev != next => {
+                // nvcsw/nivcsw: a task leaving the CPU still runnable was switched
+                // involuntarily.
+                let involuntary = !matches!(reason, SwitchReason::Block | SwitchReason::Exit | SwitchReason::Idle);
+                self.on_switch(prev, involuntary);
+            }
+            Event::SchedTime { ns } => self.on_sched(ns),
+            _ => {}
+        }
+        self.kinds()
+    }
+
+    fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {
+        let Some(w) = self.measured() else { return };
+        for (pass, n) in w.long_writes {
+            r.counters.insert(pass.over_counter().into(), n);
+        }
+        for (pass, kb_s) in w.rates {
+            // The benchmark's figure (KB/s over the timed loop), in MB/s.
+            r.throughput
+                .insert(format!("{}_MBps", pass.name()), kb_s * 1024.0 / 1e6);
+        }
+        for (pass, counts, secs) in w.ops {
+            for (op, n) in IoOp::ALL.into_iter().zip(counts) {
+                r.counters.insert(format!("{}_{}s", pass.name(), op.name()), n);
+            }
+            if secs > 0.0 {
+                // sysbench's "Requests/sec executed": reads and writes, not fsyncs.
+                let n = (counts[0] + counts[1]) as f64 / secs;
+                r.throughput.insert(format!("{}_requests_per_s", pass.name()), n);
+            }
+        }
+        for (pass, sw, secs) in w.switches {
+            r.counters.insert(format!("{}_context_switches", pass.name()), sw.all);
+            r.counters
+                .insert(format!("{}_involuntary_switches", pass.name()), sw.involuntary);
+            if secs > 0.0 {
+                // vmstat's `cs` column over the pass.
+                r.throughput
+                    .insert(format!("{}_cs_per_s", pass.name()), sw.all as f64 / secs);
+            }
+        }
+        r.streams.extend(w.streams);
+    }
+}
+
 impl WriteTracker {
-    /// True while a timed write is under way (the CPU loop reports time only then).
-    pub fn measuring(&self) -> bool {
-        self.open.is_some()
+    /// The timed calls of a run starting at `epoch`; `keep_records`: every call into its
+    /// stream's `records`.
+    pub fn new(epoch: Nanos, keep_records: bool) -> Self {
+        WriteTracker {
+            epoch,
+            keep_records,
+            ..WriteTracker::default()
+        }
     }
 
     /// Task `task` is about to make a timed call of pass `pass`.
-    pub fn on_start(&mut self, task: TaskId, pass: Pass, now: Nanos) {
+    fn on_start(&mut self, task: TaskId, pass: Pass, now: Nanos) {
         if self.last_pass != Some(pass) {
             // Switches between two passes (the fsync and close) belong to neither.
             self.pending = Switches::default();
@@ -188,14 +254,14 @@ impl WriteTracker {
     }
 
     /// Task `task` went to sleep in `wait` (a [`crate::kernel::path::Chan::wait_name`]).
-    pub fn on_sleep(&mut self, task: TaskId, wait: &'static str, now: Nanos) {
+    fn on_sleep(&mut self, task: TaskId, wait: &'static str, now: Nanos) {
         if let Some(o) = self.open.as_mut().filter(|o| o.task == task) {
             o.asleep = Some((wait, now));
         }
     }
 
     /// Task `task` was woken.
-    pub fn on_wake(&mut self, task: TaskId, now: Nanos) {
+    fn on_wake(&mut self, task: TaskId, now: Nanos) {
         if let Some(o) = self.open.as_mut().filter(|o| o.task == task) {
             if let Some((wait, since)) = o.asleep.take() {
                 super::tally(&mut o.slept, wait, now - since);
@@ -204,7 +270,7 @@ impl WriteTracker {
     }
 
     /// `d` ns of CPU time in task `task`, in kernel function `func` ("user" in user space).
-    pub fn on_run(&mut self, task: TaskId, d: Nanos, func: &'static str) {
+    fn on_run(&mut self, task: TaskId, d: Nanos, func: &'static str) {
         let Some(o) = self.open.as_mut() else { return };
         if task == o.task {
             super::tally(&mut o.own, func, d);
@@ -214,7 +280,7 @@ impl WriteTracker {
     }
 
     /// A context switch away from `prev`, `involuntary` if it stayed runnable.
-    pub fn on_switch(&mut self, prev: TaskId, involuntary: bool) {
+    fn on_switch(&mut self, prev: TaskId, involuntary: bool) {
         if self.last_pass.is_none() {
             return;
         }
@@ -224,14 +290,14 @@ impl WriteTracker {
     }
 
     /// `d` ns of scheduler time.
-    pub fn on_sched(&mut self, d: Nanos) {
+    fn on_sched(&mut self, d: Nanos) {
         if let Some(o) = self.open.as_mut() {
             o.sched += d;
         }
     }
 
     /// The call started last returned, having moved `bytes` at `offset_kb` (an `op`).
-    pub fn on_done(&mut self, offset_kb: u64, bytes: u64, op: IoOp, now: Nanos, tasks: &[Task]) {
+    fn on_done(&mut self, offset_kb: u64, bytes: u64, op: IoOp, now: Nanos, tasks: &[Task]) {
         let Some(o) = self.open.take() else { return };
         let latency = now - o.started;
         let i = o.pass.index();
@@ -320,7 +386,7 @@ impl WriteTracker {
     }
 
     /// What was measured; None if no write was timed.
-    pub fn finish(self) -> Option<Measured> {
+    fn measured(self) -> Option<Measured> {
         let timed: Vec<Pass> = Pass::ALL
             .into_iter()
             .filter(|p| self.streams[p.index()].is_some())
@@ -361,7 +427,7 @@ impl WriteTracker {
 }
 
 /// The passes' streams and the benchmarks' figures.
-pub struct Measured {
+struct Measured {
     pub streams: Vec<Stream>,
     /// Timed calls over [`LONG_WRITE_NS`], per pass that timed any.
     pub long_writes: Vec<(Pass, u64)>,
@@ -406,7 +472,7 @@ mod tests {
         // After the pass (its fsync): neither pass's.
         w.on_switch(WRITER, false);
         call(&mut w, Pass::Rewrite, 10, 1, |w| w.on_switch(WRITER, true));
-        let m = w.finish().unwrap();
+        let m = w.measured().unwrap();
         let of = |p: Pass| m.switches.iter().find(|s| s.0 == p).map(|s| (s.1, s.2)).unwrap();
         assert_eq!(of(Pass::Write), (Switches { all: 4, involuntary: 1 }, 0.003));
         assert_eq!(of(Pass::Rewrite).0, Switches { all: 1, involuntary: 1 });
@@ -415,13 +481,10 @@ mod tests {
     #[test]
     fn records_are_kept_only_when_asked() {
         for keep in [false, true] {
-            let mut w = WriteTracker {
-                keep_records: keep,
-                ..WriteTracker::default()
-            };
+            let mut w = WriteTracker::new(0, keep);
             call(&mut w, Pass::Write, 0, 3, |_| {});
             call(&mut w, Pass::Write, 3, 1, |_| {});
-            let m = w.finish().unwrap();
+            let m = w.measured().unwrap();
             let r = &m.streams[0].records;
             if keep {
                 let want = |kb, ms: u64| IoRecord {

@@ -1036,6 +1036,7 @@ mod tests {
             preempt_off: None,
             maxcpus: None,
             keep_records: false,
+            record_events: None,
         }
     }
 
