@@ -1,5 +1,5 @@
 //! The built-in registries, built from the repository's folders: every `machines/*.toml`,
-//! `variants/*.toml` and `experiments/*.toml` (named by file stem) and every stored band
+//! `variants/*.toml`, `workloads/*.toml` and `experiments/*.toml` (named by file stem) and every stored band
 //! report `experiments/bands/*.json`, compiled in with `include_str!`. Adding a file to a
 //! folder adds it to latlab; no list is kept by hand. Order: by name, but experiments by
 //! their seed file and then name, the order `latlab reproduce` runs them in.
@@ -58,6 +58,12 @@ fn main() {
         "Built-in kernel variants: `variants/*.toml`.",
         "VARIANTS",
         &files(&root.join("variants"), "toml"),
+    );
+    registry(
+        &mut out,
+        "Built-in workloads: `workloads/*.toml`.",
+        "WORKLOADS",
+        &files(&root.join("workloads"), "toml"),
     );
     registry(
         &mut out,

@@ -1,6 +1,7 @@
 //! The experiment file format (documented in docs/experiments.md) and its validation.
 
 use crate::builtin;
+use crate::workload::PreloadBase;
 use latlab_sim::dev::rtc::periodic_rate_ok;
 use latlab_sim::workload::sizes;
 use latlab_sim::{MachineProfile, Notify, PosixTest, Preload, SimConfig, Variant};
@@ -92,11 +93,15 @@ struct FileRepr {
     run: Vec<RunRepr>,
 }
 
-/// `[preload]`: the machine's state when the script starts, overriding the workload's own
-/// (field by field). One state for every run of the experiment: a variant cannot have its own.
+/// `[preload]`: the machine's state when the script starts. In an experiment file it
+/// overrides the workload's own (field by field; with `base`, starting from that named
+/// state); one state for every run of the experiment: a variant cannot have its own. In a
+/// workload file it is the workload's: a `base`, or every field. Fields as [`Preload`]'s.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreloadRepr {
+    /// A named state to start from ([`PreloadBase`]: `lived-in`, `fresh-boot`).
+    pub base: Option<PreloadBase>,
     pub cache_full: Option<bool>,
     pub reclaimed_before: Option<bool>,
     pub old_file_kb: Option<u64>,
@@ -108,8 +113,9 @@ pub struct PreloadRepr {
 }
 
 impl PreloadRepr {
-    /// `p` with the fields given here replaced.
+    /// `p` (or the `base` given here) with the fields given here replaced.
     pub fn apply(&self, p: &Preload) -> Preload {
+        let p = self.base.map_or_else(|| p.clone(), PreloadBase::preload);
         Preload {
             cache_full: self.cache_full.unwrap_or(p.cache_full),
             reclaimed_before: self.reclaimed_before.unwrap_or(p.reclaimed_before),
@@ -120,6 +126,24 @@ impl PreloadRepr {
             idle_anon_mib: self.idle_anon_mib.unwrap_or(p.idle_anon_mib),
             swapped_mib: self.swapped_mib.unwrap_or(p.swapped_mib),
         }
+    }
+
+    /// The state this table describes on its own: its `base` with the fields given here
+    /// replaced, or, without a base, the fields given here; the first one missing if any.
+    pub fn resolve(&self) -> Result<Preload, &'static str> {
+        if self.base.is_some() {
+            return Ok(self.apply(&Preload::default()));
+        }
+        Ok(Preload {
+            cache_full: self.cache_full.ok_or("cache_full")?,
+            reclaimed_before: self.reclaimed_before.ok_or("reclaimed_before")?,
+            old_file_kb: self.old_file_kb.ok_or("old_file_kb")?,
+            unused_dentries: self.unused_dentries.ok_or("unused_dentries")?,
+            referenced: self.referenced.ok_or("referenced")?,
+            updatedb_after: self.updatedb_after.ok_or("updatedb_after")?,
+            idle_anon_mib: self.idle_anon_mib.ok_or("idle_anon_mib")?,
+            swapped_mib: self.swapped_mib.ok_or("swapped_mib")?,
+        })
     }
 }
 
@@ -374,9 +398,21 @@ pub(crate) fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
 fn field_set_at(text: &str, at: usize) -> Option<String> {
     let at = at.min(text.len());
     let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let key = text[start..at].trim_end().strip_suffix('=')?.trim();
+    let before = text[start..at].trim_end().strip_suffix('=')?.trim_end();
     let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
-    if key.is_empty() || !key.chars().all(bare) {
+    // A key of an inline table (`{ dd = { bs_kb = `) is dotted with the keys of the inline
+    // tables it sits in (`dd.bs_kb`).
+    let mut keys: Vec<&str> = Vec::new();
+    for part in before.split('{') {
+        let open = part.rsplit(',').next().unwrap_or(part).trim();
+        if let Some(k) = open.strip_suffix('=') {
+            keys.push(k.trim());
+        } else if !open.is_empty() {
+            keys.push(open);
+        }
+    }
+    let key = keys.join(".");
+    if key.is_empty() || !key.chars().all(bare) || before.contains('}') {
         return None;
     }
     let table = text[..start]
@@ -401,22 +437,22 @@ pub type Files<'a> = &'a dyn Fn(&str) -> std::io::Result<(String, String)>;
 pub fn no_files(_: &str) -> std::io::Result<(String, String)> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
-        "only an experiment run from a file (latlab run FILE) can name machine or variant files",
+        "only an experiment run from a file (latlab run FILE) can name machine, variant or workload files",
     ))
 }
 
-/// Does a `machine` or `variant` value name a file (it has a `/` or ends in `.toml`) rather
+/// Does a `machine`, `variant` or `workload` value name a file (it has a `/` or ends in `.toml`) rather
 /// than a built-in?
 pub fn is_path(value: &str) -> bool {
     value.contains('/') || value.ends_with(".toml")
 }
 
-/// What a `machine` or `variant` value can name: its field, its words in errors, the built-ins.
+/// What a `machine`, `variant` or `workload` value can name: its field, its words in errors, the built-ins.
 pub(crate) struct Kind {
-    field: &'static str,
-    what: &'static str,
-    dir: &'static str,
-    builtins: &'static [(&'static str, &'static str)],
+    pub(crate) field: &'static str,
+    pub(crate) what: &'static str,
+    pub(crate) dir: &'static str,
+    pub(crate) builtins: &'static [(&'static str, &'static str)],
 }
 
 const MACHINE: Kind = Kind {
@@ -433,7 +469,7 @@ const VARIANT: Kind = Kind {
     builtins: builtin::VARIANTS,
 };
 
-/// The text of the machine profile or kernel variant named by `value` at `origin:line`: built
+/// The text of the machine profile, kernel variant or workload named by `value` at `origin:line`: built
 /// in, or read through `files`; with the name to give it in errors.
 pub(crate) fn read_named(
     k: &Kind,
@@ -564,17 +600,9 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
         return Err(field("run", "an experiment needs at least one [[run]]".into()));
     }
     let machine = machine(origin, &f.machine, line_of_value(text, "machine", &f.machine), files)?;
-    // A built-in workload by name, with the file's [preload] and hogs (for every run).
+    // A workload, built in or a file, with the experiment's [preload] and hogs (for every run).
     let workload_named = |name: &str| -> Result<latlab_sim::Workload, ExpError> {
-        let Some(mut w) = builtin::workload(name) else {
-            return Err(ExpError::Unknown {
-                origin: origin.into(),
-                line: line_of_value(text, "workload", name),
-                what: "workload",
-                name: name.into(),
-                valid: builtin::WORKLOADS.join(", "),
-            });
-        };
+        let mut w = crate::workload::workload(origin, name, line_of_value(text, "workload", name), files)?;
         if let Some(p) = &f.preload {
             w.preload = p.apply(&w.preload);
         }
@@ -1234,6 +1262,9 @@ published_max_ms = 84.0
         for (n, _) in builtin::VARIANTS {
             variant("t", n, 0, &no_files).unwrap();
         }
+        for (n, _) in builtin::WORKLOADS {
+            crate::workload::workload("t", n, 0, &no_files).unwrap();
+        }
     }
 
     #[test]
@@ -1451,7 +1482,9 @@ published_max_ms = 84.0
             "[preload]\nunused_dentries = 1234\nreferenced = false\n\n[[run]]",
         ) + "\n[[run]]\nlabel = \"LL\"\nvariant = \"2.4.18+low-latency\"\n";
         let e = parse("x.toml", &text, &no_files).unwrap();
-        let stock = builtin::workload("seed000-script").unwrap().preload;
+        let stock = crate::workload::workload("t", "seed000-script", 0, &no_files)
+            .unwrap()
+            .preload;
         for r in &e.runs {
             let p = &r.config.workload.preload;
             assert_eq!(p.unused_dentries, 1234);
@@ -1460,6 +1493,19 @@ published_max_ms = 84.0
             assert_eq!(p.idle_anon_mib, stock.idle_anon_mib);
             assert_eq!(p.cache_full, stock.cache_full);
         }
+        // With a base, the fields given over that named state instead of the workload's.
+        let text = GOOD.replace(
+            "[[run]]",
+            "[preload]\nbase = \"fresh-boot\"\nidle_anon_mib = 9\n\n[[run]]",
+        );
+        let e = parse("x.toml", &text, &no_files).unwrap();
+        assert_eq!(
+            e.runs[0].config.workload.preload,
+            latlab_sim::Preload {
+                idle_anon_mib: 9,
+                ..PreloadBase::FreshBoot.preload()
+            }
+        );
     }
 
     #[test]

@@ -10,14 +10,15 @@
 //! the valid ones. Nothing here panics on input.
 //!
 //! **Architecture invariant.** This crate reads text, never the file system: the CLI reads
-//! files and hands their contents here (the machine and variant files an experiment names by
-//! path through a [`Files`] reader it supplies); built-ins are compiled in.
+//! files and hands their contents here (the machine, variant and workload files an experiment
+//! names by path through a [`Files`] reader it supplies); built-ins are compiled in.
 
 #![forbid(unsafe_code)]
 
 pub mod builtin;
 mod extends;
 mod file;
+pub mod workload;
 
 pub use file::{
     is_path, machine_fields, machine_values, no_files, variant, vary, ExpError, Experiment, FieldValue, Files,

@@ -219,7 +219,8 @@ fn check_variant(text: &str) -> Result<(), String> {
 /// booted box (no history to replay first), which must not panic.
 fn simulate_briefly(exp: &latlab_exp::Experiment) {
     let mut cfg = exp.runs[0].config.clone();
-    cfg.workload = builtin::workload("seed000-fresh-boot").expect("built-in workload");
+    cfg.workload = latlab_exp::workload::workload("fuzz", "seed000-fresh-boot", 0, &latlab_exp::no_files)
+        .expect("built-in workload");
     cfg.min_duration_ns = 0;
     cfg.max_duration_ns = 50_000_000;
     let _ = latlab_sim::simulate(&cfg, &mut |_, _| {});

@@ -304,6 +304,43 @@ fn run_reads_user_variant_and_machine_files_beside_the_experiment() {
 }
 
 #[test]
+fn run_reads_a_user_workload_file_beside_the_experiment() {
+    let dir = Scratch::new("userload");
+    // A workload of one's own: a `dd` and a sync on a freshly booted box, its idle desktop
+    // from the file.
+    let load = "name = \"my-load\"\ngap_ms = 100\n\n[preload]\nbase = \"fresh-boot\"\nidle_anon_mib = 7\n\n[[command]]\ndd = { mb = 8, bs_kb = 64, group = \"out\" }\n\n[[command]]\nsync = {}\n";
+    dir.file("my-load.toml", load);
+    let exp = "name = \"mine\"\ntitle = \"a user workload\"\nmachine = \"piii-850\"\nworkload = \"./my-load.toml\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"mine\"\nvariant = \"2.4.18\"\nmax_seconds = 5\n";
+    let f = dir.file("exp.toml", exp);
+    let out_dir = dir.path("out");
+    let out = latlab(&["run", &f, "--json", "--out", &out_dir]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let saved = std::fs::read_to_string(dir.0.join("out").join("mine-mine.json")).unwrap();
+    let r: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(r["meta"]["workload"], "my-load");
+    assert_eq!(r["meta"]["settings"]["preload.idle_anon_mib"], "7");
+    // The dd's 8 MiB went through write(2): 128 writes of 64 KiB.
+    assert!(r["counters"]["syscalls"].as_u64().unwrap() >= 128, "{}", r["counters"]);
+
+    // Each mistake: the workload file, its line and the field; exit 2.
+    for (from, to, line, says) in [
+        ("dd = {", "ddd = {", 9, "unknown variant `ddd`"),
+        ("bs_kb = 64", "bz_kb = 64", 9, "bz_kb"),
+        ("bs_kb = 64", "bs_kb = 0", 9, "field `command.dd.bs_kb`: must be 1..="),
+        ("bs_kb = 64", "bs_kb = -1", 9, "field `command.dd.bs_kb`"),
+    ] {
+        dir.file("my-load.toml", &load.replace(from, to));
+        let out = latlab(&["run", &f]);
+        assert_eq!(out.status.code(), Some(2), "{to}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            e.contains(&format!("my-load.toml:{line}:")) && e.contains(says),
+            "{to}: {e}"
+        );
+    }
+}
+
+#[test]
 fn vary_sweeps_machine_fields_and_catalog_costs() {
     let dir = Scratch::new("vary-machine");
     let file = &dir.file(

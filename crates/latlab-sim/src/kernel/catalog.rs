@@ -16,6 +16,8 @@ use crate::spread::ItemSpread;
 use crate::spread::Spread::{Counted, Estimate, Given, Measured};
 use latlab_core::Nanos;
 use smallvec::smallvec;
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// Where a rescheduling point comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -722,13 +724,15 @@ impl Path for WaitOn {
     }
 }
 
-/// read(/dev/rtc): sleep until an interrupt has arrived, then return the count.
+/// read(/dev/rtc): sleep until an interrupt has arrived, then copy the data (when the
+/// interrupt came, how many it counts) out to the reader's buffer.
 pub struct RtcRead {
     copied: bool,
+    buf: Rc<Cell<Option<(Nanos, u64)>>>,
 }
 
-pub fn rtc_read() -> Box<dyn Path> {
-    Box::new(RtcRead { copied: false })
+pub fn rtc_read(buf: Rc<Cell<Option<(Nanos, u64)>>>) -> Box<dyn Path> {
+    Box::new(RtcRead { copied: false, buf })
 }
 
 impl Path for RtcRead {
@@ -737,7 +741,7 @@ impl Path for RtcRead {
     }
     fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
         if self.copied {
-            k.rtc_last = k.rtc.read();
+            self.buf.set(k.rtc.read());
             return Step::Done;
         }
         if !k.rtc.has_data() {

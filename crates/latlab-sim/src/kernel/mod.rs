@@ -24,6 +24,7 @@ pub mod path;
 pub mod posix_timer;
 pub mod preempt;
 pub mod state;
+pub mod syscall;
 pub mod task;
 pub mod tracepoint;
 
@@ -703,6 +704,7 @@ impl Kernel {
                 };
                 prog.next(&mut cx)
             };
+            let action = action.enter(&mut self.st, &self.m, self.tasks[cur].mm);
             self.tasks[cur].program = Some(prog);
             for mark in marks {
                 trace_event!(self, MARK, Event::Mark { task: cur, mark });
@@ -713,6 +715,7 @@ impl Kernel {
                     self.tasks[cur].exec = Exec::User { left: ns };
                     return;
                 }
+                Action::Call(_) => unreachable!("Action::enter turned the call into its path"),
                 Action::Syscall(path) => {
                     self.stats.syscalls += 1;
                     self.cpus[self.cpu].ran_since = self.now;

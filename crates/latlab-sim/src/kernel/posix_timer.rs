@@ -16,7 +16,9 @@
 use super::path::{Chan, Ctx, Path, Step, Work};
 use super::state::KState;
 use latlab_core::Nanos;
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
 
 /// How a timer notifies (`sigev_notify`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,31 +122,34 @@ impl PosixTimers {
 
 /// Waiting for a timer's signal and taking it: `pause()`/`sigsuspend()` followed by
 /// `do_signal`'s frame set-up for a handler (SIGEV_SIGNAL), or `sigwaitinfo()` (glibc's
-/// SIGEV_THREAD helper). The signal is dequeued on the way out, so the caller's next user
-/// step finds it in `KState::taken`.
+/// SIGEV_THREAD helper). The signal is dequeued on the way out into the caller's `info`
+/// (the siginfo its next user step reads).
 pub struct SigWait {
     /// Cost of taking the signal (`do_signal` + `setup_rt_frame`, or `dequeue_signal` and the
     /// siginfo copy of `sigwaitinfo`).
     take_ns: Nanos,
     func: &'static str,
     done: bool,
+    info: Rc<Cell<Option<SigInfo>>>,
 }
 
 /// `pause()` until a signal, then `do_signal` sets up the handler's frame.
-pub fn sys_pause(k: &KState) -> Box<dyn Path> {
+pub fn sys_pause(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
     Box::new(SigWait {
         take_ns: k.c.signal_deliver,
         func: "do_signal",
         done: false,
+        info,
     })
 }
 
 /// `sigwaitinfo()` for the timer signal.
-pub fn sys_sigwaitinfo(k: &KState) -> Box<dyn Path> {
+pub fn sys_sigwaitinfo(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
     Box::new(SigWait {
         take_ns: k.c.signal_dequeue,
         func: "dequeue_signal",
         done: false,
+        info,
     })
 }
 
@@ -161,7 +166,7 @@ impl Path for SigWait {
         }
         self.done = true;
         let s = k.posix.dequeue(cx.pid);
-        k.taken.insert(cx.pid, s.expect("has_pending: a signal is queued"));
+        self.info.set(s);
         Work::plain(self.func, self.take_ns)
     }
 }

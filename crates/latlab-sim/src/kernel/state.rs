@@ -51,8 +51,6 @@ pub struct KState {
     pub jiffies: u64,
     /// Costs of this machine's code paths.
     pub c: Costs,
-    /// What the last rtc_read returned: (first interrupt's time, interrupts folded in).
-    pub rtc_last: Option<(Nanos, u64)>,
     /// When the workload's main task finished.
     pub workload_done: Option<Nanos>,
     /// Unique tokens for network waits.
@@ -61,8 +59,6 @@ pub struct KState {
     pub timers: TimerBase,
     /// POSIX timers and the signals they queued.
     pub posix: super::posix_timer::PosixTimers,
-    /// The timer signal each thread took last (`SigWait`), for its user code to read.
-    pub taken: std::collections::BTreeMap<u32, super::posix_timer::SigInfo>,
     /// The kernel's dirty-page writeback, with its state ([`crate::mm::writeback`]).
     pub writeback: crate::mm::writeback::DirtyWriteback,
     /// The kernel's page reclaim, with its state ([`crate::mm::reclaim`]).
@@ -186,12 +182,10 @@ impl KState {
             kthreads: KthreadPids::default(),
             jiffies: 0,
             c: Costs::new(m),
-            rtc_last: None,
             workload_done: None,
             net_token: 0,
             timers: s.timers,
             posix: Default::default(),
-            taken: Default::default(),
             writeback: s.writeback,
             reclaim: s.reclaim,
             current_mm: 0,

@@ -11,7 +11,7 @@
 //! once released all N are on the runqueue together whatever the scheduler's fork policy
 //! (2.6's child-runs-first would otherwise run each hog's first slice before the next fork).
 
-use super::script::Ops;
+use super::ops::Ops;
 use super::{Action, ProgCx, Program, TaskSpec};
 use latlab_core::Nanos;
 

@@ -14,11 +14,9 @@
 //! rewritten range instead moves seed 000's figures (stock 88.5 -> 138 ms) and waits on
 //! its own study; seed 001's kernels (2.6.17's page-based writeback) track pages.
 
-use super::script::{Ops, Reg};
+use super::ops::{Ops, Reg};
 use super::{Action, ProgCx};
-use crate::fs::ext3::{sys_rewrite, sys_write};
-use crate::fs::flush::sys_sync;
-use crate::kernel::path::Path;
+use crate::kernel::syscall::Syscall;
 use crate::measure::write_latency::{IoOp, Pass};
 use crate::measure::Mark;
 
@@ -34,7 +32,7 @@ pub(crate) fn refill(o: &mut Ops, reg: &Reg, stage: u32, file_mb: u64, record_kb
     let stage = u64::from(stage);
     if stage == 0 {
         // The record buffer, then creat() (the file's blocks reserved as it is written).
-        o.grow(record_kb / 4 + crate::workload::script::PROGRAM_PAGES);
+        o.grow(record_kb / 4 + crate::workload::ops::PROGRAM_PAGES);
         o.create(reg, GROUP, file_mb * 256);
         return true;
     }
@@ -53,8 +51,12 @@ pub(crate) fn refill(o: &mut Ops, reg: &Reg, stage: u32, file_mb: u64, record_kb
     let bytes = record_kb * 1024;
     for rec in batch * BATCH..((batch + 1) * BATCH).min(records) {
         timed(o, pass, IoOp::Write, rec * record_kb, bytes, move |_| match pass {
-            Pass::Write => sys_write(file, bytes),
-            _ => sys_rewrite(file, rec * record_kb / 4, bytes),
+            Pass::Write => Syscall::Write { file, bytes },
+            _ => Syscall::Rewrite {
+                file,
+                page: rec * record_kb / 4,
+                bytes,
+            },
         });
     }
     true
@@ -69,11 +71,11 @@ pub(crate) fn timed(
     op: IoOp,
     offset_kb: u64,
     bytes: u64,
-    call: impl FnOnce(&mut ProgCx) -> Box<dyn Path> + 'static,
+    call: impl FnOnce(&mut ProgCx) -> Syscall + 'static,
 ) {
     o.push(move |cx| {
         cx.marks.push(Mark::IoStart { pass });
-        Some(Action::Syscall(call(cx)))
+        Some(Action::Call(call(cx)))
     });
     o.push(move |cx| {
         cx.marks.push(Mark::IoDone { offset_kb, bytes, op });
@@ -81,16 +83,8 @@ pub(crate) fn timed(
     });
 }
 
-/// The untimed `fsync(fd); close(fd)` after a pass: the model's `sync` (the file is the only
-/// dirty data iozone's box has).
+/// The untimed `fsync(fd); close(fd)` after a pass.
 fn sync(o: &mut Ops) -> bool {
-    o.push(|cx| Some(Action::Syscall(fsync(cx))));
+    o.call(Syscall::Fsync);
     true
-}
-
-/// `fsync(fd)` of a benchmark whose files hold the only dirty data on the box: the model's
-/// `sync` (2.6.17's ext3 ordered `fsync` commits the running transaction, whose data list
-/// holds every file's dirty buffers).
-pub(crate) fn fsync(cx: &mut ProgCx) -> Box<dyn Path> {
-    sys_sync(cx.st.kthreads.kjournald)
 }

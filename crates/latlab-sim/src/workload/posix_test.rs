@@ -12,9 +12,12 @@
 //!   mask (`rt_sigprocmask`), frees the arguments and calls the notify function, then exits.
 
 use super::{Action, ProgCx, Program, TaskSpec};
-use crate::kernel::posix_timer::{sys_clone_thread, sys_pause, sys_sigwaitinfo, Notify};
+use crate::kernel::posix_timer::{Notify, SigInfo};
+use crate::kernel::syscall::Syscall;
 use crate::measure::Mark;
 use latlab_core::Nanos;
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// The notify function's own work: read the clock, compare with the expected expiry, add to
 /// the statistics: a few hundred instructions (as realfeel's per-sample work).
@@ -37,6 +40,8 @@ pub struct WakeupLatency {
     notify: Notify,
     period: Nanos,
     state: State,
+    /// The siginfo a wait for the signal copies out.
+    info: Rc<Cell<Option<SigInfo>>>,
 }
 
 #[derive(Clone, Copy)]
@@ -58,6 +63,7 @@ impl WakeupLatency {
             notify,
             period,
             state: State::Start,
+            info: Rc::default(),
         }
     }
 }
@@ -72,13 +78,14 @@ impl Program for WakeupLatency {
             }
             State::Wait => {
                 self.state = State::Got;
-                Action::Syscall(match self.notify {
-                    Notify::Signal => sys_pause(cx.st),
-                    Notify::Thread => sys_sigwaitinfo(cx.st),
+                let info = self.info.clone();
+                Action::Call(match self.notify {
+                    Notify::Signal => Syscall::Pause { info },
+                    Notify::Thread => Syscall::Sigwaitinfo { info },
                 })
             }
             State::Got => {
-                let Some(s) = cx.st.taken.remove(&cx.pid) else {
+                let Some(s) = self.info.take() else {
                     // Interrupted without our signal: wait again.
                     self.state = State::Wait;
                     return Action::Compute(cx.m.syscall_ns);
@@ -98,7 +105,7 @@ impl Program for WakeupLatency {
             }
             State::Clone(due) => {
                 self.state = State::Spawn(due);
-                Action::Syscall(sys_clone_thread(cx.st))
+                Action::Call(Syscall::CloneThread)
             }
             State::Spawn(due) => {
                 self.state = State::Wait;

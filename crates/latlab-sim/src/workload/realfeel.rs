@@ -3,9 +3,11 @@
 //! cycle counter, updating the histogram) before the next read.
 
 use super::{Action, ProgCx, Program};
-use crate::kernel::catalog::rtc_read;
+use crate::kernel::syscall::Syscall;
 use crate::measure::Mark;
 use latlab_core::Nanos;
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// realfeel's user work per sample: rdtsc, a subtraction and a histogram increment, a few
 /// hundred instructions (2 us is generous on a PIII).
@@ -15,6 +17,8 @@ const USER_WORK_NS: Nanos = 2_000;
 pub struct Realfeel {
     started: bool,
     in_read: bool,
+    /// The buffer read(/dev/rtc) copies its data to.
+    buf: Rc<Cell<Option<(Nanos, u64)>>>,
 }
 
 impl Program for Realfeel {
@@ -25,12 +29,12 @@ impl Program for Realfeel {
         }
         if self.in_read {
             self.in_read = false;
-            if let Some((irq_at, coalesced)) = cx.st.rtc_last.take() {
+            if let Some((irq_at, coalesced)) = self.buf.take() {
                 cx.marks.push(Mark::RealfeelSample { irq_at, coalesced });
             }
             return Action::Compute(USER_WORK_NS);
         }
         self.in_read = true;
-        Action::Syscall(rtc_read())
+        Action::Call(Syscall::RtcRead { buf: self.buf.clone() })
     }
 }

@@ -18,7 +18,7 @@ pub struct Size {
     pub min: u64,
     pub max: u64,
     /// How far the value a built-in workload gives may be off: `Given` where the seed states
-    /// it, else the class of the workload's estimate (crates/latlab-exp/src/builtin.rs).
+    /// it, else the class of the workload's estimate (workloads/*.toml).
     pub spread: Spread,
 }
 
@@ -45,7 +45,7 @@ pub const SIZES: &[Size] = &[
         what: "frames a second of the video",
         min: 1,
         max: 240,
-        // Builtin.rs: "at 25-30 frames a second".
+        // The workload file: "at 25-30 frames a second".
         spread: Spread::Between(25.0, 30.0),
     },
     Size {
@@ -53,7 +53,7 @@ pub const SIZES: &[Size] = &[
         what: "plugin's decode time per frame, us",
         min: 0,
         max: 1_000_000,
-        // Builtin.rs: the middle of an estimated share of the CPU.
+        // The workload file: the middle of an estimated share of the CPU.
         spread: Spread::Estimate,
     },
     Size {
@@ -77,7 +77,7 @@ pub const SIZES: &[Size] = &[
         what: "shortest compile of one object, ms",
         min: 1,
         max: 60_000,
-        // Builtin.rs: gcc's time per object, estimated.
+        // The workload file: gcc's time per object, estimated.
         spread: Spread::Estimate,
     },
     Size {
@@ -93,7 +93,7 @@ pub const SIZES: &[Size] = &[
         what: "smallest compiler's resident memory of a sized build (cc1_mib), MiB",
         min: 1,
         max: 4096,
-        // Builtin.rs: cc1's resident size per object, estimated.
+        // The workload file: cc1's resident size per object, estimated.
         spread: Spread::Estimate,
     },
     Size {
@@ -298,6 +298,164 @@ fn sysbench_field<'a>(f: &'a mut Fileio, key: &str) -> Option<&'a mut u64> {
         "sysbench.requests" => &mut f.requests,
         _ => return None,
     })
+}
+
+/// Why a command's values cannot run, as (its field in a workload file, dotted with the
+/// command's kind: `dd.bs_kb`, why), or `Ok`. A field `--vary` can set has that size's range
+/// ([`SIZES`]); the others a range that keeps the run's work finite and its arithmetic in
+/// range (not a claim about real machines). A `parallel` group's commands are checked too.
+pub fn check(c: &CommandSpec) -> Result<(), (String, String)> {
+    // `field` of `kind` within `lo..=hi`, `what` saying its unit.
+    let within = |kind: &str, field: &str, v: u64, lo: u64, hi: u64, what: &str| {
+        if (lo..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err((
+                format!("{kind}.{field}"),
+                format!("must be {lo}..={hi} ({what}), got {v}"),
+            ))
+        }
+    };
+    // A field `--vary` sizes: its range and unit from [`SIZES`].
+    let sized = |kind: &str, field: &str, key: &str, v: u64| {
+        let s = SIZES.iter().find(|s| s.key == key).expect("a size of SIZES");
+        within(kind, field, v, s.min, s.max, s.what)
+    };
+    let pages = |kind: &str, field: &str, kb: u64| match whole_pages(kb) {
+        Some(why) => Err((format!("{kind}.{field}"), why)),
+        None => Ok(()),
+    };
+    let ordered = |kind: &str, field: &str, (lo, hi): (u64, u64)| {
+        if lo <= hi {
+            Ok(())
+        } else {
+            Err((
+                format!("{kind}.{field}"),
+                format!("[{lo}, {hi}]: the low end exceeds the high end"),
+            ))
+        }
+    };
+    const MIB: u64 = 1 << 20;
+    const COUNT: u64 = 10_000_000;
+    match c {
+        CommandSpec::MakeKernel {
+            jobs,
+            objects,
+            headers,
+            cc_ms,
+            tree_files,
+            cc1_mib,
+        } => {
+            let k = "make-kernel";
+            sized(k, "jobs", "make.jobs", (*jobs).into())?;
+            within(k, "objects", (*objects).into(), 0, COUNT, "compilations")?;
+            within(
+                k,
+                "headers",
+                (*headers).into(),
+                0,
+                100_000,
+                "files each compilation reads",
+            )?;
+            within(
+                k,
+                "tree_files",
+                (*tree_files).into(),
+                1,
+                COUNT,
+                "files of the source tree",
+            )?;
+            sized(k, "cc_ms", "make.cc_ms_min", cc_ms.0)?;
+            sized(k, "cc_ms", "make.cc_ms_max", cc_ms.1)?;
+            ordered(k, "cc_ms", *cc_ms)?;
+            if let Some(mib) = cc1_mib {
+                sized(k, "cc1_mib", "make.cc1_mib_min", mib.0)?;
+                sized(k, "cc1_mib", "make.cc1_mib_max", mib.1)?;
+                ordered(k, "cc1_mib", *mib)?;
+            }
+        }
+        CommandSpec::MakeClean | CommandSpec::Sync | CommandSpec::RmRf { .. } => {}
+        CommandSpec::TarXfz {
+            files,
+            mean_kb,
+            tarball_mb,
+            gunzip_mb_s,
+            ..
+        } => {
+            let k = "tar-xfz";
+            within(k, "files", (*files).into(), 1, COUNT, "files in the tarball")?;
+            within(k, "mean_kb", *mean_kb, 1, MIB, "KiB")?;
+            within(k, "tarball_mb", *tarball_mb, 0, MIB, "MB")?;
+            within(k, "gunzip_mb_s", *gunzip_mb_s, 1, MIB, "MB/s")?;
+        }
+        CommandSpec::Dd { mb, bs_kb, .. } => {
+            within("dd", "mb", *mb, 0, MIB, "MiB")?;
+            within("dd", "bs_kb", *bs_kb, 1, MIB, "KiB")?;
+        }
+        CommandSpec::CvsCo { files, kb, .. } => {
+            within("cvs-co", "files", (*files).into(), 0, COUNT, "files")?;
+            within("cvs-co", "kb", *kb, 0, MIB, "KiB")?;
+        }
+        CommandSpec::Make { objects, cc_ms, .. } => {
+            within("make", "objects", (*objects).into(), 0, COUNT, "compilations")?;
+            within("make", "cc_ms", *cc_ms, 0, 3_600_000, "ms")?;
+        }
+        CommandSpec::Dbench { clients, .. } => {
+            within("dbench", "clients", (*clients).into(), 0, MAX_TASKS.into(), "processes")?;
+        }
+        CommandSpec::Idle { ms } => within("idle", "ms", *ms, 0, 1 << 40, "ms")?,
+        CommandSpec::Parallel(v) => v.iter().try_for_each(check)?,
+        CommandSpec::MemHog { mb, passes } => {
+            within("mem-hog", "mb", *mb, 0, MIB, "MiB")?;
+            within(
+                "mem-hog",
+                "passes",
+                (*passes).into(),
+                0,
+                1_000_000,
+                "passes over its memory",
+            )?;
+        }
+        CommandSpec::StressKernel { runs } => within(
+            "stress-kernel",
+            "runs",
+            (*runs).into(),
+            0,
+            10_000,
+            "runs of NFS-COMPILE",
+        )?,
+        CommandSpec::CatOld { mb, file_kb } => {
+            within("cat-old", "mb", *mb, 0, MIB, "MiB")?;
+            within("cat-old", "file_kb", *file_kb, 4, MIB, "KiB")?;
+        }
+        CommandSpec::Updatedb { files, nights } => {
+            within("updatedb", "files", *files, 0, 1 << 30, "names")?;
+            within("updatedb", "nights", (*nights).into(), 0, 10_000, "nights")?;
+        }
+        CommandSpec::CpuHogs { tasks } => sized("cpu-hogs", "tasks", "hogs", (*tasks).into())?,
+        CommandSpec::Video { fps, decode_us, x_us } => {
+            sized("video", "fps", "video.fps", (*fps).into())?;
+            sized("video", "decode_us", "video.decode_us", *decode_us)?;
+            sized("video", "x_us", "video.x_us", *x_us)?;
+        }
+        CommandSpec::Iozone { file_mb, record_kb } => {
+            sized("iozone", "file_mb", "iozone.file_mb", *file_mb)?;
+            sized("iozone", "record_kb", "iozone.record_kb", *record_kb)?;
+            pages("iozone", "record_kb", *record_kb)?;
+        }
+        CommandSpec::Sysbench(f) => {
+            for s in SIZES.iter().filter(|s| s.key.starts_with("sysbench.")) {
+                let field = &s.key["sysbench.".len()..];
+                let v = *sysbench_field(&mut f.clone(), s.key).expect("a sysbench size");
+                sized("sysbench", field, s.key, v)?;
+            }
+            pages("sysbench", "block_kb", f.block_kb)?;
+            if let Some((key, why)) = f.check() {
+                return Err((key.into(), why));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Call `f` on every command of `commands`, descending into `Parallel` groups.

@@ -12,19 +12,12 @@
 //! reserves in ctcs's `make-tcf.sh` (NFS 48, TTCP 1, FIFO_MMAP 206, P3_FPU 10, FS 352,
 //! CRASHME 1 MB) bounds the sizes.
 
-use super::script::{Ops, Reg};
+use super::ops::{Ops, Reg};
 use super::{Action, ProgCx, Program, TaskSpec};
-use crate::fs::ext3::{sys_create, sys_ftruncate, sys_read, sys_rewrite, sys_unlink, sys_write};
-use crate::fs::flush::sys_sync;
-use crate::fs::nfs::{self, NfsFile};
-use crate::kernel::catalog::sys_munmap;
-use crate::kernel::catalog::Point;
-use crate::kernel::path::{once, point, LoopStep, Path, Script};
-use crate::kernel::state::KState;
-use crate::net::{pipe_rw, tcp_recv, tcp_send};
+use crate::fs::nfs::NfsFile;
+use crate::kernel::syscall::Syscall;
 use latlab_core::Nanos;
 use rand::Rng as _;
-use smallvec::smallvec;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -133,6 +126,19 @@ const FTRUNCATE64_CYCLES: u64 = 1_000;
 const CRASHME_TRIES: u64 = 1_000;
 const CRASHME_FILL_NS: Nanos = 5_000;
 
+/// stress-kernel as ctcs starts it: one `runtest` loop per test, side by side, waited for;
+/// NFS-COMPILE's `runs` runs end the others.
+pub(crate) fn spawn_all(o: &mut Ops, runs: u32) {
+    let stop = Rc::new(Cell::new(false));
+    for t in StressTest::ALL {
+        let stop = stop.clone();
+        let main = t == StressTest::NfsCompile;
+        let n = if main { runs } else { t.ctcs_runs() };
+        o.spawn(move |_| TaskSpec::user(t.driver(), Box::new(RunTest::new(t, stop, n, main))));
+    }
+    o.push(|_| Some(Action::WaitChildren));
+}
+
 /// ctcs's `runtest` loop of one test: its runs one after another, until it has done them or
 /// the main test (NFS-COMPILE, whose runs end the measurement) has done its own.
 pub struct RunTest {
@@ -169,8 +175,8 @@ impl RunTest {
             StressTest::NfsCompile => self.nfs_compile(cx),
             StressTest::Ttcp => {
                 for _ in 0..TTCP_NBUF {
-                    self.ops.push(|cx| Some(Action::Syscall(tcp_send(cx.st, TTCP_BUF))));
-                    self.ops.push(|cx| Some(Action::Syscall(tcp_recv(cx.st, TTCP_BUF))));
+                    self.ops.call(Syscall::TcpSend { bytes: TTCP_BUF });
+                    self.ops.call(Syscall::TcpRecv { bytes: TTCP_BUF });
                 }
             }
             StressTest::FifosMmap => self.dt(),
@@ -180,7 +186,7 @@ impl RunTest {
                 self.ops.compute(P3_CPU_NS);
                 self.ops.push(move |_| {
                     let f = reg.borrow_mut().take("p3");
-                    f.first().map(|&f| Action::Syscall(sys_unlink(f)))
+                    f.first().map(|&file| Action::Call(Syscall::Unlink { file }))
                 });
             }
             StressTest::Fs => self.fs(),
@@ -199,12 +205,12 @@ impl RunTest {
             let mut kept = self.kept.borrow_mut();
             for _ in 0..TREE_FILES {
                 let kb = (cx.rng.gen_range(0.0f64..1.0).powi(3) * 4.0 * TREE_MEAN_KB as f64) as u64 + 1;
-                kept.push(cx.st.mm.existing_file(kb.div_ceil(4)));
+                kept.push(cx.file_on_disk(kb.div_ceil(4)));
             }
         }
         let copies: Rc<RefCell<Vec<NfsFile>>> = Rc::default();
         for &src in self.kept.borrow().iter() {
-            let pages = cx.st.mm.files.get(&src).map_or(1, |f| f.size);
+            let pages = cx.file_pages(src).unwrap_or(1);
             self.ops.lookup(src);
             self.ops.read(src, pages * 4096);
             nfs_create_write(&mut self.ops, &copies, pages * 4096);
@@ -218,7 +224,7 @@ impl RunTest {
                 let picks: Vec<(NfsFile, u64)> = (0..=HEADERS)
                     .map(|_| {
                         let f = all[cx.rng.gen_range(0..all.len())];
-                        (f, cx.st.mm.files.get(&f.server).map_or(1, |r| r.size))
+                        (f, cx.file_pages(f.server).unwrap_or(1))
                     })
                     .collect();
                 let ms = cx.rng.gen_range(CC_MS.0..=CC_MS.1);
@@ -237,9 +243,9 @@ impl RunTest {
         for (list, n) in [(copies, TREE_FILES), (objects, OBJECTS + 1)] {
             for _ in 0..n {
                 let l = list.clone();
-                self.ops.push(move |cx| {
+                self.ops.push(move |_| {
                     let f = l.borrow_mut().pop()?;
-                    Some(Action::Syscall(nfs::nfs_unlink(cx.st, f)))
+                    Some(Action::Call(Syscall::NfsUnlink { file: f }))
                 });
             }
         }
@@ -249,32 +255,35 @@ impl RunTest {
     fn dt(&mut self) {
         let pages = DT_MB * 256;
         for _ in 0..pages {
-            self.ops.push(|cx| Some(Action::Syscall(pipe_rw(cx.st, true, 4096))));
-            self.ops.push(|cx| Some(Action::Syscall(pipe_rw(cx.st, false, 4096))));
+            self.ops.call(Syscall::PipeWrite { bytes: 4096 });
+            self.ops.call(Syscall::PipeRead { bytes: 4096 });
         }
         // open(O_CREAT|O_TRUNC) of the same file each run: the last run's file truncated.
         let kept = self.kept.clone();
-        self.ops.push(move |cx| {
-            let mut k = kept.borrow_mut();
-            Some(Action::Syscall(match k.first() {
-                Some(&f) => sys_ftruncate(f, 0),
-                None => {
-                    let f = cx.st.mm.create_file(pages);
-                    k.push(f);
-                    sys_create(f)
-                }
+        self.ops.push(move |_| {
+            let first = kept.borrow().first().copied();
+            Some(Action::Call(match first {
+                Some(file) => Syscall::Ftruncate { file, pages: 0 },
+                None => Syscall::Creat {
+                    pages,
+                    ret: Box::new(move |f| kept.borrow_mut().push(f)),
+                },
             }))
         });
         // mmap, touch every page (a fault each), fill and verify the pattern, munmap; then
         // the pages, dirty in the page cache, are written back (fsync).
         self.ops.grow(pages);
         self.ops.compute(DT_MB * DT_VERIFY_NS_PER_MB);
-        self.ops.push(move |cx| Some(Action::Syscall(sys_munmap(cx.mm, pages))));
+        self.ops.call(Syscall::Munmap { pages });
         let kept = self.kept.clone();
         for _ in 0..pages / 16 {
             let kept = kept.clone();
-            self.ops
-                .push(move |_| Some(Action::Syscall(sys_write(*kept.borrow().first()?, 64 * 1024))));
+            self.ops.push(move |_| {
+                Some(Action::Call(Syscall::Write {
+                    file: *kept.borrow().first()?,
+                    bytes: 64 * 1024,
+                }))
+            });
         }
     }
 
@@ -287,21 +296,34 @@ impl RunTest {
         let file = self.ops.create(&reg, "fs", 2 * HOLEY_EXTENT_KB / 4);
         for _ in 0..2 * HOLEY_EXTENT_KB / 64 {
             let f = file.clone();
-            self.ops
-                .push(move |_| Some(Action::Syscall(sys_write(f.get(), 64 * 1024))));
+            self.ops.push(move |_| {
+                Some(Action::Call(Syscall::Write {
+                    file: f.get(),
+                    bytes: 64 * 1024,
+                }))
+            });
         }
         let f = file.clone();
+        self.ops.push(move |_| {
+            Some(Action::Call(Syscall::Ftruncate {
+                file: f.get(),
+                pages: HOLEY_EXTENT_KB / 4,
+            }))
+        });
         self.ops
-            .push(move |_| Some(Action::Syscall(sys_ftruncate(f.get(), HOLEY_EXTENT_KB / 4))));
-        self.ops.push(move |_| Some(Action::Syscall(sys_unlink(file.get()))));
+            .push(move |_| Some(Action::Call(Syscall::Unlink { file: file.get() })));
         // iogen/doio: random reads and rewrites over a few files.
         let files: Vec<Rc<Cell<u32>>> = (0..DOIO_FILES)
             .map(|_| {
                 let f = self.ops.create(&reg, "fs", DOIO_FILE_KB / 4);
                 for _ in 0..DOIO_FILE_KB / 64 {
                     let c = f.clone();
-                    self.ops
-                        .push(move |_| Some(Action::Syscall(sys_write(c.get(), 64 * 1024))));
+                    self.ops.push(move |_| {
+                        Some(Action::Call(Syscall::Write {
+                            file: c.get(),
+                            bytes: 64 * 1024,
+                        }))
+                    });
                 }
                 f
             })
@@ -310,46 +332,67 @@ impl RunTest {
             let f = files[(i % DOIO_FILES) as usize].clone();
             self.ops.push(move |cx| {
                 let page = cx.rng.gen_range(0..DOIO_FILE_KB / 4 - 2);
-                Some(Action::Syscall(if cx.rng.gen_bool(0.5) {
-                    sys_rewrite(f.get(), page, 8192)
+                let file = f.get();
+                Some(Action::Call(if cx.rng.gen_bool(0.5) {
+                    Syscall::Rewrite {
+                        file,
+                        page,
+                        bytes: 8192,
+                    }
                 } else {
-                    sys_read(f.get(), page, 8192)
+                    Syscall::Read {
+                        file,
+                        page,
+                        bytes: 8192,
+                    }
                 }))
             });
         }
         for f in files {
-            self.ops.push(move |_| Some(Action::Syscall(sys_unlink(f.get()))));
+            self.ops
+                .push(move |_| Some(Action::Call(Syscall::Unlink { file: f.get() })));
         }
         // exorcist: small files made and removed in one directory.
         for _ in 0..EXORCIST_FILES {
             let f = self.ops.create(&reg, "fs", 1);
             let g = f.clone();
-            self.ops.push(move |_| Some(Action::Syscall(sys_write(g.get(), 4096))));
-            self.ops.push(move |_| Some(Action::Syscall(sys_unlink(f.get()))));
+            self.ops.push(move |_| {
+                Some(Action::Call(Syscall::Write {
+                    file: g.get(),
+                    bytes: 4096,
+                }))
+            });
+            self.ops
+                .push(move |_| Some(Action::Call(Syscall::Unlink { file: f.get() })));
         }
         // truncate: 2 MiB from /dev/urandom in 1 KiB blocks (dd bs=1024), then the loop.
         let file = self.ops.create(&reg, "fs", TRUNCATE_BYTES / 4096);
         for _ in 0..TRUNCATE_BYTES / 1024 {
             let f = file.clone();
-            self.ops.push(|cx| Some(Action::Syscall(urandom_read(cx.st, 1024))));
-            self.ops.push(move |_| Some(Action::Syscall(sys_write(f.get(), 1024))));
+            self.ops.call(Syscall::UrandomRead { bytes: 1024 });
+            self.ops.push(move |_| {
+                Some(Action::Call(Syscall::Write {
+                    file: f.get(),
+                    bytes: 1024,
+                }))
+            });
         }
         let f = file.clone();
         self.ops
             .spawn(move |_| TaskSpec::user("truncate", truncate_loop(f.get())));
         self.ops.push(|_| Some(Action::WaitChildren));
-        self.ops.push(move |_| Some(Action::Syscall(sys_unlink(file.get()))));
+        self.ops
+            .push(move |_| Some(Action::Call(Syscall::Unlink { file: file.get() })));
         // ftruncate64: files made sparse past 4 GiB (no blocks) and removed.
         for _ in 0..FTRUNCATE64_CYCLES {
             let f = self.ops.create(&reg, "fs", 0);
+            self.ops.call(Syscall::Setattr);
             self.ops
-                .push(|cx| Some(Action::Syscall(once("ext3_setattr", cx.st.c.setattr))));
-            self.ops.push(move |_| Some(Action::Syscall(sys_unlink(f.get()))));
+                .push(move |_| Some(Action::Call(Syscall::Unlink { file: f.get() })));
         }
         // The driver syncs (a process listing of September 2001 shows fs-test-driver.sh
         // waiting in `sync`; when in the run it does was not found: at its end here).
-        self.ops
-            .push(|cx| Some(Action::Syscall(sys_sync(cx.st.kthreads.kjournald))));
+        self.ops.call(Syscall::Sync);
     }
 }
 
@@ -358,18 +401,24 @@ impl RunTest {
 fn nfs_create_write(ops: &mut Ops, list: &Rc<RefCell<Vec<NfsFile>>>, bytes: u64) {
     let cur = Rc::new(Cell::new(None));
     let (l, made) = (list.clone(), cur.clone());
-    ops.push(move |cx| {
-        let f = nfs::new_file(cx.st, bytes.div_ceil(4096));
-        l.borrow_mut().push(f);
-        made.set(Some(f));
-        Some(Action::Syscall(nfs::nfs_create(cx.st, f)))
+    ops.call(Syscall::NfsCreate {
+        pages: bytes.div_ceil(4096),
+        ret: Box::new(move |f| {
+            l.borrow_mut().push(f);
+            made.set(Some(f));
+        }),
     });
     let mut left = bytes;
     while left > 0 {
         let n = left.min(NFS_IO);
         left -= n;
         let c = cur.clone();
-        ops.push(move |cx| Some(Action::Syscall(nfs::nfs_write(cx.st, c.get()?, n))));
+        ops.push(move |_| {
+            Some(Action::Call(Syscall::NfsWrite {
+                file: c.get()?,
+                bytes: n,
+            }))
+        });
     }
 }
 
@@ -378,7 +427,13 @@ fn nfs_create_write(ops: &mut Ops, list: &Rc<RefCell<Vec<NfsFile>>>, bytes: u64)
 fn nfs_read_all(ops: &mut Ops, pages: u64, file: impl Fn() -> Option<NfsFile> + Clone + 'static) {
     for off in (0..pages).step_by((NFS_IO / 4096) as usize) {
         let f = file.clone();
-        ops.push(move |cx| Some(Action::Syscall(nfs::nfs_read(cx.st, f()?, off, NFS_IO))));
+        ops.push(move |_| {
+            Some(Action::Call(Syscall::NfsRead {
+                file: f()?,
+                page: off,
+                bytes: NFS_IO,
+            }))
+        });
     }
 }
 
@@ -415,7 +470,7 @@ impl NfsCc {
         let mut o = Ops::default();
         o.grow(rss / 4);
         for (f, pages) in files {
-            o.push(move |cx| Some(Action::Syscall(nfs::nfs_lookup(cx.st, f))));
+            o.call(Syscall::NfsLookup { file: f });
             nfs_read_all(&mut o, pages, move || Some(f));
         }
         o.grow(rss - rss / 4);
@@ -464,9 +519,9 @@ impl<F: FnMut(&mut ProgCx, u64, bool) -> Action> Program for Rounds<F> {
 
 /// crashme: random bytes executed until they fault; the signal handler longjmps back.
 fn crashme() -> Box<dyn Program> {
-    rounds(CRASHME_TRIES, |cx, _, fault| {
+    rounds(CRASHME_TRIES, |_, _, fault| {
         if fault {
-            Action::Syscall(once("do_signal", cx.st.c.signal_fault))
+            Action::Call(Syscall::BadInstruction)
         } else {
             Action::Compute(CRASHME_FILL_NS)
         }
@@ -476,25 +531,14 @@ fn crashme() -> Box<dyn Program> {
 /// truncate.c of the FS suite: `for (pos = size; pos >= 0; pos--) { ftruncate(fd, pos);
 /// fstat(fd, &st); }`, a page and its block freed each time pos crosses a page boundary.
 fn truncate_loop(file: u32) -> Box<dyn Program> {
-    rounds(TRUNCATE_BYTES + 1, move |cx, round, fstat| {
+    rounds(TRUNCATE_BYTES + 1, move |_, round, fstat| {
         if fstat {
-            Action::Syscall(once("sys_fstat", cx.st.c.fstat))
+            Action::Call(Syscall::Fstat)
         } else {
-            Action::Syscall(sys_ftruncate(file, (TRUNCATE_BYTES - round).div_ceil(4096)))
+            Action::Call(Syscall::Ftruncate {
+                file,
+                pages: (TRUNCATE_BYTES - round).div_ceil(4096),
+            })
         }
-    })
-}
-
-/// A read of /dev/urandom: extract_entropy, one SHA-1 transform per 10 bytes handed out
-/// (2.4 drivers/char/random.c), with the stock `need_resched` check before each.
-fn urandom_read(k: &KState, bytes: u64) -> Box<dyn Path> {
-    Box::new(Script {
-        name: "urandom_read",
-        steps: smallvec![LoopStep::plain(
-            "extract_entropy",
-            bytes.div_ceil(10),
-            k.c.sha_transform,
-            smallvec![point(Point::ExtractEntropy, 1)],
-        )],
     })
 }

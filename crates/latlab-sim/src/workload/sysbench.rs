@@ -19,16 +19,16 @@
 //!   fsyncs included) and requests a second; [`crate::measure::write_latency`] keeps both
 //!   and each request's time.
 //!
-//! The model's `fsync` is its `sync` ([`super::iozone::fsync`]): the benchmark's files hold
+//! The model's `fsync` is its `sync` ([`Syscall::Fsync`]): the benchmark's files hold
 //! the box's only dirty data. 2.6.17's `ext3_sync_file` also forces a journal commit for
 //! each file whose inode is dirty (`sync_inode` -> `ext3_write_inode` ->
 //! `ext3_force_commit`); the model's later fsyncs of a series find nothing dirty and commit
 //! nothing (docs/fidelity.md says what that leaves out).
 
-use super::iozone::{fsync, timed};
-use super::script::{Batches, Ops, Reg, PROGRAM_PAGES};
-use super::{Action, ProgCx};
-use crate::fs::ext3::{sys_read, sys_rewrite};
+use super::iozone::timed;
+use super::ops::{Batches, Ops, Reg, PROGRAM_PAGES};
+use super::{Action, ProgCx, TaskSpec};
+use crate::kernel::syscall::Syscall;
 use crate::measure::write_latency::{IoOp, Pass};
 use rand::Rng as _;
 
@@ -36,21 +36,48 @@ use rand::Rng as _;
 const GROUP: &str = "sysbench";
 
 /// sysbench fileio's options this model takes, with sysbench 0.4's defaults (`fileio_args`
-/// and `general_args` in sb_fileio.c and sysbench.c) where the seed gives none.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// and `general_args` in sb_fileio.c and sysbench.c) where the seed gives none. In a workload
+/// file, `sysbench = { file_mb = 512 }`: every option but `file_mb` may be left out (its
+/// default).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Fileio {
     /// `--file-total-size`, MB (MiB: sysbench's sizes are binary).
     pub file_mb: u64,
     /// `--file-num` (default 128).
+    #[serde(default = "default::files")]
     pub files: u64,
     /// `--file-block-size`, KiB, whole pages (default 16384 bytes).
+    #[serde(default = "default::block_kb")]
     pub block_kb: u64,
     /// `--file-rw-ratio` in hundredths: reads per 100 writes (default 1.5: 150).
+    #[serde(default = "default::rw_ratio_pct")]
     pub rw_ratio_pct: u64,
     /// `--file-fsync-freq`: an fsync series after this many requests, 0 none (default 100).
+    #[serde(default = "default::fsync_freq")]
     pub fsync_freq: u64,
     /// `--max-requests` (default 10000).
+    #[serde(default = "default::requests")]
     pub requests: u64,
+}
+
+/// sysbench 0.4's defaults, one function a field (serde names them).
+mod default {
+    pub const fn files() -> u64 {
+        128
+    }
+    pub const fn block_kb() -> u64 {
+        16
+    }
+    pub const fn rw_ratio_pct() -> u64 {
+        150
+    }
+    pub const fn fsync_freq() -> u64 {
+        100
+    }
+    pub const fn requests() -> u64 {
+        10_000
+    }
 }
 
 impl Fileio {
@@ -58,11 +85,11 @@ impl Fileio {
     pub const fn defaults(file_mb: u64) -> Fileio {
         Fileio {
             file_mb,
-            files: 128,
-            block_kb: 16,
-            rw_ratio_pct: 150,
-            fsync_freq: 100,
-            requests: 10_000,
+            files: default::files(),
+            block_kb: default::block_kb(),
+            rw_ratio_pct: default::rw_ratio_pct(),
+            fsync_freq: default::fsync_freq(),
+            requests: default::requests(),
         }
     }
     /// Bytes of one file (`file_size = total_size / num_files`).
@@ -180,6 +207,20 @@ impl Requests {
     }
 }
 
+/// The `sysbench` command: `prepare` (at `stage` 0), then `run`, each a process waited for;
+/// false after both.
+pub(crate) fn refill(o: &mut Ops, reg: &Reg, stage: u32, f: Fileio) -> bool {
+    let phase = match stage {
+        0 => Phase::Prepare,
+        1 => Phase::Run,
+        _ => return false,
+    };
+    let reg = reg.clone();
+    o.spawn(move |_| TaskSpec::user("sysbench", Box::new(Sysbench::new(f, phase, reg))));
+    o.push(|_| Some(Action::WaitChildren));
+    true
+}
+
 /// Which sysbench invocation a process is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -228,7 +269,7 @@ impl Sysbench {
                 // create_files: creat(), the file's whole blocks written in order, fsync, close.
                 self.ops
                     .create_write(&self.reg, GROUP, f.blocks_per_file() * block, block);
-                self.ops.push(|cx| Some(Action::Syscall(fsync(cx))));
+                self.ops.call(Syscall::Fsync);
                 true
             }
             Phase::Run => {
@@ -241,7 +282,7 @@ impl Sysbench {
                 };
                 match req {
                     // Whichever file it names: the model's fsync is its sync.
-                    Request::Fsync { .. } => timed(&mut self.ops, Pass::Rndrw, IoOp::Fsync, 0, 0, fsync),
+                    Request::Fsync { .. } => timed(&mut self.ops, Pass::Rndrw, IoOp::Fsync, 0, 0, |_| Syscall::Fsync),
                     Request::Io { write, file, block: b } => {
                         let fd = *self
                             .reg
@@ -253,11 +294,19 @@ impl Sysbench {
                         let offset_kb = (file * f.blocks_per_file() + b) * f.block_kb;
                         if write {
                             timed(&mut self.ops, Pass::Rndrw, IoOp::Write, offset_kb, block, move |_| {
-                                sys_rewrite(fd, page, block)
+                                Syscall::Rewrite {
+                                    file: fd,
+                                    page,
+                                    bytes: block,
+                                }
                             });
                         } else {
                             timed(&mut self.ops, Pass::Rndrw, IoOp::Read, offset_kb, block, move |_| {
-                                sys_read(fd, page, block)
+                                Syscall::Read {
+                                    file: fd,
+                                    page,
+                                    bytes: block,
+                                }
                             });
                         }
                     }

@@ -4,13 +4,13 @@
 //! a 2.6 kernel), decodes for `decode_us` in user space and sends the frame over the X
 //! socket; the X server, asleep in `select()` on that socket, wakes and spends `x_us`
 //! putting the image on screen. The seed gives none of these sizes: the estimates and their
-//! reasoning are in `latlab-exp`'s built-in workload, and each is a `CommandSpec::Video`
+//! reasoning are in the built-in workload file (`workloads/video-make-j10.toml`), and each is a `CommandSpec::Video`
 //! field an experiment can change.
 
-use super::script::Ops;
+use super::ops::Ops;
 use super::{Action, ProgCx, Program, TaskSpec};
-use crate::kernel::path::{Chan, Ctx, Path, Step, Work};
-use crate::kernel::state::KState;
+use crate::kernel::path::Chan;
+use crate::kernel::syscall::Syscall;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -78,35 +78,12 @@ impl Program for Plugin {
             2 => Action::Compute(self.decode_ns),
             _ => {
                 self.pending.set(self.pending.get() + 1);
-                Action::Syscall(Box::new(XSend {
+                Action::Call(Syscall::SendMsg {
                     wake: self.token.get().map(Chan::Net),
-                    ns: cx.st.c.pipe_op + cx.st.c.copy(X_REQUEST_BYTES),
-                    done: false,
-                }))
+                    bytes: X_REQUEST_BYTES,
+                })
             }
         }
-    }
-}
-
-/// `sendmsg` on the X socket: the request is queued and the server woken.
-struct XSend {
-    wake: Option<Chan>,
-    ns: Nanos,
-    done: bool,
-}
-
-impl Path for XSend {
-    fn name(&self) -> &'static str {
-        "sys_sendmsg"
-    }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
-        if std::mem::replace(&mut self.done, true) {
-            if let Some(c) = self.wake {
-                k.out.push(crate::kernel::state::KReq::Wake(c));
-            }
-            return Step::Done;
-        }
-        Work::plain("unix_stream_sendmsg", self.ns)
     }
 }
 
@@ -121,36 +98,16 @@ struct XServer {
 impl Program for XServer {
     fn next(&mut self, cx: &mut ProgCx) -> Action {
         if self.token.get().is_none() {
-            cx.st.net_token += 1;
-            self.token.set(Some(cx.st.net_token));
+            self.token.set(Some(cx.socket()));
         }
         if std::mem::take(&mut self.busy) || self.pending.get() == 0 {
-            return Action::Syscall(Box::new(XSelect {
-                pending: self.pending.clone(),
+            return Action::Call(Syscall::Select {
+                queued: self.pending.clone(),
                 chan: Chan::Net(self.token.get().expect("set above")),
-            }));
+            });
         }
         self.pending.set(self.pending.get() - 1);
         self.busy = true;
         Action::Compute(self.work_ns)
-    }
-}
-
-/// `select()` until a request is queued.
-struct XSelect {
-    pending: Rc<Cell<u32>>,
-    chan: Chan,
-}
-
-impl Path for XSelect {
-    fn name(&self) -> &'static str {
-        "sys_select"
-    }
-    fn next(&mut self, _k: &mut KState, _cx: &Ctx) -> Step {
-        if self.pending.get() > 0 {
-            Step::Done
-        } else {
-            Step::Block(self.chan)
-        }
     }
 }

@@ -1,0 +1,318 @@
+//! Workload files (`workloads/*.toml`, format in docs/experiments.md "Workload files"): a name,
+//! the commands a shell runs one after another ([`CommandSpec`]'s serde form), the idle gap
+//! between them, and the machine's state when the script starts (`[preload]`, from a named
+//! base state and/or field by field). Errors name the file, the line and the field.
+
+use crate::file::{read_named, syntax, ExpError, Files, Kind, PreloadRepr};
+use latlab_sim::workload::sizes;
+use latlab_sim::{CommandSpec, Preload, Workload};
+use serde::Deserialize;
+
+/// A workload file as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadRepr {
+    /// The workload's name (a built-in's is its file's stem).
+    name: String,
+    /// Idle time between two commands (a person at the keyboard), ms; default 0.
+    #[serde(default)]
+    gap_ms: u64,
+    /// The machine's state when the script starts.
+    preload: PreloadRepr,
+    /// The commands, run one after another.
+    command: Vec<CommandSpec>,
+}
+
+/// A named starting state a `[preload]` table can start from (`base = "lived-in"`), its
+/// fields then overriding. `idle_anon_mib` is 0 in both: a file says what its desktop holds.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreloadBase {
+    /// A desktop that has been up for days: page cache full of old 64 KiB files, and the
+    /// dentries and inodes of updatedb's nightly walk (a 2002 developer's box: a distribution
+    /// plus a few kernel trees, ~150,000 files). updatedb's walk looks every dentry up again
+    /// each night, so they carry DCACHE_REFERENCED; the cache was filled by reading, so the
+    /// VM reclaimed before the run begins.
+    LivedIn,
+    /// A box booted into the kernel under test just before the run: no old page cache, only
+    /// the dentries of boot and login (~20,000, an estimate: init scripts, X, the session's
+    /// files), none looked up twice, nothing swapped.
+    FreshBoot,
+}
+
+impl PreloadBase {
+    pub fn preload(self) -> Preload {
+        match self {
+            PreloadBase::LivedIn => Preload {
+                cache_full: true,
+                reclaimed_before: true,
+                old_file_kb: 64,
+                unused_dentries: 150_000,
+                referenced: true,
+                updatedb_after: false,
+                idle_anon_mib: 0,
+                swapped_mib: 0,
+            },
+            PreloadBase::FreshBoot => Preload {
+                cache_full: false,
+                reclaimed_before: false,
+                old_file_kb: 64,
+                unused_dentries: 20_000,
+                referenced: false,
+                updatedb_after: false,
+                idle_anon_mib: 0,
+                swapped_mib: 0,
+            },
+        }
+    }
+}
+
+const WORKLOAD: Kind = Kind {
+    field: "workload",
+    what: "workload",
+    dir: "workloads",
+    builtins: crate::builtin::WORKLOADS,
+};
+
+/// A workload: built in (`seed000-script`) or a file's path (read through `files`), named at
+/// `origin:line`.
+pub fn workload(origin: &str, name: &str, line: usize, files: Files) -> Result<Workload, ExpError> {
+    let (file, text) = read_named(&WORKLOAD, origin, line, name, files)?;
+    parse(&file, &text)
+}
+
+/// A workload file's text parsed and checked; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Workload, ExpError> {
+    let w: WorkloadRepr = toml::from_str(text).map_err(|e| syntax(file, text, e))?;
+    let field_error = |field: String, line: usize, why: String| ExpError::Field {
+        origin: file.into(),
+        line,
+        field,
+        why,
+    };
+    if w.name.trim().is_empty() {
+        return Err(field_error(
+            "name".into(),
+            line_of_key(text, "name", 0),
+            "must not be empty".into(),
+        ));
+    }
+    let preload = w.preload.resolve().map_err(|missing| {
+        field_error(
+            format!("preload.{missing}"),
+            crate::file::line_of_field(text, "preload"),
+            "missing: give it, or `base = \"lived-in\"` or `\"fresh-boot\"` to start from".into(),
+        )
+    })?;
+    let mut seen = Vec::new();
+    for c in &w.command {
+        check(c, text, &mut seen).map_err(|(field, line, why)| field_error(field, line, why))?;
+    }
+    Ok(Workload {
+        name: w.name,
+        commands: w.command,
+        gap_ms: w.gap_ms,
+        preload,
+    })
+}
+
+/// The kebab-case key a command is written under (`make-kernel`).
+fn kind(c: &CommandSpec) -> &'static str {
+    match c {
+        CommandSpec::MakeKernel { .. } => "make-kernel",
+        CommandSpec::MakeClean => "make-clean",
+        CommandSpec::TarXfz { .. } => "tar-xfz",
+        CommandSpec::RmRf { .. } => "rm-rf",
+        CommandSpec::Dd { .. } => "dd",
+        CommandSpec::CvsCo { .. } => "cvs-co",
+        CommandSpec::Make { .. } => "make",
+        CommandSpec::Dbench { .. } => "dbench",
+        CommandSpec::Sync => "sync",
+        CommandSpec::Idle { .. } => "idle",
+        CommandSpec::Parallel(_) => "parallel",
+        CommandSpec::MemHog { .. } => "mem-hog",
+        CommandSpec::StressKernel { .. } => "stress-kernel",
+        CommandSpec::CatOld { .. } => "cat-old",
+        CommandSpec::Updatedb { .. } => "updatedb",
+        CommandSpec::CpuHogs { .. } => "cpu-hogs",
+        CommandSpec::Video { .. } => "video",
+        CommandSpec::Iozone { .. } => "iozone",
+        CommandSpec::Sysbench(_) => "sysbench",
+    }
+}
+
+/// Check `c`'s values ([`sizes::check`]) and those of the commands inside it; `seen` counts
+/// the commands of each kind met so far, in the file's order, to find the line of the one
+/// at fault. An error is (field `command.KIND.FIELD`, line, why).
+fn check(c: &CommandSpec, text: &str, seen: &mut Vec<&'static str>) -> Result<(), (String, usize, String)> {
+    let k = kind(c);
+    let nth = seen.iter().filter(|s| **s == k).count();
+    seen.push(k);
+    if let CommandSpec::Parallel(v) = c {
+        return v.iter().try_for_each(|c| check(c, text, seen));
+    }
+    sizes::check(c).map_err(|(field, why)| {
+        let at = line_of_key(text, k, nth);
+        let key = field.rsplit('.').next().unwrap_or(&field);
+        // The field's own line: on the command's line (an inline table) or below it.
+        let line = text
+            .lines()
+            .enumerate()
+            .skip(at.saturating_sub(1))
+            .find(|(_, l)| key_at(l, key))
+            .map_or(at, |(i, _)| i + 1);
+        (format!("command.{field}"), line, why)
+    })
+}
+
+/// 1-based line of the `nth` (from 0) place where `key` is set (`key =`, `key.`, or a
+/// `[...key]` header), 1 if there is none.
+fn line_of_key(text: &str, key: &str, nth: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with('#') && key_at(l, key))
+        .nth(nth)
+        .map_or(1, |(i, _)| i + 1)
+}
+
+/// Does `line` set `key` (as a bare key: not part of a longer one)?
+fn key_at(line: &str, key: &str) -> bool {
+    let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    line.match_indices(key).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + key.len()..].trim_start().chars().next();
+        !before.is_some_and(bare) && matches!(after, Some('=' | '.' | ']'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin;
+
+    const MINE: &str = r#"# a user's workload
+name = "mine"
+gap_ms = 500
+
+[preload]
+base = "fresh-boot"
+idle_anon_mib = 20
+
+[[command]]
+dd = { mb = 16, bs_kb = 64, group = "out" }
+
+[[command]]
+parallel = [
+    { idle = { ms = 100 } },
+    { make-kernel = { jobs = 2, objects = 4, headers = 3, cc_ms = [10, 20], tree_files = 10 } },
+]
+
+[[command]]
+sync = {}
+"#;
+
+    #[test]
+    fn every_builtin_workload_parses_and_is_named_by_its_file() {
+        assert_eq!(builtin::WORKLOADS.len(), 9);
+        for (n, text) in builtin::WORKLOADS {
+            let w = parse(&format!("workloads/{n}.toml"), text).unwrap();
+            assert_eq!(&w.name, n);
+            assert!(!w.commands.is_empty(), "{n}");
+        }
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("../../../docs/experiments.md");
+        let at = doc.find("## Workload files").expect("the section");
+        let example = doc[at..].split("```toml\n").nth(1).and_then(|b| b.split("```").next());
+        let w = parse("docs/experiments.md", example.expect("an example")).unwrap();
+        assert_eq!((w.name.as_str(), w.commands.len()), ("my-load", 4));
+    }
+
+    #[test]
+    fn a_workload_file_gives_commands_gap_and_preload() {
+        let w = parse("mine.toml", MINE).unwrap();
+        assert_eq!(w.gap_ms, 500);
+        assert_eq!(
+            w.preload,
+            Preload {
+                idle_anon_mib: 20,
+                ..PreloadBase::FreshBoot.preload()
+            }
+        );
+        assert_eq!(w.commands.len(), 3);
+        assert_eq!(
+            w.commands[0],
+            CommandSpec::Dd {
+                mb: 16,
+                bs_kb: 64,
+                group: "out".into()
+            }
+        );
+        let CommandSpec::Parallel(v) = &w.commands[1] else {
+            panic!("{:?}", w.commands[1])
+        };
+        assert_eq!(v[0], CommandSpec::Idle { ms: 100 });
+        assert!(matches!(v[1], CommandSpec::MakeKernel { cc1_mib: None, .. }));
+        assert_eq!(w.commands[2], CommandSpec::Sync);
+    }
+
+    fn err(text: &str) -> String {
+        parse("mine.toml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_unknown_command_names_file_line_and_the_valid_ones() {
+        let e = err(&MINE.replace("dd = {", "ddd = {"));
+        assert!(e.starts_with("mine.toml:10:"), "{e}");
+        assert!(e.contains("unknown variant `ddd`") && e.contains("make-kernel"), "{e}");
+        // Inside a parallel group too.
+        let e = err(&MINE.replace("{ idle =", "{ sleep ="));
+        assert!(e.starts_with("mine.toml:14:") && e.contains("`sleep`"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_field_names_file_line_and_field() {
+        let e = err(&MINE.replace("bs_kb = 64", "bz_kb = 64"));
+        assert!(
+            e.starts_with("mine.toml:10:") && e.contains("bz_kb") && e.contains("bs_kb"),
+            "{e}"
+        );
+        let e = err(&MINE.replace("gap_ms = 500", "gap = 500"));
+        assert!(e.starts_with("mine.toml:3:") && e.contains("`gap`"), "{e}");
+        let e = err(&MINE.replace("idle_anon_mib = 20", "idle_mib = 20"));
+        assert!(e.starts_with("mine.toml:7:") && e.contains("`idle_mib`"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_value_names_file_line_and_field() {
+        // Of the wrong type: the parser's error, at the field.
+        let e = err(&MINE.replace("bs_kb = 64", "bs_kb = \"big\""));
+        assert!(e.starts_with("mine.toml:10: field `command.dd.bs_kb`"), "{e}");
+        // Out of range: the command's field and why.
+        let e = err(&MINE.replace("bs_kb = 64", "bs_kb = 0"));
+        assert!(
+            e.starts_with("mine.toml:10: field `command.dd.bs_kb`") && e.contains("1..="),
+            "{e}"
+        );
+        let e = err(&MINE.replace("cc_ms = [10, 20]", "cc_ms = [30, 20]"));
+        assert!(
+            e.starts_with("mine.toml:15: field `command.make-kernel.cc_ms`") && e.contains("[30, 20]"),
+            "{e}"
+        );
+        let e = err(&MINE.replace("tree_files = 10", "tree_files = 0"));
+        assert!(e.contains("make-kernel.tree_files"), "{e}");
+        let e = err(&MINE.replace("base = \"fresh-boot\"", "base = \"old\""));
+        assert!(
+            e.starts_with("mine.toml:6: field `preload.base`") && e.contains("lived-in"),
+            "{e}"
+        );
+        // Without a base, every field of [preload] is needed.
+        let e = err(&MINE.replace("base = \"fresh-boot\"\n", ""));
+        assert!(
+            e.starts_with("mine.toml:5: field `preload.cache_full`") && e.contains("missing"),
+            "{e}"
+        );
+    }
+}
