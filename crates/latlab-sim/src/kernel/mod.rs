@@ -704,72 +704,88 @@ impl Kernel {
                 };
                 prog.next(&mut cx)
             };
-            let action = action.enter(&mut self.st, &self.m, self.tasks[cur].mm);
             self.tasks[cur].program = Some(prog);
             for mark in marks {
                 trace_event!(self, MARK, Event::Mark { task: cur, mark });
             }
+            // A system call becomes its code path here, in the one match on the action.
+            let path = match action {
+                Action::Call(call) => call.path(&mut self.st, &self.m, self.tasks[cur].mm),
+                Action::Syscall(path) => path.into(),
+                action => {
+                    self.drain_requests();
+                    if self.act(cur, action) {
+                        return;
+                    }
+                    continue;
+                }
+            };
             self.drain_requests();
-            match action {
-                Action::Compute(ns) => {
-                    self.tasks[cur].exec = Exec::User { left: ns };
-                    return;
-                }
-                Action::Call(_) => unreachable!("Action::enter turned the call into its path"),
-                Action::Syscall(path) => {
-                    self.stats.syscalls += 1;
-                    self.cpus[self.cpu].ran_since = self.now;
-                    let from_user = !self.tasks[cur].kthread;
-                    let entry = if from_user { self.m.syscall_ns } else { 0 };
-                    let s = path::Work::plain("system_call", entry);
-                    self.tasks[cur].exec = Exec::Kernel {
-                        path,
-                        step: Some(Running {
-                            step: s,
-                            left: entry,
-                            total: entry,
-                            since: self.now,
-                        }),
-                        from_user,
-                    };
-                    return;
-                }
-                Action::Sleep(ns) => {
-                    let chan = self.arm_timer(ns);
-                    self.tasks[cur].exec = Exec::Ready;
-                    self.sleep_on(cur, chan);
-                    self.schedule(SwitchReason::Block);
-                    return;
-                }
-                Action::Spawn(spec) => {
-                    self.spawn(spec, Some(cur));
-                }
-                Action::TimerCreate { period } => {
-                    let pid = self.tasks[cur].pid;
-                    let id = self.st.posix.create(pid, period.max(1));
-                    self.arm_posix(id, self.now + period.max(1));
-                }
-                Action::WaitChildren => self.tasks[cur].wait_below = Some(1),
-                Action::WaitChildrenBelow(n) => self.tasks[cur].wait_below = Some(n.max(1)),
-                Action::Exit => {
-                    self.tasks[cur].exiting = true;
-                    let t = &self.tasks[cur];
-                    let path = if t.thread {
-                        posix_timer::sys_exit_thread(&self.st)
-                    } else {
-                        catalog::do_exit(t.mm)
-                    };
-                    self.tasks[cur].exec = Exec::Kernel {
-                        path,
-                        step: None,
-                        from_user: false,
-                    };
-                    return;
-                }
-            }
+            self.stats.syscalls += 1;
+            self.cpus[self.cpu].ran_since = self.now;
+            let from_user = !self.tasks[cur].kthread;
+            let entry = if from_user { self.m.syscall_ns } else { 0 };
+            let s = path::Work::plain("system_call", entry);
+            self.tasks[cur].exec = Exec::Kernel {
+                path,
+                step: Some(Running {
+                    step: s,
+                    left: entry,
+                    total: entry,
+                    since: self.now,
+                }),
+                from_user,
+            };
+            return;
         }
         // A program that only spawns and never runs: give it a tick of compute.
         self.tasks[cur].exec = Exec::User { left: self.tick_ns };
+    }
+
+    /// Runs an action other than a system call of the current task's program; true when the
+    /// task leaves user space (it sleeps, exits or computes), false when its program is asked
+    /// again.
+    fn act(&mut self, cur: TaskId, action: Action) -> bool {
+        match action {
+            Action::Compute(ns) => {
+                self.tasks[cur].exec = Exec::User { left: ns };
+                return true;
+            }
+            Action::Call(_) | Action::Syscall(_) => unreachable!("dispatch enters system calls"),
+            Action::Sleep(ns) => {
+                let chan = self.arm_timer(ns);
+                self.tasks[cur].exec = Exec::Ready;
+                self.sleep_on(cur, chan);
+                self.schedule(SwitchReason::Block);
+                return true;
+            }
+            Action::Spawn(spec) => {
+                self.spawn(spec, Some(cur));
+            }
+            Action::TimerCreate { period } => {
+                let pid = self.tasks[cur].pid;
+                let id = self.st.posix.create(pid, period.max(1));
+                self.arm_posix(id, self.now + period.max(1));
+            }
+            Action::WaitChildren => self.tasks[cur].wait_below = Some(1),
+            Action::WaitChildrenBelow(n) => self.tasks[cur].wait_below = Some(n.max(1)),
+            Action::Exit => {
+                self.tasks[cur].exiting = true;
+                let t = &self.tasks[cur];
+                let path = if t.thread {
+                    posix_timer::sys_exit_thread(&self.st)
+                } else {
+                    catalog::do_exit(t.mm)
+                };
+                self.tasks[cur].exec = Exec::Kernel {
+                    path: path.into(),
+                    step: None,
+                    from_user: false,
+                };
+                return true;
+            }
+        }
+        false
     }
 
     fn finish_exit(&mut self, cur: TaskId) {

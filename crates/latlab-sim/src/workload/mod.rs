@@ -52,18 +52,6 @@ pub enum Action {
     TimerCreate { period: Nanos },
 }
 
-impl Action {
-    /// The action with a [`Action::Call`] turned into the path it runs: the kernel's one
-    /// place of doing so ([`Syscall::path`]), as the program returns.
-    #[inline]
-    pub(crate) fn enter(self, k: &mut KState, m: &MachineProfile, mm: u32) -> Action {
-        match self {
-            Action::Call(call) => Action::Syscall(call.path(k, m, mm)),
-            a => a,
-        }
-    }
-}
-
 /// A task to create.
 pub struct TaskSpec {
     pub comm: String,
