@@ -87,6 +87,7 @@ impl Sink for PreemptOffTracer {
         }
     }
 
+    #[inline]
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             Event::FuncEntry {
@@ -191,6 +192,8 @@ impl PreemptOffTracer {
     }
 
     /// The step that released the lock ended at `now` with swap `fill` percent full.
+    #[cold]
+    #[inline(never)]
     fn on_unlock(&mut self, now: Nanos, fill: u64, tasks: &[Task]) {
         let Some(mut o) = self.open.take() else { return };
         let len = now - o.start;
