@@ -192,8 +192,6 @@ impl PreemptOffTracer {
     }
 
     /// The step that released the lock ended at `now` with swap `fill` percent full.
-    #[cold]
-    #[inline(never)]
     fn on_unlock(&mut self, now: Nanos, fill: u64, tasks: &[Task]) {
         let Some(mut o) = self.open.take() else { return };
         let len = now - o.start;
