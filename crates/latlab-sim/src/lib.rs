@@ -361,7 +361,7 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
         cpus,
         ..cfg.machine.clone()
     };
-    let mut k = Kernel::new(cfg.variant.clone(), machine, sched, st, rng);
+    let mut k: Kernel<measure::Sinks> = Kernel::new(cfg.variant.clone(), machine, sched, st, rng);
 
     // The subsystems' kernel threads, then the measurement task, then the workload's shell.
     for kind in kthreads {
@@ -373,22 +373,8 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
     }
     let epoch = k.now;
     let before = counters(&k);
-    // The measurements, subscribed to the kernel's tracepoints; they finish into the result
-    // in this order (the order of its streams).
-    if let Some(p) = cfg.posix_timer {
-        let t = measure::posix_timer::PosixTracker::new(p.notify.stream(), p.notify.sigev(), epoch);
-        k.tp.register(Box::new(t));
-    }
-    let w = measure::write_latency::WriteTracker::new(epoch, cfg.keep_records);
-    k.tp.register(Box::new(w));
-    k.tp.register(Box::new(measure::realfeel::Tracker::new(epoch, &cfg.variant)));
-    if let Some(w) = cfg.preempt_off {
-        k.tp.register(Box::new(measure::preempt_off::PreemptOffTracer::new(w, &cfg.variant)));
-    }
-    if let Some(n) = cfg.record_events {
-        let posix = cfg.posix_timer.map(|p| p.notify.stream());
-        k.tp.register(Box::new(measure::recorder::Recorder::new(epoch, n, posix)));
-    }
+    // The measurements, subscribed to the kernel's tracepoints.
+    k.tp.attach(measure::Sinks::new(cfg, epoch));
     match cfg.posix_timer {
         Some(p) => {
             k.spawn(
@@ -440,7 +426,7 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
 /// as much as RAM has been read, so the page cache is full and the VM has reclaimed before
 /// (kswapd's first calls, with the pruning and swap-out they bring, lie behind it). The box
 /// then idles to the next whole second, where the run starts.
-fn run_history(k: &mut Kernel, cfg: &SimConfig) {
+fn run_history(k: &mut Kernel<measure::Sinks>, cfg: &SimConfig) {
     let p = &cfg.workload.preload;
     let mut cmds = vec![CommandSpec::CatOld {
         mb: cfg.machine.ram_mib,
@@ -466,7 +452,7 @@ fn run_history(k: &mut Kernel, cfg: &SimConfig) {
 const HISTORY_LIMIT_NS: Nanos = 3_600_000_000_000;
 
 /// The kernel's event counts so far (a run reports what happened after its start).
-fn counters(k: &Kernel) -> [(&'static str, u64); 14] {
+fn counters(k: &Kernel<measure::Sinks>) -> [(&'static str, u64); 14] {
     [
         ("context_switches", k.stats.context_switches),
         ("interrupts", k.stats.irqs),
@@ -550,7 +536,12 @@ fn swapped_history(st: &mut KState, pages: u64) {
 /// Address-space id of the short-lived processes of the swap history (never a live one).
 const TRANSIENT_MM: u32 = u32::MAX - 4;
 
-fn finish(cfg: &SimConfig, mut k: Kernel, epoch: Nanos, before: &[(&'static str, u64)]) -> (RunResult, EngineStats) {
+fn finish(
+    cfg: &SimConfig,
+    mut k: Kernel<measure::Sinks>,
+    epoch: Nanos,
+    before: &[(&'static str, u64)],
+) -> (RunResult, EngineStats) {
     let mut settings = BTreeMap::new();
     settings.insert("rtc_hz".into(), cfg.rtc_hz.to_string());
     settings.insert("cpus_online".into(), cfg.cpus().to_string());

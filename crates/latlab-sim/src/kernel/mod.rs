@@ -147,8 +147,8 @@ struct Cpu {
     ran_since: Nanos,
 }
 
-/// The simulated machine running one kernel variant.
-pub struct Kernel {
+/// The simulated machine running one kernel variant, its tracepoints calling sink `S`.
+pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
     pub now: Nanos,
     q: EventQueue<Ev>,
     pub tasks: Vec<Task>,
@@ -169,7 +169,7 @@ pub struct Kernel {
     pub rng: Rng,
     pub stats: Stats,
     /// The tracepoints and the measurements subscribed to them.
-    pub tp: Tracepoints,
+    pub tp: Tracepoints<S>,
     /// The context the code below runs in: a task's, or an interrupt handler's.
     irq_ctx: IrqCtx,
     /// Tasks by pid.
@@ -179,7 +179,7 @@ pub struct Kernel {
     boundaries: u64,
 }
 
-impl Kernel {
+impl<S: tracepoint::Sink> Kernel<S> {
     pub fn new(v: Variant, m: MachineProfile, sched: Box<dyn Scheduler>, st: KState, rng: Rng) -> Self {
         let tick_ns = 1_000_000_000 / v.hz as Nanos;
         let ncpus = m.cpus.max(1) as usize;
@@ -1419,7 +1419,7 @@ pub(crate) mod tests {
         }
         let mut k = kernel(variant(PreemptModel::None, &[]));
         let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        k.tp.register(Box::new(Log(log.clone())));
+        k.tp.attach(Box::new(Log(log.clone())));
         let rt = TaskSpec {
             policy: Policy::Fifo,
             rt_priority: 50,

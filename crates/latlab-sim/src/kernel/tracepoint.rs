@@ -226,58 +226,69 @@ impl Cx<'_> {
 
 /// A subscriber to the tracepoints.
 pub trait Sink {
-    /// The [`kind`]s of event it takes now (a mask), asked when it is registered.
+    /// The [`kind`]s of event it takes now (a mask), asked when it is attached.
     fn kinds(&self) -> u32;
     /// One event of a kind it takes; returns the kinds it takes from now on.
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32;
-    /// The run is over: put what was measured into the result. Sinks finish in the order
-    /// they were registered.
+    /// The run is over: put what was measured into the result.
     fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult);
 }
 
-/// The registered sinks, and the union of the kinds they take.
-#[derive(Default)]
-pub struct Tracepoints {
+/// `S`, the run's sink (one: a run's measurements fan out behind it statically,
+/// `crate::measure::Sinks`), and the kinds it takes now. A concrete `S` lets an emitting site
+/// inline the sink, so the event's kind is known where the sink matches on it.
+pub struct Tracepoints<S> {
     mask: u32,
-    /// Each sink with its kinds.
-    sinks: Vec<(u32, Box<dyn Sink>)>,
+    sink: Option<S>,
 }
 
-impl Tracepoints {
-    pub fn register(&mut self, s: Box<dyn Sink>) {
-        let k = s.kinds();
-        self.mask |= k;
-        self.sinks.push((k, s));
+impl<S> Default for Tracepoints<S> {
+    fn default() -> Self {
+        Tracepoints { mask: 0, sink: None }
+    }
+}
+
+impl<S: Sink> Tracepoints<S> {
+    /// Subscribe `s` to the tracepoints (in place of any sink before it).
+    pub fn attach(&mut self, s: S) {
+        self.mask = s.kinds();
+        self.sink = Some(s);
     }
 
-    /// Does any sink take events of kind `k`?
+    /// Does the sink take events of kind `k`?
     #[inline(always)]
     pub fn on(&self, k: u32) -> bool {
         self.mask & k != 0
     }
 
-    /// Give `ev` to every sink that takes its kind.
+    /// Give `ev` to the sink (called only when [`Tracepoints::on`] said it takes its kind).
     #[inline(always)]
     pub fn emit(&mut self, cx: &Cx, ev: &Event) {
-        let k = ev.kind();
-        let mut changed = false;
-        for (kinds, s) in &mut self.sinks {
-            if *kinds & k != 0 {
-                let now = s.event(cx, ev);
-                changed |= now != *kinds;
-                *kinds = now;
-            }
-        }
-        if changed {
-            self.mask = self.sinks.iter().fold(0, |m, (k, _)| m | k);
+        if let Some(s) = &mut self.sink {
+            self.mask = s.event(cx, ev);
         }
     }
 
-    /// Finish every sink into `r`, in registration order.
+    /// Finish the sink into `r`.
     pub fn finish(&mut self, tasks: &[Task], r: &mut RunResult) {
         self.mask = 0;
-        for (_, s) in std::mem::take(&mut self.sinks) {
-            s.finish(tasks, r);
+        if let Some(s) = self.sink.take() {
+            Box::new(s).finish(tasks, r);
         }
+    }
+}
+
+/// A sink chosen at run time (the kernel's default: its unit tests' sinks).
+impl Sink for Box<dyn Sink> {
+    fn kinds(&self) -> u32 {
+        (**self).kinds()
+    }
+
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+        (**self).event(cx, ev)
+    }
+
+    fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult) {
+        (*self).finish(tasks, r)
     }
 }

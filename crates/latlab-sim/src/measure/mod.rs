@@ -13,9 +13,112 @@ pub mod recorder;
 pub mod write_latency;
 
 use crate::kernel::task::{Task, TaskId};
-use latlab_core::{Nanos, TaskSlice};
+use crate::kernel::tracepoint::{Cx, Event, Sink};
+use crate::SimConfig;
+use latlab_core::{Nanos, RunResult, TaskSlice};
 
 pub use crate::kernel::tracepoint::Mark;
+
+/// A run's measurements as the one sink the kernel calls (the kernel's sink type, so each
+/// emitting site inlines the measurements that take its kind): each event goes to every measurement that takes its kind, in the
+/// order they finish into the result (the order of its streams).
+pub struct Sinks {
+    posix: Option<Sub<posix_timer::PosixTracker>>,
+    write: Sub<write_latency::WriteTracker>,
+    realfeel: Sub<realfeel::Tracker>,
+    preempt_off: Option<Sub<preempt_off::PreemptOffTracer>>,
+    recorder: Option<Sub<recorder::Recorder>>,
+}
+
+impl Sinks {
+    /// The measurements `cfg` asks for, their clocks starting at `epoch`.
+    pub fn new(cfg: &SimConfig, epoch: Nanos) -> Sinks {
+        let posix = cfg.posix_timer.map(|p| {
+            Sub::new(posix_timer::PosixTracker::new(
+                p.notify.stream(),
+                p.notify.sigev(),
+                epoch,
+            ))
+        });
+        Sinks {
+            posix,
+            write: Sub::new(write_latency::WriteTracker::new(epoch, cfg.keep_records)),
+            realfeel: Sub::new(realfeel::Tracker::new(epoch, &cfg.variant)),
+            preempt_off: cfg
+                .preempt_off
+                .map(|w| Sub::new(preempt_off::PreemptOffTracer::new(w, &cfg.variant))),
+            recorder: cfg.record_events.map(|n| {
+                let posix = cfg.posix_timer.map(|p| p.notify.stream());
+                Sub::new(recorder::Recorder::new(epoch, n, posix))
+            }),
+        }
+    }
+}
+
+impl Sink for Sinks {
+    fn kinds(&self) -> u32 {
+        self.posix.as_ref().map_or(0, |s| s.kinds)
+            | self.write.kinds
+            | self.realfeel.kinds
+            | self.preempt_off.as_ref().map_or(0, |s| s.kinds)
+            | self.recorder.as_ref().map_or(0, |s| s.kinds)
+    }
+
+    #[inline]
+    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+        let k = ev.kind();
+        self.posix.as_mut().map_or(0, |s| s.event(cx, ev, k))
+            | self.write.event(cx, ev, k)
+            | self.realfeel.event(cx, ev, k)
+            | self.preempt_off.as_mut().map_or(0, |s| s.event(cx, ev, k))
+            | self.recorder.as_mut().map_or(0, |s| s.event(cx, ev, k))
+    }
+
+    fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult) {
+        let Sinks {
+            posix,
+            write,
+            realfeel,
+            preempt_off,
+            recorder,
+        } = *self;
+        if let Some(s) = posix {
+            Box::new(s.sink).finish(tasks, r);
+        }
+        Box::new(write.sink).finish(tasks, r);
+        Box::new(realfeel.sink).finish(tasks, r);
+        if let Some(s) = preempt_off {
+            Box::new(s.sink).finish(tasks, r);
+        }
+        if let Some(s) = recorder {
+            Box::new(s.sink).finish(tasks, r);
+        }
+    }
+}
+
+/// One measurement of [`Sinks`] with the kinds it takes now.
+struct Sub<S> {
+    kinds: u32,
+    sink: S,
+}
+
+impl<S: Sink> Sub<S> {
+    fn new(sink: S) -> Sub<S> {
+        Sub {
+            kinds: sink.kinds(),
+            sink,
+        }
+    }
+
+    /// Give it `ev` (of kind `k`) if it takes that kind; the kinds it takes from now on.
+    #[inline(always)]
+    fn event(&mut self, cx: &Cx, ev: &Event, k: u32) -> u32 {
+        if self.kinds & k != 0 {
+            self.kinds = self.sink.event(cx, ev);
+        }
+        self.kinds
+    }
+}
 
 /// Add `d` to `k`'s tally in `v` (a handful of entries: a linear search), keeping the order
 /// in which the keys first came.

@@ -58,6 +58,7 @@ impl Sink for PosixTracker {
         }
     }
 
+    #[inline]
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             // A thread the test creates is the test's too (its notify thread).
@@ -122,6 +123,8 @@ impl PosixTracker {
     }
 
     /// The timer due at `due` expired; its interrupt ran at `delivered` for `h` ns.
+    #[cold]
+    #[inline(never)]
     fn on_expiry(&mut self, due: Nanos, delivered: Nanos, h: Nanos) {
         for w in &mut self.open {
             w.handler += h;
@@ -137,6 +140,8 @@ impl PosixTracker {
     }
 
     /// An expiry found the previous signal still queued.
+    #[cold]
+    #[inline(never)]
     fn on_overrun(&mut self) {
         self.stream.missed += 1;
     }
@@ -172,6 +177,8 @@ impl PosixTracker {
     }
 
     /// The scheduler placed test task `t` so (on its wakeup or creation).
+    #[cold]
+    #[inline(never)]
     fn on_placed(&mut self, t: TaskId, how: Placement) {
         if self.placed.len() <= t {
             self.placed.resize(t + 1, None);
@@ -180,6 +187,8 @@ impl PosixTracker {
     }
 
     /// The notify function for the expiry due at `due` runs now, in task `cur`.
+    #[cold]
+    #[inline(never)]
     fn on_sample(&mut self, due: Nanos, now: Nanos, cur: TaskId, tasks: &[Task], sched: &str) {
         let Some(i) = self.open.iter().position(|w| w.due == due) else {
             return;

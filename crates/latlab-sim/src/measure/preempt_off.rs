@@ -87,6 +87,7 @@ impl Sink for PreemptOffTracer {
         }
     }
 
+    #[inline]
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             Event::FuncEntry {

@@ -152,6 +152,7 @@ impl Sink for Tracker {
         }
     }
 
+    #[inline]
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             Event::IrqEntry {
@@ -233,6 +234,8 @@ impl Tracker {
 
     /// An RTC interrupt raised at `at` ran at `delivered` for `h` ns, over the stretch
     /// `cause` says.
+    #[cold]
+    #[inline(never)]
     fn on_rtc_irq(&mut self, at: Nanos, delivered: Nanos, h: Nanos, cause: impl FnOnce() -> Option<CauseSnap>) {
         if self.reader.is_none() {
             return;
@@ -312,6 +315,8 @@ impl Tracker {
         w.push(now, 0, "__switch_to", Parent::Task(next));
     }
 
+    #[cold]
+    #[inline(never)]
     fn on_mark(&mut self, mark: Mark, now: Nanos, cur: TaskId, tasks: &[Task]) {
         match mark {
             Mark::RealfeelReader => self.reader = Some(cur),

@@ -232,6 +232,7 @@ impl Sink for Recorder {
         kind::ALL & !(kind::RUNTIME | kind::SCHED_TIME | kind::SLEEP | kind::TIMER_OVERRUN | kind::RESCHED_POINT)
     }
 
+    #[inline]
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         let cur = cx.cur;
         if self.stretch.len() <= cx.cpu {

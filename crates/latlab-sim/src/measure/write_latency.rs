@@ -162,6 +162,7 @@ impl Sink for WriteTracker {
         kind::MARK | switches | call
     }
 
+    #[inline]
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
             Event::Mark {
@@ -233,6 +234,8 @@ impl WriteTracker {
     }
 
     /// Task `task` is about to make a timed call of pass `pass`.
+    #[cold]
+    #[inline(never)]
     fn on_start(&mut self, task: TaskId, pass: Pass, now: Nanos) {
         if self.last_pass != Some(pass) {
             // Switches between two passes (the fsync and close) belong to neither.
@@ -297,6 +300,8 @@ impl WriteTracker {
     }
 
     /// The call started last returned, having moved `bytes` at `offset_kb` (an `op`).
+    #[cold]
+    #[inline(never)]
     fn on_done(&mut self, offset_kb: u64, bytes: u64, op: IoOp, now: Nanos, tasks: &[Task]) {
         let Some(o) = self.open.take() else { return };
         let latency = now - o.started;
