@@ -731,8 +731,8 @@ pub struct RtcRead {
     buf: Rc<Cell<Option<(Nanos, u64)>>>,
 }
 
-pub fn rtc_read(buf: Rc<Cell<Option<(Nanos, u64)>>>) -> RtcRead {
-    RtcRead { copied: false, buf }
+pub fn rtc_read(buf: Rc<Cell<Option<(Nanos, u64)>>>) -> Box<dyn Path> {
+    Box::new(RtcRead { copied: false, buf })
 }
 
 impl Path for RtcRead {

@@ -711,7 +711,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             // A system call becomes its code path here, in the one match on the action.
             let path = match action {
                 Action::Call(call) => call.path(&mut self.st, &self.m, self.tasks[cur].mm),
-                Action::Syscall(path) => path.into(),
+                Action::Syscall(path) => path,
                 action => {
                     self.drain_requests();
                     if self.act(cur, action) {
@@ -778,7 +778,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                     catalog::do_exit(t.mm)
                 };
                 self.tasks[cur].exec = Exec::Kernel {
-                    path: path.into(),
+                    path,
                     step: None,
                     from_user: false,
                 };

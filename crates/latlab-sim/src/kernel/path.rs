@@ -136,40 +136,6 @@ pub struct Ctx {
     pub pid: u32,
 }
 
-/// The path a task in kernel mode runs: the most frequent system call's own path held in
-/// place (realfeel's /dev/rtc read, once per sample), any other boxed.
-pub enum KPath {
-    /// `read()` of /dev/rtc.
-    Rtc(crate::kernel::catalog::RtcRead),
-    /// Any other path.
-    Boxed(Box<dyn Path>),
-}
-
-impl From<Box<dyn Path>> for KPath {
-    fn from(p: Box<dyn Path>) -> Self {
-        KPath::Boxed(p)
-    }
-}
-
-impl std::ops::Deref for KPath {
-    type Target = dyn Path;
-    fn deref(&self) -> &(dyn Path + 'static) {
-        match self {
-            KPath::Rtc(p) => p,
-            KPath::Boxed(p) => &**p,
-        }
-    }
-}
-
-impl std::ops::DerefMut for KPath {
-    fn deref_mut(&mut self) -> &mut (dyn Path + 'static) {
-        match self {
-            KPath::Rtc(p) => p,
-            KPath::Boxed(p) => &mut **p,
-        }
-    }
-}
-
 /// A running system call or kernel-thread pass.
 pub trait Path {
     /// Entry function (`sys_write`, `journal_commit_transaction`).

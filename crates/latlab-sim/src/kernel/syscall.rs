@@ -11,7 +11,7 @@ use crate::fs::ext3::{
 use crate::fs::flush::sys_sync;
 use crate::fs::nfs::{self, NfsFile};
 use crate::kernel::catalog::{self, Point};
-use crate::kernel::path::{once, point, Chan, Ctx, KPath, LoopStep, Path, Script, Step, Work};
+use crate::kernel::path::{once, point, Chan, Ctx, LoopStep, Path, Script, Step, Work};
 use crate::kernel::posix_timer::{self, SigInfo};
 use crate::kernel::state::{KReq, KState};
 use crate::machine::MachineProfile;
@@ -105,8 +105,8 @@ pub enum Syscall {
 impl Syscall {
     /// The code path this call runs for the caller, whose address space is `mm`.
     #[inline]
-    pub(crate) fn path(self, k: &mut KState, m: &MachineProfile, mm: u32) -> KPath {
-        KPath::Boxed(match self {
+    pub(crate) fn path(self, k: &mut KState, m: &MachineProfile, mm: u32) -> Box<dyn Path> {
+        match self {
             Syscall::Fault { pages } => catalog::fault_in(mm, pages),
             Syscall::TouchWorkingSet => crate::mm::swap_in::touch_working_set(mm),
             Syscall::Munmap { pages } => catalog::sys_munmap(mm, pages),
@@ -141,7 +141,7 @@ impl Syscall {
             Syscall::PipeRead { bytes } => crate::net::pipe_rw(k, false, bytes),
             Syscall::ReadZero { bytes } => read_zero(bytes),
             Syscall::UrandomRead { bytes } => urandom_read(k, bytes),
-            Syscall::RtcRead { buf } => return KPath::Rtc(catalog::rtc_read(buf)),
+            Syscall::RtcRead { buf } => catalog::rtc_read(buf),
             Syscall::BadInstruction => once("do_signal", k.c.signal_fault),
             Syscall::Pause { info } => posix_timer::sys_pause(k, info),
             Syscall::Sigwaitinfo { info } => posix_timer::sys_sigwaitinfo(k, info),
@@ -152,7 +152,7 @@ impl Syscall {
                 done: false,
             }),
             Syscall::Select { queued, chan } => Box::new(Select { queued, chan }),
-        })
+        }
     }
 }
 

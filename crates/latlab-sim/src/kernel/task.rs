@@ -1,6 +1,6 @@
 //! Tasks: user processes and kernel threads (include/linux/sched.h, 2.4).
 
-use crate::kernel::path::{Chan, KPath, Step};
+use crate::kernel::path::{Chan, Path, Step};
 use crate::workload::Program;
 use latlab_core::Nanos;
 
@@ -41,7 +41,7 @@ pub enum Exec {
     User { left: Nanos },
     /// Kernel mode: a path and its current step, if one is under way.
     Kernel {
-        path: KPath,
+        path: Box<dyn Path>,
         step: Option<Running>,
         /// Kernel entry of a user task (`false` for a kernel thread's own loop).
         from_user: bool,
