@@ -33,6 +33,9 @@ pub enum Origin {
     /// Stock 2.6 (read in 2.6.11 mm/vmscan.c, unchanged from 2.6.9 there): listed by the
     /// 2.6 variants.
     Stock26,
+    /// Stock since 2.6.39 (read in 3.x mm/memory.c, unchanged in 6.x): listed by the 6.18
+    /// variants.
+    Stock339,
     /// A `might_sleep()` check that Ingo Molnar's voluntary-preempt patch (seed 003) turns
     /// into a rescheduling point: on with the variant's `voluntary` (VP) or
     /// `preempt = "voluntary"`, never listed.
@@ -200,6 +203,8 @@ points! {
         "2.6.9 without CONFIG_PREEMPT: every ZAP_BLOCK_SIZE (1024 pages), if need_resched, tlb_finish_mmu and cond_resched_lock(page_table_lock)";
     UnmapVmasPreempt: "unmap_vmas:preempt", "mm/memory.c", Stock26, Some(Lock::PageTable),
         "2.6.9 with CONFIG_PREEMPT: the same break every ZAP_BLOCK_SIZE of 8 pages";
+    ZapPmdRange: "zap_pmd_range", "mm/memory.c", Stock339, Some(Lock::PageTable),
+        "2.6.39 and later: zap_pte_range drops the page table's lock after each page table (PTRS_PER_PTE PTEs) and zap_pmd_range calls cond_resched()";
     AllocPages: "__alloc_pages", "mm/page_alloc.c", Voluntary, None,
         "might_sleep_if(wait) per page allocated (do_swap_page's pages in the model)";
 }
@@ -767,7 +772,9 @@ pub fn do_exit(mm: u32) -> Box<dyn Path> {
 /// interleaved by address: one walk, at the mean of the two per-PTE costs), under the mm's
 /// page_table_lock; the low-latency patch cuts it every 256 pages, 2.6.9's `unmap_vmas`
 /// (mm/memory.c, read in `HassebJ/linux-2.6.9`) every ZAP_BLOCK_SIZE: 8 pages under
-/// CONFIG_PREEMPT, 1024 without. A variant lists the one its kernel has.
+/// CONFIG_PREEMPT, 1024 without; from 2.6.39 (Peter Zijlstra's preemptible mmu_gather, which
+/// removed ZAP_BLOCK_SIZE) `zap_pmd_range` unlocks and calls `cond_resched()` after each page
+/// table's PTEs, under every preemption model. A variant lists the one its kernel has.
 fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
     let c = &k.c;
     let (rss, swapped) = k.mm.mms.get(&mm).map_or((0, 0), |r| (r.rss, r.swapped.len() as u64));
@@ -784,10 +791,16 @@ fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
             crate::kernel::path::point(Point::ZapPageRange, 256),
             crate::kernel::path::point(Point::UnmapVmas, 1024),
             crate::kernel::path::point(Point::UnmapVmasPreempt, 8),
+            crate::kernel::path::point(Point::ZapPmdRange, PTRS_PER_PTE),
         ],
         false,
     )
 }
+
+/// PTEs per page table, so per `zap_pmd_range` round: i386 without PAE (two-level page
+/// tables, the PMD folded into the PGD), as every machine profile of the model is a 32-bit
+/// x86 (arch/x86/include/asm/pgtable-2level_types.h: `PTRS_PER_PTE 1024`).
+const PTRS_PER_PTE: u64 = 1024;
 
 impl Path for DoExit {
     fn name(&self) -> &'static str {
@@ -1009,6 +1022,17 @@ mod tests {
                 PreemptModel::Full,
                 vec![Point::UnmapVmasPreempt],
                 Some((Point::UnmapVmasPreempt, 8)),
+            ),
+            // 2.6.39 and later: each page table's PTEs, preemptible or not.
+            (
+                PreemptModel::None,
+                vec![Point::ZapPmdRange],
+                Some((Point::ZapPmdRange, 1024)),
+            ),
+            (
+                PreemptModel::Full,
+                vec![Point::ZapPmdRange],
+                Some((Point::ZapPmdRange, 1024)),
             ),
             // A kernel with none holds the lock over the whole zap.
             (PreemptModel::Full, vec![], None),
