@@ -42,12 +42,17 @@ pub struct RunMeta {
 impl RunMeta {
     /// The settings that describe the system a run measured, in the order reports show them
     /// (the probe records them): the logical CPUs online (the model records those its kernel
-    /// brought up), the preemption model in force, the kernel command line, the clocksource, the CPU
-    /// frequency governor, the hypervisor's steal time during the run, and the kernel's own
-    /// latency tracers.
-    pub const SYSTEM: [&'static str; 7] = [
+    /// brought up), the preemption model in force, whether the kernel is PREEMPT_RT, whether
+    /// its interrupt handlers are forced into threads, the interrupt threads with their
+    /// policies and priorities, the kernel command line, the clocksource, the CPU frequency
+    /// governor, the hypervisor's steal time during the run, and the kernel's own latency
+    /// tracers.
+    pub const SYSTEM: [&'static str; 10] = [
         "cpus_online",
         "preemption",
+        "realtime",
+        "threadirqs",
+        "irq_threads",
         "cmdline",
         "clocksource",
         "cpufreq_governor",

@@ -61,6 +61,10 @@ pub fn system_facts() -> BTreeMap<String, String> {
         },
     );
     m.insert("preemption".into(), preemption(&cmdline));
+    let rt = read("/sys/kernel/realtime");
+    m.insert("realtime".into(), realtime(rt.as_deref()));
+    m.insert("threadirqs".into(), threadirqs(&cmdline, rt.as_deref() == Some("1")));
+    m.insert("irq_threads".into(), irq_threads());
     m.insert(
         "cmdline".into(),
         match cmdline.is_empty() {
@@ -96,6 +100,77 @@ fn preemption(cmdline: &str) -> String {
         kernel_config().as_deref(),
         &read("/proc/sys/kernel/version").unwrap_or_default(),
     )
+}
+
+/// Is the kernel PREEMPT_RT? kernel/ksysfs.c has `/sys/kernel/realtime` (reading `1`) only
+/// when CONFIG_PREEMPT_RT is set (mainline since 6.12; the RT patch set before).
+fn realtime(file: Option<&str>) -> String {
+    match file {
+        Some("1") => "yes (/sys/kernel/realtime is 1)".into(),
+        Some(other) => format!("no (/sys/kernel/realtime is {other:?})"),
+        None => "no (/sys/kernel/realtime absent: not a PREEMPT_RT kernel)".into(),
+    }
+}
+
+/// Are interrupt handlers forced into threads? kernel/irq/manage.c's `force_irqthreads()`:
+/// on under PREEMPT_RT always, else with `threadirqs` on the command line
+/// (CONFIG_IRQ_FORCED_THREADING). Without it, only handlers their drivers request as
+/// threaded (`request_threaded_irq`) run in `irq/N-name` threads.
+fn threadirqs(cmdline: &str, rt: bool) -> String {
+    if rt {
+        "forced (PREEMPT_RT threads every handler not marked IRQF_NO_THREAD)".into()
+    } else if cmdline.split_whitespace().any(|w| w == "threadirqs") {
+        "forced (threadirqs on the kernel command line)".into()
+    } else {
+        "no (hard interrupt context; only drivers' own threaded handlers run in threads)".into()
+    }
+}
+
+/// The interrupt threads (`irq/N-name` kernel threads) with their scheduling policy and
+/// real-time priority, read from /proc/PID/stat (fields 40 and 41, proc(5)), sorted by
+/// name: `irq/9-acpi FIFO 50, irq/24-nvme0q1 FIFO 50`, or `none` (no handler is threaded).
+fn irq_threads() -> String {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return "not readable (/proc)".into();
+    };
+    let mut threads: Vec<String> = dir
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| read(&format!("/proc/{}/stat", e.file_name().to_str()?)))
+        .filter_map(|stat| irq_thread(&stat))
+        .collect();
+    threads.sort();
+    match threads.is_empty() {
+        true => "none".into(),
+        false => threads.join(", "),
+    }
+}
+
+/// `irq/N-name POLICY PRIO` from a /proc/PID/stat line, if it is an interrupt thread's.
+fn irq_thread(stat: &str) -> Option<String> {
+    // comm is in parentheses and may itself hold ") ": the fields follow the last one.
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let comm = stat.get(open + 1..close)?;
+    if !comm.starts_with("irq/") {
+        return None;
+    }
+    // Fields after comm start at field 3 (state); rt_priority is field 40, policy 41.
+    let rest: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    let (prio, policy) = (rest.get(40 - 3)?, rest.get(41 - 3)?);
+    let policy = match *policy {
+        "0" => "OTHER",
+        "1" => "FIFO",
+        "2" => "RR",
+        "3" => "BATCH",
+        "5" => "IDLE",
+        "6" => "DEADLINE",
+        other => other,
+    };
+    Some(format!("{comm} {policy} {prio}"))
 }
 
 /// The running kernel's config: /proc/config.gz (through `gzip -dc`) or /boot/config-RELEASE.
@@ -245,6 +320,38 @@ mod tests {
         assert!(
             preemption_from("preempt=full", Some("CONFIG_PREEMPT_VOLUNTARY=y\n"), "#1 SMP").starts_with("voluntary (")
         );
+    }
+
+    #[test]
+    fn realtime_and_forced_threading_from_their_sources() {
+        assert!(realtime(Some("1")).starts_with("yes"));
+        assert!(realtime(None).starts_with("no"));
+        assert!(realtime(Some("0")).starts_with("no"));
+        assert!(threadirqs("ro quiet", true).starts_with("forced (PREEMPT_RT"));
+        assert!(threadirqs("ro threadirqs quiet", false).starts_with("forced (threadirqs"));
+        assert!(threadirqs("ro nothreadirqs", false).starts_with("no"));
+    }
+
+    #[test]
+    fn an_interrupt_threads_policy_and_priority_come_from_its_stat_line() {
+        // A /proc/PID/stat of an irq thread (fields 1-52, proc(5)): rt_priority 50, SCHED_FIFO.
+        let fields = |comm: &str, prio: u32, policy: u32| {
+            let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
+            f[0] = "S".into();
+            f[40 - 3] = prio.to_string();
+            f[41 - 3] = policy.to_string();
+            format!("123 ({comm}) {}", f.join(" "))
+        };
+        assert_eq!(
+            irq_thread(&fields("irq/24-nvme0q1", 50, 1)).as_deref(),
+            Some("irq/24-nvme0q1 FIFO 50")
+        );
+        assert_eq!(
+            irq_thread(&fields("irq/9-a) b", 49, 2)).as_deref(),
+            Some("irq/9-a) b RR 49")
+        );
+        assert_eq!(irq_thread(&fields("ksoftirqd/0", 0, 0)), None);
+        assert_eq!(irq_thread("7 (irq/1-i8042) S 2"), None, "a short line is no thread");
     }
 
     #[test]
