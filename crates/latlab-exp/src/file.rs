@@ -1012,7 +1012,9 @@ pub fn machine_values(m: &MachineProfile) -> Vec<(String, FieldValue)> {
         for (k, v) in t {
             let path = format!("{prefix}{k}");
             match v {
-                toml::Value::Table(_) if path == "catalog" || path == "uncertainty" => {}
+                // The catalog and the spreads have keys of their own; the calibrated host's
+                // facts are not the model's constants.
+                toml::Value::Table(_) if ["catalog", "uncertainty", "host"].contains(&path.as_str()) => {}
                 toml::Value::Table(sub) => walk(&format!("{path}."), sub, out),
                 toml::Value::Integer(i) => out.push((path, FieldValue::Whole(*i))),
                 toml::Value::Float(x) => out.push((path, FieldValue::Number(*x))),
