@@ -209,7 +209,7 @@ pub fn page_copy_mb_s(bytes: usize) -> f64 {
     copied / t.elapsed().as_nanos().max(1) as f64 * 1000.0
 }
 
-/// A busy loop's iterations in `ms` on `cpu` (a rate to compare while another CPU is busy).
+/// A busy loop's rate (thousands of iterations per ms) over `ms` on the calling thread's CPU.
 pub fn spin_rate(ms: u64) -> f64 {
     let end = Instant::now() + std::time::Duration::from_millis(ms);
     let mut n = 0u64;

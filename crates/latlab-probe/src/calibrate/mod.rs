@@ -516,8 +516,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
     };
 
     let quiet: Vec<&noise::Gap> = gaps.iter().flat_map(|(_, g)| g).filter(|g| !g.switched).collect();
-    let timer_cost;
-    match &trace {
+    let timer_cost = match &trace {
         Some(t) => {
             let handler = need("local_timer handler", Stat::of(&t.handler_ns))?;
             let entry_exit = need("timer interrupt entry/exit", Stat::of(&t.entry_exit_ns))?;
@@ -543,7 +542,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
                 "measured: timer:hrtimer_expire_entry to exit (mostly tick_sched_timer) on busy CPUs (tracefs); the runs are the expiries",
                 true,
             ));
-            timer_cost = Stat::of(&t.whole_ns).ok_or_else(|| "no gap held exactly one timer interrupt".to_string());
+            Stat::of(&t.whole_ns).ok_or_else(|| "no gap held exactly one timer interrupt".to_string())
         }
         None => {
             let lens: Vec<f64> = quiet.iter().map(|g| g.len_ns() as f64).collect();
@@ -566,9 +565,9 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
                 Num::Whole((whole.median - ee).max(1.0).round() as u64),
                 "estimate: the tick handler's time (the tick is an hrtimer expiry, tick_sched_timer), as no tracefs timed expiries".into(),
             ));
-            timer_cost = Ok(whole);
+            Ok(whole)
         }
-    }
+    };
     let tick = fields
         .iter()
         .find(|f| f.key == "tick_handler_ns")

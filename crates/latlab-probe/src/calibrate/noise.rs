@@ -66,8 +66,11 @@ fn detect_here(duration_ns: u64, threshold_ns: u64) -> Vec<Gap> {
     }
 }
 
+/// Each measured CPU with its gaps.
+pub type CpuGaps = Vec<(u32, Vec<Gap>)>;
+
 /// The gaps on each of `cpus` (a pinned thread each, all at once) over `duration_ns`.
-pub fn detect(cpus: &[u32], duration_ns: u64, threshold_ns: u64) -> Result<Vec<(u32, Vec<Gap>)>, String> {
+pub fn detect(cpus: &[u32], duration_ns: u64, threshold_ns: u64) -> Result<CpuGaps, String> {
     std::thread::scope(|s| {
         let threads: Vec<_> = cpus
             .iter()
@@ -136,11 +139,7 @@ const TIMER_EVENTS: [&str; 4] = [
 /// [`detect`] with the timer interrupts traced on the same CPUs: the gaps, and the
 /// handlers' times matched to them. `Err` when tracefs or its events are not usable (not
 /// root, no tracefs, no `irq_vectors` events: not x86), with the reason.
-pub fn detect_traced(
-    cpus: &[u32],
-    duration_ns: u64,
-    threshold_ns: u64,
-) -> Result<(Vec<(u32, Vec<Gap>)>, TimerTrace), String> {
+pub fn detect_traced(cpus: &[u32], duration_ns: u64, threshold_ns: u64) -> Result<(CpuGaps, TimerTrace), String> {
     let mut inst = Instance::create()?;
     let list: Vec<usize> = cpus.iter().map(|&c| c as usize).collect();
     inst.setup(&list, 4096, &TIMER_EVENTS)?;

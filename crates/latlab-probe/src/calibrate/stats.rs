@@ -42,8 +42,8 @@ impl Stat {
         }
     }
 
-    /// `self - other` run by run's medians, kept positive: a cost less an overhead measured
-    /// apart. The spread stays this figure's own, shifted by the overhead's median.
+    /// This figure less `overhead` (the median of a cost measured apart), each number kept
+    /// at `floor` or above: the spread stays this figure's own, shifted.
     pub fn less(self, overhead: f64, floor: f64) -> Stat {
         let sub = |x: f64| (x - overhead).max(floor);
         Stat {
@@ -54,7 +54,7 @@ impl Stat {
         }
     }
 
-    /// `median (p5-p95 lo-hi unit, N runs)`.
+    /// `median of N runs, p5-p95 LO-HI UNIT`.
     pub fn describe(&self, unit: &str) -> String {
         format!(
             "median of {} runs, p5-p95 {}-{} {unit}",
