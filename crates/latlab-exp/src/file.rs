@@ -549,7 +549,12 @@ pub(crate) fn find_field(text: &str, field: &str) -> Option<usize> {
         .iter()
         .position(|l| sets(l))
         .map(|i| start + i + 1)
-        .or_else(|| lines.iter().position(|l| l.trim_start().starts_with(&array)).map(|i| i + 1))
+        .or_else(|| {
+            lines
+                .iter()
+                .position(|l| l.trim_start().starts_with(&array))
+                .map(|i| i + 1)
+        })
         .or_else(|| lines.iter().position(|l| header(l)).map(|i| i + 1))
 }
 

@@ -55,6 +55,13 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<ExitCode> {
     if !a.force && std::fs::symlink_metadata(&a.output).is_ok() {
         anyhow::bail!("-o {}: exists (--force replaces it)", a.output.display());
     }
+    let parent = match a.output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        anyhow::bail!("-o {}: {} is not a directory", a.output.display(), parent.display());
+    }
     let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
     if !dir.is_dir() {
         anyhow::bail!("--dir {}: not a directory", dir.display());
@@ -64,8 +71,16 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<ExitCode> {
         dir,
         max_cpus: latlab_sim::machine::MAX_CPUS,
     };
-    let cal = calibrate::run(&opts, &mut |step| errln!("latlab probe calibrate: {step}"))
-        .map_err(|e| anyhow::anyhow!("latlab probe calibrate: {e}"))?;
+    let cal = match calibrate::run(&opts, &mut |step| errln!("latlab probe calibrate: {step}")) {
+        Ok(c) => c,
+        Err(e) => match latlab_probe::signals::stopped_by() {
+            Some(sig) => {
+                errln!("latlab probe calibrate: {e}");
+                return Ok(ExitCode::from((128 + sig) as u8));
+            }
+            None => anyhow::bail!("latlab probe calibrate: {e}"),
+        },
+    };
     let text = cal.toml();
     // The loader must take what is written: a failure here is latlab's bug, said as such.
     check(&a.output, &text).map_err(|e| {

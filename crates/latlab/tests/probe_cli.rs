@@ -1766,3 +1766,58 @@ fn calibrate_writes_a_machine_file_the_model_runs() {
         only_one_left(&dir, &format!("calibrate as {who:?}"));
     }
 }
+
+/// Bad `-o` and `--dir` are refused before anything is measured, naming the option; a
+/// SIGINT ends a calibration at its next step with 128 + the signal, writing nothing and
+/// leaving nothing in `--dir`.
+#[test]
+fn calibrate_refuses_bad_paths_and_stops_on_sigint() {
+    let dir = scratch("calibrate-bad");
+    let d = dir.to_str().unwrap();
+    let f = dir.join("m.toml");
+    let out = latlab(
+        As::Invoker,
+        &[
+            "probe",
+            "calibrate",
+            "-o",
+            f.to_str().unwrap(),
+            "--dir",
+            "/nonexistent/x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dir /nonexistent/x: not a directory"));
+    let out = latlab(
+        As::Invoker,
+        &["probe", "calibrate", "-o", "/nonexistent/m.toml", "--dir", d],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-o /nonexistent/m.toml: /nonexistent is not a directory"));
+
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+    // The full calibration takes tens of seconds: the signal comes well before its end.
+    let mut child = command(
+        As::Invoker,
+        &["probe", "calibrate", "-o", f.to_str().unwrap(), "--dir", d],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: the child's pid, which has not been waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("stopped by a signal"), "{err}");
+    assert!(!f.exists());
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

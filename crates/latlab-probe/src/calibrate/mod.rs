@@ -265,17 +265,35 @@ fn estimate(key: &'static str, value: Num, how: String) -> Field {
 }
 
 fn need(what: &str, s: Option<Stat>) -> Result<Stat, String> {
+    stopped()?;
     s.ok_or_else(|| format!("{what}: no run gave a number"))
 }
 
-/// Calibrate this machine; `progress` is told of each step as it starts.
+/// `Err` once SIGINT/SIGTERM/SIGHUP asked to stop ([`crate::signals`]); the guards
+/// (scratch directory, ftrace instance) then drop on the way out.
+fn stopped() -> Result<(), String> {
+    match crate::signals::stop_requested() {
+        true => Err("stopped by a signal before it finished; nothing written".into()),
+        false => Ok(()),
+    }
+}
+
+/// Tell `progress` of the next step, unless a signal asked to stop ([`stopped`]).
+fn step(progress: &mut dyn FnMut(&str), what: &str) -> Result<(), String> {
+    stopped()?;
+    progress(what);
+    Ok(())
+}
+
+/// Calibrate this machine; `progress` is told of each step as it starts. A signal
+/// ([`crate::signals`]) ends it at the next step.
 pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration, String> {
     let started = std::time::Instant::now();
     let p = Plan::new(opts.quick);
     let mut notes = Vec::new();
     let mut fields = Vec::new();
 
-    progress("reading sysfs and procfs");
+    step(progress, "reading sysfs and procfs")?;
     let cpus = sys::online_cpus();
     let topology = TopologyOut {
         smt_siblings: sys::smt_siblings(&cpus),
@@ -315,7 +333,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
 
     match topology.smt_siblings.iter().find(|s| s.len() > 1) {
         Some(pair) => {
-            progress("sibling speed (busy loops on SMT siblings)");
+            step(progress, "sibling speed (busy loops on SMT siblings)")?;
             let (a, b) = (pair[0] as usize, pair[1] as usize);
             let s = need(
                 "sibling speed",
@@ -346,7 +364,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
         "estimate: not measured (latlab counts no instructions: no performance counters are read); 1.0 for a modern out-of-order core".into(),
     ));
 
-    progress("memory latency (pointer chase)");
+    step(progress, "memory latency (pointer chase)")?;
     let avail = sys::meminfo_kib("MemAvailable").unwrap_or(0) as usize * 1024;
     let llc = topology
         .caches
@@ -402,7 +420,10 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
         },
     ));
 
-    progress("system call, sched_yield, signal, thread, fork+exec, page fault, pipe switch");
+    step(
+        progress,
+        "system call, sched_yield, signal, thread, fork+exec, page fault, pipe switch",
+    )?;
     let syscall = need("syscall", Stat::repeat(p.runs, || bench::syscall_ns(p.syscalls)))?;
     let yield_ = need(
         "sched_yield",
@@ -462,7 +483,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
         true,
     ));
 
-    progress("timer interrupts and noise (a busy loop on every CPU)");
+    step(progress, "timer interrupts and noise (a busy loop on every CPU)")?;
     let threshold_ns = 1_000;
     let loc_before: Vec<Option<u64>> = cpus.iter().map(|&c| sys::local_timer_interrupts(c)).collect();
     let steal_before = sys::steal_ns(&cpus);
@@ -627,10 +648,11 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
         steal_percent,
     };
 
-    progress("disk: buffered writes, fsync");
+    step(progress, "disk: buffered writes, fsync")?;
     let scratch = disk::Scratch::new(&opts.dir)?;
     let mut writes = Vec::new();
     for _ in 0..p.write_runs {
+        stopped()?;
         writes.push(disk::write_run(&scratch, p.write_mib)?);
     }
     let fsyncs = disk::fsync_us(&scratch, p.fsyncs)?;
@@ -726,7 +748,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
         fsync_us: fsync,
     };
 
-    progress("loopback TCP");
+    step(progress, "loopback TCP")?;
     let net = need(
         "loopback",
         Stat::repeat(p.runs.min(5), || {
@@ -846,4 +868,46 @@ const ORDER: [&str; 28] = [
 
 fn order_like_the_profile(fields: &mut [Field]) {
     fields.sort_by_key(|f| ORDER.iter().position(|k| *k == f.key).unwrap_or(ORDER.len()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(median: f64, p5: f64, p95: f64) -> Stat {
+        Stat {
+            median,
+            p5,
+            p95,
+            runs: 5,
+        }
+    }
+
+    /// The `[uncertainty]` bounds a measured field gets hold its value (the loader refuses
+    /// bounds that do not), whole or not, and a p5 of 0 falls back to `estimate`.
+    #[test]
+    fn a_measured_fields_bounds_hold_its_value() {
+        let f = measured("syscall_ns", stat(95.4, 95.4, 120.2), "ns", "m", true);
+        assert_eq!(f.value, Num::Whole(95));
+        assert_eq!(f.spread, Spread::Bounds(95.0, 121.0));
+        let f = measured("syscall_ns", stat(0.3, 0.2, 0.4), "ns", "m", true);
+        assert_eq!(f.value, Num::Whole(1));
+        assert_eq!(f.spread, Spread::Estimate);
+        let f = measured("copy_mb_s", stat(12345.678, 12000.04, 13000.0), "MB/s", "m", false);
+        assert_eq!(f.value, Num::Real(12350.0));
+        assert_eq!(f.spread, Spread::Bounds(12000.0, 13000.0));
+        assert!(
+            f.how.starts_with("m: median of 5 runs, p5-p95 12000-13000 MB/s"),
+            "{}",
+            f.how
+        );
+        let mut fields = vec![
+            measured("disk.seq_mb_s", stat(1.0, 1.0, 1.0), "", "", false),
+            measured("syscall_ns", stat(1.0, 1.0, 1.0), "", "", true),
+            measured("cpu_mhz", stat(1.0, 1.0, 1.0), "", "", false),
+        ];
+        order_like_the_profile(&mut fields);
+        let keys: Vec<&str> = fields.iter().map(|f| f.key).collect();
+        assert_eq!(keys, ["cpu_mhz", "syscall_ns", "disk.seq_mb_s"]);
+    }
 }

@@ -59,7 +59,7 @@ fn detect_here(duration_ns: u64, threshold_ns: u64) -> Vec<Gap> {
             prev = mono_ns();
             continue;
         }
-        if now >= end {
+        if now >= end || crate::signals::stop_requested() {
             return gaps;
         }
         prev = now;

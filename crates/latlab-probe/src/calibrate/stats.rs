@@ -26,9 +26,13 @@ impl Stat {
         })
     }
 
-    /// `f` run `runs` times, each giving one value.
+    /// `f` run `runs` times, each giving one value; fewer once a signal asked to stop
+    /// ([`crate::signals`]).
     pub fn repeat(runs: u32, mut f: impl FnMut() -> f64) -> Option<Stat> {
-        let v: Vec<f64> = (0..runs).map(|_| f()).collect();
+        let v: Vec<f64> = (0..runs)
+            .take_while(|_| !crate::signals::stop_requested())
+            .map(|_| f())
+            .collect();
         Stat::of(&v)
     }
 
