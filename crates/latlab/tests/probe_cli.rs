@@ -1797,7 +1797,7 @@ fn calibrate_refuses_bad_paths_and_stops_on_sigint() {
 
     let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
     // The full calibration takes tens of seconds: the signal comes well before its end.
-    let mut child = command(
+    let child = command(
         As::Invoker,
         &["probe", "calibrate", "-o", f.to_str().unwrap(), "--dir", d],
     )
