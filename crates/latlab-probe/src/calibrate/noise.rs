@@ -88,6 +88,21 @@ pub fn detect(cpus: &[u32], duration_ns: u64, threshold_ns: u64) -> Result<CpuGa
     })
 }
 
+/// Without tracefs, tell the tick's gaps by their rhythm: mark as `timer` each gap not
+/// switched out that has another such gap one tick `period_ns` before or after it on its CPU,
+/// within `tol_ns`. `gaps` in time order, as [`detect`] gives them.
+pub fn mark_ticks(gaps: &mut [Gap], period_ns: u64, tol_ns: u64) {
+    let starts: Vec<u64> = gaps.iter().filter(|g| !g.switched).map(|g| g.start_ns).collect();
+    let near = |t: u64| {
+        let j = starts.partition_point(|&x| x < t.saturating_sub(tol_ns));
+        j < starts.len() && starts[j] <= t + tol_ns
+    };
+    for g in gaps.iter_mut().filter(|g| !g.switched) {
+        let s = g.start_ns;
+        g.timer = near(s + period_ns) || (s >= period_ns && near(s - period_ns));
+    }
+}
+
 /// Handler spans of one CPU from a raw trace: (entry, exit) pairs of the events `entry` and
 /// `exit` (ids), in time order.
 pub fn spans(raw: &str, entry: u32, exit: u32) -> Vec<(u64, u64)> {
@@ -184,6 +199,29 @@ mod tests {
                    1 0 4000 type: 164\n1 0 5000 type: 165\n1 0 5100 type: 7\n1 0 9000 type: 164\n";
         assert_eq!(spans(raw, 165, 164), vec![(1000, 3500), (5000, 9000)]);
         assert!(spans("garbage\n", 1, 2).is_empty());
+    }
+
+    #[test]
+    fn the_ticks_are_the_gaps_one_period_apart() {
+        let gap = |start_ns: u64, switched: bool| Gap {
+            start_ns,
+            end_ns: start_ns + 2_000,
+            switched,
+            timer: false,
+        };
+        // Ticks every 4 ms (one of them switched out), and stray gaps between.
+        let mut gaps = vec![
+            gap(1_000_000, false),
+            gap(2_500_000, false),
+            gap(5_000_010, false),
+            gap(9_000_000, true),
+            gap(11_000_000, false),
+            gap(13_000_005, false),
+            gap(17_000_000, false),
+        ];
+        mark_ticks(&mut gaps, 4_000_000, 20_000);
+        let ticks: Vec<bool> = gaps.iter().map(|g| g.timer).collect();
+        assert_eq!(ticks, [true, false, true, false, false, true, true]);
     }
 
     #[test]
