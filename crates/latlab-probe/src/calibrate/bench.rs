@@ -168,10 +168,31 @@ pub fn signal_ns(iters: u64) -> Result<f64, String> {
 
 /// A load that misses every cache: a pointer chase through a random cycle over `bytes`
 /// (one pointer per 64-byte line, Sattolo's shuffle), as lmbench's `lat_mem_rd` at a large
-/// size; TLB misses included.
-pub fn mem_latency_ns(bytes: usize, loads: u64) -> f64 {
+/// size; the buffer in huge pages where the kernel gives them (MADV_HUGEPAGE), as the
+/// kernel's own memory is mapped, so few of the loads also miss the TLB.
+pub fn mem_latency_ns(bytes: usize, loads: u64) -> Result<f64, String> {
     const LINE: usize = 8; // usizes per 64-byte line
     let lines = (bytes / 64).max(2);
+    let len = lines * 64;
+    // SAFETY: an anonymous private mapping, unmapped below; no file, no fixed address.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(format!("mmap of {len} bytes: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: the range is the mapping just made; a refusal (no THP) leaves small pages.
+    unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
+    // SAFETY: the mapping is `len` bytes of zeroed, writable, usize-aligned memory, used only
+    // through this slice until it is unmapped.
+    let next = unsafe { std::slice::from_raw_parts_mut(p.cast::<usize>(), lines * LINE) };
     let mut order: Vec<usize> = (0..lines).collect();
     let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ crate::clock::mono_ns();
     for i in (1..lines).rev() {
@@ -181,10 +202,10 @@ pub fn mem_latency_ns(bytes: usize, loads: u64) -> f64 {
         let j = (x % i as u64) as usize;
         order.swap(i, j);
     }
-    let mut next = vec![0usize; lines * LINE];
     for w in 0..lines {
         next[order[w] * LINE] = order[(w + 1) % lines] * LINE;
     }
+    drop(order);
     let mut at = 0usize;
     let t = Instant::now();
     for _ in 0..loads {
@@ -192,7 +213,9 @@ pub fn mem_latency_ns(bytes: usize, loads: u64) -> f64 {
     }
     let ns = t.elapsed().as_nanos() as f64 / loads as f64;
     std::hint::black_box(at);
-    ns
+    // SAFETY: the mapping made above; the slice is not used after.
+    unsafe { libc::munmap(p, len) };
+    Ok(ns)
 }
 
 /// Copies of 4 KiB pages from a `bytes` buffer (larger than the caches) into one page, MB/s:

@@ -379,13 +379,15 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
     .min((avail / 4).max(16 << 20));
     let lat = need(
         "memory latency",
-        Stat::repeat(p.runs.min(7), || bench::mem_latency_ns(chase, p.chase_loads)),
+        Stat::repeat(p.runs.min(7), || {
+            bench::mem_latency_ns(chase, p.chase_loads).unwrap_or(f64::NAN)
+        }),
     )?;
     fields.push(measured(
         "mem_latency_ns",
         lat,
         "ns",
-        &format!("measured: a pointer chase through a random cycle of {} MiB, one load per 64-byte line (lmbench lat_mem_rd; TLB misses in it)", chase >> 20),
+        &format!("measured: a pointer chase through a random cycle of {} MiB, one load per 64-byte line (lmbench lat_mem_rd), in huge pages where the kernel gives them (MADV_HUGEPAGE), as its own memory is mapped", chase >> 20),
         false,
     ));
     let copy = need(
@@ -408,7 +410,10 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
     fields.push(read_field(
         "ram_mib",
         Num::Whole(ram.clamp(16, 1 << 20)),
-        "read: /proc/meminfo MemTotal".into(),
+        match ram > 1 << 20 {
+            true => format!("read: /proc/meminfo MemTotal ({ram} MiB), capped at the model's 1 TiB"),
+            false => "read: /proc/meminfo MemTotal".into(),
+        },
     ));
     let swap = kib("SwapTotal")? / 1024;
     fields.push(read_field(
