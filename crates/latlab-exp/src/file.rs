@@ -543,10 +543,18 @@ pub(crate) fn find_field(text: &str, field: &str) -> Option<usize> {
     } else {
         lines.iter().position(|l| header(l)).unwrap_or(0)
     };
+    // An array of tables (`[[host.topology.caches]]`) is named by its first header.
+    let array = format!("[[{field}]]");
     lines[start..]
         .iter()
         .position(|l| sets(l))
         .map(|i| start + i + 1)
+        .or_else(|| {
+            lines
+                .iter()
+                .position(|l| l.trim_start().starts_with(&array))
+                .map(|i| i + 1)
+        })
         .or_else(|| lines.iter().position(|l| header(l)).map(|i| i + 1))
 }
 
@@ -1012,7 +1020,9 @@ pub fn machine_values(m: &MachineProfile) -> Vec<(String, FieldValue)> {
         for (k, v) in t {
             let path = format!("{prefix}{k}");
             match v {
-                toml::Value::Table(_) if path == "catalog" || path == "uncertainty" => {}
+                // The catalog and the spreads have keys of their own; the calibrated host's
+                // facts are not the model's constants.
+                toml::Value::Table(_) if ["catalog", "uncertainty", "host"].contains(&path.as_str()) => {}
                 toml::Value::Table(sub) => walk(&format!("{path}."), sub, out),
                 toml::Value::Integer(i) => out.push((path, FieldValue::Whole(*i))),
                 toml::Value::Float(x) => out.push((path, FieldValue::Number(*x))),
@@ -2122,6 +2132,170 @@ published_max_ms = 84.0
             missing.is_empty(),
             "fields without a line in their machine's [uncertainty] table (docs/fidelity.md \"Uncertainty\"): {missing:?}"
         );
+    }
+
+    /// The `[host]` tables `latlab probe calibrate` writes, on a built-in machine's text.
+    const HOST: &str = r#"
+[host.kernel]
+release = "6.18.44"
+hz = 250
+preemption = "none"
+
+[host.topology]
+cpus_online = 2
+smt_siblings = [[0], [1]]
+numa_nodes = [[0, 1]]
+
+[[host.topology.caches]]
+level = 3
+kind = "unified"
+size_kib = 32768
+shared_cpus = [0, 1]
+
+[host.costs]
+syscall_ns = { median = 95.0, p5 = 90.0, p95 = 120.0, runs = 15 }
+timer_interrupt_ns = { median = 2000.0, p5 = 1500.0, p95 = 4000.0, runs = 60 }
+
+[host.storage]
+device = "vda"
+rotational = false
+write_mb_s = { median = 1400.0, p5 = 700.0, p95 = 1800.0, runs = 5 }
+fsync_us = { median = 400.0, p5 = 230.0, p95 = 900.0, runs = 30 }
+
+[host.noise]
+source = "user-space gap detector"
+duration_s = 5.0
+cpus = 2
+threshold_us = 1.0
+gaps = 30
+gaps_per_s = 3.0
+max_us = 76.5
+lost_percent = 0.02
+steal_percent = 0.0
+"#;
+
+    #[test]
+    fn a_machines_host_tables_are_kept_and_not_the_models_constants() {
+        let text = builtin_text(crate::builtin::MACHINES, "piii-850") + HOST;
+        let files = move |_: &str| Ok(("my.toml".to_string(), text.clone()));
+        let m = machine("exp.toml", "./my.toml", 3, &files).unwrap();
+        let host = m.host.as_ref().unwrap();
+        assert_eq!(host.kernel.as_ref().unwrap().hz, 250);
+        assert_eq!(host.topology.as_ref().unwrap().caches[0].size_kib, 32768);
+        assert_eq!(host.costs.as_ref().unwrap().syscall_ns.unwrap().median, 95.0);
+        assert!(host.costs.as_ref().unwrap().fork_exec_ns.is_none());
+        assert_eq!(host.noise.as_ref().unwrap().gaps, 30);
+        // Neither `--vary machine.host...` nor `[uncertainty]` sees them.
+        assert!(machine_fields(&m).iter().all(|f| !f.starts_with("host")));
+        let stock = machine("t", "piii-850", 0, &no_files).unwrap();
+        assert_eq!(machine_fields(&m), machine_fields(&stock));
+    }
+
+    #[test]
+    fn a_bad_host_table_is_named_by_file_line_and_field() {
+        let base = builtin_text(crate::builtin::MACHINES, "piii-850") + HOST;
+        let read = |from: &str, to: &str| {
+            assert!(base.contains(from), "{from}");
+            let text = base.replace(from, to);
+            let line = text
+                .lines()
+                .position(|l| l.contains(to.lines().next().unwrap()))
+                .unwrap()
+                + 1;
+            let files = move |_: &str| Ok(("my.toml".to_string(), text.clone()));
+            let e = machine("exp.toml", "./my.toml", 3, &files)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            (e, line)
+        };
+        for (from, to, field, why) in [
+            // A bad type.
+            ("hz = 250", "hz = \"fast\"", "host.kernel.hz", "invalid type"),
+            ("p5 = 90.0", "p5 = \"x\"", "host.costs.syscall_ns.p5", "invalid type"),
+            // Negative or out-of-range values.
+            ("hz = 250", "hz = -250", "host.kernel.hz", ""),
+            ("hz = 250", "hz = 5", "host.kernel.hz", "must be 10..=10000, got 5"),
+            ("median = 95.0", "median = -95.0", "host.costs.syscall_ns", "at least 0"),
+            (
+                "p95 = 120.0",
+                "p95 = 50.0",
+                "host.costs.syscall_ns",
+                "p5 <= median <= p95",
+            ),
+            ("runs = 15", "runs = 0", "host.costs.syscall_ns", "at least 1"),
+            ("median = 400.0", "median = -4.0", "host.storage.fsync_us", "at least 0"),
+            ("max_us = 76.5", "max_us = -1.0", "host.noise.max_us", "at least 0"),
+            (
+                "lost_percent = 0.02",
+                "lost_percent = nan",
+                "host.noise.lost_percent",
+                "NaN",
+            ),
+            (
+                "duration_s = 5.0",
+                "duration_s = 0.0",
+                "host.noise.duration_s",
+                "more than 0",
+            ),
+            (
+                "size_kib = 32768",
+                "size_kib = 0",
+                "host.topology.caches",
+                "size_kib must be at least 1",
+            ),
+            (
+                "kind = \"unified\"",
+                "kind = \"l3\"",
+                "host.topology.caches",
+                "data, instruction or unified",
+            ),
+            (
+                "cpus_online = 2",
+                "cpus_online = 0",
+                "host.topology.cpus_online",
+                "1..=65536",
+            ),
+            (
+                "smt_siblings = [[0], [1]]",
+                "smt_siblings = [[0], []]",
+                "host.topology.smt_siblings",
+                "empty",
+            ),
+        ] {
+            let (e, mut line) = read(from, to);
+            if field == "host.topology.caches" {
+                // The cache's own table.
+                line = base.lines().position(|l| l == "[[host.topology.caches]]").unwrap() + 1;
+            }
+            let at = format!("my.toml:{line}: field `{field}`: ");
+            assert!(e.starts_with(&at) && e.contains(why), "{to}: {e} (wanted {at}...{why})");
+        }
+        // Unknown keys: the file, the line and the key, with the valid ones (as every unknown
+        // key of a machine, variant or experiment file is named).
+        for (from, to, key, valid) in [
+            ("hz = 250", "hz = 250\ntick = 4", "tick", "preemption"),
+            ("gaps = 30", "gaps = 30\njitter = 4.0", "jitter", "max_us"),
+            (
+                "[host.costs]",
+                "[host.costs]\nforkk_ns = { median = 1.0, p5 = 1.0, p95 = 1.0, runs = 1 }",
+                "forkk_ns",
+                "fork_exec_ns",
+            ),
+            ("[host.noise]", "[host.nosie]", "nosie", "noise"),
+        ] {
+            let (e, _) = read(from, to);
+            let text = base.replace(from, to);
+            let line = text
+                .lines()
+                .position(|l| l.starts_with(&format!("{key} =")) || l.ends_with(&format!(".{key}]")))
+                .unwrap()
+                + 1;
+            assert!(
+                e.starts_with(&format!("my.toml:{line}:")) && e.contains(&format!("`{key}`")) && e.contains(valid),
+                "{to}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ mod file;
 pub mod workload;
 
 pub use file::{
-    is_path, machine_fields, machine_values, no_files, variant, vary, ExpError, Experiment, FieldValue, Files,
+    is_path, machine, machine_fields, machine_values, no_files, variant, vary, ExpError, Experiment, FieldValue, Files,
     PreloadRepr, Published, Run, TableKind, MAX_RUN_SECONDS, VARY_KEYS,
 };
 

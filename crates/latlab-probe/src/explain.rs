@@ -109,7 +109,7 @@ pub(crate) fn steal_ns(cpu: usize) -> Option<u64> {
 }
 
 /// Per-interrupt counts in `cpu`'s column of /proc/interrupts, keyed by name.
-fn interrupts(cpu: usize) -> BTreeMap<String, u64> {
+pub(crate) fn interrupts(cpu: usize) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     let Ok(s) = std::fs::read_to_string("/proc/interrupts") else {
         return m;

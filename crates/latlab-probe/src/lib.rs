@@ -12,6 +12,7 @@
 //! MSR_SMI_COUNT), [`cgroup`] (the cgroup of a spike's culprit, `--cgroup`), [`on_threshold`]
 //! (`--on-threshold`: a command run at a spike).
 
+pub mod calibrate;
 pub mod caps;
 pub mod cgroup;
 pub mod clock;

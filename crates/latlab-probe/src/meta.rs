@@ -89,7 +89,7 @@ fn read(path: &str) -> Option<String> {
 /// The preemption model in force and where it was read: `/sys/kernel/debug/sched/preempt`
 /// (debugfs, root) names the one in force; else the kernel command line's `preempt=` (on a
 /// PREEMPT_DYNAMIC kernel), the kernel config's default, or `uname -v`.
-fn preemption(cmdline: &str) -> String {
+pub(crate) fn preemption(cmdline: &str) -> String {
     if let Some(s) = read("/sys/kernel/debug/sched/preempt") {
         if let Some(m) = s.split_whitespace().find(|w| w.starts_with('(')) {
             return format!("{} (/sys/kernel/debug/sched/preempt)", m.trim_matches(['(', ')']));
@@ -174,7 +174,7 @@ fn irq_thread(stat: &str) -> Option<String> {
 }
 
 /// The running kernel's config: /proc/config.gz (through `gzip -dc`) or /boot/config-RELEASE.
-fn kernel_config() -> Option<String> {
+pub(crate) fn kernel_config() -> Option<String> {
     let gz = std::process::Command::new("gzip")
         .args(["-dc", "/proc/config.gz"])
         .output()

@@ -88,6 +88,36 @@ pub fn create_nofollow(path: &Path) -> io::Result<std::fs::File> {
         .open(path)
 }
 
+/// A new file beside `path` (in its directory), named `.NAME.<random>.tmp`, created with
+/// O_CREAT|O_EXCL|O_NOFOLLOW and mode 0644 less the umask: for a file to be written whole
+/// and then renamed or linked to `path`, so `path` never holds half of it.
+pub fn create_beside(path: &Path) -> io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy());
+    for _ in 0..100 {
+        let tmp = parent.join(format!(".{name}.{}.tmp", random_suffix()?));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("100 random names .{name}.*.tmp in {} all exist", parent.display()),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,23 +82,19 @@ const LOOKBACK_NS: u64 = 1_000_000;
 /// Instances started by this process (the first is `latlab-<pid>`, later ones get a suffix).
 static STARTED: AtomicUsize = AtomicUsize::new(0);
 
-/// A running private ftrace instance; removed by [`SchedTrace::finish`] or on drop.
+/// A private ftrace instance (`instances/latlab-<pid>`, later ones of the process with a
+/// suffix), which the guardian knows of from before it exists; removed by
+/// [`Instance::remove`] or on drop.
 #[derive(Debug)]
-pub struct SchedTrace {
-    dir: PathBuf,
-    cpus: Vec<usize>,
+pub(crate) struct Instance {
+    pub(crate) dir: PathBuf,
     /// Until the instance is removed: the guardian removes it if the probe dies first.
     held: Option<Held>,
-    /// Why kernel stacks are not recorded, if they are not.
-    stack_error: Option<String>,
 }
 
-impl SchedTrace {
-    /// Start tracing on `cpus`. `buffer_kb` per CPU.
-    pub fn start(cpus: &[usize], buffer_kb: usize) -> Result<SchedTrace, String> {
-        if cpus.is_empty() {
-            return Err("no CPUs to trace".into());
-        }
+impl Instance {
+    /// Create a fresh instance (mounting tracefs if needed).
+    pub(crate) fn create() -> Result<Instance, String> {
         let root = tracefs_root()?;
         let n = STARTED.fetch_add(1, Ordering::Relaxed);
         let name = match n {
@@ -118,41 +114,108 @@ impl SchedTrace {
                 return Err(format!("cannot create ftrace instance {}: {e}", dir.display()));
             }
         }
+        Ok(Instance { dir, held: Some(held) })
+    }
+
+    /// Record `events` (`system/event`) on `cpus` (ascending, no repeats) with
+    /// `trace_clock mono`, `buffer_kb` per CPU; recording stays off until `tracing_on`.
+    pub(crate) fn setup(&self, cpus: &[usize], buffer_kb: usize, events: &[&str]) -> Result<(), String> {
+        write(&self.dir, "tracing_on", "0")?;
+        write(&self.dir, "trace_clock", "mono")?;
+        // Only the traced CPUs get the large buffer (the instance has one per possible CPU).
+        write(&self.dir, "buffer_size_kb", "4")?;
+        for cpu in cpus {
+            write(
+                &self.dir,
+                &format!("per_cpu/cpu{cpu}/buffer_size_kb"),
+                &buffer_kb.to_string(),
+            )?;
+        }
+        write(&self.dir, "tracing_cpumask", &cpumask(cpus))?;
+        for e in events {
+            write(&self.dir, &format!("events/{e}/enable"), "1")?;
+        }
+        Ok(())
+    }
+
+    /// Turn recording on (`true`) or off.
+    pub(crate) fn record(&self, on: bool) -> Result<(), String> {
+        write(&self.dir, "tracing_on", if on { "1" } else { "0" })
+    }
+
+    /// CPU `cpu`'s buffer in the `raw` layout, one `pid cpu ts_ns type: N` line per event
+    /// (event ids as `events/.../id` gives them).
+    pub(crate) fn raw(&self, cpu: usize) -> Result<String, String> {
+        write(&self.dir, "options/raw", "1")?;
+        let text = read(&self.dir.join(format!("per_cpu/cpu{cpu}/trace")));
+        write(&self.dir, "options/raw", "0")?;
+        text
+    }
+
+    /// Stop tracing and remove the instance.
+    pub(crate) fn remove(&mut self) -> Result<(), String> {
+        if self.held.is_none() {
+            return Ok(());
+        }
+        remove_instance(&self.dir)?;
+        self.held = None;
+        Ok(())
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+/// The id of tracepoint `event` (`system/event`) in the tracefs the instances live in, as
+/// the `raw` layout's `type: N` names it.
+pub(crate) fn event_id(inst: &Instance, event: &str) -> Result<u32, String> {
+    let root = inst.dir.parent().and_then(Path::parent).unwrap_or(&inst.dir);
+    let path = root.join(format!("events/{event}/id"));
+    read(&path)?
+        .trim()
+        .parse()
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A running private ftrace instance recording the scheduler's events.
+#[derive(Debug)]
+pub struct SchedTrace {
+    inst: Instance,
+    cpus: Vec<usize>,
+    /// Why kernel stacks are not recorded, if they are not.
+    stack_error: Option<String>,
+}
+
+impl SchedTrace {
+    /// Start tracing on `cpus`. `buffer_kb` per CPU.
+    pub fn start(cpus: &[usize], buffer_kb: usize) -> Result<SchedTrace, String> {
+        if cpus.is_empty() {
+            return Err("no CPUs to trace".into());
+        }
         let mut cpus = cpus.to_vec();
         cpus.sort_unstable();
         cpus.dedup();
         // From here on, Drop removes the instance if a step fails (the guardian if the probe
         // dies).
         let mut t = SchedTrace {
-            held: Some(held),
-            dir,
+            inst: Instance::create()?,
             cpus,
             stack_error: None,
         };
-        write(&t.dir, "tracing_on", "0")?;
-        write(&t.dir, "trace_clock", "mono")?;
-        // Only the measured CPUs get the large buffer (the instance has one per possible CPU).
-        write(&t.dir, "buffer_size_kb", "4")?;
-        for cpu in &t.cpus {
-            write(
-                &t.dir,
-                &format!("per_cpu/cpu{cpu}/buffer_size_kb"),
-                &buffer_kb.to_string(),
-            )?;
-        }
-        write(&t.dir, "tracing_cpumask", &cpumask(&t.cpus))?;
-        for e in EVENTS {
-            write(&t.dir, &format!("events/{e}/enable"), "1")?;
-        }
+        t.inst.setup(&t.cpus, buffer_kb, &EVENTS)?;
+        let dir = &t.inst.dir;
         for e in OPTIONAL_EVENTS {
-            let _ = write(&t.dir, &format!("events/{e}/enable"), "1");
+            let _ = write(dir, &format!("events/{e}/enable"), "1");
         }
         t.stack_error = STACK_TRIGGERS
             .iter()
-            .map(|trigger| write(&t.dir, STACK_TRIGGER_FILE, trigger))
+            .map(|trigger| write(dir, STACK_TRIGGER_FILE, trigger))
             .find_map(Result::ok)
-            .map_or_else(|| Some(stack_refused(&t.dir)), |()| None);
-        write(&t.dir, "tracing_on", "1")?;
+            .map_or_else(|| Some(stack_refused(dir)), |()| None);
+        t.inst.record(true)?;
         Ok(t)
     }
 
@@ -160,28 +223,18 @@ impl SchedTrace {
     /// [`SchedTrace::finish`] (`--break-above`: the window around the breaking sample stays
     /// as it was when it happened).
     pub fn freezer(&self) -> Freezer {
-        Freezer(self.dir.join("tracing_on"))
+        Freezer(self.inst.dir.join("tracing_on"))
     }
 
     /// Stop, read and parse the buffers, remove the instance.
     pub fn finish(mut self) -> Result<Recorded, String> {
-        write(&self.dir, "tracing_on", "0")?;
-        let cpus = read_cpus(&self.dir, &self.cpus)?;
-        self.remove()?;
+        self.inst.record(false)?;
+        let cpus = read_cpus(&self.inst.dir, &self.cpus)?;
+        self.inst.remove()?;
         Ok(Recorded {
             cpus,
             stack_error: self.stack_error.take(),
         })
-    }
-
-    /// Stop tracing and remove the instance.
-    fn remove(&mut self) -> Result<(), String> {
-        if self.held.is_none() {
-            return Ok(());
-        }
-        remove_instance(&self.dir)?;
-        self.held = None;
-        Ok(())
     }
 }
 
@@ -215,12 +268,6 @@ pub(crate) fn instances_dir() -> Option<PathBuf> {
         .iter()
         .map(|p| Path::new(p).join("instances"))
         .find(|p| p.is_dir())
-}
-
-impl Drop for SchedTrace {
-    fn drop(&mut self) {
-        let _ = self.remove();
-    }
 }
 
 /// The instance's `tracing_on`: [`Freezer::freeze`] stops recording. It holds the path, not
@@ -1789,7 +1836,7 @@ mod tests {
                 return;
             }
         };
-        let dir = t.dir.clone();
+        let dir = t.inst.dir.clone();
         assert!(dir.is_dir());
         let (tid, samples) = std::thread::spawn(|| {
             let _ = crate::caps::pin_to(0);
@@ -1822,7 +1869,7 @@ mod tests {
             eprintln!("skipping live ftrace test: tracefs unavailable");
             return;
         };
-        let dir = t.dir.clone();
+        let dir = t.inst.dir.clone();
         drop(t);
         assert!(!dir.exists());
     }

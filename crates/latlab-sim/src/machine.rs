@@ -96,6 +96,143 @@ pub struct MachineProfile {
     /// uncertainty` draws the fields within it.
     #[serde(default, skip_serializing_if = "Spreads::is_empty")]
     pub uncertainty: Spreads,
+    /// What `latlab probe calibrate` measured or read on the machine it describes beyond the
+    /// fields above (`[host]` and its tables): kept and checked, not read by the model yet.
+    /// Absent from the built-in machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostFacts>,
+}
+
+/// The facts of a calibrated machine (`[host]`) that no field of the profile holds: its
+/// topology, its kernel's HZ and preemption model, micro-benchmark costs, storage rates and
+/// the noise that is not the kernel's. The model does not read them yet (its CPUs are
+/// `cpus`; SMP from a topology is later work); `latlab probe calibrate` writes them, the
+/// loader checks them ([`MachineProfile::validate`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostFacts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Topology>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<HostKernel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costs: Option<HostCosts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<Storage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<Noise>,
+}
+
+/// `[host.topology]`: the CPUs as sysfs describes them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    /// Logical CPUs online.
+    pub cpus_online: u32,
+    /// The logical CPUs of each core (SMT siblings), one list per core.
+    pub smt_siblings: Vec<Vec<u32>>,
+    /// The CPUs of each NUMA node, one list per node.
+    pub numa_nodes: Vec<Vec<u32>>,
+    /// Each distinct cache (`[[host.topology.caches]]`).
+    #[serde(default)]
+    pub caches: Vec<Cache>,
+}
+
+/// One cache of the topology.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cache {
+    /// 1 for L1 ...
+    pub level: u32,
+    /// `data`, `instruction` or `unified`.
+    pub kind: String,
+    pub size_kib: u64,
+    /// The logical CPUs sharing it.
+    pub shared_cpus: Vec<u32>,
+}
+
+/// `[host.kernel]`: the kernel the machine ran when calibrated.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostKernel {
+    /// `uname -r`.
+    pub release: String,
+    /// The tick rate (CONFIG_HZ).
+    pub hz: u32,
+    /// The preemption model in force: none, voluntary, full, lazy, or real-time.
+    pub preemption: String,
+}
+
+/// A measured figure: the median of `runs` repetitions and the 5th and 95th percentiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    pub median: f64,
+    pub p5: f64,
+    pub p95: f64,
+    pub runs: u32,
+}
+
+/// `[host.costs]`: micro-benchmark costs, ns; one not measured is absent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostCosts {
+    /// A system call that does nothing (getppid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_ns: Option<Figure>,
+    /// One switch of a pipe ping-pong between two threads on one CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctx_switch_ns: Option<Figure>,
+    /// fork + exec of /bin/true to its exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_exec_ns: Option<Figure>,
+    /// A minor fault on a fresh anonymous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_fault_ns: Option<Figure>,
+    /// A timer interrupt, entry to exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_interrupt_ns: Option<Figure>,
+}
+
+/// `[host.storage]`: the block device holding the calibration's directory.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Storage {
+    /// Its name in /sys/block.
+    pub device: String,
+    /// sysfs `queue/rotational`.
+    pub rotational: bool,
+    /// Buffered write(2) rate of 1 MiB records into the page cache, MB/s.
+    pub write_mb_s: Figure,
+    /// fsync(2) of one freshly written 4 KiB block, us.
+    pub fsync_us: Figure,
+}
+
+/// `[host.noise]`: gaps in a CPU's execution that are not the kernel's scheduling (the
+/// hypervisor's steal, SMIs, interrupts), as hwlat/osnoise or a user-space loop saw them.
+/// Reported apart from the kernel's latency; a source the model may replay later.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Noise {
+    /// What measured it (`hwlat`, `osnoise`, `user-space gap detector`).
+    pub source: String,
+    /// Seconds measured on each CPU.
+    pub duration_s: f64,
+    /// CPUs measured.
+    pub cpus: u32,
+    /// A gap counts from this long, us.
+    pub threshold_us: f64,
+    /// Gaps counted over all CPUs.
+    pub gaps: u64,
+    /// Gaps per second per CPU.
+    pub gaps_per_s: f64,
+    /// The longest gap, us.
+    pub max_us: f64,
+    /// Share of the time lost in gaps, percent.
+    pub lost_percent: f64,
+    /// The hypervisor's steal time over the measurement (/proc/stat), percent of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_percent: Option<f64>,
 }
 
 /// A machine's replacement for one catalog item's numbers; a number not given keeps the
@@ -271,6 +408,9 @@ impl MachineProfile {
             ));
         }
         self.validate_catalog().map_err(|why| ("catalog", why))?;
+        if let Some(h) = &self.host {
+            h.validate()?;
+        }
         Ok(())
     }
 
@@ -298,6 +438,109 @@ impl MachineProfile {
                         return Err(format!("{name}.{what} must be a number in 0..={max}, got {v}"));
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Figure {
+    /// Finite, not negative, its percentiles around its median, from one run or more.
+    fn check(&self, field: &'static str) -> Result<(), (&'static str, String)> {
+        let Figure { median, p5, p95, runs } = *self;
+        if ![median, p5, p95].iter().all(|v| v.is_finite() && *v >= 0.0) {
+            return Err((
+                field,
+                format!("median, p5 and p95 must be numbers of at least 0, got {median:?}, {p5:?}, {p95:?}"),
+            ));
+        }
+        if !(p5 <= median && median <= p95) {
+            return Err((
+                field,
+                format!("must have p5 <= median <= p95, got {p5} <= {median} <= {p95}"),
+            ));
+        }
+        if runs == 0 {
+            return Err((field, "runs must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
+impl HostFacts {
+    /// Every table's numbers in range; the offending field (`host.costs.syscall_ns`) and why.
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        if let Some(t) = &self.topology {
+            if !(1..=1 << 16).contains(&t.cpus_online) {
+                return Err((
+                    "host.topology.cpus_online",
+                    format!("must be 1..=65536, got {}", t.cpus_online),
+                ));
+            }
+            for (field, sets) in [
+                ("host.topology.smt_siblings", &t.smt_siblings),
+                ("host.topology.numa_nodes", &t.numa_nodes),
+            ] {
+                if sets.iter().any(Vec::is_empty) {
+                    return Err((field, "a list of CPUs is empty".into()));
+                }
+            }
+            for (i, c) in t.caches.iter().enumerate() {
+                let why = if !(1..=4).contains(&c.level) {
+                    format!("level must be 1..=4, got {}", c.level)
+                } else if !["data", "instruction", "unified"].contains(&c.kind.as_str()) {
+                    format!("kind must be data, instruction or unified, got `{}`", c.kind)
+                } else if c.size_kib == 0 {
+                    "size_kib must be at least 1".into()
+                } else {
+                    continue;
+                };
+                return Err((
+                    "host.topology.caches",
+                    format!("[[host.topology.caches]] number {}: {why}", i + 1),
+                ));
+            }
+        }
+        if let Some(k) = &self.kernel {
+            if !(10..=10_000).contains(&k.hz) {
+                return Err(("host.kernel.hz", format!("must be 10..=10000, got {}", k.hz)));
+            }
+        }
+        if let Some(c) = &self.costs {
+            for (field, f) in [
+                ("host.costs.syscall_ns", &c.syscall_ns),
+                ("host.costs.ctx_switch_ns", &c.ctx_switch_ns),
+                ("host.costs.fork_exec_ns", &c.fork_exec_ns),
+                ("host.costs.page_fault_ns", &c.page_fault_ns),
+                ("host.costs.timer_interrupt_ns", &c.timer_interrupt_ns),
+            ] {
+                if let Some(f) = f {
+                    f.check(field)?;
+                }
+            }
+        }
+        if let Some(s) = &self.storage {
+            s.write_mb_s.check("host.storage.write_mb_s")?;
+            s.fsync_us.check("host.storage.fsync_us")?;
+        }
+        if let Some(n) = &self.noise {
+            for (field, v) in [
+                ("host.noise.duration_s", n.duration_s),
+                ("host.noise.threshold_us", n.threshold_us),
+                ("host.noise.gaps_per_s", n.gaps_per_s),
+                ("host.noise.max_us", n.max_us),
+                ("host.noise.lost_percent", n.lost_percent),
+                ("host.noise.steal_percent", n.steal_percent.unwrap_or(0.0)),
+            ] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err((field, format!("must be a number of at least 0, got {v:?}")));
+                }
+            }
+            if n.duration_s == 0.0 {
+                return Err(("host.noise.duration_s", "must be more than 0".into()));
+            }
+            if n.cpus == 0 {
+                return Err(("host.noise.cpus", "must be at least 1".into()));
             }
         }
         Ok(())

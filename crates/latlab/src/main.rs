@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 #[macro_use]
 mod out;
+mod probe_calibrate;
 mod probe_cmd;
 mod probe_spike;
 mod progress;

@@ -34,6 +34,8 @@ pub enum ProbeCmd {
     Write(WriteArgs),
     /// Run cyclictest and `latlab probe timer` in alternation, idle and under load, and compare.
     VsCyclictest(crate::vs_cyclictest::VsArgs),
+    /// Measure this machine and write it as a machine file the model loads (`-o FILE`).
+    Calibrate(crate::probe_calibrate::CalibrateArgs),
 }
 
 fn p_interval(s: &str) -> Result<u64, String> {
@@ -244,6 +246,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         }
         ProbeCmd::Write(w) => guard(&[w.load.scratch.as_deref(), w.dir.as_deref()]),
         ProbeCmd::VsCyclictest(v) => guard(&[v.scratch.as_deref()]),
+        ProbeCmd::Calibrate(c) => guard(&[c.dir.as_deref()]),
     }
     match a.cmd {
         ProbeCmd::Timer(t) => {
@@ -274,6 +277,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         }
         ProbeCmd::Write(w) => run_write(w),
         ProbeCmd::VsCyclictest(v) => crate::vs_cyclictest::run(v),
+        ProbeCmd::Calibrate(c) => crate::probe_calibrate::run(&c),
     }
 }
 

@@ -119,8 +119,8 @@ fn probe(who: As, name: &str, args: &[&str]) -> Run {
     Run { out, v, dir }
 }
 
-/// Assert that only the JSON result is left in `d`, then remove it.
-fn only_json_left(d: &Path, what: &str) {
+/// Assert that only one file (the JSON result, the machine file) is left in `d`, then remove it.
+fn only_one_left(d: &Path, what: &str) {
     let left: Vec<_> = std::fs::read_dir(d).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(left.len(), 1, "{what}: scratch left behind: {left:?}");
     std::fs::remove_dir_all(d).unwrap();
@@ -446,7 +446,7 @@ fn load_cpus_put_the_loads_on_the_measured_cpu() {
     check_streams(&v);
     assert_eq!(v["meta"]["settings"]["load_cpus"], format!("[{c}]"));
     assert_eq!(v["meta"]["settings"]["cpus"], format!("[{c}]"));
-    only_json_left(&d, "load-cpus");
+    only_one_left(&d, "load-cpus");
 }
 
 #[test]
@@ -490,7 +490,7 @@ fn write_lists_the_slowest_records_and_removes_its_file() {
             .map(|l| l.split(' ').nth(1).unwrap().parse().unwrap())
             .collect();
         assert!(lat.windows(2).all(|w| w[0] <= w[1]), "sorted by latency: {lat:?}");
-        only_json_left(&d, "write");
+        only_one_left(&d, "write");
     }
 }
 
@@ -564,7 +564,7 @@ fn every_load_does_its_work() {
                 .map(|(_, v)| v.as_u64().unwrap())
                 .sum();
             assert!(work > 0, "{load} as {who:?} did nothing: {counters:?}");
-            only_json_left(&d, load);
+            only_one_left(&d, load);
         }
     }
 }
@@ -612,7 +612,7 @@ fn swap_load_with_zram_swaps_and_tears_the_device_down() {
         swaps_before,
         "zram swap left behind"
     );
-    only_json_left(&d, "swap");
+    only_one_left(&d, "swap");
 }
 
 #[test]
@@ -722,7 +722,7 @@ fn sigint_and_sigterm_stop_loads_and_write_the_partial_result() {
             assert_eq!(held, "0", "root held the request");
         }
         assert!(load_children_in(&d).is_empty(), "a load outlived the probe");
-        only_json_left(&d, "signal");
+        only_one_left(&d, "signal");
     }
 }
 
@@ -1623,5 +1623,201 @@ fn sighup_with_standard_error_gone_still_writes_the_result_and_cleans_up() {
         within(10, || load_children_in(&d).is_empty()),
         "a load outlived the probe"
     );
-    only_json_left(&d, "sighup");
+    only_one_left(&d, "sighup");
+}
+
+/// `probe calibrate --quick` writes a machine file that the experiment loader takes as a
+/// machine and `latlab run` runs on; every number in it is finite and positive; each field
+/// says how it was measured or read; FILE is never overwritten without `--force`; nothing is
+/// left in `--dir`. As root and as nobody (no tracefs: the timer interrupt's split is then
+/// estimated, and the output says so).
+#[test]
+fn calibrate_writes_a_machine_file_the_model_runs() {
+    for who in users() {
+        let dir = scratch(&format!("calibrate-{who:?}"));
+        let file = dir.join("m.toml");
+        let (f, d) = (file.to_str().unwrap(), dir.to_str().unwrap());
+        let out = latlab(who, &["probe", "calibrate", "-o", f, "--quick", "--dir", d]);
+        let err = ok(&out);
+        let table = String::from_utf8_lossy(&out.stdout).to_string();
+        for row in [
+            "syscall_ns",
+            "disk.seq_mb_s",
+            "host.costs.fork_exec_ns",
+            "host.noise.gaps_per_s",
+            "noise source:",
+        ] {
+            assert!(table.contains(row), "{who:?}: {row} missing from the summary:\n{table}");
+        }
+        assert!(
+            err.contains("latlab probe calibrate: disk"),
+            "{who:?}: progress on stderr: {err}"
+        );
+        if who == As::Nobody {
+            assert!(table.contains("not traced (not root"), "{who:?}: {table}");
+        }
+
+        // The loader's machine reader takes it, by path.
+        let text = std::fs::read_to_string(&file).unwrap();
+        let files = |_: &str| Ok((f.to_string(), text.clone()));
+        let m = latlab_exp::machine("test", "./m.toml", 1, &files).unwrap_or_else(|e| panic!("{who:?}: {e}\n{text}"));
+        for (field, v) in latlab_exp::machine_values(&m) {
+            let x = match v {
+                latlab_exp::FieldValue::Whole(i) => i as f64,
+                latlab_exp::FieldValue::Number(x) => x,
+                latlab_exp::FieldValue::Flag(_) => continue,
+            };
+            // A machine without swap has none to read.
+            let least = if field == "swap_mib" { 0.0 } else { f64::MIN_POSITIVE };
+            assert!(x.is_finite() && x >= least, "{who:?}: {field} = {x}");
+            assert!(m.uncertainty.get(&field).is_some(), "{who:?}: {field} has no spread");
+        }
+        let host = m.host.as_ref().expect("[host]");
+        let costs = host.costs.as_ref().expect("[host.costs]");
+        for c in [
+            costs.syscall_ns,
+            costs.ctx_switch_ns,
+            costs.fork_exec_ns,
+            costs.page_fault_ns,
+        ] {
+            let c = c.expect("measured");
+            assert!(c.p5 > 0.0 && c.median.is_finite() && c.runs > 0, "{who:?}: {c:?}");
+        }
+        let storage = host.storage.as_ref().expect("[host.storage]");
+        assert!(storage.write_mb_s.median > 0.0 && storage.fsync_us.median > 0.0);
+        let noise = host.noise.as_ref().expect("[host.noise]");
+        assert!(noise.duration_s > 0.0 && noise.gaps_per_s.is_finite() && !noise.source.is_empty());
+        assert!(host.kernel.as_ref().expect("[host.kernel]").hz >= 10);
+        let topo = host.topology.as_ref().expect("[host.topology]");
+        assert_eq!(
+            topo.smt_siblings.iter().map(Vec::len).sum::<usize>(),
+            topo.cpus_online as usize
+        );
+        // Every field of the profile says where it came from, in the comment above it.
+        let lines: Vec<&str> = text.lines().collect();
+        let in_profile = |i: usize| {
+            !lines[..i]
+                .iter()
+                .any(|l| l.starts_with("[uncertainty]") || l.starts_with("[host"))
+        };
+        for (i, l) in lines.iter().enumerate().skip(3) {
+            if l.contains(" = ") && !l.starts_with('#') && in_profile(i) {
+                let above = lines[i - 1];
+                assert!(
+                    ["# measured:", "# read:", "# estimate:"]
+                        .iter()
+                        .any(|p| above.starts_with(p)),
+                    "{who:?}: no source above `{l}`: `{above}`"
+                );
+            }
+        }
+
+        // The model runs on it.
+        let exp = dir.join("exp.toml");
+        std::fs::write(
+            &exp,
+            format!(
+                "name = \"on-this-machine\"\ntitle = \"realfeel beside hogs on the calibrated machine\"\n\
+                 machine = \"{f}\"\nworkload = \"cpu-hogs\"\nhogs = 2\ntable = \"max-latency\"\n\n\
+                 [[run]]\nlabel = \"6.18 EEVDF none\"\nvariant = \"6.18-eevdf-none\"\nmax_seconds = 1\n"
+            ),
+        )
+        .unwrap();
+        let run = common::latlab(&["run", exp.to_str().unwrap()]);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        assert!(String::from_utf8_lossy(&run.stdout).contains("6.18 EEVDF none"));
+        std::fs::remove_file(&exp).unwrap();
+
+        // No overwriting without --force; --force replaces the file (a new inode: renamed
+        // into place, never written in place).
+        use std::os::unix::fs::MetadataExt;
+        let ino = std::fs::metadata(&file).unwrap().ino();
+        let again = latlab(who, &["probe", "calibrate", "-o", f, "--quick", "--dir", d]);
+        assert_eq!(again.status.code(), Some(2));
+        let e = String::from_utf8_lossy(&again.stderr);
+        assert!(e.contains(&format!("-o {f}: exists (--force replaces it)")), "{e}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+        let forced = latlab(who, &["probe", "calibrate", "-o", f, "--quick", "--dir", d, "--force"]);
+        ok(&forced);
+        assert_ne!(std::fs::metadata(&file).unwrap().ino(), ino);
+        // A symlink at FILE is refused without --force, its target untouched.
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.join("link.toml");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let refused = latlab(
+            who,
+            &[
+                "probe",
+                "calibrate",
+                "-o",
+                link.to_str().unwrap(),
+                "--quick",
+                "--dir",
+                d,
+            ],
+        );
+        assert_eq!(refused.status.code(), Some(2));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        for name in ["victim", "link.toml"] {
+            std::fs::remove_file(dir.join(name)).unwrap();
+        }
+        // Only the machine file is left: no private directory, no temporary file.
+        only_one_left(&dir, &format!("calibrate as {who:?}"));
+    }
+}
+
+/// Bad `-o` and `--dir` are refused before anything is measured, naming the option; a
+/// SIGINT ends a calibration at its next step with 128 + the signal, writing nothing and
+/// leaving nothing in `--dir`.
+#[test]
+fn calibrate_refuses_bad_paths_and_stops_on_sigint() {
+    let dir = scratch("calibrate-bad");
+    let d = dir.to_str().unwrap();
+    let f = dir.join("m.toml");
+    let out = latlab(
+        As::Invoker,
+        &[
+            "probe",
+            "calibrate",
+            "-o",
+            f.to_str().unwrap(),
+            "--dir",
+            "/nonexistent/x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dir /nonexistent/x: not a directory"));
+    let out = latlab(
+        As::Invoker,
+        &["probe", "calibrate", "-o", "/nonexistent/m.toml", "--dir", d],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-o /nonexistent/m.toml: /nonexistent is not a directory"));
+
+    let _shared = DMA_LATENCY.read().unwrap_or_else(|e| e.into_inner());
+    // The full calibration takes tens of seconds: the signal comes well before its end.
+    let child = command(
+        As::Invoker,
+        &["probe", "calibrate", "-o", f.to_str().unwrap(), "--dir", d],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: the child's pid, which has not been waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("stopped by a signal"), "{err}");
+    assert!(!f.exists());
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

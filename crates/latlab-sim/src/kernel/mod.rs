@@ -1189,6 +1189,7 @@ pub(crate) mod tests {
             net_mb_s: 10.0,
             catalog: Default::default(),
             uncertainty: Default::default(),
+            host: None,
         }
     }
 
