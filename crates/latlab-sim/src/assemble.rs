@@ -141,7 +141,7 @@ pub fn reclaim_kind(r: Reclaim) -> reclaim::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tests::{machine, variant_with};
+    use crate::cpu::tests::{machine, variant_with};
     use crate::variant::{DirtyTunables, Journal, PreemptModel};
 
     fn variant_26(writeback: Writeback, reclaim: Reclaim) -> Variant {

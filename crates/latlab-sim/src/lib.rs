@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod assemble;
+pub mod cpu;
 pub mod dev;
 pub mod engine;
 pub mod fs;
@@ -34,14 +35,14 @@ pub use machine::{CostOverride, DiskProfile, MachineProfile};
 pub use variant::{PreemptModel, SchedClass, Variant};
 pub use workload::script::CommandSpec;
 
+use cpu::kthreads::KthreadProg;
+use cpu::Kernel;
 use kernel::catalog::Point;
 use kernel::state::KState;
 use kernel::task::Policy;
-use kernel::Kernel;
 use latlab_core::{Engine, Nanos, RunMeta, RunResult};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use workload::kthreads::KthreadProg;
 use workload::script::Shell;
 use workload::TaskSpec;
 

@@ -637,7 +637,7 @@ mod tests {
 
     #[test]
     fn the_seek_curve_comes_from_the_machine_profile() {
-        let mut m = crate::kernel::tests::machine();
+        let mut m = crate::cpu::tests::machine();
         m.disk.track_to_track_ns = 1_000_000;
         m.disk.full_stroke_ns = 9_000_000;
         m.disk.half_rotation_ns = 4_000_000;
@@ -655,7 +655,7 @@ mod tests {
 
     #[test]
     fn the_26_queue_merges_back_and_is_congested_from_113_to_below_103_of_128() {
-        let mut m = crate::kernel::tests::machine();
+        let mut m = crate::cpu::tests::machine();
         m.disk.nr_requests = 128;
         m.disk.max_request_kib = 128;
         let mut d = Disk::new(&m);
@@ -700,7 +700,7 @@ mod tests {
 
     /// A 2.6 queue of `nr` request slots of one block each, and a submitter of pid 1.
     fn queue_26(nr: u32) -> (Disk, Vec<KReq>) {
-        let mut m = crate::kernel::tests::machine();
+        let mut m = crate::cpu::tests::machine();
         m.disk.nr_requests = nr;
         m.disk.max_request_kib = 4;
         let mut d = Disk::new(&m);

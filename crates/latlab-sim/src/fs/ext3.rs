@@ -603,8 +603,8 @@ impl Path for Truncate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::fs::jbd::MAX_TRANSACTION_BUFFERS;
-    use crate::kernel::tests::{kstate, run_to_sleep};
     use latlab_core::units::Nanos;
 
     /// Kernel state with `share` percent of the buffer pages dirty, and a file to write.

@@ -469,7 +469,7 @@ impl Path for DiskIo {
 mod tests {
     use super::*;
 
-    use crate::kernel::tests::kstate;
+    use crate::cpu::tests::kstate;
 
     #[test]
     fn dirty_limits_are_a_share_of_low_memory_whatever_holds_it() {

@@ -330,9 +330,9 @@ impl Path for MpageWritepages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::tests::{kstate, machine, run_to_sleep_as};
     use crate::dev::disk::{Disk, Payload};
     use crate::kernel::path::Chan;
-    use crate::kernel::tests::{kstate, machine, run_to_sleep_as};
 
     const FILE: u32 = 1;
     const PDFLUSH: u32 = 2;

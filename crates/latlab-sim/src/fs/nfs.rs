@@ -120,8 +120,8 @@ pub fn nfs_unlink(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::kernel::path::{Ctx, Step};
-    use crate::kernel::tests::{kstate, run_to_sleep};
 
     #[test]
     fn a_write_fills_both_caches_and_only_the_server_part_holds_the_bkl() {

@@ -159,15 +159,6 @@ pub struct Subsystems {
 }
 
 impl KState {
-    /// A 2.4 kernel's state (tests): [`crate::assemble`] of a 2.4.18 variant's
-    /// subsystems.
-    #[cfg(test)]
-    pub fn new(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Self {
-        use crate::variant::{PreemptModel, SchedClass};
-        let v = crate::kernel::tests::variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
-        Self::assembled(m, crate::assemble::subsystems(&v, m, swap))
-    }
-
     /// The kernel's state around the assembled subsystems.
     pub fn assembled(m: &MachineProfile, s: Subsystems) -> Self {
         KState {

@@ -25,6 +25,7 @@
 
 pub mod ioless;
 pub mod lru;
+pub mod memory;
 pub mod oom_kill;
 pub mod page_writeback;
 pub mod pagecache;
@@ -1036,7 +1037,7 @@ mod tests {
     }
 
     fn mm() -> Mm {
-        let m = crate::kernel::tests::machine();
+        let m = crate::cpu::tests::machine();
         Mm::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).expect("allocator"))
     }
 

@@ -516,7 +516,7 @@ impl PassJob for Kupdate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tests::kstate;
+    use crate::cpu::tests::kstate;
 
     fn with(dirty_ratio: u32) -> KState {
         let mut k = kstate();

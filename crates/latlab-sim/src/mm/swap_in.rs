@@ -134,7 +134,7 @@ impl Path for TouchWorkingSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tests::kstate;
+    use crate::cpu::tests::kstate;
 
     #[test]
     fn between_pages_min_and_pages_low_an_allocation_wakes_kswapd_and_reclaims_below_min() {

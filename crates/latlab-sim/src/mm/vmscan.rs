@@ -466,8 +466,8 @@ impl Path for SwapOutMm {
 mod tests {
     use super::*;
 
+    use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::kernel::path::{Ctx, Step};
-    use crate::kernel::tests::{kstate, run_to_sleep};
 
     /// Memory filled with one file's cache, all of it dirty or all of it clean.
     fn filled(dirty: bool) -> KState {

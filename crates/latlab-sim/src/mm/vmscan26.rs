@@ -655,9 +655,9 @@ pub fn try_to_free_pages(writer: bool) -> Box<dyn Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::fs::buffer::Via;
     use crate::kernel::path::Chan;
-    use crate::kernel::tests::{kstate, run_to_sleep};
 
     #[test]
     fn mapped_pages_leave_the_active_list_only_when_the_swap_tendency_reaches_100() {
