@@ -32,37 +32,11 @@ use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
-use latlab_core::Nanos;
+use crate::mm::fs_ops::{Handed, Wbc};
 use smallvec::smallvec;
 
 /// PAGEVEC_SIZE: pages `mpage_writepages` looks up at a time, with `cond_resched()` after each.
 pub const PAGEVEC_SIZE: u64 = 14;
-
-/// `struct writeback_control`: what a caller asks and what it reads back.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Wbc {
-    /// Pages still to write (counts down).
-    pub nr_to_write: u64,
-    /// pdflush's callers: don't block on a congested queue.
-    pub nonblocking: bool,
-    pub encountered_congestion: bool,
-    /// kupdate: only inodes dirtied before this.
-    pub older_than_this: Option<Nanos>,
-    /// Pages redirtied instead of written (`redirty_page_for_writepage`).
-    pub pages_skipped: u64,
-}
-
-impl Wbc {
-    /// A pass asking for `nr_to_write` pages.
-    pub fn new(nr_to_write: u64, nonblocking: bool, older_than_this: Option<Nanos>) -> Self {
-        Wbc {
-            nr_to_write,
-            nonblocking,
-            older_than_this,
-            ..Default::default()
-        }
-    }
-}
 
 /// `writeback_inodes(wbc)`; when it returns, `k.writeback.pwb_mut().wbc` holds the caller's `wbc`.
 pub struct WritebackInodes {
@@ -179,16 +153,6 @@ impl Path for WritebackInodes {
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
-}
-
-/// What [`write_dirty_run`] did.
-pub(crate) enum Handed {
-    /// No request free: sleep on this in `get_request_wait`.
-    Sleep(Chan),
-    /// This many pages went to the queue.
-    Wrote(u64),
-    /// The file had nothing dirty to take.
-    Nothing,
 }
 
 /// `->writepage` of up to `want` of `file`'s dirty pages from `block` on, as task `cx.pid`

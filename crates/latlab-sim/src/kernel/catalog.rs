@@ -724,7 +724,6 @@ impl Path for WaitOn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::tests::{kstate, run_to_sleep};
 
     /// Every cost states how far it may be off (issue 20): an item added without a
     /// `#[spread(...)]` line fails here, by name.

@@ -15,9 +15,9 @@
 //! is the threshold itself (it only lags a falling threshold); the flusher's kupdate work
 //! (every 5 s, inodes older than 30 s) is left out: a run's files are younger.
 
-use crate::fs::fs_writeback::{writeback_inodes, Wbc};
 use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
 use crate::kernel::state::{KReq, KState};
+use crate::mm::fs_ops::Wbc;
 use latlab_core::Nanos;
 use std::collections::BTreeMap;
 
@@ -243,7 +243,8 @@ impl Path for WbWriteback {
             let pages = ((k.writeback.pwb_mut().ioless.write_bw / 2.0) as u64).min(thresh / DIRTY_SCOPE);
             let chunk = (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES;
             self.passed = true;
-            self.sub.start(writeback_inodes(Wbc::new(chunk, false, None), false));
+            self.sub
+                .start(k.mm.fs_ops().writeback_inodes(Wbc::new(chunk, false, None), false));
         }
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {

@@ -23,6 +23,7 @@
 //! rewritten inactive page moves to the inactive list's young end, because the scan takes
 //! the newest inactive cache pages for the dirty ones (`ScanLimits::dirty`).
 
+pub mod fs_ops;
 pub mod ioless;
 pub mod lru;
 pub mod memory;
@@ -156,6 +157,8 @@ pub struct MmRec {
 }
 
 pub struct Mm {
+    /// The file system's operations (`a_ops`, its writeback), as the assembly installed them.
+    fs_ops: Option<&'static dyn fs_ops::FsOps>,
     pub total: u64,
     pub free: u64,
     /// Page-cache pages.
@@ -283,10 +286,21 @@ fn refill_take(referenced: bool, len: u64, to_move: u64, to_visit: u64) -> u64 {
 }
 
 impl Mm {
+    /// Install the file system's operations ([`crate::assemble`]).
+    pub fn install_fs_ops(&mut self, ops: &'static dyn fs_ops::FsOps) {
+        self.fs_ops = Some(ops);
+    }
+
+    /// The file system's operations: what reclaim and writeback call to write its pages.
+    pub fn fs_ops(&self) -> &'static dyn fs_ops::FsOps {
+        self.fs_ops.expect("the assembly installs the file system's operations")
+    }
+
     pub fn new(m: &MachineProfile, swap: Box<dyn SwapAllocator>) -> Self {
         let total = m.ram_pages();
         let [min, low, high] = watermarks_24(total);
         Mm {
+            fs_ops: None,
             total,
             free: total - KERNEL_PAGES.min(total / 2),
             cache: 0,

@@ -324,13 +324,8 @@ impl Path for TryToFreePages {
                     self.launder_wait = k.buf.launder_inflight();
                 }
                 if dirty_met > 0 {
-                    if let Some(b) = k.buf.take(dirty_met, None) {
-                        k.buf.laundering(b.lo, b.hi);
-                        self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(
-                            b,
-                            crate::fs::buffer::Via::Writer,
-                            None,
-                        )));
+                    if let Some(p) = k.mm.fs_ops().launder(k, dirty_met) {
+                        self.sub.start(p);
                     }
                 }
                 k.dcache.pages_dropped(sc.emptied);

@@ -66,11 +66,11 @@
 //! writes it at the first meeting).
 
 use crate::dev::disk::Dir;
-use crate::fs::fs_writeback::{write_dirty_run, Handed};
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
+use crate::mm::fs_ops::Handed;
 use crate::mm::lru::Run;
 use crate::mm::page_writeback::{blk_congestion_wait, get_dirty_limits, jiffies_ns};
 use crate::mm::pdflush::{pdflush_operation, Job};
@@ -233,7 +233,7 @@ impl ShrinkZones {
                 return None;
             }
         }
-        let written = match write_dirty_run(k, cx, file, block, n) {
+        let written = match k.mm.fs_ops().writepage_run(k, cx, file, block, n) {
             Handed::Sleep(chan) => return Some(Step::Block(chan)),
             Handed::Wrote(written) => written,
             Handed::Nothing => {
