@@ -92,11 +92,7 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
         disk,
         mm,
         jbd,
-        ext3: Ext3 {
-            coarse_mtime: ext3_26,
-            block_groups: ext3_26,
-            ..Ext3::default()
-        },
+        ext3: Ext3::new(ext3_26),
         writeback,
         reclaim,
     }
@@ -188,9 +184,9 @@ mod tests {
         assert_eq!(a.sched.name(), scheduler(&v24).name());
         assert!(!a.st.disk.is_26(), "2.4's IDE queue");
         assert!(a.st.writeback.pages().is_none(), "bdflush has no page-based state");
-        assert!(!a.st.writeback.counts_dirty_pages() && !a.st.ext3.block_groups);
+        assert!(!a.st.writeback.counts_dirty_pages() && !a.st.ext3.block_groups());
         assert!(!a.st.reclaim.anon_starts_active() && !a.st.mm.anon_starts_active);
-        assert!(a.st.jbd.commit_holds_bkl);
+        assert!(a.st.jbd.commit_holds_bkl());
         assert_eq!(a.st.timers, TimerBase::TimerList { tick_ns: 10_000_000 }, "HZ=100");
         assert_eq!(a.st.timers.fires_at(10_000_001), 20_000_000);
         assert!(!a.st.timers.own_interrupt());
@@ -207,10 +203,10 @@ mod tests {
             "2.6's queue with AS"
         );
         assert!(a.st.writeback.counts_dirty_pages() && a.st.writeback.balance_hands_to_pdflush());
-        assert!(a.st.ext3.block_groups && a.st.ext3.coarse_mtime);
+        assert!(a.st.ext3.block_groups() && a.st.ext3.coarse_mtime());
         assert!(a.st.reclaim.writes_dirty_pages() && !a.st.reclaim.uses_swap_token());
         assert!(a.st.mm.anon_starts_active);
-        assert!(!a.st.jbd.commit_holds_bkl);
+        assert!(!a.st.jbd.commit_holds_bkl());
         assert_eq!(
             [a.st.mm.pages_min, a.st.mm.pages_low, a.st.mm.pages_high],
             crate::mm::watermarks_2617(a.st.mm.total)

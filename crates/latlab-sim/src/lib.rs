@@ -460,11 +460,11 @@ fn counters(k: &Kernel<measure::Sinks>) -> [(&'static str, u64); 14] {
         ("syscalls", k.stats.syscalls),
         ("schedule_calls", k.stats.schedule_calls),
         ("tasks_created", k.stats.tasks_created),
-        ("disk_requests", k.st.disk.served),
-        ("disk_blocks", k.st.disk.blocks_moved),
-        ("disk_blocks_read", k.st.disk.blocks_read),
-        ("buffers_written", k.st.buf.written),
-        ("journal_commits", k.st.jbd.commits),
+        ("disk_requests", k.st.disk.served().0),
+        ("disk_blocks", k.st.disk.served().1),
+        ("disk_blocks_read", k.st.disk.served().2),
+        ("buffers_written", k.st.buf.written()),
+        ("journal_commits", k.st.jbd.commits()),
         ("pages_swapped_out", k.st.mm.swapouts),
         ("idle_ms", k.stats.idle_ns / 1_000_000),
         ("reclaim_calls", k.st.mm.reclaims),
@@ -490,7 +490,7 @@ fn preload(st: &mut KState, p: &Preload) {
         st.mm
             .take_slab(p.unused_dentries * (mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES));
         if !p.referenced {
-            st.dcache.referenced = 0;
+            st.dcache.forget_references();
         }
     }
     if p.cache_full && !p.reclaimed_before {
@@ -599,10 +599,10 @@ fn finish(
         c.insert("history_ms".into(), epoch / 1_000_000);
     }
     c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
-    if k.st.reclaim.oom.kills > 0 {
+    if k.st.reclaim.oom_kills() > 0 {
         // Tasks 2.6.9's OOM killer sent SIGKILL ([`mm::oom_kill`]); none on a box that never
         // fills RAM and swap.
-        c.insert("oom_kills".into(), k.st.reclaim.oom.kills);
+        c.insert("oom_kills".into(), k.st.reclaim.oom_kills());
     }
     if let Some(t) = k.st.workload_done {
         // How long the script itself ran (the run may idle on to the seed's length).
@@ -631,7 +631,7 @@ fn finish(
             ("pdflush_operation_busy", s.pdflush_busy),
             ("pdflush_request_waits", s.nonblocking_request_waits),
             ("writer_ilock_skips", s.ilock_skips),
-            ("ext3_bitmap_reads", k.st.ext3.balloc.bitmap_reads),
+            ("ext3_bitmap_reads", k.st.ext3.bitmap_reads()),
         ] {
             r.counters.insert(name.into(), n);
         }

@@ -7,7 +7,6 @@
 
 use crate::fs::commit::journal_commit_transaction;
 use crate::fs::flush::{bdflush_pass, kupdate_pass, KUPDATE_INTERVAL_NS};
-use crate::fs::jbd::COMMIT_INTERVAL_NS;
 use crate::kernel::catalog::Point;
 use crate::kernel::catalog::WaitOn;
 use crate::kernel::path::{point, Chan, LoopStep, Path};
@@ -44,9 +43,9 @@ impl Program for KthreadProg {
         match self.kind {
             Kthread::Kjournald => {
                 if st.jbd.commit_due(now) {
-                    return Action::Syscall(journal_commit_transaction(st.jbd.commit_holds_bkl));
+                    return Action::Syscall(journal_commit_transaction(st.jbd.commit_holds_bkl()));
                 }
-                let due = st.jbd.running.started + COMMIT_INTERVAL_NS;
+                let due = st.jbd.commit_expires();
                 let wait = due.saturating_sub(now).max(10_000_000);
                 Action::Syscall(WaitOn::new(me, Some(wait)))
             }

@@ -116,14 +116,14 @@ pub struct Disk {
     /// 2.6's block layer: back merges, one request per slot, congestion.
     merge: bool,
     /// `BDI_write_congested`, and the thresholds that set and clear it.
-    pub congested: bool,
+    pub(super) congested: bool,
     congestion_on: u64,
     congestion_off: u64,
     /// Requests served, blocks moved.
-    pub served: u64,
-    pub blocks_moved: u64,
+    pub(super) served: u64,
+    pub(super) blocks_moved: u64,
     /// Of those, read.
-    pub blocks_read: u64,
+    pub(super) blocks_read: u64,
     /// 2.6's request pools: `rl->count[READ]`, `rl->count[WRITE]` (queued and in service).
     count: [u64; 2],
     /// `blk_queue_full(q, WRITE)`.
@@ -150,6 +150,15 @@ fn dir_index(dir: Dir) -> usize {
 }
 
 impl Disk {
+    /// `bdi_write_congested()`: the queue is congested for writes.
+    pub fn congested(&self) -> bool {
+        self.congested
+    }
+    /// Requests the disk has completed, the blocks they moved and of those the blocks read
+    /// (/proc/diskstats).
+    pub fn served(&self) -> (u64, u64, u64) {
+        (self.served, self.blocks_moved, self.blocks_read)
+    }
     pub fn new(m: &MachineProfile) -> Self {
         // blk_queue_congestion_threshold() (2.6.17 block/ll_rw_blk.c).
         let nr = m.disk.nr_requests as u64;

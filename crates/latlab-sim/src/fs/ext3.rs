@@ -80,13 +80,37 @@ fn ext3_dirty_inode(k: &mut KState, file: u32) -> Box<dyn Path> {
 #[derive(Default)]
 pub struct Ext3 {
     /// ext3's block groups (2.6 kernels' allocation: [`crate::fs::ext3_balloc`]).
-    pub balloc: crate::fs::ext3_balloc::Balloc,
+    pub(super) balloc: crate::fs::ext3_balloc::Balloc,
     /// 2.6.16's `file_update_time`: a write journals the inode's mtime once a second
     /// (`mtime_changes`); 2.4's `generic_file_write` on every call.
-    pub coarse_mtime: bool,
+    pub(super) coarse_mtime: bool,
     /// 2.6's append allocates through the block groups ([`crate::fs::ext3_balloc`]) and
     /// pays the counted allocation path per page ([`append_cost26`]).
-    pub block_groups: bool,
+    pub(super) block_groups: bool,
+}
+
+impl Ext3 {
+    /// 2.4's ext3, or (`gen26`) the 2.6 kernels': coarse mtime, appends through the block
+    /// groups.
+    pub fn new(gen26: bool) -> Self {
+        Ext3 {
+            coarse_mtime: gen26,
+            block_groups: gen26,
+            ..Ext3::default()
+        }
+    }
+    /// 2.6's appends allocate through the block groups.
+    pub fn block_groups(&self) -> bool {
+        self.block_groups
+    }
+    /// 2.6's `file_update_time`: the mtime journalled at most once a second.
+    pub fn coarse_mtime(&self) -> bool {
+        self.coarse_mtime
+    }
+    /// Block-group bitmaps read by appends entering a group not touched since mount.
+    pub fn bitmap_reads(&self) -> u64 {
+        self.balloc.bitmap_reads
+    }
 }
 
 /// Whether this `write()`'s mtime update journals the inode. 2.4's `generic_file_write`

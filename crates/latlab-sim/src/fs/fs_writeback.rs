@@ -120,7 +120,7 @@ impl Path for WritebackInodes {
             if k.buf.pending_of(file) == 0 {
                 continue;
             }
-            if self.wbc.nonblocking && k.disk.congested {
+            if self.wbc.nonblocking && k.disk.congested() {
                 self.wbc.encountered_congestion = true;
                 return self.finish(k);
             }
@@ -265,7 +265,7 @@ impl Path for MpageWritepages {
             }
             // Before the loop and between pagevecs (the kernel tests after each page, but a
             // hit ends the loop only at the pagevec's end): a nonblocking caller stops here.
-            if wbc.nonblocking && k.disk.congested {
+            if wbc.nonblocking && k.disk.congested() {
                 wbc.encountered_congestion = true;
                 return Step::Done;
             }

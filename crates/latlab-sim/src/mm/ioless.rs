@@ -108,7 +108,7 @@ fn update_bandwidth(k: &mut KState, now: Nanos) {
     if elapsed < BANDWIDTH_INTERVAL_NS {
         return;
     }
-    let written = k.buf.written;
+    let written = k.buf.written();
     let rate = (written - io.written_stamp) as f64 * 1e9 / elapsed as f64;
     let e = (elapsed as f64).min(BANDWIDTH_PERIOD_NS);
     io.write_bw = (io.write_bw * (BANDWIDTH_PERIOD_NS - e) + rate * e) / BANDWIDTH_PERIOD_NS;
@@ -147,7 +147,7 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
         .get(&cx.pid)
         .copied()
         .unwrap_or((0, 32));
-    let nr_dirty = k.buf.nr_dirty + k.buf.in_flight();
+    let nr_dirty = k.buf.nr_dirty() + k.buf.in_flight();
     let (bg, thresh) = global_dirty_limits(k);
     let freerun = (thresh + bg) / 2;
     let set = |k: &mut KState, pause: u64| {
@@ -202,7 +202,7 @@ fn start_background(k: &mut KState) {
 /// `over_bground_thresh()`.
 pub fn over_bground_thresh(k: &KState) -> bool {
     let (bg, _) = global_dirty_limits(k);
-    k.buf.nr_dirty > bg
+    k.buf.nr_dirty() > bg
 }
 
 /// The flusher's background `wb_writeback`: chunks of `writeback_chunk_size` pages, waiting
@@ -232,7 +232,7 @@ impl Path for WbWriteback {
                 return s;
             }
             let stalled =
-                std::mem::take(&mut self.passed) && k.writeback.pwb_mut().wbc.nr_to_write > 0 && k.buf.nr_dirty == 0;
+                std::mem::take(&mut self.passed) && k.writeback.pwb_mut().wbc.nr_to_write > 0 && k.buf.nr_dirty() == 0;
             if stalled || !over_bground_thresh(k) {
                 k.writeback.pwb_mut().bdi_pdflush = None;
                 return Step::Done;

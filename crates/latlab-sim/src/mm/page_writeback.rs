@@ -179,7 +179,7 @@ pub fn get_dirty_limits(k: &KState) -> Limits {
     Limits {
         background: background_ratio * total / 100,
         dirty: dirty_ratio * total / 100,
-        nr_reclaimable: k.buf.nr_dirty,
+        nr_reclaimable: k.buf.nr_dirty(),
         nr_writeback: k.buf.in_flight(),
     }
 }
@@ -484,7 +484,7 @@ pub fn wb_kupdate(k: &KState, now: Nanos) -> Box<dyn Path> {
     let l = get_dirty_limits(k);
     passes(Kupdate {
         oldest: now.saturating_sub(EXPIRE_NS),
-        nr_to_write: (l.nr_reclaimable + k.dcache.dirty_inodes.len() as u64) as i64,
+        nr_to_write: (l.nr_reclaimable + k.dcache.nr_dirty_inodes()) as i64,
     })
 }
 
