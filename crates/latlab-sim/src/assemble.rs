@@ -75,8 +75,8 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
     // the reclaim's own watermarks.
     let writeback = writeback(v, mm.buffer_pages());
     let reclaim = PageReclaim::new(reclaim_kind(v.reclaim));
-    mm.anon_starts_active = reclaim.anon_starts_active();
-    mm.set_watermarks(reclaim.watermarks(mm.total));
+    mm.set_anon_starts_active(reclaim.anon_starts_active());
+    mm.set_watermarks(reclaim.watermarks(mm.total()));
     let timers = match v.timer {
         TimerSubsystem::Jiffies => TimerBase::TimerList {
             tick_ns: 1_000_000_000 / Nanos::from(v.hz),
@@ -185,7 +185,7 @@ mod tests {
         assert!(!a.st.disk.is_26(), "2.4's IDE queue");
         assert!(a.st.writeback.pages().is_none(), "bdflush has no page-based state");
         assert!(!a.st.writeback.counts_dirty_pages() && !a.st.ext3.block_groups());
-        assert!(!a.st.reclaim.anon_starts_active() && !a.st.mm.anon_starts_active);
+        assert!(!a.st.reclaim.anon_starts_active() && !a.st.mm.anon_starts_active());
         assert!(a.st.jbd.commit_holds_bkl());
         assert_eq!(a.st.timers, TimerBase::TimerList { tick_ns: 10_000_000 }, "HZ=100");
         assert_eq!(a.st.timers.fires_at(10_000_001), 20_000_000);
@@ -205,11 +205,11 @@ mod tests {
         assert!(a.st.writeback.counts_dirty_pages() && a.st.writeback.balance_hands_to_pdflush());
         assert!(a.st.ext3.block_groups() && a.st.ext3.coarse_mtime());
         assert!(a.st.reclaim.writes_dirty_pages() && !a.st.reclaim.uses_swap_token());
-        assert!(a.st.mm.anon_starts_active);
+        assert!(a.st.mm.anon_starts_active());
         assert!(!a.st.jbd.commit_holds_bkl());
         assert_eq!(
-            [a.st.mm.pages_min, a.st.mm.pages_low, a.st.mm.pages_high],
-            crate::mm::watermarks_2617(a.st.mm.total)
+            [a.st.mm.pages_min(), a.st.mm.pages_low(), a.st.mm.pages_high()],
+            crate::mm::watermarks_2617(a.st.mm.total())
         );
 
         let a = assemble(&variant_26(Writeback::Pdflush2617, Reclaim::Rmap269), &machine()).unwrap();

@@ -465,10 +465,10 @@ fn counters(k: &Kernel<measure::Sinks>) -> [(&'static str, u64); 14] {
         ("disk_blocks_read", k.st.disk.served().2),
         ("buffers_written", k.st.buf.written()),
         ("journal_commits", k.st.jbd.commits()),
-        ("pages_swapped_out", k.st.mm.swapouts),
+        ("pages_swapped_out", k.st.mm.counters().swapouts),
         ("idle_ms", k.stats.idle_ns / 1_000_000),
-        ("reclaim_calls", k.st.mm.reclaims),
-        ("reclaim_calls_to_priority_1", k.st.mm.reclaims_to_priority_1),
+        ("reclaim_calls", k.st.mm.counters().reclaims),
+        ("reclaim_calls_to_priority_1", k.st.mm.counters().reclaims_to_priority_1),
     ]
 }
 
@@ -478,7 +478,7 @@ fn preload(st: &mut KState, p: &Preload) {
     for i in 0..4u32 {
         let id = u32::MAX - i;
         st.mm.grow(id, p.idle_anon_mib * 256 / 4);
-        if let Some(r) = st.mm.mms.get_mut(&id) {
+        if let Some(r) = st.mm.mm_struct_mut(id) {
             r.young = 0;
         }
     }
@@ -495,10 +495,10 @@ fn preload(st: &mut KState, p: &Preload) {
     }
     if p.cache_full && !p.reclaimed_before {
         let pages = (p.old_file_kb / 4).max(1);
-        while st.mm.free > st.mm.pages_high + pages {
+        while st.mm.free() > st.mm.pages_high() + pages {
             let f = st.mm.existing_file(pages);
             st.mm.add_pages(f, 0, pages);
-            if let Some(r) = st.mm.files.get_mut(&f) {
+            if let Some(r) = st.mm.files_mut().get_mut(&f) {
                 r.in_use = false;
             }
             // The old files' dentries were used once, long ago.
@@ -598,7 +598,7 @@ fn finish(
     if epoch > 0 {
         c.insert("history_ms".into(), epoch / 1_000_000);
     }
-    c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
+    c.insert("peak_anon_pages".into(), k.st.mm.counters().peak_anon);
     if k.st.reclaim.oom_kills() > 0 {
         // Tasks 2.6.9's OOM killer sent SIGKILL ([`mm::oom_kill`]); none on a box that never
         // fills RAM and swap.
@@ -636,9 +636,10 @@ fn finish(
             r.counters.insert(name.into(), n);
         }
         if k.st.reclaim.writes_dirty_pages() {
-            r.counters.insert("reclaim_pageout_pages".into(), k.st.mm.pageouts);
             r.counters
-                .insert("reclaim_writeback_kept".into(), k.st.mm.writeback_kept);
+                .insert("reclaim_pageout_pages".into(), k.st.mm.counters().pageouts);
+            r.counters
+                .insert("reclaim_writeback_kept".into(), k.st.mm.counters().writeback_kept);
         }
         if let Some((reads, antic)) = k.st.disk.as_counts() {
             r.counters.insert("as_reads".into(), reads);
@@ -647,7 +648,8 @@ fn finish(
     }
     if k.st.reclaim.uses_swap_token() {
         // Major faults that took 2.6.9's swap token (mm/thrash.c's grab_swap_token).
-        r.counters.insert("swap_token_grabs".into(), k.st.mm.token.grabs);
+        r.counters
+            .insert("swap_token_grabs".into(), k.st.mm.counters().swap_token_grabs);
     }
     // What the measurements saw: their streams, counters and traces.
     k.tp.finish(&k.tasks, &mut r);

@@ -125,7 +125,7 @@ impl Path for KswapdPass {
                 self.checked = true;
                 return LoopStep::plain("kswapd_balance", 1, 0, smallvec![point(Point::KswapdBalance, 1)]);
             }
-            if k.mm.free >= k.mm.pages_high || self.rounds >= KSWAPD_MAX_ROUNDS {
+            if k.mm.free() >= k.mm.pages_high() || self.rounds >= KSWAPD_MAX_ROUNDS {
                 return crate::kernel::path::Step::Done;
             }
             self.rounds += 1;

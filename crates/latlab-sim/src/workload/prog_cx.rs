@@ -66,7 +66,7 @@ impl<'a> ProgCx<'a> {
     }
     /// The history's `close()` of `file` (no path cost): its inode unused.
     pub(crate) fn closed(&mut self, file: u32) {
-        if let Some(r) = self.st.mm.files.get_mut(&file) {
+        if let Some(r) = self.st.mm.files_mut().get_mut(&file) {
             r.in_use = false;
         }
     }
@@ -83,7 +83,7 @@ impl<'a> ProgCx<'a> {
     }
     /// What `stat()` says of `file`'s size, in pages (`None`: no such file).
     pub(crate) fn file_pages(&self, file: u32) -> Option<u64> {
-        self.st.mm.files.get(&file).map(|f| f.size)
+        self.st.mm.files().get(&file).map(|f| f.size)
     }
 
     /// The kernel's state, for the kernel's own threads ([`crate::cpu::kthreads`]: their
