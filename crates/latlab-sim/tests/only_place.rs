@@ -7,9 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// Every `.rs` file under `src/`, with its non-test text (cut at `#[cfg(test)]`: the
-/// crate keeps its unit tests in a `mod tests` at the end of a file, and test helpers
-/// there).
+/// Every `.rs` file under `src/`, with its non-test text ([`strip_tests`]).
 fn sources() -> Vec<(String, String)> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -29,11 +27,42 @@ fn sources() -> Vec<(String, String)> {
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+            let code = strip_tests(&text);
             let rel = p.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
             (rel, code)
         })
         .collect()
+}
+
+/// `text` without its `#[cfg(test)]` items: the item after each such line (a `mod tests`
+/// block, a test helper's `fn` or `impl`, a `use ...;`) is dropped up to where its braces
+/// close, and the code after it is kept.
+fn strip_tests(text: &str) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let (mut depth, mut opened) = (0i64, false);
+        for item in lines.by_ref() {
+            let code = item.split("//").next().unwrap();
+            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            opened |= code.contains('{');
+            if (opened && depth <= 0) || (!opened && code.trim_end().ends_with(';')) {
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_test_stripper_keeps_the_code_after_a_test_item() {
+    let text = "use a;\n#[cfg(test)]\nuse b;\nfn f() {}\n#[cfg(test)]\nimpl X {\n    fn g() {\n    }\n}\nfn h() {}\n#[cfg(test)]\nmod tests {\n    use crate::x;\n}\n";
+    assert_eq!(strip_tests(text), "use a;\nfn f() {}\nfn h() {}\n");
 }
 
 /// The files (other than `allowed`) whose code, comments aside, contains `pattern`.
