@@ -401,6 +401,8 @@ const STATE_BEHIND_METHODS: &[(&str, &str)] = &[
     ("fs/dcache.rs", "Dcache"),
     ("fs/ext3.rs", "Ext3"),
     ("fs/jbd.rs", "Journal"),
+    ("kernel/posix_timer.rs", "PosixTimers"),
+    ("kernel/state.rs", "KthreadPids"),
     ("mm/mod.rs", "Mm"),
     ("mm/reclaim.rs", "PageReclaim"),
     ("mm/writeback.rs", "DirtyWriteback"),

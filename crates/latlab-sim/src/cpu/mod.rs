@@ -983,7 +983,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             Irq::Hrtimer(HrTimer::Sleep(chan)) => self.wake(chan),
             Irq::Hrtimer(HrTimer::Posix { id, due }) => {
                 // hrtimer_forward: the next expiry a period on.
-                self.arm_posix(id, due + self.st.posix.timers[id].period);
+                self.arm_posix(id, due + self.st.posix.period(id));
                 match self.st.posix.expire(id, due) {
                     Some(target) => self.wake(Chan::Signal(target)),
                     None => trace_event!(self, TIMER_OVERRUN, Event::TimerOverrun),

@@ -41,7 +41,7 @@ impl Syscall {
             Syscall::Unlink { file } => sys_unlink(file),
             Syscall::Setattr => once("ext3_setattr", k.c.setattr),
             Syscall::Fstat => once("sys_fstat", k.c.fstat),
-            Syscall::Sync | Syscall::Fsync => sys_sync(k.kthreads.kjournald),
+            Syscall::Sync | Syscall::Fsync => sys_sync(k.kthreads.kjournald()),
             Syscall::NfsCreate { pages, ret } => {
                 let f = nfs::new_file(k, pages);
                 ret(f);

@@ -26,7 +26,7 @@ const PTRS_PER_BLOCK: u64 = 1024;
 /// buffered write's allocation (`current->backing_dev_info` set, 2.6 mm/filemap.c).
 fn need_pages(k: &mut KState, sub: &mut Nested, n: u64, writer: bool) -> bool {
     if k.mm.low() {
-        let pid = k.kthreads.kswapd;
+        let pid = k.kthreads.kswapd();
         k.wake_kthread(pid);
     }
     if !k.mm.can_alloc(n) {
@@ -39,7 +39,7 @@ fn need_pages(k: &mut KState, sub: &mut Nested, n: u64, writer: bool) -> bool {
 /// `ext3_journal_start` -> `start_this_handle`: with the running transaction full, the
 /// caller asks kjournald to commit it and sleeps until the commit has begun.
 fn journal_start(k: &mut KState) -> Option<Step> {
-    let pid = k.kthreads.kjournald;
+    let pid = k.kthreads.kjournald();
     if pid == 0 || !k.jbd.handle_must_wait() {
         return None;
     }
@@ -857,7 +857,7 @@ mod tests {
     #[test]
     fn handles_wait_for_the_commit_of_a_full_transaction() {
         let mut k = kstate();
-        k.kthreads.kjournald = 4;
+        crate::kernel::state::Kthread::Kjournald.register(&mut k, 4);
         let f = k.mm.create_file(16);
         k.jbd.add_meta32(32 * (MAX_TRANSACTION_BUFFERS - 5));
         let mut w = sys_write(f, 4096);

@@ -388,7 +388,7 @@ mod tests {
     fn a_commit_waits_in_t_locked_for_the_handle_pdflush_holds_asleep_and_new_handles_wait_for_it() {
         use crate::fs::commit::journal_commit_transaction;
         let mut k = setup(112);
-        k.kthreads.kjournald = 4;
+        crate::kernel::state::Kthread::Kjournald.register(&mut k, 4);
         let cx = Ctx { now: 0, pid: PDFLUSH };
         let mut pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
         let mut first = pdflush.next(&mut k, &cx);

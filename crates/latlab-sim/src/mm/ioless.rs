@@ -195,7 +195,7 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
 /// `bdi_start_background_writeback`: wake the flusher.
 fn start_background(k: &mut KState) {
     k.writeback.pwb_mut().ioless.background_requested = true;
-    let pid = k.kthreads.flusher;
+    let pid = k.kthreads.flusher();
     k.wake_kthread(pid);
 }
 

@@ -163,7 +163,7 @@ pub fn after_dirtying(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
                 return None;
             }
             if state > 0 {
-                let pid = k.kthreads.bdflush;
+                let pid = k.kthreads.bdflush();
                 k.wake_kthread(pid);
             }
             Some(k.mm.fs_ops().balance_dirty(state > 0))
