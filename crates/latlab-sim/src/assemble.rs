@@ -70,12 +70,13 @@ pub fn scheduler(v: &Variant) -> Box<dyn Scheduler> {
 /// The subsystems the variant names, over swap allocator `swap`.
 pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Subsystems {
     let mut mm = Mm::new(m, swap);
+    mm.install_fs_ops(&crate::fs::ops::Ext3Ops);
     // Page-based writeback's ratelimit is set from memory as it stands at boot, before
     // the reclaim's own watermarks.
     let writeback = writeback(v, mm.buffer_pages());
     let reclaim = PageReclaim::new(reclaim_kind(v.reclaim));
-    mm.anon_starts_active = reclaim.anon_starts_active();
-    mm.set_watermarks(reclaim.watermarks(mm.total));
+    mm.set_anon_starts_active(reclaim.anon_starts_active());
+    mm.set_watermarks(reclaim.watermarks(mm.total()));
     let timers = match v.timer {
         TimerSubsystem::Jiffies => TimerBase::TimerList {
             tick_ns: 1_000_000_000 / Nanos::from(v.hz),
@@ -91,11 +92,7 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
         disk,
         mm,
         jbd,
-        ext3: Ext3 {
-            coarse_mtime: ext3_26,
-            block_groups: ext3_26,
-            ..Ext3::default()
-        },
+        ext3: Ext3::new(ext3_26),
         writeback,
         reclaim,
     }
@@ -141,7 +138,7 @@ pub fn reclaim_kind(r: Reclaim) -> reclaim::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tests::{machine, variant_with};
+    use crate::cpu::tests::{machine, variant_with};
     use crate::variant::{DirtyTunables, Journal, PreemptModel};
 
     fn variant_26(writeback: Writeback, reclaim: Reclaim) -> Variant {
@@ -166,11 +163,9 @@ mod tests {
         for (i, t) in a.kthreads.iter().enumerate() {
             t.register(&mut a.st, 10 + i as u32);
         }
+        // kupdated (12) runs from its timer: nothing wakes it by pid.
         let pids = a.st.kthreads;
-        assert_eq!(
-            (pids.kswapd, pids.bdflush, pids.kupdated, pids.kjournald),
-            (10, 11, 12, 13)
-        );
+        assert_eq!((pids.kswapd(), pids.bdflush(), pids.kjournald()), (10, 11, 13));
         let a = assemble(&variant_26(Writeback::Pdflush2617, Reclaim::Rmap2617), &machine()).unwrap();
         let mut want = vec![Kthread::Kswapd0];
         want.extend([Kthread::Pdflush; crate::mm::pdflush::MAX_THREADS]);
@@ -187,9 +182,9 @@ mod tests {
         assert_eq!(a.sched.name(), scheduler(&v24).name());
         assert!(!a.st.disk.is_26(), "2.4's IDE queue");
         assert!(a.st.writeback.pages().is_none(), "bdflush has no page-based state");
-        assert!(!a.st.writeback.counts_dirty_pages() && !a.st.ext3.block_groups);
-        assert!(!a.st.reclaim.anon_starts_active() && !a.st.mm.anon_starts_active);
-        assert!(a.st.jbd.commit_holds_bkl);
+        assert!(!a.st.writeback.counts_dirty_pages() && !a.st.ext3.block_groups());
+        assert!(!a.st.reclaim.anon_starts_active() && !a.st.mm.anon_starts_active());
+        assert!(a.st.jbd.commit_holds_bkl());
         assert_eq!(a.st.timers, TimerBase::TimerList { tick_ns: 10_000_000 }, "HZ=100");
         assert_eq!(a.st.timers.fires_at(10_000_001), 20_000_000);
         assert!(!a.st.timers.own_interrupt());
@@ -206,13 +201,13 @@ mod tests {
             "2.6's queue with AS"
         );
         assert!(a.st.writeback.counts_dirty_pages() && a.st.writeback.balance_hands_to_pdflush());
-        assert!(a.st.ext3.block_groups && a.st.ext3.coarse_mtime);
+        assert!(a.st.ext3.block_groups() && a.st.ext3.coarse_mtime());
         assert!(a.st.reclaim.writes_dirty_pages() && !a.st.reclaim.uses_swap_token());
-        assert!(a.st.mm.anon_starts_active);
-        assert!(!a.st.jbd.commit_holds_bkl);
+        assert!(a.st.mm.anon_starts_active());
+        assert!(!a.st.jbd.commit_holds_bkl());
         assert_eq!(
-            [a.st.mm.pages_min, a.st.mm.pages_low, a.st.mm.pages_high],
-            crate::mm::watermarks_2617(a.st.mm.total)
+            [a.st.mm.pages_min(), a.st.mm.pages_low(), a.st.mm.pages_high()],
+            crate::mm::watermarks_2617(a.st.mm.total())
         );
 
         let a = assemble(&variant_26(Writeback::Pdflush2617, Reclaim::Rmap269), &machine()).unwrap();

@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod assemble;
+pub mod cpu;
 pub mod dev;
 pub mod engine;
 pub mod fs;
@@ -34,14 +35,14 @@ pub use machine::{CostOverride, DiskProfile, MachineProfile};
 pub use variant::{PreemptModel, SchedClass, Variant};
 pub use workload::script::CommandSpec;
 
+use cpu::kthreads::KthreadProg;
+use cpu::Kernel;
 use kernel::catalog::Point;
 use kernel::state::KState;
 use kernel::task::Policy;
-use kernel::Kernel;
 use latlab_core::{Engine, Nanos, RunMeta, RunResult};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use workload::kthreads::KthreadProg;
 use workload::script::Shell;
 use workload::TaskSpec;
 
@@ -459,15 +460,15 @@ fn counters(k: &Kernel<measure::Sinks>) -> [(&'static str, u64); 14] {
         ("syscalls", k.stats.syscalls),
         ("schedule_calls", k.stats.schedule_calls),
         ("tasks_created", k.stats.tasks_created),
-        ("disk_requests", k.st.disk.served),
-        ("disk_blocks", k.st.disk.blocks_moved),
-        ("disk_blocks_read", k.st.disk.blocks_read),
-        ("buffers_written", k.st.buf.written),
-        ("journal_commits", k.st.jbd.commits),
-        ("pages_swapped_out", k.st.mm.swapouts),
+        ("disk_requests", k.st.disk.served().0),
+        ("disk_blocks", k.st.disk.served().1),
+        ("disk_blocks_read", k.st.disk.served().2),
+        ("buffers_written", k.st.buf.written()),
+        ("journal_commits", k.st.jbd.commits()),
+        ("pages_swapped_out", k.st.mm.counters().swapouts),
         ("idle_ms", k.stats.idle_ns / 1_000_000),
-        ("reclaim_calls", k.st.mm.reclaims),
-        ("reclaim_calls_to_priority_1", k.st.mm.reclaims_to_priority_1),
+        ("reclaim_calls", k.st.mm.counters().reclaims),
+        ("reclaim_calls_to_priority_1", k.st.mm.counters().reclaims_to_priority_1),
     ]
 }
 
@@ -477,7 +478,7 @@ fn preload(st: &mut KState, p: &Preload) {
     for i in 0..4u32 {
         let id = u32::MAX - i;
         st.mm.grow(id, p.idle_anon_mib * 256 / 4);
-        if let Some(r) = st.mm.mms.get_mut(&id) {
+        if let Some(r) = st.mm.mm_struct_mut(id) {
             r.young = 0;
         }
     }
@@ -489,15 +490,15 @@ fn preload(st: &mut KState, p: &Preload) {
         st.mm
             .take_slab(p.unused_dentries * (mm::vmscan::DENTRY_BYTES + mm::vmscan::INODE_BYTES));
         if !p.referenced {
-            st.dcache.referenced = 0;
+            st.dcache.forget_references();
         }
     }
     if p.cache_full && !p.reclaimed_before {
         let pages = (p.old_file_kb / 4).max(1);
-        while st.mm.free > st.mm.pages_high + pages {
+        while st.mm.free() > st.mm.pages_high() + pages {
             let f = st.mm.existing_file(pages);
             st.mm.add_pages(f, 0, pages);
-            if let Some(r) = st.mm.files.get_mut(&f) {
+            if let Some(r) = st.mm.files_mut().get_mut(&f) {
                 r.in_use = false;
             }
             // The old files' dentries were used once, long ago.
@@ -597,11 +598,11 @@ fn finish(
     if epoch > 0 {
         c.insert("history_ms".into(), epoch / 1_000_000);
     }
-    c.insert("peak_anon_pages".into(), k.st.mm.peak_anon);
-    if k.st.reclaim.oom.kills > 0 {
+    c.insert("peak_anon_pages".into(), k.st.mm.counters().peak_anon);
+    if k.st.reclaim.oom_kills() > 0 {
         // Tasks 2.6.9's OOM killer sent SIGKILL ([`mm::oom_kill`]); none on a box that never
         // fills RAM and swap.
-        c.insert("oom_kills".into(), k.st.reclaim.oom.kills);
+        c.insert("oom_kills".into(), k.st.reclaim.oom_kills());
     }
     if let Some(t) = k.st.workload_done {
         // How long the script itself ran (the run may idle on to the seed's length).
@@ -630,14 +631,15 @@ fn finish(
             ("pdflush_operation_busy", s.pdflush_busy),
             ("pdflush_request_waits", s.nonblocking_request_waits),
             ("writer_ilock_skips", s.ilock_skips),
-            ("ext3_bitmap_reads", k.st.ext3.balloc.bitmap_reads),
+            ("ext3_bitmap_reads", k.st.ext3.bitmap_reads()),
         ] {
             r.counters.insert(name.into(), n);
         }
         if k.st.reclaim.writes_dirty_pages() {
-            r.counters.insert("reclaim_pageout_pages".into(), k.st.mm.pageouts);
             r.counters
-                .insert("reclaim_writeback_kept".into(), k.st.mm.writeback_kept);
+                .insert("reclaim_pageout_pages".into(), k.st.mm.counters().pageouts);
+            r.counters
+                .insert("reclaim_writeback_kept".into(), k.st.mm.counters().writeback_kept);
         }
         if let Some((reads, antic)) = k.st.disk.as_counts() {
             r.counters.insert("as_reads".into(), reads);
@@ -646,7 +648,8 @@ fn finish(
     }
     if k.st.reclaim.uses_swap_token() {
         // Major faults that took 2.6.9's swap token (mm/thrash.c's grab_swap_token).
-        r.counters.insert("swap_token_grabs".into(), k.st.mm.token.grabs);
+        r.counters
+            .insert("swap_token_grabs".into(), k.st.mm.counters().swap_token_grabs);
     }
     // What the measurements saw: their streams, counters and traces.
     k.tp.finish(&k.tasks, &mut r);

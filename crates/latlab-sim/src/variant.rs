@@ -650,7 +650,7 @@ impl Variant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tests::variant_with;
+    use crate::cpu::tests::variant_with;
 
     #[test]
     fn the_trace_note_names_the_switches_that_move_no_work() {

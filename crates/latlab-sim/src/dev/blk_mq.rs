@@ -271,7 +271,7 @@ mod tests {
 
     /// A blk-mq disk of `queue_depth` and `mq_deadline`, one 4 KiB block per request.
     fn disk(queue_depth: u32, mq_deadline: bool) -> Disk {
-        let mut m = crate::kernel::tests::machine();
+        let mut m = crate::cpu::tests::machine();
         m.disk.max_request_kib = 4;
         let mut d = Disk::new(&m);
         d.use_blk_mq(BlkMq::new(queue_depth, 250, mq_deadline));

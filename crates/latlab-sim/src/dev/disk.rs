@@ -116,14 +116,14 @@ pub struct Disk {
     /// 2.6's block layer: back merges, one request per slot, congestion.
     merge: bool,
     /// `BDI_write_congested`, and the thresholds that set and clear it.
-    pub congested: bool,
+    pub(super) congested: bool,
     congestion_on: u64,
     congestion_off: u64,
     /// Requests served, blocks moved.
-    pub served: u64,
-    pub blocks_moved: u64,
+    pub(super) served: u64,
+    pub(super) blocks_moved: u64,
     /// Of those, read.
-    pub blocks_read: u64,
+    pub(super) blocks_read: u64,
     /// 2.6's request pools: `rl->count[READ]`, `rl->count[WRITE]` (queued and in service).
     count: [u64; 2],
     /// `blk_queue_full(q, WRITE)`.
@@ -150,6 +150,15 @@ fn dir_index(dir: Dir) -> usize {
 }
 
 impl Disk {
+    /// `bdi_write_congested()`: the queue is congested for writes.
+    pub fn congested(&self) -> bool {
+        self.congested
+    }
+    /// Requests the disk has completed, the blocks they moved and of those the blocks read
+    /// (/proc/diskstats).
+    pub fn served(&self) -> (u64, u64, u64) {
+        (self.served, self.blocks_moved, self.blocks_read)
+    }
     pub fn new(m: &MachineProfile) -> Self {
         // blk_queue_congestion_threshold() (2.6.17 block/ll_rw_blk.c).
         let nr = m.disk.nr_requests as u64;
@@ -637,7 +646,7 @@ mod tests {
 
     #[test]
     fn the_seek_curve_comes_from_the_machine_profile() {
-        let mut m = crate::kernel::tests::machine();
+        let mut m = crate::cpu::tests::machine();
         m.disk.track_to_track_ns = 1_000_000;
         m.disk.full_stroke_ns = 9_000_000;
         m.disk.half_rotation_ns = 4_000_000;
@@ -655,7 +664,7 @@ mod tests {
 
     #[test]
     fn the_26_queue_merges_back_and_is_congested_from_113_to_below_103_of_128() {
-        let mut m = crate::kernel::tests::machine();
+        let mut m = crate::cpu::tests::machine();
         m.disk.nr_requests = 128;
         m.disk.max_request_kib = 128;
         let mut d = Disk::new(&m);
@@ -700,7 +709,7 @@ mod tests {
 
     /// A 2.6 queue of `nr` request slots of one block each, and a submitter of pid 1.
     fn queue_26(nr: u32) -> (Disk, Vec<KReq>) {
-        let mut m = crate::kernel::tests::machine();
+        let mut m = crate::cpu::tests::machine();
         m.disk.nr_requests = nr;
         m.disk.max_request_kib = 4;
         let mut d = Disk::new(&m);

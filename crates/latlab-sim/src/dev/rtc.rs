@@ -2,7 +2,11 @@
 //! `rtc_interrupt` adds one to `rtc_irq_data` and wakes `rtc_wait`; `read()` returns the
 //! count accumulated since the last read and clears it.
 
+use crate::kernel::path::{Chan, Ctx, Path, Step, Work};
+use crate::kernel::state::KState;
 use latlab_core::Nanos;
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// Can the MC146818 interrupt periodically at `hz`? Its rates are the powers of two from
 /// 2 to 8192 Hz (rate-select bits of register A).
@@ -39,5 +43,33 @@ impl Rtc {
         let r = (self.first_at, self.pending - 1);
         self.pending = 0;
         Some(r)
+    }
+}
+
+/// read(/dev/rtc): sleep until an interrupt has arrived, then copy the data (when the
+/// interrupt came, how many it counts) out to the reader's buffer.
+pub struct RtcRead {
+    copied: bool,
+    buf: Rc<Cell<Option<(Nanos, u64)>>>,
+}
+
+pub fn rtc_read(buf: Rc<Cell<Option<(Nanos, u64)>>>) -> Box<dyn Path> {
+    Box::new(RtcRead { copied: false, buf })
+}
+
+impl Path for RtcRead {
+    fn name(&self) -> &'static str {
+        "rtc_read"
+    }
+    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+        if self.copied {
+            self.buf.set(k.rtc.read());
+            return Step::Done;
+        }
+        if !k.rtc.has_data() {
+            return Step::Block(Chan::Rtc);
+        }
+        self.copied = true;
+        Work::plain("rtc_read", k.c.rtc_read)
     }
 }

@@ -54,13 +54,13 @@ pub enum Via {
 #[derive(Default)]
 pub struct BufferCache {
     dirty: VecDeque<DirtyRun>,
-    pub nr_dirty: u64,
+    pub(super) nr_dirty: u64,
     next_seq: u64,
-    pub done_hi: u64,
+    pub(super) done_hi: u64,
     on_locked: VecDeque<Span>,
     nr_on_locked: u64,
     /// Buffers written out in all.
-    pub written: u64,
+    pub(super) written: u64,
     /// Sequence ranges page reclaim wrote (`sync_page_buffers` sets BH_launder on them, and
     /// a reclaimer meeting one still locked waits for it), oldest first.
     launder: VecDeque<(u64, u64)>,
@@ -180,6 +180,18 @@ fn drop_completed_of(q: &mut VecDeque<Span>, total: &mut u64, file: u32, mut n: 
 }
 
 impl BufferCache {
+    /// `nr_buffers_type[BUF_DIRTY]`: dirty buffers not yet submitted.
+    pub fn nr_dirty(&self) -> u64 {
+        self.nr_dirty
+    }
+    /// The sequence number below which every submitted buffer is written.
+    pub fn done_hi(&self) -> u64 {
+        self.done_hi
+    }
+    /// Buffers written to disk so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
     /// A write dirtied `n` new buffers of `file` in transaction `txn`.
     pub fn dirty(&mut self, file: u32, txn: u64, n: u64, block: u64, now: Nanos) {
         if n == 0 {

@@ -212,8 +212,8 @@ mod tests {
 
     #[test]
     fn only_2_4s_kjournald_commits_under_the_big_kernel_lock() {
-        let mut v = crate::kernel::tests::variant_with(SchedClass::O1, PreemptModel::None, &[]);
-        let m = crate::kernel::tests::machine();
+        let mut v = crate::cpu::tests::variant_with(SchedClass::O1, PreemptModel::None, &[]);
+        let m = crate::cpu::tests::machine();
         for (journal, bkl) in [(Journal::Jbd24, true), (Journal::Jbd26, false)] {
             v.journal = journal;
             let swap = latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap();

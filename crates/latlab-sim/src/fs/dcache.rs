@@ -22,15 +22,15 @@ use std::collections::BTreeSet;
 pub struct Dcache {
     /// Inodes on their superblock's `s_dirty` list (`__mark_inode_dirty`: a write's mtime
     /// update, a new inode), by file, oldest first.
-    pub dirty_inodes: BTreeSet<u32>,
+    pub(super) dirty_inodes: BTreeSet<u32>,
     /// Dentries on `dentry_unused`.
-    pub dentries_unused: u64,
+    pub(super) dentries_unused: u64,
     /// Of those, with DCACHE_REFERENCED set.
-    pub referenced: u64,
+    pub(super) referenced: u64,
     /// Inodes on `inode_unused`.
-    pub inodes_unused: u64,
+    pub(super) inodes_unused: u64,
     /// Of those, still holding page-cache pages.
-    pub inodes_with_pages: u64,
+    pub(super) inodes_with_pages: u64,
     /// Files made by the workload (creat()) and not deleted, by where their entries are.
     made: Made,
     /// Running remainder that spreads the inodes leaving `inode_unused` over those with and
@@ -75,6 +75,27 @@ pub struct DcachePrune {
 }
 
 impl Dcache {
+    /// `dentry_stat.nr_unused`.
+    pub fn dentries_unused(&self) -> u64 {
+        self.dentries_unused
+    }
+    /// Unused dentries with DCACHE_REFERENCED set.
+    pub fn referenced(&self) -> u64 {
+        self.referenced
+    }
+    /// `inodes_stat.nr_unused`.
+    pub fn inodes_unused(&self) -> u64 {
+        self.inodes_unused
+    }
+    /// Inodes on the super block's `s_dirty` list.
+    pub fn nr_dirty_inodes(&self) -> u64 {
+        self.dirty_inodes.len() as u64
+    }
+    /// The box's history left its unused dentries unreferenced (no lookup since the last
+    /// prune cleared DCACHE_REFERENCED).
+    pub fn forget_references(&mut self) {
+        self.referenced = 0;
+    }
     /// A file was looked up or created and released (dput): its dentry is unused+referenced.
     pub fn touch_new(&mut self) {
         self.dentries_unused += 1;
@@ -254,6 +275,14 @@ fn share_of(n: u64, part: u64, len: u64) -> u64 {
         return 0;
     }
     ((n as u128 * part as u128 + len as u128 / 2) / len as u128).min(part as u128) as u64
+}
+
+#[cfg(test)]
+impl Dcache {
+    /// `n` unused inodes (other folders' tests of `prune_icache`).
+    pub(crate) fn set_inodes_unused(&mut self, n: u64) {
+        self.inodes_unused = n;
+    }
 }
 
 #[cfg(test)]

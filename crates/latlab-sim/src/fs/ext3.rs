@@ -26,7 +26,7 @@ const PTRS_PER_BLOCK: u64 = 1024;
 /// buffered write's allocation (`current->backing_dev_info` set, 2.6 mm/filemap.c).
 fn need_pages(k: &mut KState, sub: &mut Nested, n: u64, writer: bool) -> bool {
     if k.mm.low() {
-        let pid = k.kthreads.kswapd;
+        let pid = k.kthreads.kswapd();
         k.wake_kthread(pid);
     }
     if !k.mm.can_alloc(n) {
@@ -39,7 +39,7 @@ fn need_pages(k: &mut KState, sub: &mut Nested, n: u64, writer: bool) -> bool {
 /// `ext3_journal_start` -> `start_this_handle`: with the running transaction full, the
 /// caller asks kjournald to commit it and sleeps until the commit has begun.
 fn journal_start(k: &mut KState) -> Option<Step> {
-    let pid = k.kthreads.kjournald;
+    let pid = k.kthreads.kjournald();
     if pid == 0 || !k.jbd.handle_must_wait() {
         return None;
     }
@@ -80,13 +80,37 @@ fn ext3_dirty_inode(k: &mut KState, file: u32) -> Box<dyn Path> {
 #[derive(Default)]
 pub struct Ext3 {
     /// ext3's block groups (2.6 kernels' allocation: [`crate::fs::ext3_balloc`]).
-    pub balloc: crate::fs::ext3_balloc::Balloc,
+    pub(super) balloc: crate::fs::ext3_balloc::Balloc,
     /// 2.6.16's `file_update_time`: a write journals the inode's mtime once a second
     /// (`mtime_changes`); 2.4's `generic_file_write` on every call.
-    pub coarse_mtime: bool,
+    pub(super) coarse_mtime: bool,
     /// 2.6's append allocates through the block groups ([`crate::fs::ext3_balloc`]) and
     /// pays the counted allocation path per page ([`append_cost26`]).
-    pub block_groups: bool,
+    pub(super) block_groups: bool,
+}
+
+impl Ext3 {
+    /// 2.4's ext3, or (`gen26`) the 2.6 kernels': coarse mtime, appends through the block
+    /// groups.
+    pub fn new(gen26: bool) -> Self {
+        Ext3 {
+            coarse_mtime: gen26,
+            block_groups: gen26,
+            ..Ext3::default()
+        }
+    }
+    /// 2.6's appends allocate through the block groups.
+    pub fn block_groups(&self) -> bool {
+        self.block_groups
+    }
+    /// 2.6's `file_update_time`: the mtime journalled at most once a second.
+    pub fn coarse_mtime(&self) -> bool {
+        self.coarse_mtime
+    }
+    /// Block-group bitmaps read by appends entering a group not touched since mount.
+    pub fn bitmap_reads(&self) -> u64 {
+        self.balloc.bitmap_reads
+    }
 }
 
 /// Whether this `write()`'s mtime update journals the inode. 2.4's `generic_file_write`
@@ -98,7 +122,7 @@ fn mtime_changes(k: &mut KState, file: u32, now: u64) -> bool {
         return true;
     }
     let now_s = current_time(now);
-    match k.mm.files.get_mut(&file) {
+    match k.mm.files_mut().get_mut(&file) {
         Some(f) if f.mtime_s != Some(now_s) => {
             f.mtime_s = Some(now_s);
             true
@@ -169,7 +193,7 @@ impl Path for FileWrite {
                 // commit cannot begin inside.
                 journal_stop_slept(k);
             }
-            if !k.mm.files.contains_key(&self.file) {
+            if !k.mm.files().contains_key(&self.file) {
                 return Step::Done;
             }
             if self.looping {
@@ -182,7 +206,7 @@ impl Path for FileWrite {
                 }
             }
             // A rewrite stops at the end of the file.
-            let size = k.mm.files.get(&self.file).map_or(0, |f| f.size);
+            let size = k.mm.files().get(&self.file).map_or(0, |f| f.size);
             if let Some(at) = self.at {
                 self.left = self.left.min(size.saturating_sub(at));
             }
@@ -204,7 +228,7 @@ impl Path for FileWrite {
                     continue;
                 }
             }
-            let room = k.mm.free.saturating_sub(k.mm.pages_min).max(1);
+            let room = k.mm.free().saturating_sub(k.mm.pages_min()).max(1);
             let mut n = self
                 .left
                 .min(room)
@@ -214,7 +238,7 @@ impl Path for FileWrite {
             if append26 {
                 // ext3_prepare_write -> ext3_new_blocks: a page whose block lies in a group
                 // not yet touched reads that group's bitmap first, in the writer.
-                let (first, size) = k.mm.files.get(&self.file).map_or((0, 0), |f| (f.block, f.size));
+                let (first, size) = k.mm.files().get(&self.file).map_or((0, 0), |f| (f.block, f.size));
                 match k.ext3.balloc.next_append(self.file, first, size, n) {
                     Alloc::Fits(m) => n = m.max(1),
                     Alloc::ReadBitmap { group } => {
@@ -244,7 +268,7 @@ impl Path for FileWrite {
         if self.sub.advanced(k, cx, done) {
             return;
         }
-        let Some(f) = k.mm.files.get_mut(&self.file) else {
+        let Some(f) = k.mm.files_mut().get_mut(&self.file) else {
             return;
         };
         self.left -= done.min(self.left);
@@ -336,7 +360,7 @@ impl Path for FileRead {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
             }
-            let Some(f) = k.mm.files.get(&self.file) else {
+            let Some(f) = k.mm.files().get(&self.file) else {
                 return Step::Done;
             };
             let (size, fblock, atime_s) = (f.size, f.block, f.atime_s);
@@ -350,7 +374,7 @@ impl Path for FileRead {
                     return s;
                 }
                 self.atime = false;
-                if let Some(f) = k.mm.files.get_mut(&self.file) {
+                if let Some(f) = k.mm.files_mut().get_mut(&self.file) {
                     f.atime_s = Some(now_s);
                 }
                 self.sub.start(ext3_dirty_inode(k, self.file));
@@ -509,7 +533,7 @@ impl Path for Truncate {
         }
     }
     fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
-        let Some(f) = k.mm.files.get(&self.file) else {
+        let Some(f) = k.mm.files().get(&self.file) else {
             return Step::Done;
         };
         let size = f.size;
@@ -579,12 +603,12 @@ impl Path for Truncate {
     fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
         if self.stage == 2 {
             // Each page's buffers go with it (block_flushpage / journal_flushpage).
-            let cached = k.mm.files.get(&self.file).map_or(0, FileRec::cached);
+            let cached = k.mm.files().get(&self.file).map_or(0, FileRec::cached);
             let kept = drop_buffers(k, self.file, done, cached);
             k.mm.drop_pages_from(self.file, self.to, done);
             k.mm.pin(kept);
         }
-        let Some(f) = k.mm.files.get_mut(&self.file) else {
+        let Some(f) = k.mm.files_mut().get_mut(&self.file) else {
             return;
         };
         match self.stage {
@@ -603,8 +627,8 @@ impl Path for Truncate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::fs::jbd::MAX_TRANSACTION_BUFFERS;
-    use crate::kernel::tests::{kstate, run_to_sleep};
     use latlab_core::units::Nanos;
 
     /// Kernel state with `share` percent of the buffer pages dirty, and a file to write.
@@ -654,7 +678,7 @@ mod tests {
         k.ext3.coarse_mtime = true;
         k.ext3.block_groups = true;
         let f = k.mm.create_file(64);
-        let first = k.mm.files.get(&f).unwrap().block;
+        let first = k.mm.files().get(&f).unwrap().block;
         if let Alloc::ReadBitmap { group } = k.ext3.balloc.next_append(f, first, 0, 1) {
             k.ext3.balloc.bitmap_read(f, first, 0, group);
         }
@@ -827,13 +851,13 @@ mod tests {
         let (mut k, f) = dirty_to(10);
         assert_eq!(run_to_sleep(&mut k, sys_write(f, 3 * 4096)), None);
         assert_eq!(k.buf.next_seq(), 0);
-        assert_eq!(k.mm.files[&f].size, 3);
+        assert_eq!(k.mm.files()[&f].size, 3);
     }
 
     #[test]
     fn handles_wait_for_the_commit_of_a_full_transaction() {
         let mut k = kstate();
-        k.kthreads.kjournald = 4;
+        crate::kernel::state::Kthread::Kjournald.register(&mut k, 4);
         let f = k.mm.create_file(16);
         k.jbd.add_meta32(32 * (MAX_TRANSACTION_BUFFERS - 5));
         let mut w = sys_write(f, 4096);
@@ -856,18 +880,18 @@ mod tests {
         let mut k = kstate();
         let f = k.mm.create_file(10);
         assert_eq!(run_to_sleep(&mut k, sys_write(f, 10 * 4096)), None);
-        let free = k.mm.free;
+        let free = k.mm.free();
         // kjournald begins committing the transaction that holds the file's dirty buffers.
         k.jbd.start_commit(0);
         assert_eq!(run_to_sleep(&mut k, sys_unlink(f)), None);
         // The pages left the cache, but the commit still holds their buffers: not free.
-        assert_eq!((k.mm.cached_from(f, 0), k.mm.pinned), (0, 10));
+        assert_eq!((k.mm.cached_from(f, 0), k.mm.pinned()), (0, 10));
         assert_eq!(k.buf.pending_of(f), 10, "the commit still has them to write");
-        assert!(k.mm.free <= free);
+        assert!(k.mm.free() <= free);
         // The commit ends: they are clean pages on the inactive list for reclaim to free.
-        let (free, cache) = (k.mm.free, k.mm.cache);
+        let (free, cache) = (k.mm.free(), k.mm.cache());
         k.mm.unpin_all();
-        assert_eq!((k.mm.pinned, k.mm.free, k.mm.cache), (0, free, cache + 10));
+        assert_eq!((k.mm.pinned(), k.mm.free(), k.mm.cache()), (0, free, cache + 10));
     }
 
     #[test]
@@ -891,7 +915,7 @@ mod tests {
             }
         }
         assert!(!first, "the walk was not cut");
-        assert_eq!((k.mm.cached_from(f, 0), k.mm.pinned), (0, 10));
+        assert_eq!((k.mm.cached_from(f, 0), k.mm.pinned()), (0, 10));
     }
 
     #[test]
@@ -932,15 +956,15 @@ mod tests {
         let mut k = kstate();
         let f = k.mm.create_file(100);
         assert_eq!(run_to_sleep(&mut k, sys_write(f, 100 * 4096)), None);
-        assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached()), (100, 100));
+        assert_eq!((k.mm.files()[&f].size, k.mm.files()[&f].cached()), (100, 100));
         assert_eq!(run_to_sleep(&mut k, sys_ftruncate(f, 30)), None);
-        assert_eq!((k.mm.files[&f].size, k.mm.files[&f].cached()), (30, 30));
+        assert_eq!((k.mm.files()[&f].size, k.mm.files()[&f].cached()), (30, 30));
         // The dropped pages' dirty buffers went with them, from the lists and the journal.
         assert_eq!((k.buf.pending_of(f), k.buf.nr_dirty, k.jbd.running.dirty), (30, 30, 30));
         // Past the end: nothing to do.
         assert_eq!(run_to_sleep(&mut k, sys_ftruncate(f, 50)), None);
-        assert_eq!(k.mm.files[&f].size, 30);
+        assert_eq!(k.mm.files()[&f].size, 30);
         assert_eq!(run_to_sleep(&mut k, sys_unlink(f)), None);
-        assert!(!k.mm.files.contains_key(&f));
+        assert!(!k.mm.files().contains_key(&f));
     }
 }

@@ -469,14 +469,14 @@ impl Path for DiskIo {
 mod tests {
     use super::*;
 
-    use crate::kernel::tests::kstate;
+    use crate::cpu::tests::kstate;
 
     #[test]
     fn dirty_limits_are_a_share_of_low_memory_whatever_holds_it() {
         // nr_free_buffer_pages() (2.4.10 VM on): zone size minus pages_high, not free + cache.
         let mut k = kstate();
         let base = k.buffer_pages();
-        assert_eq!(base, k.mm.total - k.mm.pages_high);
+        assert_eq!(base, k.mm.total() - k.mm.pages_high());
         let before = k.dirty_headroom();
         k.mm.grow(7, 10_000); // anonymous memory takes free pages
         assert_eq!(k.buffer_pages(), base);

@@ -32,37 +32,11 @@ use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
-use latlab_core::Nanos;
+use crate::mm::fs_ops::{Handed, Wbc};
 use smallvec::smallvec;
 
 /// PAGEVEC_SIZE: pages `mpage_writepages` looks up at a time, with `cond_resched()` after each.
 pub const PAGEVEC_SIZE: u64 = 14;
-
-/// `struct writeback_control`: what a caller asks and what it reads back.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Wbc {
-    /// Pages still to write (counts down).
-    pub nr_to_write: u64,
-    /// pdflush's callers: don't block on a congested queue.
-    pub nonblocking: bool,
-    pub encountered_congestion: bool,
-    /// kupdate: only inodes dirtied before this.
-    pub older_than_this: Option<Nanos>,
-    /// Pages redirtied instead of written (`redirty_page_for_writepage`).
-    pub pages_skipped: u64,
-}
-
-impl Wbc {
-    /// A pass asking for `nr_to_write` pages.
-    pub fn new(nr_to_write: u64, nonblocking: bool, older_than_this: Option<Nanos>) -> Self {
-        Wbc {
-            nr_to_write,
-            nonblocking,
-            older_than_this,
-            ..Default::default()
-        }
-    }
-}
 
 /// `writeback_inodes(wbc)`; when it returns, `k.writeback.pwb_mut().wbc` holds the caller's `wbc`.
 pub struct WritebackInodes {
@@ -146,7 +120,7 @@ impl Path for WritebackInodes {
             if k.buf.pending_of(file) == 0 {
                 continue;
             }
-            if self.wbc.nonblocking && k.disk.congested {
+            if self.wbc.nonblocking && k.disk.congested() {
                 self.wbc.encountered_congestion = true;
                 return self.finish(k);
             }
@@ -179,16 +153,6 @@ impl Path for WritebackInodes {
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
-}
-
-/// What [`write_dirty_run`] did.
-pub(crate) enum Handed {
-    /// No request free: sleep on this in `get_request_wait`.
-    Sleep(Chan),
-    /// This many pages went to the queue.
-    Wrote(u64),
-    /// The file had nothing dirty to take.
-    Nothing,
 }
 
 /// `->writepage` of up to `want` of `file`'s dirty pages from `block` on, as task `cx.pid`
@@ -301,7 +265,7 @@ impl Path for MpageWritepages {
             }
             // Before the loop and between pagevecs (the kernel tests after each page, but a
             // hit ends the loop only at the pagevec's end): a nonblocking caller stops here.
-            if wbc.nonblocking && k.disk.congested {
+            if wbc.nonblocking && k.disk.congested() {
                 wbc.encountered_congestion = true;
                 return Step::Done;
             }
@@ -330,9 +294,9 @@ impl Path for MpageWritepages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::tests::{kstate, machine, run_to_sleep_as};
     use crate::dev::disk::{Disk, Payload};
     use crate::kernel::path::Chan;
-    use crate::kernel::tests::{kstate, machine, run_to_sleep_as};
 
     const FILE: u32 = 1;
     const PDFLUSH: u32 = 2;
@@ -424,7 +388,7 @@ mod tests {
     fn a_commit_waits_in_t_locked_for_the_handle_pdflush_holds_asleep_and_new_handles_wait_for_it() {
         use crate::fs::commit::journal_commit_transaction;
         let mut k = setup(112);
-        k.kthreads.kjournald = 4;
+        crate::kernel::state::Kthread::Kjournald.register(&mut k, 4);
         let cx = Ctx { now: 0, pid: PDFLUSH };
         let mut pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
         let mut first = pdflush.next(&mut k, &cx);

@@ -226,24 +226,24 @@ impl Txn {
 pub struct Journal {
     /// kjournald commits under the big kernel lock (2.4's jbd; 2.6's takes none), as
     /// [`crate::assemble`] sets it.
-    pub commit_holds_bkl: bool,
-    pub running: Txn,
-    pub committing: Option<Txn>,
+    pub(super) commit_holds_bkl: bool,
+    pub(super) running: Txn,
+    pub(super) committing: Option<Txn>,
     next_tid: u64,
     /// A commit was asked for (sync, journal full) before the interval ran out.
-    pub commit_requested: bool,
+    pub(super) commit_requested: bool,
     /// Transactions committed so far.
-    pub commits: u64,
+    pub(super) commits: u64,
     /// Next free block of the journal area (for disk positions).
-    pub log_block: u64,
+    pub(super) log_block: u64,
     /// `t_updates` of the running transaction, as far as the model counts it: handles held
     /// open across a sleep (a page's handle in `ext3_ordered_writepage` while its buffer waits
     /// for a request, an append's while it reads a block bitmap). A handle held over CPU work
     /// alone is stopped before kjournald could begin a commit and is not counted.
-    pub updates: u32,
+    pub(super) updates: u32,
     /// `T_LOCKED`: kjournald has begun the commit and waits for `updates` to drain; new
     /// handles wait until it has taken the transaction.
-    pub locked: bool,
+    pub(super) locked: bool,
 }
 
 /// Disk block where the journal lives (an internal journal near the start of the fs).
@@ -259,6 +259,18 @@ pub const HANDLE_CREDITS: u64 = 10;
 const INODES_PER_BLOCK: u64 = 32;
 
 impl Journal {
+    /// kjournald's commit runs under the big kernel lock (2.4's jbd).
+    pub fn commit_holds_bkl(&self) -> bool {
+        self.commit_holds_bkl
+    }
+    /// The running transaction's `t_expires`: when the commit timer wakes kjournald.
+    pub fn commit_expires(&self) -> Nanos {
+        self.running.started + COMMIT_INTERVAL_NS
+    }
+    /// Transactions committed so far.
+    pub fn commits(&self) -> u64 {
+        self.commits
+    }
     /// An empty journal; `commit_holds_bkl`: kjournald commits under the big kernel lock.
     pub fn new(commit_holds_bkl: bool) -> Self {
         Journal {

@@ -59,8 +59,8 @@ pub fn new_file(k: &mut KState, pages: u64) -> NfsFile {
 
 /// The client's inode takes the server file's size (after a reply that carried it).
 fn mirror_size(k: &mut KState, f: NfsFile) {
-    let size = k.mm.files.get(&f.server).map_or(0, |r| r.size);
-    if let Some(c) = k.mm.files.get_mut(&f.client) {
+    let size = k.mm.files().get(&f.server).map_or(0, |r| r.size);
+    if let Some(c) = k.mm.files_mut().get_mut(&f.client) {
         c.size = size;
     }
 }
@@ -84,7 +84,7 @@ pub fn nfs_create(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
 /// the server appends to its file.
 pub fn nfs_write(k: &mut KState, f: NfsFile, bytes: u64) -> Box<dyn Path> {
     let pages = bytes.div_ceil(4096);
-    let end = k.mm.files.get(&f.client).map_or(0, |c| c.size);
+    let end = k.mm.files().get(&f.client).map_or(0, |c| c.size);
     k.mm.add_pages(f.client, end, pages);
     rpc(k, "nfs_proc_write", (bytes, 0), sys_write(f.server, bytes), move |k| {
         mirror_size(k, f)
@@ -120,8 +120,8 @@ pub fn nfs_unlink(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::kernel::path::{Ctx, Step};
-    use crate::kernel::tests::{kstate, run_to_sleep};
 
     #[test]
     fn a_write_fills_both_caches_and_only_the_server_part_holds_the_bkl() {
@@ -147,21 +147,24 @@ mod tests {
             (Some(&false), true)
         );
         assert!(!bkl[bkl.len() - 2]);
-        assert_eq!((k.mm.files[&f.client].cached(), k.mm.files[&f.server].cached()), (2, 2));
-        assert_eq!((k.mm.files[&f.client].size, k.mm.files[&f.server].size), (2, 2));
+        assert_eq!(
+            (k.mm.files()[&f.client].cached(), k.mm.files()[&f.server].cached()),
+            (2, 2)
+        );
+        assert_eq!((k.mm.files()[&f.client].size, k.mm.files()[&f.server].size), (2, 2));
     }
 
     #[test]
     fn a_read_the_client_caches_needs_no_call() {
         let mut k = kstate();
         let f = new_file(&mut k, 0);
-        k.mm.files.get_mut(&f.server).expect("server").size = 4;
+        k.mm.files_mut().get_mut(&f.server).expect("server").size = 4;
         k.mm.add_pages(f.server, 0, 4);
         // First read: a READ call fills the client's cache.
         assert_eq!(nfs_read(&mut k, f, 0, 8192).name(), "nfs_proc_read");
         let r = nfs_read(&mut k, f, 0, 8192);
         assert_eq!(run_to_sleep(&mut k, r), None);
-        assert_eq!(k.mm.files[&f.client].cached(), 2);
+        assert_eq!(k.mm.files()[&f.client].cached(), 2);
         assert_eq!(nfs_read(&mut k, f, 0, 8192).name(), "sys_read");
         assert_eq!(nfs_read(&mut k, f, 2, 8192).name(), "nfs_proc_read");
     }

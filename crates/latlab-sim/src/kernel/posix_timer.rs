@@ -69,11 +69,15 @@ pub struct SigInfo {
 /// The timers and the signals queued to threads.
 #[derive(Default)]
 pub struct PosixTimers {
-    pub timers: Vec<KItimer>,
+    timers: Vec<KItimer>,
     queued: BTreeMap<u32, VecDeque<SigInfo>>,
 }
 
 impl PosixTimers {
+    /// Timer `id`'s interval.
+    pub fn period(&self, id: usize) -> Nanos {
+        self.timers[id].period
+    }
     /// `timer_create` + `timer_settime` with an interval: returns the timer id.
     pub fn create(&mut self, target: u32, period: Nanos) -> usize {
         self.timers.push(KItimer {

@@ -17,7 +17,6 @@ use super::catalog::{Origin, Point};
 use super::lock::Lock;
 use super::path::{LoopStep, Step};
 use super::task::{Exec, Task};
-use super::SwitchReason;
 use crate::variant::{PreemptModel, Variant};
 use latlab_core::Nanos;
 
@@ -188,6 +187,32 @@ pub fn cause_of(t: &Task, id: super::task::TaskId, idle: bool, ran_since: Nanos)
             since: 0,
             user: true,
         }),
+    }
+}
+
+/// Why the CPU left a context: recorded for attribution and traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchReason {
+    Point(Point),
+    Unlock(Lock),
+    IrqExit,
+    UserReturn,
+    Block,
+    Exit,
+    Idle,
+}
+
+impl SwitchReason {
+    pub fn describe(&self) -> String {
+        match self {
+            SwitchReason::Point(p) => format!("rescheduling point in {p}"),
+            SwitchReason::Unlock(l) => format!("spin_unlock({l}) -> preempt_schedule"),
+            SwitchReason::IrqExit => "IRQ return (kernel preemption)".into(),
+            SwitchReason::UserReturn => "return to user space".into(),
+            SwitchReason::Block => "schedule() (task blocked)".into(),
+            SwitchReason::Exit => "do_exit".into(),
+            SwitchReason::Idle => "idle loop".into(),
+        }
     }
 }
 

@@ -70,12 +70,30 @@ pub struct KState {
 /// pids of the kernel threads paths may wake.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KthreadPids {
-    pub bdflush: u32,
-    pub kupdated: u32,
-    pub kjournald: u32,
-    pub kswapd: u32,
+    bdflush: u32,
+    kjournald: u32,
+    kswapd: u32,
     /// 3.2's per-device flusher (`flush-8:0`).
-    pub flusher: u32,
+    flusher: u32,
+}
+
+impl KthreadPids {
+    /// 2.4's bdflush (`wake_up_process(bdflush_tsk)`), 0 if absent.
+    pub fn bdflush(&self) -> u32 {
+        self.bdflush
+    }
+    /// kjournald (`journal->j_task`), 0 if absent.
+    pub fn kjournald(&self) -> u32 {
+        self.kjournald
+    }
+    /// kswapd (`kswapd_task`, 2.6's `pgdat->kswapd`), 0 if absent.
+    pub fn kswapd(&self) -> u32 {
+        self.kswapd
+    }
+    /// 3.2's per-device flusher (`bdi->wb.task`), 0 if absent.
+    pub fn flusher(&self) -> u32 {
+        self.flusher
+    }
 }
 
 /// Where timer expiries come from, as [`crate::assemble`] chose.
@@ -138,7 +156,8 @@ impl Kthread {
         match self {
             Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
             Kthread::Bdflush => pids.bdflush = pid,
-            Kthread::Kupdated => pids.kupdated = pid,
+            // kupdated runs from its own timer: nothing wakes it by pid.
+            Kthread::Kupdated => {}
             Kthread::Kjournald => pids.kjournald = pid,
             Kthread::Flusher => pids.flusher = pid,
             Kthread::Pdflush => k.writeback.pwb_mut().pool.register(pid),
@@ -159,15 +178,6 @@ pub struct Subsystems {
 }
 
 impl KState {
-    /// A 2.4 kernel's state (tests): [`crate::assemble`] of a 2.4.18 variant's
-    /// subsystems.
-    #[cfg(test)]
-    pub fn new(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Self {
-        use crate::variant::{PreemptModel, SchedClass};
-        let v = crate::kernel::tests::variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
-        Self::assembled(m, crate::assemble::subsystems(&v, m, swap))
-    }
-
     /// The kernel's state around the assembled subsystems.
     pub fn assembled(m: &MachineProfile, s: Subsystems) -> Self {
         KState {

@@ -1,7 +1,6 @@
 //! Tasks: user processes and kernel threads (include/linux/sched.h, 2.4).
 
 use crate::kernel::path::{Chan, Path, Step};
-use crate::workload::Program;
 use latlab_core::Nanos;
 
 pub type TaskId = usize;
@@ -81,7 +80,6 @@ pub struct Task {
     /// TIF_NEED_RESCHED_LAZY (lazy preemption): honoured at return to user space, promoted
     /// to `need_resched` at the next tick.
     pub need_resched_lazy: bool,
-    pub program: Option<Box<dyn Program>>,
     pub exec: Exec,
     pub parent: Option<TaskId>,
     /// Live children (for wait4).
@@ -121,7 +119,6 @@ pub(crate) fn tests_task() -> Task {
         thread: false,
         need_resched: false,
         need_resched_lazy: false,
-        program: None,
         exec: Exec::Ready,
         parent: None,
         children: 0,

@@ -11,9 +11,9 @@
 
 use super::lock::Lock;
 use super::preempt::CauseSnap;
+use super::sched_class::Scheduler;
 use super::task::{Task, TaskId};
 use super::{Irq, SwitchReason};
-use crate::sched::Scheduler;
 use latlab_core::{Nanos, RunResult};
 
 /// Something a user program tells the measurement layer, at the moment it runs (the

@@ -246,7 +246,7 @@ impl PreemptOffTracer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tests::variant_with;
+    use crate::cpu::tests::variant_with;
     use crate::variant::{PreemptModel, SchedClass};
 
     fn task(pid: u32) -> Task {

@@ -15,9 +15,9 @@
 //! is the threshold itself (it only lags a falling threshold); the flusher's kupdate work
 //! (every 5 s, inodes older than 30 s) is left out: a run's files are younger.
 
-use crate::fs::fs_writeback::{writeback_inodes, Wbc};
 use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
 use crate::kernel::state::{KReq, KState};
+use crate::mm::fs_ops::Wbc;
 use latlab_core::Nanos;
 use std::collections::BTreeMap;
 
@@ -108,7 +108,7 @@ fn update_bandwidth(k: &mut KState, now: Nanos) {
     if elapsed < BANDWIDTH_INTERVAL_NS {
         return;
     }
-    let written = k.buf.written;
+    let written = k.buf.written();
     let rate = (written - io.written_stamp) as f64 * 1e9 / elapsed as f64;
     let e = (elapsed as f64).min(BANDWIDTH_PERIOD_NS);
     io.write_bw = (io.write_bw * (BANDWIDTH_PERIOD_NS - e) + rate * e) / BANDWIDTH_PERIOD_NS;
@@ -147,7 +147,7 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
         .get(&cx.pid)
         .copied()
         .unwrap_or((0, 32));
-    let nr_dirty = k.buf.nr_dirty + k.buf.in_flight();
+    let nr_dirty = k.buf.nr_dirty() + k.buf.in_flight();
     let (bg, thresh) = global_dirty_limits(k);
     let freerun = (thresh + bg) / 2;
     let set = |k: &mut KState, pause: u64| {
@@ -195,14 +195,14 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
 /// `bdi_start_background_writeback`: wake the flusher.
 fn start_background(k: &mut KState) {
     k.writeback.pwb_mut().ioless.background_requested = true;
-    let pid = k.kthreads.flusher;
+    let pid = k.kthreads.flusher();
     k.wake_kthread(pid);
 }
 
 /// `over_bground_thresh()`.
 pub fn over_bground_thresh(k: &KState) -> bool {
     let (bg, _) = global_dirty_limits(k);
-    k.buf.nr_dirty > bg
+    k.buf.nr_dirty() > bg
 }
 
 /// The flusher's background `wb_writeback`: chunks of `writeback_chunk_size` pages, waiting
@@ -232,7 +232,7 @@ impl Path for WbWriteback {
                 return s;
             }
             let stalled =
-                std::mem::take(&mut self.passed) && k.writeback.pwb_mut().wbc.nr_to_write > 0 && k.buf.nr_dirty == 0;
+                std::mem::take(&mut self.passed) && k.writeback.pwb_mut().wbc.nr_to_write > 0 && k.buf.nr_dirty() == 0;
             if stalled || !over_bground_thresh(k) {
                 k.writeback.pwb_mut().bdi_pdflush = None;
                 return Step::Done;
@@ -243,7 +243,8 @@ impl Path for WbWriteback {
             let pages = ((k.writeback.pwb_mut().ioless.write_bw / 2.0) as u64).min(thresh / DIRTY_SCOPE);
             let chunk = (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES;
             self.passed = true;
-            self.sub.start(writeback_inodes(Wbc::new(chunk, false, None), false));
+            self.sub
+                .start(k.mm.fs_ops().writeback_inodes(Wbc::new(chunk, false, None), false));
         }
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {

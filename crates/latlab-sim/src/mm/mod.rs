@@ -23,8 +23,10 @@
 //! rewritten inactive page moves to the inactive list's young end, because the scan takes
 //! the newest inactive cache pages for the dirty ones (`ScanLimits::dirty`).
 
+pub mod fs_ops;
 pub mod ioless;
 pub mod lru;
+pub mod memory;
 pub mod oom_kill;
 pub mod page_writeback;
 pub mod pagecache;
@@ -154,19 +156,33 @@ pub struct MmRec {
     pub swap_cache: Vec<u64>,
 }
 
+/// What the memory manager counted over a run ([`Mm::counters`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MmCounters {
+    pub swapouts: u64,
+    pub pageouts: u64,
+    pub writeback_kept: u64,
+    pub reclaims: u64,
+    pub reclaims_to_priority_1: u64,
+    pub peak_anon: u64,
+    pub swap_token_grabs: u64,
+}
+
 pub struct Mm {
-    pub total: u64,
-    pub free: u64,
+    /// The file system's operations (`a_ops`, its writeback), as the assembly installed them.
+    fs_ops: Option<&'static dyn fs_ops::FsOps>,
+    total: u64,
+    free: u64,
     /// Page-cache pages.
-    pub cache: u64,
+    cache: u64,
     /// Anonymous (process) pages.
-    pub anon: u64,
+    anon: u64,
     /// Zone watermarks: 2.4's ([`watermarks_24`]) unless the variant's reclaim sets its
     /// own ([`Mm::set_watermarks`]).
-    pub pages_min: u64,
-    pub pages_low: u64,
-    pub pages_high: u64,
-    pub files: Files,
+    pages_min: u64,
+    pages_low: u64,
+    pages_high: u64,
+    files: Files,
     /// Files with pages in the page cache.
     files_with_pages: u64,
     /// The inactive list (what `shrink_cache` scans) and the active list, each in age order.
@@ -181,41 +197,41 @@ pub struct Mm {
     active_anon: u64,
     next_file: u32,
     next_block: u64,
-    pub mms: BTreeMap<u32, MmRec>,
-    pub swap: Box<dyn SwapAllocator>,
+    mms: BTreeMap<u32, MmRec>,
+    swap: Box<dyn SwapAllocator>,
     /// 2.6.9's swap token ([`thrash`]).
-    pub token: thrash::SwapToken,
+    token: thrash::SwapToken,
     /// Round-robin cursor of swap_out over address spaces.
-    pub swap_cursor: u32,
+    swap_cursor: u32,
     /// Pages swapped out in all.
-    pub swapouts: u64,
+    swapouts: u64,
     /// Dirty page-cache pages 2.6.17's reclaim handed to `pageout()`.
-    pub pageouts: u64,
+    pageouts: u64,
     /// PageWriteback pages 2.6.17's reclaim met and kept.
-    pub writeback_kept: u64,
+    writeback_kept: u64,
     /// 2.6.17's reclaim has moved the pages under writeback below this buffer sequence
     /// number to the inactive list's young end (kept, or just handed to pageout): they are
     /// behind the dirty pages now, so a later scan meets those first. Writes are submitted
     /// and complete in sequence order, and the scan meets them in that order too.
-    pub writeback_scanned_to: u64,
+    writeback_scanned_to: u64,
     /// Most anonymous pages resident at once.
-    pub peak_anon: u64,
+    peak_anon: u64,
     /// New anonymous pages join the active list (2.6's `do_anonymous_page` ->
     /// `lru_cache_add_active`); 2.4's join the inactive one, as the model has always had it.
-    pub anon_starts_active: bool,
+    anon_starts_active: bool,
     /// `zone->prev_priority`: the priority the last reclaim pass reached (2.6's
     /// `refill_inactive_zone` reads its distress from it); DEF_PRIORITY before any.
-    pub prev_priority: u64,
+    prev_priority: u64,
     /// try_to_free_pages calls.
-    pub reclaims: u64,
+    reclaims: u64,
     /// Of those, calls that went down to priority 1 (shrink_caches short at every priority).
-    pub reclaims_to_priority_1: u64,
+    reclaims_to_priority_1: u64,
     /// Bytes of dentry and inode slab in use.
-    pub slab_bytes: u64,
+    slab_bytes: u64,
     /// Pages a truncate took out of the page cache whose dirty buffers the committing
     /// transaction still holds ("We are still using the page, but only because a
     /// transaction is pinning the page", `journal_flushpage`): off the cache, not free.
-    pub pinned: u64,
+    pinned: u64,
 }
 
 /// Pages the kernel itself holds (image, mem_map, slab caches): 16 MiB, an estimate for a
@@ -282,10 +298,83 @@ fn refill_take(referenced: bool, len: u64, to_move: u64, to_visit: u64) -> u64 {
 }
 
 impl Mm {
+    /// Physical pages (`totalram_pages`).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+    /// Free pages (`nr_free_pages()`).
+    pub fn free(&self) -> u64 {
+        self.free
+    }
+    /// Page-cache pages.
+    pub fn cache(&self) -> u64 {
+        self.cache
+    }
+    /// The zone's `pages_min` watermark.
+    pub fn pages_min(&self) -> u64 {
+        self.pages_min
+    }
+    /// The zone's `pages_low` watermark.
+    pub fn pages_low(&self) -> u64 {
+        self.pages_low
+    }
+    /// The zone's `pages_high` watermark.
+    pub fn pages_high(&self) -> u64 {
+        self.pages_high
+    }
+    /// Cache pages pinned by a read or write in progress (not reclaimable).
+    pub fn pinned(&self) -> u64 {
+        self.pinned
+    }
+    /// The page cache by file: each file's `address_space`.
+    pub fn files(&self) -> &Files {
+        &self.files
+    }
+    /// The page cache by file, to change a file's record.
+    pub fn files_mut(&mut self) -> &mut Files {
+        &mut self.files
+    }
+    /// Address space `id`'s counts (its `mm_struct`), if it exists.
+    pub fn mm_struct_mut(&mut self, id: u32) -> Option<&mut MmRec> {
+        self.mms.get_mut(&id)
+    }
+    /// New anonymous pages go on the active list (2.6's `lru_cache_add_active`).
+    pub fn anon_starts_active(&self) -> bool {
+        self.anon_starts_active
+    }
+    /// Set by the assembly from the reclaim it chose.
+    pub fn set_anon_starts_active(&mut self, on: bool) {
+        self.anon_starts_active = on;
+    }
+    /// The run's counters: pages swapped out, pages written by reclaim's pageout, dirty pages
+    /// reclaim kept for writeback, reclaim calls, those that reached priority 1, the peak of
+    /// anonymous pages, swap-token grabs.
+    pub fn counters(&self) -> MmCounters {
+        MmCounters {
+            swapouts: self.swapouts,
+            pageouts: self.pageouts,
+            writeback_kept: self.writeback_kept,
+            reclaims: self.reclaims,
+            reclaims_to_priority_1: self.reclaims_to_priority_1,
+            peak_anon: self.peak_anon,
+            swap_token_grabs: self.token.grabs,
+        }
+    }
+    /// Install the file system's operations ([`crate::assemble`]).
+    pub fn install_fs_ops(&mut self, ops: &'static dyn fs_ops::FsOps) {
+        self.fs_ops = Some(ops);
+    }
+
+    /// The file system's operations: what reclaim and writeback call to write its pages.
+    pub fn fs_ops(&self) -> &'static dyn fs_ops::FsOps {
+        self.fs_ops.expect("the assembly installs the file system's operations")
+    }
+
     pub fn new(m: &MachineProfile, swap: Box<dyn SwapAllocator>) -> Self {
         let total = m.ram_pages();
         let [min, low, high] = watermarks_24(total);
         Mm {
+            fs_ops: None,
             total,
             free: total - KERNEL_PAGES.min(total / 2),
             cache: 0,
@@ -1036,7 +1125,7 @@ mod tests {
     }
 
     fn mm() -> Mm {
-        let m = crate::kernel::tests::machine();
+        let m = crate::cpu::tests::machine();
         Mm::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).expect("allocator"))
     }
 

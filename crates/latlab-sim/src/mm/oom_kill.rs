@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn the_victim_is_the_largest_address_space_and_none_while_one_is_exiting() {
-        let mut k = crate::kernel::tests::kstate();
+        let mut k = crate::cpu::tests::kstate();
         k.mm.grow(3, 1000);
         k.mm.grow(4, 3000);
         k.mm.grow(5, 2000);
@@ -186,7 +186,7 @@ mod tests {
         use crate::kernel::path::{Ctx, Step};
         use crate::kernel::state::KReq;
         // Memory full of anonymous pages and swap full: nothing can be reclaimed.
-        let mut k = crate::kernel::tests::kstate();
+        let mut k = crate::cpu::tests::kstate();
         let slots = k.mm.swap.slots();
         for _ in 0..slots {
             k.mm.swapped_out(7).expect("a free slot");

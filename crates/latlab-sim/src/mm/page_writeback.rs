@@ -20,9 +20,9 @@
 //! `blk_congestion_wait` sleeps until a queue's congestion clears or the timeout passes
 //! (`io_schedule_timeout` on the timer list: at a tick).
 
-use crate::fs::fs_writeback::{writeback_inodes, Wbc};
 use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
 use crate::kernel::state::{KReq, KState};
+use crate::mm::fs_ops::Wbc;
 use crate::mm::pdflush::{pdflush_operation, Job, Pool};
 use crate::variant::DirtyTunables;
 use latlab_core::Nanos;
@@ -179,7 +179,7 @@ pub fn get_dirty_limits(k: &KState) -> Limits {
     Limits {
         background: background_ratio * total / 100,
         dirty: dirty_ratio * total / 100,
-        nr_reclaimable: k.buf.nr_dirty,
+        nr_reclaimable: k.buf.nr_dirty(),
         nr_writeback: k.buf.in_flight(),
     }
 }
@@ -316,7 +316,8 @@ impl Path for Balance {
                     if l.nr_reclaimable > 0 {
                         self.stage = Stage::Wrote;
                         let before = self.write_chunk;
-                        self.sub.start(writeback_inodes(Wbc::new(before, false, None), false));
+                        self.sub
+                            .start(k.mm.fs_ops().writeback_inodes(Wbc::new(before, false, None), false));
                         return Work::plain("balance_dirty_pages", k.c.dirty_limits);
                     }
                     let t = jiffies_ns(k, 10);
@@ -415,7 +416,7 @@ impl<J: PassJob> Path for Passes<J> {
             }
             self.passed = true;
             let wbc = Wbc::new(MAX_WRITEBACK_PAGES, true, self.job.older_than());
-            self.sub.start(writeback_inodes(wbc, true));
+            self.sub.start(k.mm.fs_ops().writeback_inodes(wbc, true));
         }
     }
     fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
@@ -483,7 +484,7 @@ pub fn wb_kupdate(k: &KState, now: Nanos) -> Box<dyn Path> {
     let l = get_dirty_limits(k);
     passes(Kupdate {
         oldest: now.saturating_sub(EXPIRE_NS),
-        nr_to_write: (l.nr_reclaimable + k.dcache.dirty_inodes.len() as u64) as i64,
+        nr_to_write: (l.nr_reclaimable + k.dcache.nr_dirty_inodes()) as i64,
     })
 }
 
@@ -516,7 +517,7 @@ impl PassJob for Kupdate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tests::kstate;
+    use crate::cpu::tests::kstate;
 
     fn with(dirty_ratio: u32) -> KState {
         let mut k = kstate();

@@ -17,7 +17,7 @@ use crate::mm::oom_kill::OomKiller;
 pub struct PageReclaim {
     kind: Kind,
     /// 2.6.9's out_of_memory() throttle ([`crate::mm::oom_kill`]).
-    pub oom: OomKiller,
+    pub(super) oom: OomKiller,
 }
 
 /// The implementations behind [`PageReclaim`].
@@ -32,6 +32,10 @@ pub enum Kind {
 }
 
 impl PageReclaim {
+    /// Tasks the OOM killer has killed.
+    pub fn oom_kills(&self) -> u64 {
+        self.oom.kills
+    }
     pub fn new(kind: Kind) -> Self {
         PageReclaim {
             kind,

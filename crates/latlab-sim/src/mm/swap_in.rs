@@ -38,7 +38,7 @@ impl Alloc {
                 return Some(s);
             }
             if k.mm.low() {
-                let pid = k.kthreads.kswapd;
+                let pid = k.kthreads.kswapd();
                 k.wake_kthread(pid);
             }
             if k.mm.can_alloc(n) {
@@ -134,14 +134,14 @@ impl Path for TouchWorkingSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tests::kstate;
+    use crate::cpu::tests::kstate;
 
     #[test]
     fn between_pages_min_and_pages_low_an_allocation_wakes_kswapd_and_reclaims_below_min() {
         let mut k = kstate();
         k.mm.set_watermarks(crate::mm::watermarks_269(k.mm.total));
         k.reclaim = crate::mm::reclaim::PageReclaim::new(crate::mm::reclaim::Kind::Rmap269);
-        k.kthreads.kswapd = 9;
+        crate::kernel::state::Kthread::Kswapd.register(&mut k, 9);
         let cx = Ctx { now: 0, pid: 1 };
         let kswapd_woken = |k: &mut KState| k.out.drain(..).any(|r| matches!(r, KReq::Wake(Chan::Kthread(9))));
         // Above pages_low: no kswapd.

@@ -189,13 +189,13 @@ impl TryToFreePages {
                     let count = self
                         .dcache_left
                         .take()
-                        .unwrap_or(k.dcache.dentries_unused / self.priority);
+                        .unwrap_or(k.dcache.dentries_unused() / self.priority);
                     let p = k.dcache.plan_prune_dcache(count);
                     if p.pruned == 0 {
                         continue;
                     }
                     self.plan = (p.skipped, p.pruned);
-                    let unref = k.dcache.dentries_unused - k.dcache.referenced;
+                    let unref = k.dcache.dentries_unused() - k.dcache.referenced();
                     if unref < p.pruned && p.skipped > 0 {
                         // Every flag is cleared before anything can be freed: one walk.
                         self.stage = Stage::DcachePrune;
@@ -239,7 +239,7 @@ impl TryToFreePages {
                 }
                 Stage::Icache => {
                     self.stage = Stage::Dispose;
-                    let goal = k.dcache.inodes_unused / self.priority;
+                    let goal = k.dcache.inodes_unused() / self.priority;
                     let (visited, freed) = k.dcache.plan_prune_icache(goal);
                     self.plan = (visited, freed);
                     if visited == 0 {
@@ -309,7 +309,7 @@ impl Path for TryToFreePages {
             Stage::Dcache | Stage::SwapOut if self.limits.is_some() && self.swap_mm.is_none() => {
                 let lim = self.limits.take().expect("checked");
                 let cache = k.mm.cache;
-                let done_hi = k.buf.done_hi;
+                let done_hi = k.buf.done_hi();
                 let jbd = &mut k.jbd;
                 let sc =
                     k.mm.apply_shrink(&lim, done, &mut |f, n, cached| jbd.pages_freed(f, n, cached, done_hi));
@@ -324,13 +324,8 @@ impl Path for TryToFreePages {
                     self.launder_wait = k.buf.launder_inflight();
                 }
                 if dirty_met > 0 {
-                    if let Some(b) = k.buf.take(dirty_met, None) {
-                        k.buf.laundering(b.lo, b.hi);
-                        self.sub.start(Box::new(crate::fs::flush::SubmitBatch::new(
-                            b,
-                            crate::fs::buffer::Via::Writer,
-                            None,
-                        )));
+                    if let Some(p) = k.mm.fs_ops().launder(k, dirty_met) {
+                        self.sub.start(p);
                     }
                 }
                 k.dcache.pages_dropped(sc.emptied);
@@ -347,7 +342,7 @@ impl Path for TryToFreePages {
                 }
             }
             Stage::Icache | Stage::DcachePrune => {
-                let share = k.mm.cached_share(k.dcache.dentries_unused + k.dcache.inodes_unused);
+                let share = k.mm.cached_share(k.dcache.dentries_unused() + k.dcache.inodes_unused());
                 if self.stage == Stage::DcachePrune && self.plan.0 > 0 {
                     // The flag-clearing walk: skips only.
                     k.dcache.apply_prune_dcache(done, 0, share);
@@ -466,8 +461,8 @@ impl Path for SwapOutMm {
 mod tests {
     use super::*;
 
+    use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::kernel::path::{Ctx, Step};
-    use crate::kernel::tests::{kstate, run_to_sleep};
 
     /// Memory filled with one file's cache, all of it dirty or all of it clean.
     fn filled(dirty: bool) -> KState {
@@ -503,7 +498,7 @@ mod tests {
         let mut k = kstate();
         let n = k.mm.free - k.mm.pages_min;
         k.mm.grow(7, n);
-        k.dcache.inodes_unused = 10_000;
+        k.dcache.set_inodes_unused(10_000);
         let mut p = try_to_free_pages();
         let cx = Ctx { now: 0, pid: 1 };
         let (mut disposed, mut cut_left) = (0, cut);
@@ -520,7 +515,7 @@ mod tests {
                 }
                 Step::Loop(l) => p.advanced(&mut k, &cx, l.items),
                 Step::Work(_) | Step::Block(_) => {}
-                Step::Done => return (k.dcache.inodes_unused, disposed),
+                Step::Done => return (k.dcache.inodes_unused(), disposed),
             }
         }
         panic!("reclaim did not finish")

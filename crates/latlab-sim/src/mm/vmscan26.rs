@@ -66,11 +66,11 @@
 //! writes it at the first meeting).
 
 use crate::dev::disk::Dir;
-use crate::fs::fs_writeback::{write_dirty_run, Handed};
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
 use crate::kernel::state::KState;
+use crate::mm::fs_ops::Handed;
 use crate::mm::lru::Run;
 use crate::mm::page_writeback::{blk_congestion_wait, get_dirty_limits, jiffies_ns};
 use crate::mm::pdflush::{pdflush_operation, Job};
@@ -233,7 +233,7 @@ impl ShrinkZones {
                 return None;
             }
         }
-        let written = match write_dirty_run(k, cx, file, block, n) {
+        let written = match k.mm.fs_ops().writepage_run(k, cx, file, block, n) {
             Handed::Sleep(chan) => return Some(Step::Block(chan)),
             Handed::Wrote(written) => written,
             Handed::Nothing => {
@@ -610,7 +610,7 @@ impl Path for ShrinkZones {
             // pageout() before they are kept.
             let pageout = k.reclaim.writes_dirty_pages();
             let dirty = if pageout {
-                k.buf.nr_dirty + k.buf.in_flight()
+                k.buf.nr_dirty() + k.buf.in_flight()
             } else {
                 k.buf.dirty_for_balance()
             };
@@ -621,7 +621,7 @@ impl Path for ShrinkZones {
                 dirty,
             };
             let cache = k.mm.cache;
-            let done_hi = k.buf.done_hi;
+            let done_hi = k.buf.done_hi();
             let jbd = &mut k.jbd;
             let sc = k.mm.apply_shrink(&lim, done.min(n), &mut |f, n, cached| {
                 jbd.pages_freed(f, n, cached, done_hi)
@@ -631,7 +631,7 @@ impl Path for ShrinkZones {
             self.reclaimed += sc.freed;
             if pageout {
                 // Past the clean pages: the writeback pages not yet rotated, then the dirty.
-                let from = k.mm.writeback_scanned_to.max(k.buf.done_hi);
+                let from = k.mm.writeback_scanned_to.max(k.buf.done_hi());
                 let writeback = sc.dirty.min(k.buf.next_seq() - from);
                 k.mm.writeback_kept += writeback;
                 k.mm.writeback_scanned_to = from + writeback;
@@ -655,9 +655,9 @@ pub fn try_to_free_pages(writer: bool) -> Box<dyn Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::fs::buffer::Via;
     use crate::kernel::path::Chan;
-    use crate::kernel::tests::{kstate, run_to_sleep};
 
     #[test]
     fn mapped_pages_leave_the_active_list_only_when_the_swap_tendency_reaches_100() {
@@ -720,7 +720,7 @@ mod tests {
             crate::fs::flush::submit(&mut k, &b, Via::Writer, 99, 0);
         }
         let mut at = SWAP_FIRST_BLOCK;
-        while congest && !k.disk.congested {
+        while congest && !k.disk.congested() {
             k.disk_submit_by(Dir::Write, at, 1, crate::dev::disk::Payload::Other, 99, 0);
             at += 2;
         }
@@ -732,10 +732,10 @@ mod tests {
         // Another task's direct reclaim: may_write_to_queue() is false, nothing is written,
         // and it naps in blk_congestion_wait once below DEF_PRIORITY - 2.
         let mut k = dirty_full(0, true);
-        let dirty = k.buf.nr_dirty;
+        let dirty = k.buf.nr_dirty();
         let sleep = run_to_sleep(&mut k, try_to_free_pages(false));
         assert!(matches!(sleep, Some(Chan::Congestion(_))), "{sleep:?}");
-        assert_eq!((k.mm.pageouts, k.buf.nr_dirty), (0, dirty));
+        assert_eq!((k.mm.pageouts, k.buf.nr_dirty()), (0, dirty));
         // The writer's own (current->backing_dev_info is the disk's): pageout() writes every
         // dirty page it meets into the congested queue (merged into a few requests), then
         // naps alike: the pages are under writeback, none freed yet.
@@ -743,7 +743,7 @@ mod tests {
         let sleep = run_to_sleep(&mut k, try_to_free_pages(true));
         assert!(matches!(sleep, Some(Chan::Congestion(_))), "{sleep:?}");
         assert!(k.mm.pageouts >= SWAP_CLUSTER_MAX, "{}", k.mm.pageouts);
-        assert_eq!(k.buf.nr_dirty, dirty - k.mm.pageouts);
+        assert_eq!(k.buf.nr_dirty(), dirty - k.mm.pageouts);
         assert_eq!(k.buf.in_flight(), k.mm.pageouts);
     }
 

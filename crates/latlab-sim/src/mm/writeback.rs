@@ -14,7 +14,6 @@
 //! The page-based implementations own their state ([`PageWriteback`]); 2.4's has none beyond
 //! the buffer cache it shares with the filesystem.
 
-use crate::fs::flush::{chain, wait_for_buffers, write_some_buffers};
 use crate::kernel::path::{Ctx, Path};
 use crate::kernel::state::{KState, Kthread};
 use crate::mm::page_writeback::PageWriteback;
@@ -163,13 +162,11 @@ pub fn after_dirtying(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
             if state < 0 {
                 return None;
             }
-            let mut parts: Vec<Box<dyn Path>> = vec![Box::new(write_some_buffers())];
             if state > 0 {
-                parts.push(Box::new(wait_for_buffers()));
-                let pid = k.kthreads.bdflush;
+                let pid = k.kthreads.bdflush();
                 k.wake_kthread(pid);
             }
-            Some(chain("balance_dirty", parts))
+            Some(k.mm.fs_ops().balance_dirty(state > 0))
         }
         Kind::Pdflush { .. } => Some(crate::mm::page_writeback::balance_dirty_pages(k)),
         Kind::IoLess32 { .. } => crate::mm::ioless::balance_dirty_pages(k, cx),

@@ -479,7 +479,7 @@ pub(crate) mod tests {
     fn new_tasks_pay_start_debit_and_sleepers_get_half_a_latency() {
         let ts = tasks(4);
         let mut c = Cfs::new(unpatched());
-        let m = crate::kernel::tests::machine();
+        let m = crate::cpu::tests::machine();
         for t in 1..=3 {
             c.fork(&ts, None, t, 0);
             c.enqueue(&ts, t, 0);
@@ -503,7 +503,7 @@ pub(crate) mod tests {
     #[test]
     fn a_wakeup_preempts_only_past_the_wakeup_granularity() {
         let ts = tasks(2);
-        let m = crate::kernel::tests::machine();
+        let m = crate::cpu::tests::machine();
         let mut c = Cfs::new(unpatched());
         for t in 1..=2 {
             c.fork(&ts, None, t, 0);
@@ -529,7 +529,7 @@ pub(crate) mod tests {
         // Twelve tasks: unpatched, the slice is 2 ms of a 24 ms period; patched, 0.75 ms of 9.
         for (tun, slice) in [(unpatched(), 2 * MS), (patched(), 750_000)] {
             let ts = tasks(12);
-            let m = crate::kernel::tests::machine();
+            let m = crate::cpu::tests::machine();
             let mut c = Cfs::new(tun);
             for t in 1..=12 {
                 c.fork(&ts, None, t, 0);

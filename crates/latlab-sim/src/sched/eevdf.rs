@@ -410,7 +410,7 @@ mod tests {
             place_lag: true,
         };
         let ts: Vec<Task> = (0..=3).map(|_| crate::kernel::task::tests_task()).collect();
-        let m = crate::kernel::tests::machine();
+        let m = crate::cpu::tests::machine();
         let mut s = Eevdf::new(tun, 1000);
         for t in 1..=2 {
             s.fork(&ts, None, t, 0);

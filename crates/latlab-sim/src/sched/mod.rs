@@ -9,7 +9,7 @@
 //!   004's granularity patch as a switch; [`rt`] above it.
 //! - [`eevdf`]: EEVDF of 6.6+ kernel/sched/fair.c; [`rt`] above it.
 //!
-//! Each scheduler keeps its own per-task state, indexed by [`TaskId`]: a [`Task`] carries
+//! Each scheduler keeps its own per-task state, indexed by [`TaskId`](crate::kernel::task::TaskId): a [`Task`](crate::kernel::task::Task) carries
 //! only what every kernel generation has (policy, priority, nice).
 
 pub mod cfs;
@@ -18,92 +18,4 @@ pub mod goodness24;
 pub mod o1;
 pub mod rt;
 
-use crate::kernel::task::{Task, TaskId};
-use crate::machine::MachineProfile;
-use latlab_core::Nanos;
-
-/// A scheduler class with its own cost of deciding. `now` is the kernel's clock (what
-/// `sched_clock()` reads), passed to every call.
-pub trait Scheduler {
-    fn name(&self) -> &'static str;
-    /// A new task (`sched_fork`): forked by `parent`, or started by the model itself with
-    /// no parent (kernel threads, the measurement task, the shell). Called before its first
-    /// `enqueue`.
-    fn fork(&mut self, tasks: &[Task], parent: Option<TaskId>, child: TaskId, now: Nanos);
-    /// `t` became runnable (wake_up_process / wake_up_new_task).
-    fn enqueue(&mut self, tasks: &[Task], t: TaskId, now: Nanos);
-    /// `t` stopped being runnable (it sleeps or exited).
-    fn dequeue(&mut self, tasks: &[Task], t: TaskId, now: Nanos);
-    /// schedule(): choose the next task; `prev` is still on the runqueue if runnable.
-    /// Returns the choice and the time the decision took.
-    fn pick(&mut self, tasks: &[Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos);
-    /// Can several CPUs share this runqueue ([`Scheduler::pick_excluding`])?
-    fn smp(&self) -> bool {
-        false
-    }
-    /// schedule() on one of several CPUs sharing the runqueue: as `pick`, but never a task
-    /// of `busy` (those the other CPUs run). Only a scheduler whose `smp()` is true is given
-    /// a machine of more than one CPU (checked when a run is built).
-    fn pick_excluding(
-        &mut self,
-        tasks: &[Task],
-        prev: TaskId,
-        busy: &[TaskId],
-        m: &MachineProfile,
-        now: Nanos,
-    ) -> (TaskId, Nanos) {
-        debug_assert!(busy.is_empty(), "{} models one CPU", self.name());
-        self.pick(tasks, prev, m, now)
-    }
-    /// Timer tick charged to `curr`; true if `curr` should reschedule.
-    fn tick(&mut self, tasks: &[Task], curr: TaskId, now: Nanos) -> bool;
-    /// Should waking `p` set need_resched on `curr`? Asked right after `enqueue(p)`.
-    fn wakeup_preempt(&mut self, tasks: &[Task], p: TaskId, curr: TaskId, now: Nanos) -> bool;
-    /// Runnable tasks (including the running one).
-    fn nr_running(&self) -> usize;
-    /// Where runnable task `t` stands in this scheduler's order, in the kernel's terms, for
-    /// explaining a late wakeup. Numbers only: it is taken at every wakeup of a watched task
-    /// and formatted only for the samples a result keeps.
-    fn placement(&self, _t: TaskId) -> Option<Placement> {
-        None
-    }
-}
-
-/// Where a fair-class scheduler put a task when it was woken or created.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Placement {
-    /// CFS: vruntime relative to the queue's `min_vruntime` and the task's `sched_slice`.
-    Cfs { vruntime_rel: i64, slice: Nanos },
-    /// EEVDF: lag (`V - vruntime`) and virtual deadline relative to the weighted average
-    /// vruntime `V`, and whether the task is eligible (lag >= 0).
-    Eevdf {
-        lag: i64,
-        deadline_rel: i64,
-        eligible: bool,
-    },
-}
-
-impl std::fmt::Display for Placement {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        let ms = |ns: i64| ns as f64 / 1e6;
-        match *self {
-            Placement::Cfs { vruntime_rel, slice } => write!(
-                f,
-                "vruntime {:+.3} ms from min_vruntime, slice {:.3} ms",
-                ms(vruntime_rel),
-                ms(slice as i64)
-            ),
-            Placement::Eevdf {
-                lag,
-                deadline_rel,
-                eligible,
-            } => write!(
-                f,
-                "lag {:+.3} ms, deadline {:+.3} ms from V, {}",
-                ms(lag),
-                ms(deadline_rel),
-                if eligible { "eligible" } else { "not eligible" }
-            ),
-        }
-    }
-}
+pub use crate::kernel::sched_class::{Placement, Scheduler};

@@ -731,7 +731,7 @@ mod tests {
     }
 
     fn m() -> MachineProfile {
-        crate::kernel::tests::machine()
+        crate::cpu::tests::machine()
     }
 
     fn p(s: &O1, t: TaskId) -> &PTask {
@@ -1016,7 +1016,7 @@ mod tests {
     fn config(sched: crate::variant::SchedClass, hogs: u32, seed: u64) -> crate::SimConfig {
         crate::SimConfig {
             machine: m(),
-            variant: crate::kernel::tests::variant_with(sched, crate::PreemptModel::None, &[]),
+            variant: crate::cpu::tests::variant_with(sched, crate::PreemptModel::None, &[]),
             workload: crate::Workload {
                 name: "hogs".into(),
                 commands: vec![crate::CommandSpec::CpuHogs { tasks: hogs }],

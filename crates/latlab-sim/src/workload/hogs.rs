@@ -17,7 +17,7 @@ use latlab_core::Nanos;
 
 /// When the hogs start running, after their command started: one simulated second.
 /// Arithmetic: the shell forks 64 per dispatch round and then runs a tick of user time
-/// (kernel/mod.rs), 10 ms at HZ 100, so [`MAX_TASKS`] forks take at most 4000 / 64 x 10 ms =
+/// (cpu/mod.rs), 10 ms at HZ 100, so [`MAX_TASKS`] forks take at most 4000 / 64 x 10 ms =
 /// 0.63 s before scheduling overheads; a second leaves room for them.
 pub const RELEASE_NS: Nanos = 1_000_000_000;
 

@@ -16,9 +16,9 @@
 
 use super::ops::{Ops, Reg};
 use super::{Action, ProgCx};
-use crate::kernel::syscall::Syscall;
 use crate::measure::write_latency::{IoOp, Pass};
 use crate::measure::Mark;
+use crate::workload::syscall::Syscall;
 
 /// The registry group holding the test file.
 const GROUP: &str = "iozone";

@@ -9,24 +9,22 @@
 pub(crate) mod cmd;
 pub mod hogs;
 pub mod iozone;
-pub mod kthreads;
 pub(crate) mod ops;
 pub mod posix_test;
+mod prog_cx;
 pub mod realfeel;
 pub mod script;
 pub mod sizes;
 pub mod stress;
 pub mod sysbench;
+pub mod syscall;
 pub mod video;
 
-use crate::engine::Rng;
 use crate::kernel::path::Path;
-use crate::kernel::state::KState;
-use crate::kernel::syscall::Syscall;
 use crate::kernel::task::Policy;
-use crate::machine::MachineProfile;
-use crate::measure::Mark;
+use crate::workload::syscall::Syscall;
 use latlab_core::Nanos;
+pub use prog_cx::ProgCx;
 
 /// What a task does next.
 pub enum Action {
@@ -86,61 +84,6 @@ impl TaskSpec {
     }
 }
 
-/// What a program sees when it decides.
-pub struct ProgCx<'a> {
-    pub now: Nanos,
-    pub m: &'a MachineProfile,
-    pub st: &'a mut KState,
-    pub rng: &'a mut Rng,
-    pub pid: u32,
-    /// Measurement marks of this step (at most a couple; inline, no allocation).
-    pub marks: &'a mut smallvec::SmallVec<[Mark; 2]>,
-    /// The task's address space (its pages live in `st.mm.mms`).
-    pub mm: u32,
-}
-
-impl ProgCx<'_> {
-    /// A file of `pages` already on disk when the run starts (a source tree, old files),
-    /// not cached: the file system's record of it, made when the program first names it. No
-    /// time passes and no system call is made: the stand-in for files that were there
-    /// before the run.
-    pub(crate) fn file_on_disk(&mut self, pages: u64) -> u32 {
-        self.st.mm.existing_file(pages)
-    }
-    /// A local socket's channel (the X connection, made before the run): no time passes.
-    pub(crate) fn socket(&mut self) -> u64 {
-        self.st.net_token += 1;
-        self.st.net_token
-    }
-    /// The history's lookup of an old file not looked up before (no path cost: the `cat`
-    /// that fills the cache before a run): its new dentry goes on the unused list,
-    /// unreferenced.
-    pub(crate) fn looked_up_once(&mut self) {
-        self.st.dcache.looked_up_once();
-    }
-    /// The history's `close()` of `file` (no path cost): its inode unused.
-    pub(crate) fn closed(&mut self, file: u32) {
-        if let Some(r) = self.st.mm.files.get_mut(&file) {
-            r.in_use = false;
-        }
-    }
-    /// The caller's user-mode accesses to its whole working set: the MMU sets the ptes'
-    /// young bits (no kernel entry; what swapped out comes back through
-    /// [`Syscall::TouchWorkingSet`]).
-    pub(crate) fn touch_memory(&mut self) {
-        self.st.mm.reference(self.mm);
-    }
-    /// The workload's script has ended (its shell exits): the run's measurement window may
-    /// close.
-    pub(crate) fn workload_done(&mut self) {
-        self.st.workload_done = Some(self.now);
-    }
-    /// What `stat()` says of `file`'s size, in pages (`None`: no such file).
-    pub(crate) fn file_pages(&self, file: u32) -> Option<u64> {
-        self.st.mm.files.get(&file).map(|f| f.size)
-    }
-}
-
 /// A task's behaviour.
 pub trait Program {
     fn next(&mut self, cx: &mut ProgCx) -> Action;
@@ -149,8 +92,8 @@ pub trait Program {
 #[cfg(test)]
 mod tests {
     /// Every workload program is on the typed system-call set: none builds a kernel path
-    /// itself (`Action::Syscall` of a path) or reaches kernel state (`cx.st`) but through
-    /// `ProgCx`'s named doors (above).
+    /// itself (`Action::Syscall` of a path). (Kernel state it reaches only through
+    /// `ProgCx`'s named methods: its fields are private to `prog_cx.rs`.)
     #[test]
     fn programs_act_through_the_typed_system_calls() {
         for (name, text) in [
@@ -175,10 +118,6 @@ mod tests {
             ("posix_test.rs", include_str!("posix_test.rs")),
         ] {
             assert!(!text.contains("Action::Syscall("), "{name} builds a kernel path itself");
-            assert!(
-                !text.contains("cx.st."),
-                "{name} reaches kernel state without a system call"
-            );
         }
     }
 }

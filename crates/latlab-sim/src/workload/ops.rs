@@ -3,7 +3,7 @@
 //! closures; and the file groups the commands of one script share.
 
 use super::{Action, ProgCx, Program, TaskSpec};
-use crate::kernel::syscall::Syscall;
+use crate::workload::syscall::Syscall;
 use latlab_core::Nanos;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};

@@ -13,8 +13,8 @@
 
 use super::{Action, ProgCx, Program, TaskSpec};
 use crate::kernel::posix_timer::{Notify, SigInfo};
-use crate::kernel::syscall::Syscall;
 use crate::measure::Mark;
+use crate::workload::syscall::Syscall;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::rc::Rc;

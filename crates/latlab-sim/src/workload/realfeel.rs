@@ -3,8 +3,8 @@
 //! cycle counter, updating the histogram) before the next read.
 
 use super::{Action, ProgCx, Program};
-use crate::kernel::syscall::Syscall;
 use crate::measure::Mark;
+use crate::workload::syscall::Syscall;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::rc::Rc;

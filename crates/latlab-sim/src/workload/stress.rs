@@ -15,7 +15,7 @@
 use super::ops::{Ops, Reg};
 use super::{Action, ProgCx, Program, TaskSpec};
 use crate::fs::nfs::NfsFile;
-use crate::kernel::syscall::Syscall;
+use crate::workload::syscall::Syscall;
 use latlab_core::Nanos;
 use rand::Rng as _;
 use std::cell::{Cell, RefCell};

@@ -28,8 +28,8 @@
 use super::iozone::timed;
 use super::ops::{Batches, Ops, Reg, PROGRAM_PAGES};
 use super::{Action, ProgCx, TaskSpec};
-use crate::kernel::syscall::Syscall;
 use crate::measure::write_latency::{IoOp, Pass};
+use crate::workload::syscall::Syscall;
 use rand::Rng as _;
 
 /// The registry group holding the test files (`test_file.0` ...).

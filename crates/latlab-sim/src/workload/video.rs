@@ -10,7 +10,7 @@
 use super::ops::Ops;
 use super::{Action, ProgCx, Program, TaskSpec};
 use crate::kernel::path::Chan;
-use crate::kernel::syscall::Syscall;
+use crate::workload::syscall::Syscall;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::rc::Rc;

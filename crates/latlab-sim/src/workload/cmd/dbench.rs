@@ -1,8 +1,8 @@
 //! `dbench N` (dbench 1.x, Tridgell): N clients, each replaying the NetBench client trace
 //! once; what a client does and where its figures come from is on [`NetBench`].
 
-use crate::kernel::syscall::Syscall;
 use crate::workload::ops::{Ops, Reg};
+use crate::workload::syscall::Syscall;
 use crate::workload::{Action, ProgCx, Program, TaskSpec};
 use latlab_core::Nanos;
 use rand::Rng as _;

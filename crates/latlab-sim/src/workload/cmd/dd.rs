@@ -2,8 +2,8 @@
 //! /dev/zero (2.4 drivers/char/mem.c `read_zero`: clear_user page by page) and a write of the
 //! block to a new file, N times.
 
-use crate::kernel::syscall::Syscall;
 use crate::workload::ops::{Ops, Reg, PROGRAM_PAGES};
+use crate::workload::syscall::Syscall;
 use crate::workload::Action;
 
 /// Queue the command's work (one batch: `stage` 0); false when it is done.

@@ -4,8 +4,8 @@
 //! compiler reads its headers and source, grows to its resident size, computes and writes
 //! its object.
 
-use crate::kernel::syscall::Syscall;
 use crate::workload::ops::{Ops, Reg};
+use crate::workload::syscall::Syscall;
 use crate::workload::{Action, ProgCx, Program, TaskSpec};
 use latlab_core::Nanos;
 use rand::Rng as _;

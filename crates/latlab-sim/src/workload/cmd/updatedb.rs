@@ -1,8 +1,8 @@
 //! updatedb's walk of the whole filesystem (slocate's cron.daily job of the era): an
 //! lstat() of every name, night after night ([`Syscall::LstatTree`]).
 
-use crate::kernel::syscall::Syscall;
 use crate::workload::ops::Ops;
+use crate::workload::syscall::Syscall;
 
 /// A chunk of names a stage keeps the queue short.
 const CHUNK: u64 = 1024;

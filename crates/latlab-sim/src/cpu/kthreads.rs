@@ -5,10 +5,8 @@
 //! its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
 //! starts, the subsystems that own them say ([`crate::assemble`]).
 
-use super::{Action, ProgCx, Program};
 use crate::fs::commit::journal_commit_transaction;
 use crate::fs::flush::{bdflush_pass, kupdate_pass, KUPDATE_INTERVAL_NS};
-use crate::fs::jbd::COMMIT_INTERVAL_NS;
 use crate::kernel::catalog::Point;
 use crate::kernel::catalog::WaitOn;
 use crate::kernel::path::{point, Chan, LoopStep, Path};
@@ -17,6 +15,7 @@ use crate::mm::ioless::{over_bground_thresh, wb_writeback};
 use crate::mm::page_writeback::{background_writeout, wb_kupdate, WRITEBACK_INTERVAL_NS};
 use crate::mm::pdflush::{self, Job, Next};
 use crate::mm::vmscan::try_to_free_pages;
+use crate::workload::{Action, ProgCx, Program};
 use smallvec::smallvec;
 
 pub struct KthreadProg {
@@ -39,24 +38,25 @@ impl KthreadProg {
 impl Program for KthreadProg {
     fn next(&mut self, cx: &mut ProgCx) -> Action {
         let me = Chan::Kthread(cx.pid);
-        let st = &mut *cx.st;
+        let (pid, now) = (cx.pid, cx.now);
+        let st = cx.kthread_state();
         match self.kind {
             Kthread::Kjournald => {
-                if st.jbd.commit_due(cx.now) {
-                    return Action::Syscall(journal_commit_transaction(st.jbd.commit_holds_bkl));
+                if st.jbd.commit_due(now) {
+                    return Action::Syscall(journal_commit_transaction(st.jbd.commit_holds_bkl()));
                 }
-                let due = st.jbd.running.started + COMMIT_INTERVAL_NS;
-                let wait = due.saturating_sub(cx.now).max(10_000_000);
+                let due = st.jbd.commit_expires();
+                let wait = due.saturating_sub(now).max(10_000_000);
                 Action::Syscall(WaitOn::new(me, Some(wait)))
             }
             Kthread::Pdflush => {
                 let after_job = std::mem::take(&mut self.ran);
-                match pdflush::next(st, cx.pid, cx.now, after_job) {
+                match pdflush::next(st, pid, now, after_job) {
                     Next::Run(job) => {
                         self.ran = true;
                         Action::Syscall(match job {
                             Job::Background { min_pages } => background_writeout(st, min_pages),
-                            Job::Kupdate => wb_kupdate(st, cx.now),
+                            Job::Kupdate => wb_kupdate(st, now),
                         })
                     }
                     Next::Sleep(timeout) => Action::Syscall(WaitOn::new(me, timeout)),
@@ -67,7 +67,7 @@ impl Program for KthreadProg {
                     && (st.writeback.pwb().ioless.background_requested || over_bground_thresh(st))
                 {
                     self.ran = true;
-                    return Action::Syscall(wb_writeback(st, cx.pid));
+                    return Action::Syscall(wb_writeback(st, pid));
                 }
                 // Sleep until woken, or dirty_writeback_interval for old data.
                 Action::Syscall(WaitOn::new(me, Some(WRITEBACK_INTERVAL_NS)))
@@ -80,7 +80,7 @@ impl Program for KthreadProg {
                 }
                 Action::Syscall(match self.kind {
                     Kthread::Bdflush => bdflush_pass(),
-                    Kthread::Kupdated => kupdate_pass(cx.now),
+                    Kthread::Kupdated => kupdate_pass(now),
                     Kthread::Kswapd0 => crate::mm::vmscan26::balance_pgdat(),
                     _ => kswapd_pass(),
                 })
@@ -125,7 +125,7 @@ impl Path for KswapdPass {
                 self.checked = true;
                 return LoopStep::plain("kswapd_balance", 1, 0, smallvec![point(Point::KswapdBalance, 1)]);
             }
-            if k.mm.free >= k.mm.pages_high || self.rounds >= KSWAPD_MAX_ROUNDS {
+            if k.mm.free() >= k.mm.pages_high() || self.rounds >= KSWAPD_MAX_ROUNDS {
                 return crate::kernel::path::Step::Done;
             }
             self.rounds += 1;

@@ -18,32 +18,26 @@
 //! model's paths take their state at step boundaries, so no two CPUs ever see it half
 //! changed), the cost of the IPI.
 
-pub mod catalog;
-pub mod lock;
-pub mod path;
-pub mod posix_timer;
-pub mod preempt;
-pub mod state;
+pub mod kthreads;
 pub mod syscall;
-pub mod task;
-pub mod tracepoint;
 
 use crate::engine::{EventQueue, Rng};
+use crate::kernel::lock::Lock;
+use crate::kernel::path::{self, Chan, Ctx, Step};
+use crate::kernel::posix_timer;
+use crate::kernel::preempt::{self, Boundary};
+use crate::kernel::sched_class::Scheduler;
+use crate::kernel::state::{KReq, KState};
+use crate::kernel::task::{Exec, Policy, Running, Task, TaskId, TaskState};
+use crate::kernel::tracepoint::{self, Event, IrqCtx, Tracepoints};
+use crate::kernel::{HrTimer, Irq, SwitchReason};
 use crate::machine::MachineProfile;
-use crate::sched::Scheduler;
 use crate::variant::Variant;
-use crate::workload::{Action, ProgCx, TaskSpec};
-use catalog::Point;
+use crate::workload::{Action, ProgCx, Program, TaskSpec};
 use latlab_core::Nanos;
-use lock::Lock;
-use path::{Chan, Ctx, Step};
-use preempt::Boundary;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use state::{KReq, KState};
 use std::collections::BTreeMap;
-use task::{Exec, Policy, Running, Task, TaskId, TaskState};
-use tracepoint::{Event, IrqCtx, Tracepoints};
 
 /// Emit tracepoint event `$ev` of kind `$kind` (a [`tracepoint::kind`] constant) on the
 /// current CPU, if a sink takes that kind; `$ev` is evaluated only then.
@@ -63,28 +57,6 @@ macro_rules! trace_event {
             $k.tp.emit(&cx, &ev);
         }
     };
-}
-
-/// Hardware interrupts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Irq {
-    /// The timer tick (IRQ 0).
-    Tick,
-    /// The RTC periodic interrupt (IRQ 8).
-    Rtc,
-    /// Disk request completion (IDE).
-    Disk(u64),
-    /// A high-resolution timer expiry (local APIC one-shot, `hrtimer_interrupt`).
-    Hrtimer(HrTimer),
-}
-
-/// What an hrtimer expiry runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HrTimer {
-    /// `hrtimer_wakeup` of a sleeper (nanosleep, schedule_hrtimeout).
-    Sleep(Chan),
-    /// `posix_timer_fn` of POSIX timer `id`, the expiry due at `due`.
-    Posix { id: usize, due: Nanos },
 }
 
 /// Queue events: interrupts and software wakeups.
@@ -109,32 +81,6 @@ pub struct Stats {
     pub tasks_created: u64,
 }
 
-/// Why the CPU left a context: recorded for attribution and traces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SwitchReason {
-    Point(Point),
-    Unlock(Lock),
-    IrqExit,
-    UserReturn,
-    Block,
-    Exit,
-    Idle,
-}
-
-impl SwitchReason {
-    pub fn describe(&self) -> String {
-        match self {
-            SwitchReason::Point(p) => format!("rescheduling point in {p}"),
-            SwitchReason::Unlock(l) => format!("spin_unlock({l}) -> preempt_schedule"),
-            SwitchReason::IrqExit => "IRQ return (kernel preemption)".into(),
-            SwitchReason::UserReturn => "return to user space".into(),
-            SwitchReason::Block => "schedule() (task blocked)".into(),
-            SwitchReason::Exit => "do_exit".into(),
-            SwitchReason::Idle => "idle loop".into(),
-        }
-    }
-}
-
 /// One logical CPU's context.
 #[derive(Clone, Copy, Debug)]
 struct Cpu {
@@ -152,6 +98,8 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
     pub now: Nanos,
     q: EventQueue<Ev>,
     pub tasks: Vec<Task>,
+    /// Each task's program (`None`: an idle task's, or one that exited), by task id.
+    programs: Vec<Option<Box<dyn Program>>>,
     /// The machine's logical CPUs (`MachineProfile::cpus`); tasks `0..cpus.len()` are their
     /// idle tasks.
     cpus: Vec<Cpu>,
@@ -196,7 +144,6 @@ impl<S: tracepoint::Sink> Kernel<S> {
             thread: false,
             need_resched: false,
             need_resched_lazy: false,
-            program: None,
             exec: Exec::Idle,
             parent: None,
             children: 0,
@@ -207,6 +154,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             cpu: cpu as u8,
         };
         let tasks = (0..ncpus).map(idle).collect();
+        let programs = (0..ncpus).map(|_| None).collect();
         let cpus = (0..ncpus)
             .map(|c| Cpu {
                 current: c,
@@ -218,6 +166,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             now: 0,
             q: EventQueue::new(),
             tasks,
+            programs,
             cpus,
             cpu: 0,
             sched,
@@ -280,7 +229,6 @@ impl<S: tracepoint::Sink> Kernel<S> {
             thread: spec.share_mm && parent.is_some(),
             need_resched: false,
             need_resched_lazy: false,
-            program: Some(spec.program),
             exec: Exec::Ready,
             parent,
             children: 0,
@@ -290,6 +238,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             wait_below: None,
             cpu: self.cpu as u8,
         });
+        self.programs.push(Some(spec.program));
         self.pids.insert(pid, id);
         self.stats.tasks_created += 1;
         if let Some(p) = parent {
@@ -683,7 +632,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 }
                 self.tasks[cur].wait_below = None;
             }
-            let Some(mut prog) = self.tasks[cur].program.take() else {
+            let Some(mut prog) = self.programs[cur].take() else {
                 // A task without a program (idle) has nothing to do.
                 self.tasks[cur].exec = Exec::Idle;
                 return;
@@ -693,18 +642,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 // SIGKILL, taken at this return to user space: do_exit.
                 Action::Exit
             } else {
-                let mut cx = ProgCx {
-                    now: self.now,
-                    m: &self.m,
-                    st: &mut self.st,
-                    rng: &mut self.rng,
-                    pid: self.tasks[cur].pid,
-                    marks: &mut marks,
-                    mm: self.tasks[cur].mm,
-                };
+                let (pid, mm) = (self.tasks[cur].pid, self.tasks[cur].mm);
+                let mut cx = ProgCx::new(self.now, &self.m, &mut self.rng, pid, &mut marks, mm, &mut self.st);
                 prog.next(&mut cx)
             };
-            self.tasks[cur].program = Some(prog);
+            self.programs[cur] = Some(prog);
             for mark in marks {
                 trace_event!(self, MARK, Event::Mark { task: cur, mark });
             }
@@ -775,7 +717,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 let path = if t.thread {
                     posix_timer::sys_exit_thread(&self.st)
                 } else {
-                    catalog::do_exit(t.mm)
+                    crate::mm::memory::do_exit(t.mm)
                 };
                 self.tasks[cur].exec = Exec::Kernel {
                     path,
@@ -790,7 +732,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
     fn finish_exit(&mut self, cur: TaskId) {
         self.tasks[cur].state = TaskState::Zombie;
-        self.tasks[cur].program = None;
+        self.programs[cur] = None;
         self.tasks[cur].exec = Exec::Ready;
         self.sched.dequeue(&self.tasks, cur, self.now);
         if let Some(p) = self.tasks[cur].parent {
@@ -1041,7 +983,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             Irq::Hrtimer(HrTimer::Sleep(chan)) => self.wake(chan),
             Irq::Hrtimer(HrTimer::Posix { id, due }) => {
                 // hrtimer_forward: the next expiry a period on.
-                self.arm_posix(id, due + self.st.posix.timers[id].period);
+                self.arm_posix(id, due + self.st.posix.period(id));
                 match self.st.posix.expire(id, due) {
                     Some(target) => self.wake(Chan::Signal(target)),
                     None => trace_event!(self, TIMER_OVERRUN, Event::TimerOverrun),
@@ -1145,7 +1087,7 @@ fn step_locked(s: &Step) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::kernel::catalog::PointSet;
+    use crate::kernel::catalog::{Point, PointSet};
     use crate::kernel::path::{Chan, Ctx, LoopStep, Path, Script, Step};
     use crate::machine::{DiskProfile, MachineProfile};
     use crate::sched::goodness24::Goodness24;
@@ -1283,15 +1225,21 @@ pub(crate) mod tests {
     }
 
     /// Kernel state on the test machine, scan-2.4 swap over the machine's swap area.
+    /// A 2.4 kernel's state: [`crate::assemble`] of a 2.4.18 variant's subsystems.
+    pub(crate) fn kstate_on(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> KState {
+        let v = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
+        KState::assembled(m, crate::assemble::subsystems(&v, m, swap))
+    }
+
     pub(crate) fn kstate() -> KState {
         let m = machine();
-        KState::new(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
+        kstate_on(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
     }
 
     fn kernel(v: Variant) -> Kernel {
         let m = machine();
         let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
-        let st = KState::new(&m, swap);
+        let st = kstate_on(&m, swap);
         Kernel::new(
             v,
             m,
@@ -1551,7 +1499,7 @@ pub(crate) mod tests {
     /// A 2.6-style kernel (O(1) at HZ 100, no preemption) on the test machine with `cpus` CPUs.
     fn smp_kernel(cpus: u32) -> Kernel {
         let m = MachineProfile { cpus, ..machine() };
-        let st = KState::new(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
+        let st = kstate_on(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
         let v = variant_with(SchedClass::O1, PreemptModel::None, &[]);
         Kernel::new(
             v,
@@ -1565,7 +1513,7 @@ pub(crate) mod tests {
     /// A kernel of a fair class under the RT class on two CPUs of the test machine.
     fn fair_kernel(sched: Box<dyn crate::sched::Scheduler>, class: SchedClass) -> Kernel {
         let m = MachineProfile { cpus: 2, ..machine() };
-        let st = KState::new(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
+        let st = kstate_on(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
         let v = variant_with(class, PreemptModel::None, &[]);
         Kernel::new(
             v,
