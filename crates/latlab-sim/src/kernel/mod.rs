@@ -1398,9 +1398,9 @@ pub(crate) mod tests {
         fn kinds(&self) -> u32 {
             tracepoint::kind::ALL
         }
-        fn event(&mut self, cx: &tracepoint::Cx, ev: &Event) -> u32 {
+        fn event(&mut self, cx: &tracepoint::Cx, ev: &Event) -> bool {
             self.0.borrow_mut().push((cx.now, cx.cur, *ev));
-            tracepoint::kind::ALL
+            false
         }
         fn finish(self: Box<Self>, _tasks: &[Task], _r: &mut latlab_core::RunResult) {}
     }
