@@ -58,6 +58,7 @@ impl Sinks {
 }
 
 impl Sink for Sinks {
+    #[inline]
     fn kinds(&self) -> u32 {
         self.posix.as_ref().map_or(0, |s| s.kinds)
             | self.write.kinds

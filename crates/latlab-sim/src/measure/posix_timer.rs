@@ -75,15 +75,17 @@ impl Sink for PosixTracker {
                 len,
                 ..
             } => {
+                let was = self.open.is_empty();
                 self.on_expiry(due, cx.now, len);
-                return true;
+                return self.open.is_empty() != was;
             }
             Event::Mark {
                 task,
                 mark: Mark::PosixSample { due },
             } => {
+                let was = self.open.is_empty();
                 self.on_sample(due, cx.now, task, cx.tasks, cx.sched.name());
-                return true;
+                return self.open.is_empty() != was;
             }
             // A thread the test creates is the test's too (its notify thread).
             Event::Fork { parent, child } if self.owns(parent) => self.adopt(child),

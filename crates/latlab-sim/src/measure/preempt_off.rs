@@ -103,13 +103,15 @@ impl Sink for PreemptOffTracer {
                 preempt_off,
                 ..
             } => {
+                let was = self.open.is_some();
                 self.on_step(cx.now, task, func, path, preempt_off);
-                return true;
+                return self.open.is_some() != was;
             }
             Event::IrqEntry { irq, len, .. } => self.on_irq(cx.now, len, irq),
             Event::PreemptOn { swap_fill_pct, .. } => {
+                let was = self.open.is_some();
                 self.on_unlock(cx.now, swap_fill_pct, cx.tasks);
-                return true;
+                return self.open.is_some() != was;
             }
             _ => {}
         }

@@ -165,12 +165,14 @@ impl Sink for Tracker {
                 len,
                 ran_since,
             } => {
+                let was = self.win.open;
                 self.on_rtc_irq(raised, cx.now, len, || cx.interrupted(ran_since));
-                return true;
+                return self.win.open != was;
             }
             Event::Mark { task, mark } => {
+                let was = self.win.open;
                 self.on_mark(mark, cx.now, task, cx.tasks);
-                return true;
+                return self.win.open != was;
             }
             Event::IrqEntry { irq, len, .. } => self.on_other_irq(irq, len),
             Event::Runtime { task, ns, func, lock } => self.on_run(task, ns, (func, lock)),
