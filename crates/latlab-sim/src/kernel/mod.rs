@@ -670,6 +670,19 @@ impl<S: tracepoint::Sink> Kernel<S> {
         }
     }
 
+    /// Give task `t` the context `e`. What it replaces owns something only when it is a
+    /// kernel path: any other is forgotten, not dropped, since the assignment would call the
+    /// context's drop glue out of line at every action of every program.
+    #[inline(always)]
+    fn set_exec(&mut self, t: TaskId, e: Exec) {
+        let old = std::mem::replace(&mut self.tasks[t].exec, e);
+        if matches!(old, Exec::Kernel { .. }) {
+            drop(old);
+        } else {
+            std::mem::forget(old);
+        }
+    }
+
     /// The current task is in user space (or between kernel-thread passes): run its program.
     fn dispatch(&mut self) {
         let cur = self.cur();
@@ -685,7 +698,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             let Some(mut prog) = self.tasks[cur].program.take() else {
                 // A task without a program (idle) has nothing to do.
-                self.tasks[cur].exec = Exec::Idle;
+                self.set_exec(cur, Exec::Idle);
                 return;
             };
             let mut marks = SmallVec::new();
@@ -726,20 +739,23 @@ impl<S: tracepoint::Sink> Kernel<S> {
             let from_user = !self.tasks[cur].kthread;
             let entry = if from_user { self.m.syscall_ns } else { 0 };
             let s = path::Work::plain("system_call", entry);
-            self.tasks[cur].exec = Exec::Kernel {
-                path,
-                step: Some(Running {
-                    step: s,
-                    left: entry,
-                    total: entry,
-                    since: self.now,
-                }),
-                from_user,
-            };
+            self.set_exec(
+                cur,
+                Exec::Kernel {
+                    path,
+                    step: Some(Running {
+                        step: s,
+                        left: entry,
+                        total: entry,
+                        since: self.now,
+                    }),
+                    from_user,
+                },
+            );
             return;
         }
         // A program that only spawns and never runs: give it a tick of compute.
-        self.tasks[cur].exec = Exec::User { left: self.tick_ns };
+        self.set_exec(cur, Exec::User { left: self.tick_ns });
     }
 
     /// Runs an action other than a system call of the current task's program; true when the
@@ -748,13 +764,16 @@ impl<S: tracepoint::Sink> Kernel<S> {
     fn act(&mut self, cur: TaskId, action: Action) -> bool {
         match action {
             Action::Compute(ns) => {
-                self.tasks[cur].exec = Exec::User { left: ns };
+                self.set_exec(cur, Exec::User { left: ns });
+                // A burst owns nothing: forgotten, not dropped (the drop glue of an action
+                // is called out of line, at every burst of every program).
+                std::mem::forget(action);
                 return true;
             }
             Action::Call(_) | Action::Syscall(_) => unreachable!("dispatch enters system calls"),
             Action::Sleep(ns) => {
                 let chan = self.arm_timer(ns);
-                self.tasks[cur].exec = Exec::Ready;
+                self.set_exec(cur, Exec::Ready);
                 self.sleep_on(cur, chan);
                 self.schedule(SwitchReason::Block);
                 return true;
@@ -777,11 +796,14 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 } else {
                     catalog::do_exit(t.mm)
                 };
-                self.tasks[cur].exec = Exec::Kernel {
-                    path,
-                    step: None,
-                    from_user: false,
-                };
+                self.set_exec(
+                    cur,
+                    Exec::Kernel {
+                        path,
+                        step: None,
+                        from_user: false,
+                    },
+                );
                 return true;
             }
         }
