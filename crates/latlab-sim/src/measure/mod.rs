@@ -107,20 +107,36 @@ struct Sub<S> {
 
 impl<S: Sink> Sub<S> {
     fn new(sink: S) -> Sub<S> {
-        Sub {
-            kinds: sink.kinds(),
-            sink,
-        }
+        let kinds = sink.kinds();
+        debug_assert_eq!(
+            kinds & !S::interest(),
+            0,
+            "it takes a kind its type said it never takes"
+        );
+        Sub { kinds, sink }
     }
 
     /// Give it `ev` (of kind `k`) if it takes that kind; true when the kinds it takes may
     /// have changed.
     #[inline(always)]
     fn event(&mut self, cx: &Cx, ev: &Event, k: u32) -> bool {
-        if S::interest() & k == 0 || self.kinds & k == 0 || !self.sink.event(cx, ev) {
+        if S::interest() & k == 0 || self.kinds & k == 0 {
+            return false;
+        }
+        if !self.sink.event(cx, ev) {
+            debug_assert_eq!(
+                self.sink.kinds(),
+                self.kinds,
+                "its kinds changed at an event that said not"
+            );
             return false;
         }
         self.kinds = self.sink.kinds();
+        debug_assert_eq!(
+            self.kinds & !S::interest(),
+            0,
+            "it takes a kind its type said it never takes"
+        );
         true
     }
 
