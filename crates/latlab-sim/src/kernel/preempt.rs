@@ -27,6 +27,7 @@ pub enum Boundary {
 }
 
 /// Length of a step that takes CPU time.
+#[inline(always)]
 pub fn step_len(s: &Step) -> Nanos {
     match s {
         Step::Work(w) => w.ns,

@@ -6,8 +6,9 @@
 //!
 //! As with the kernel's static keys, an event whose kind no sink takes now costs one test of
 //! a mask: the loop builds the event only when [`Tracepoints::on`] says a sink wants it. A
-//! sink says which kinds it takes after every event it took, so a measurement takes the
-//! hot events (CPU time, function entries) only while it has a window open.
+//! sink says when the kinds it takes may have changed (an event that opens or closes one of
+//! its windows), so a measurement takes the hot events (CPU time, function entries) only
+//! while it has a window open.
 
 use super::lock::Lock;
 use super::preempt::CauseSnap;
@@ -226,10 +227,23 @@ impl Cx<'_> {
 
 /// A subscriber to the tracepoints.
 pub trait Sink {
+    /// Every [`kind`] of event it may ever take (a mask holding every value of
+    /// [`Sink::kinds`]), known from its type: a fan-out of sinks
+    /// (`crate::measure::Sinks`) does not look at it for the other kinds.
+    #[inline(always)]
+    fn interest() -> u32
+    where
+        Self: Sized,
+    {
+        kind::ALL
+    }
     /// The [`kind`]s of event it takes now (a mask), asked when it is attached.
     fn kinds(&self) -> u32;
-    /// One event of a kind it takes; returns the kinds it takes from now on.
-    fn event(&mut self, cx: &Cx, ev: &Event) -> u32;
+    /// One event of a kind it takes; true when the kinds it takes may have changed (the
+    /// caller then asks [`Sink::kinds`] again). An emitting site that inlines the sink knows
+    /// the event's kind, so the answer is a constant there for every kind but the few that
+    /// open or close a measurement.
+    fn event(&mut self, cx: &Cx, ev: &Event) -> bool;
     /// The run is over: put what was measured into the result.
     fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult);
 }
@@ -265,7 +279,9 @@ impl<S: Sink> Tracepoints<S> {
     #[inline(always)]
     pub fn emit(&mut self, cx: &Cx, ev: &Event) {
         if let Some(s) = &mut self.sink {
-            self.mask = s.event(cx, ev);
+            if s.event(cx, ev) {
+                self.mask = s.kinds();
+            }
         }
     }
 
@@ -284,7 +300,7 @@ impl Sink for Box<dyn Sink> {
         (**self).kinds()
     }
 
-    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+    fn event(&mut self, cx: &Cx, ev: &Event) -> bool {
         (**self).event(cx, ev)
     }
 

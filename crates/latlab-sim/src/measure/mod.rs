@@ -20,8 +20,10 @@ use latlab_core::{Nanos, RunResult, TaskSlice};
 pub use crate::kernel::tracepoint::Mark;
 
 /// A run's measurements as the one sink the kernel calls (the kernel's sink type, so each
-/// emitting site inlines the measurements that take its kind): each event goes to every measurement that takes its kind, in the
-/// order they finish into the result (the order of its streams).
+/// emitting site inlines the measurements that take its kind): each event goes to every
+/// measurement that takes its kind, in the order they finish into the result (the order of
+/// its streams). A measurement whose type never takes the event's kind ([`Sink::interest`])
+/// costs nothing at that site; the others, one test of the kinds they take now.
 pub struct Sinks {
     posix: Option<Sub<posix_timer::PosixTracker>>,
     write: Sub<write_latency::WriteTracker>,
@@ -56,6 +58,7 @@ impl Sinks {
 }
 
 impl Sink for Sinks {
+    #[inline]
     fn kinds(&self) -> u32 {
         self.posix.as_ref().map_or(0, |s| s.kinds)
             | self.write.kinds
@@ -64,14 +67,14 @@ impl Sink for Sinks {
             | self.recorder.as_ref().map_or(0, |s| s.kinds)
     }
 
-    #[inline]
-    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+    #[inline(always)]
+    fn event(&mut self, cx: &Cx, ev: &Event) -> bool {
         let k = ev.kind();
-        self.posix.as_mut().map_or(0, |s| s.event(cx, ev, k))
+        Sub::event_opt(&mut self.posix, cx, ev, k)
             | self.write.event(cx, ev, k)
             | self.realfeel.event(cx, ev, k)
-            | self.preempt_off.as_mut().map_or(0, |s| s.event(cx, ev, k))
-            | self.recorder.as_mut().map_or(0, |s| s.event(cx, ev, k))
+            | Sub::event_opt(&mut self.preempt_off, cx, ev, k)
+            | Sub::event_opt(&mut self.recorder, cx, ev, k)
     }
 
     fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult) {
@@ -104,19 +107,49 @@ struct Sub<S> {
 
 impl<S: Sink> Sub<S> {
     fn new(sink: S) -> Sub<S> {
-        Sub {
-            kinds: sink.kinds(),
-            sink,
-        }
+        let kinds = sink.kinds();
+        debug_assert_eq!(
+            kinds & !S::interest(),
+            0,
+            "it takes a kind its type said it never takes"
+        );
+        Sub { kinds, sink }
     }
 
-    /// Give it `ev` (of kind `k`) if it takes that kind; the kinds it takes from now on.
+    /// Give it `ev` (of kind `k`) if it takes that kind; true when the kinds it takes may
+    /// have changed.
     #[inline(always)]
-    fn event(&mut self, cx: &Cx, ev: &Event, k: u32) -> u32 {
-        if self.kinds & k != 0 {
-            self.kinds = self.sink.event(cx, ev);
+    fn event(&mut self, cx: &Cx, ev: &Event, k: u32) -> bool {
+        if S::interest() & k == 0 || self.kinds & k == 0 {
+            return false;
         }
-        self.kinds
+        if !self.sink.event(cx, ev) {
+            debug_assert_eq!(
+                self.sink.kinds(),
+                self.kinds,
+                "its kinds changed at an event that said not"
+            );
+            return false;
+        }
+        self.kinds = self.sink.kinds();
+        debug_assert_eq!(
+            self.kinds & !S::interest(),
+            0,
+            "it takes a kind its type said it never takes"
+        );
+        true
+    }
+
+    /// [`Sub::event`] of a measurement the run may not have.
+    #[inline(always)]
+    fn event_opt(s: &mut Option<Sub<S>>, cx: &Cx, ev: &Event, k: u32) -> bool {
+        if S::interest() & k == 0 {
+            return false;
+        }
+        match s {
+            Some(s) => s.event(cx, ev, k),
+            None => false,
+        }
     }
 }
 

@@ -46,21 +46,47 @@ pub struct PosixTracker {
     epoch: Nanos,
 }
 
+/// The kinds the tracker takes at all times: an expiry opens a window and its notification
+/// closes it.
+const ALWAYS: u32 = kind::FORK | kind::MARK | kind::IRQ_ENTRY | kind::TIMER_OVERRUN;
+/// The kinds it takes only while a window is open: CPU time and placements.
+const IN_WINDOW: u32 = kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME;
+
 impl Sink for PosixTracker {
+    #[inline(always)]
+    fn interest() -> u32 {
+        ALWAYS | IN_WINDOW
+    }
+
     fn kinds(&self) -> u32 {
-        // An expiry opens a window and its notification closes it; CPU time and placements
-        // count only while one is open.
-        let always = kind::FORK | kind::MARK | kind::IRQ_ENTRY | kind::TIMER_OVERRUN;
         if self.open.is_empty() {
-            always
+            ALWAYS
         } else {
-            always | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME
+            ALWAYS | IN_WINDOW
         }
     }
 
-    #[inline]
-    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+    #[inline(always)]
+    fn event(&mut self, cx: &Cx, ev: &Event) -> bool {
         match *ev {
+            // An expiry opens a window, its notification closes it.
+            Event::IrqEntry {
+                irq: Irq::Hrtimer(HrTimer::Posix { due, .. }),
+                len,
+                ..
+            } => {
+                let was = self.open.is_empty();
+                self.on_expiry(due, cx.now, len);
+                return self.open.is_empty() != was;
+            }
+            Event::Mark {
+                task,
+                mark: Mark::PosixSample { due },
+            } => {
+                let was = self.open.is_empty();
+                self.on_sample(due, cx.now, task, cx.tasks, cx.sched.name());
+                return self.open.is_empty() != was;
+            }
             // A thread the test creates is the test's too (its notify thread).
             Event::Fork { parent, child } if self.owns(parent) => self.adopt(child),
             Event::SchedWakeup { task, .. } if self.watching(task) => {
@@ -68,11 +94,6 @@ impl Sink for PosixTracker {
                     self.on_placed(task, how);
                 }
             }
-            Event::IrqEntry {
-                irq: Irq::Hrtimer(HrTimer::Posix { due, .. }),
-                len,
-                ..
-            } => self.on_expiry(due, cx.now, len),
             Event::IrqEntry { len, .. } => self.on_irq(len),
             Event::Runtime { task, ns, .. } if task != 0 => self.on_run(task, ns),
             Event::SchedTime { ns } => self.on_sched(ns),
@@ -81,13 +102,9 @@ impl Sink for PosixTracker {
                 task,
                 mark: Mark::PosixTask,
             } => self.adopt(task),
-            Event::Mark {
-                task,
-                mark: Mark::PosixSample { due },
-            } => self.on_sample(due, cx.now, task, cx.tasks, cx.sched.name()),
             _ => {}
         }
-        self.kinds()
+        false
     }
 
     fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {

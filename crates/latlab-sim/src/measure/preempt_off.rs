@@ -79,6 +79,11 @@ pub struct PreemptOffTracer {
 }
 
 impl Sink for PreemptOffTracer {
+    #[inline(always)]
+    fn interest() -> u32 {
+        kind::FUNC_ENTRY | kind::IRQ_ENTRY | kind::PREEMPT_ON
+    }
+
     fn kinds(&self) -> u32 {
         // A locked step opens a stretch; interrupts and the release count only inside one.
         match self.open {
@@ -87,21 +92,30 @@ impl Sink for PreemptOffTracer {
         }
     }
 
-    #[inline]
-    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+    #[inline(always)]
+    fn event(&mut self, cx: &Cx, ev: &Event) -> bool {
         match *ev {
+            // A locked step opens a stretch, the release closes it.
             Event::FuncEntry {
                 task,
                 func,
                 path,
                 preempt_off,
                 ..
-            } => self.on_step(cx.now, task, func, path, preempt_off),
+            } => {
+                let was = self.open.is_some();
+                self.on_step(cx.now, task, func, path, preempt_off);
+                return self.open.is_some() != was;
+            }
             Event::IrqEntry { irq, len, .. } => self.on_irq(cx.now, len, irq),
-            Event::PreemptOn { swap_fill_pct, .. } => self.on_unlock(cx.now, swap_fill_pct, cx.tasks),
+            Event::PreemptOn { swap_fill_pct, .. } => {
+                let was = self.open.is_some();
+                self.on_unlock(cx.now, swap_fill_pct, cx.tasks);
+                return self.open.is_some() != was;
+            }
             _ => {}
         }
-        self.kinds()
+        false
     }
 
     fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {

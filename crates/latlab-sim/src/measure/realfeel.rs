@@ -134,33 +134,46 @@ pub struct Tracker {
     note: String,
 }
 
+/// The kinds the tracker takes at all times: an interrupt opens a window and the reader's
+/// mark closes it.
+const ALWAYS: u32 = kind::IRQ_ENTRY | kind::MARK;
+/// The kinds it takes only inside a window.
+const IN_WINDOW: u32 =
+    kind::RUNTIME | kind::SCHED_TIME | kind::RESCHED_POINT | kind::FUNC_ENTRY | kind::SCHED_WAKEUP | kind::SCHED_SWITCH;
+
 impl Sink for Tracker {
+    #[inline(always)]
+    fn interest() -> u32 {
+        ALWAYS | IN_WINDOW
+    }
+
     fn kinds(&self) -> u32 {
-        // An interrupt opens a window and the reader's mark closes it; all else counts only
-        // inside one.
-        let always = kind::IRQ_ENTRY | kind::MARK;
         if self.win.open {
-            always
-                | kind::RUNTIME
-                | kind::SCHED_TIME
-                | kind::RESCHED_POINT
-                | kind::FUNC_ENTRY
-                | kind::SCHED_WAKEUP
-                | kind::SCHED_SWITCH
+            ALWAYS | IN_WINDOW
         } else {
-            always
+            ALWAYS
         }
     }
 
-    #[inline]
-    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+    #[inline(always)]
+    fn event(&mut self, cx: &Cx, ev: &Event) -> bool {
         match *ev {
+            // The interrupt opens a window, the reader's sample closes it.
             Event::IrqEntry {
                 irq: Irq::Rtc,
                 raised,
                 len,
                 ran_since,
-            } => self.on_rtc_irq(raised, cx.now, len, || cx.interrupted(ran_since)),
+            } => {
+                let was = self.win.open;
+                self.on_rtc_irq(raised, cx.now, len, || cx.interrupted(ran_since));
+                return self.win.open != was;
+            }
+            Event::Mark { task, mark } => {
+                let was = self.win.open;
+                self.on_mark(mark, cx.now, task, cx.tasks);
+                return self.win.open != was;
+            }
             Event::IrqEntry { irq, len, .. } => self.on_other_irq(irq, len),
             Event::Runtime { task, ns, func, lock } => self.on_run(task, ns, (func, lock)),
             Event::SchedTime { ns } => self.on_sched(ns),
@@ -179,10 +192,9 @@ impl Sink for Tracker {
             } => self.on_step(cx.now, task, func, path, preempt_off),
             Event::SchedWakeup { task, new: false } => self.on_wake(cx.now, task),
             Event::SchedSwitch { prev, next, reason } => self.on_switch(cx.now, prev, next, reason),
-            Event::Mark { task, mark } => self.on_mark(mark, cx.now, task, cx.tasks),
             _ => {}
         }
-        self.kinds()
+        false
     }
 
     fn finish(mut self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {

@@ -228,12 +228,17 @@ fn flags(cx: &Cx) -> [u8; 5] {
 }
 
 impl Sink for Recorder {
-    fn kinds(&self) -> u32 {
+    #[inline(always)]
+    fn interest() -> u32 {
         kind::ALL & !(kind::RUNTIME | kind::SCHED_TIME | kind::SLEEP | kind::TIMER_OVERRUN | kind::RESCHED_POINT)
     }
 
+    fn kinds(&self) -> u32 {
+        Self::interest()
+    }
+
     #[inline]
-    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+    fn event(&mut self, cx: &Cx, ev: &Event) -> bool {
         let cur = cx.cur;
         if self.stretch.len() <= cx.cpu {
             self.stretch.resize(cx.cpu + 1, (None, None));
@@ -312,7 +317,7 @@ impl Sink for Recorder {
             }
             _ => {}
         }
-        self.kinds()
+        false
     }
 
     fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult) {

@@ -145,34 +145,44 @@ pub struct WriteTracker {
     last_pass: Option<Pass>,
 }
 
+/// The kinds the tracker takes inside a timed call: its time, sleeps and wakeups.
+const IN_CALL: u32 = kind::SLEEP | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME;
+
 impl Sink for WriteTracker {
+    #[inline(always)]
+    fn interest() -> u32 {
+        kind::MARK | kind::SCHED_SWITCH | IN_CALL
+    }
+
     fn kinds(&self) -> u32 {
-        // Switches count from the first timed call on; time, sleeps and wakeups only inside
-        // a call.
+        // Switches count from the first timed call on.
         let switches = if self.last_pass.is_some() {
             kind::SCHED_SWITCH
         } else {
             0
         };
-        let call = if self.open.is_some() {
-            kind::SLEEP | kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME
-        } else {
-            0
-        };
+        let call = if self.open.is_some() { IN_CALL } else { 0 };
         kind::MARK | switches | call
     }
 
-    #[inline]
-    fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
+    #[inline(always)]
+    fn event(&mut self, cx: &Cx, ev: &Event) -> bool {
         match *ev {
+            // A timed call's start and end open and close its measurement.
             Event::Mark {
                 task,
                 mark: Mark::IoStart { pass },
-            } => self.on_start(task, pass, cx.now),
+            } => {
+                self.on_start(task, pass, cx.now);
+                return true;
+            }
             Event::Mark {
                 mark: Mark::IoDone { offset_kb, bytes, op },
                 ..
-            } => self.on_done(offset_kb, bytes, op, cx.now, cx.tasks),
+            } => {
+                self.on_done(offset_kb, bytes, op, cx.now, cx.tasks);
+                return true;
+            }
             Event::Sleep { task, wait } => self.on_sleep(task, wait, cx.now),
             Event::SchedWakeup { task, new: false } => self.on_wake(task, cx.now),
             Event::Runtime { task, ns, func, .. } => self.on_run(task, ns, func),
@@ -185,7 +195,7 @@ impl Sink for WriteTracker {
             Event::SchedTime { ns } => self.on_sched(ns),
             _ => {}
         }
-        self.kinds()
+        false
     }
 
     fn finish(self: Box<Self>, _tasks: &[Task], r: &mut RunResult) {
