@@ -1,11 +1,13 @@
 //! Workload files (`workloads/*.toml`, format in docs/experiments.md "Workload files"): a name,
 //! the commands a shell runs one after another ([`CommandSpec`]'s serde form), the idle gap
-//! between them, and the machine's state when the script starts (`[preload]`, from a named
-//! base state and/or field by field). Errors name the file, the line and the field.
+//! between them, the tasks started beside them (`[[task]]`, [`TaskDef`]'s serde form), and the
+//! machine's state when the script starts (`[preload]`, from a named base state and/or field by
+//! field). Errors name the file, the line and the field.
 
 use crate::file::{read_named, syntax, ExpError, Files, Kind, PreloadRepr};
 use latlab_sim::workload::sizes;
-use latlab_sim::{CommandSpec, Preload, Workload};
+use latlab_sim::workload::task::{self, TaskDef, TaskError};
+use latlab_sim::{CommandSpec, MachineProfile, Preload, Workload};
 use serde::Deserialize;
 
 /// A workload file as written.
@@ -19,8 +21,12 @@ struct WorkloadRepr {
     gap_ms: u64,
     /// The machine's state when the script starts.
     preload: PreloadRepr,
-    /// The commands, run one after another.
+    /// The commands, run one after another (none: a workload of tasks only).
+    #[serde(default)]
     command: Vec<CommandSpec>,
+    /// Tasks started with the run, beside the commands.
+    #[serde(default)]
+    task: Vec<TaskDef>,
 }
 
 /// A named starting state a `[preload]` table can start from (`base = "lived-in"`), its
@@ -77,8 +83,79 @@ const WORKLOAD: Kind = Kind {
 /// A workload: built in (`seed000-script`) or a file's path (read through `files`), named at
 /// `origin:line`.
 pub fn workload(origin: &str, name: &str, line: usize, files: Files) -> Result<Workload, ExpError> {
+    named(origin, name, line, files).map(|n| n.workload)
+}
+
+/// A workload with the file it came from, so that what is checked later (against the machine
+/// and kernel of a run) is reported at the workload file's line.
+#[derive(Clone, Debug)]
+pub struct Named {
+    pub workload: Workload,
+    /// The file's name in errors (`workloads/NAME.toml` for a built-in).
+    pub file: String,
+    pub text: String,
+}
+
+/// [`workload`], with its file.
+pub fn named(origin: &str, name: &str, line: usize, files: Files) -> Result<Named, ExpError> {
     let (file, text) = read_named(&WORKLOAD, origin, line, name, files)?;
-    parse(&file, &text)
+    let workload = parse(&file, &text)?;
+    Ok(Named { workload, file, text })
+}
+
+impl Named {
+    /// Its `[preload]` field `field` is wrong for the machine: the error at the field's line
+    /// in the workload file (its `[preload]` table's when the field comes from its base).
+    pub fn preload_error(&self, field: &str, why: String) -> ExpError {
+        let field = format!("preload.{field}");
+        ExpError::Field {
+            origin: self.file.clone(),
+            line: crate::file::line_of_field(&self.text, &field),
+            field,
+            why,
+        }
+    }
+
+    /// Its tasks on a kernel with `cpus` CPUs up, with POSIX timers or not.
+    pub fn check_kernel(&self, cpus: u32, posix_timers: bool) -> Result<(), ExpError> {
+        task::check_machine(&self.workload.tasks, cpus, posix_timers).map_err(|e| task_error(&self.file, &self.text, e))
+    }
+
+    /// Its machine-dependent checks: the preload fits the machine.
+    pub fn check_machine(&self, machine: &MachineProfile) -> Result<(), ExpError> {
+        self.workload
+            .preload
+            .validate(machine)
+            .map_err(|(field, why)| self.preload_error(field, why))
+    }
+}
+
+/// A task's mistake at its line: the `nth` line setting `key` in the `task`-th `[[task]]`.
+fn task_error(file: &str, text: &str, e: TaskError) -> ExpError {
+    let lines: Vec<&str> = text.lines().collect();
+    let header = |l: &str| l.trim_start().starts_with('[') && !l.trim_start().starts_with("[task.");
+    let line = match lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[[task]]"))
+        .nth(e.task)
+    {
+        Some((start, _)) => lines[start + 1..]
+            .iter()
+            .take_while(|l| !header(l))
+            .enumerate()
+            .filter(|(_, l)| !l.trim_start().starts_with('#') && key_at(l, e.key))
+            .nth(e.nth)
+            .map_or(start + 1, |(i, _)| start + i + 2),
+        // Written as one array (`task = [ ... ]`).
+        None => line_of_key(text, "task", 0),
+    };
+    ExpError::Field {
+        origin: file.into(),
+        line,
+        field: e.field,
+        why: e.why,
+    }
 }
 
 /// A workload file's text parsed and checked; `file` names it in errors.
@@ -97,6 +174,13 @@ pub fn parse(file: &str, text: &str) -> Result<Workload, ExpError> {
             "must not be empty".into(),
         ));
     }
+    if w.command.is_empty() && w.task.is_empty() {
+        return Err(field_error(
+            "command".into(),
+            line_of_key(text, "name", 0),
+            "a workload needs at least one [[command]] or [[task]]".into(),
+        ));
+    }
     let preload = w.preload.resolve().map_err(|missing| {
         field_error(
             format!("preload.{missing}"),
@@ -108,11 +192,13 @@ pub fn parse(file: &str, text: &str) -> Result<Workload, ExpError> {
     for c in &w.command {
         check(c, text, &mut seen).map_err(|(field, line, why)| field_error(field, line, why))?;
     }
+    task::check(&w.task).map_err(|e| task_error(file, text, e))?;
     Ok(Workload {
         name: w.name,
         commands: w.command,
         gap_ms: w.gap_ms,
         preload,
+        tasks: w.task,
     })
 }
 

@@ -53,6 +53,9 @@ pub struct Workload {
     /// Idle time between commands (an unscripted run), ms.
     pub gap_ms: u64,
     pub preload: Preload,
+    /// Tasks started with the run beside the script, running until it ends
+    /// ([`workload::task`]).
+    pub tasks: Vec<workload::task::TaskDef>,
 }
 
 /// The state the machine is in when the run starts.
@@ -226,6 +229,11 @@ pub enum SimError {
         field: &'static str,
         why: String,
     },
+    #[error("workload `{workload}`: `{}`: {}", .err.field, .err.why)]
+    Task {
+        workload: String,
+        err: workload::task::TaskError,
+    },
     #[error("swap: {0}")]
     Swap(#[from] latlab_swap::SwapError),
     #[error("rtc_hz must be 2..=8192 (a power of two for the MC146818), got {0}")]
@@ -320,13 +328,19 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             ));
         }
     }
+    let cpus = cfg.cpus();
+    workload::task::check(&cfg.workload.tasks)
+        .and_then(|()| workload::task::check_machine(&cfg.workload.tasks, cpus, cfg.variant.has_posix_timers()))
+        .map_err(|err| SimError::Task {
+            workload: cfg.workload.name.clone(),
+            err,
+        })?;
     let assemble::Assembled {
         sched,
         mut st,
         kthreads,
     } = assemble::assemble(&cfg.variant, &cfg.machine)?;
     preload(&mut st, &cfg.workload.preload);
-    let cpus = cfg.cpus();
     if cfg.maxcpus == Some(0) {
         return Err(SimError::Workload {
             workload: cfg.workload.name.clone(),
@@ -397,6 +411,9 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             );
             k.start_rtc(cfg.rtc_hz);
         }
+    }
+    for spec in workload::task::specs(&cfg.workload.tasks) {
+        k.spawn(spec, None);
     }
     k.spawn(
         TaskSpec::user(

@@ -19,8 +19,10 @@
 //! changed), the cost of the IPI.
 
 pub mod catalog;
+pub mod futex;
 pub mod lock;
 pub mod path;
+pub mod pipe;
 pub mod posix_timer;
 pub mod preempt;
 pub mod state;

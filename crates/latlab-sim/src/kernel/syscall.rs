@@ -11,7 +11,9 @@ use crate::fs::ext3::{
 use crate::fs::flush::sys_sync;
 use crate::fs::nfs::{self, NfsFile};
 use crate::kernel::catalog::{self, Point};
+use crate::kernel::futex::{self, Futex};
 use crate::kernel::path::{once, point, Chan, Ctx, LoopStep, Path, Script, Step, Work};
+use crate::kernel::pipe::{self, Pipe};
 use crate::kernel::posix_timer::{self, SigInfo};
 use crate::kernel::state::{KReq, KState};
 use crate::machine::MachineProfile;
@@ -100,6 +102,19 @@ pub enum Syscall {
     SendMsg { wake: Option<Chan>, bytes: u64 },
     /// `select()` on a local socket until `queued` holds a request; asleep on `chan`.
     Select { queued: Rc<Cell<u32>>, chan: Chan },
+    /// `read()` of up to `bytes` from a pipe another task writes: sleeps while it is empty
+    /// ([`crate::kernel::pipe`]).
+    PipeRecv { pipe: Rc<Pipe>, bytes: u64 },
+    /// `write()` of `bytes` (at most PIPE_BUF) into a pipe another task reads: sleeps while
+    /// they do not fit.
+    PipeSend { pipe: Rc<Pipe>, bytes: u64 },
+    /// `futex(FUTEX_WAIT)` of a semaphore's word ([`crate::kernel::futex`]).
+    FutexWait { futex: Rc<Futex> },
+    /// `futex(FUTEX_WAKE)` of up to `n` of a word's waiters.
+    FutexWake { futex: Rc<Futex>, n: u32 },
+    /// `fork()` and the child's `execve()` (the child itself is the program's
+    /// [`crate::workload::Action::Spawn`] that follows).
+    ForkExec,
 }
 
 impl Syscall {
@@ -152,6 +167,11 @@ impl Syscall {
                 done: false,
             }),
             Syscall::Select { queued, chan } => Box::new(Select { queued, chan }),
+            Syscall::PipeRecv { pipe, bytes } => pipe::sys_pipe_read(pipe, bytes),
+            Syscall::PipeSend { pipe, bytes } => pipe::sys_pipe_write(pipe, bytes),
+            Syscall::FutexWait { futex } => futex::sys_futex_wait(futex),
+            Syscall::FutexWake { futex, n } => futex::sys_futex_wake(futex, n),
+            Syscall::ForkExec => once("do_fork", k.c.fork_exec),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! - [`preempt_off`]: the voluntary-preempt patch's tracer (seed 003): the longest
 //!   preemption-off stretch of any task.
 
+pub mod periodic;
 pub mod posix_timer;
 pub mod preempt_off;
 pub mod realfeel;
@@ -24,6 +25,7 @@ pub use crate::kernel::tracepoint::Mark;
 /// order they finish into the result (the order of its streams).
 pub struct Sinks {
     posix: Option<Sub<posix_timer::PosixTracker>>,
+    periodic: Option<Sub<periodic::PeriodicTracker>>,
     write: Sub<write_latency::WriteTracker>,
     realfeel: Sub<realfeel::Tracker>,
     preempt_off: Option<Sub<preempt_off::PreemptOffTracer>>,
@@ -40,8 +42,10 @@ impl Sinks {
                 epoch,
             ))
         });
+        let streams = crate::workload::task::stream_names(&cfg.workload.tasks);
         Sinks {
             posix,
+            periodic: (!streams.is_empty()).then(|| Sub::new(periodic::PeriodicTracker::new(&streams, epoch))),
             write: Sub::new(write_latency::WriteTracker::new(epoch, cfg.keep_records)),
             realfeel: Sub::new(realfeel::Tracker::new(epoch, &cfg.variant)),
             preempt_off: cfg
@@ -58,6 +62,7 @@ impl Sinks {
 impl Sink for Sinks {
     fn kinds(&self) -> u32 {
         self.posix.as_ref().map_or(0, |s| s.kinds)
+            | self.periodic.as_ref().map_or(0, |s| s.kinds)
             | self.write.kinds
             | self.realfeel.kinds
             | self.preempt_off.as_ref().map_or(0, |s| s.kinds)
@@ -68,6 +73,7 @@ impl Sink for Sinks {
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         let k = ev.kind();
         self.posix.as_mut().map_or(0, |s| s.event(cx, ev, k))
+            | self.periodic.as_mut().map_or(0, |s| s.event(cx, ev, k))
             | self.write.event(cx, ev, k)
             | self.realfeel.event(cx, ev, k)
             | self.preempt_off.as_mut().map_or(0, |s| s.event(cx, ev, k))
@@ -77,12 +83,16 @@ impl Sink for Sinks {
     fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult) {
         let Sinks {
             posix,
+            periodic,
             write,
             realfeel,
             preempt_off,
             recorder,
         } = *self;
         if let Some(s) = posix {
+            Box::new(s.sink).finish(tasks, r);
+        }
+        if let Some(s) = periodic {
             Box::new(s.sink).finish(tasks, r);
         }
         Box::new(write.sink).finish(tasks, r);

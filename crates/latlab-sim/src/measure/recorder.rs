@@ -451,6 +451,7 @@ fn mark_fields(pid: u32, m: Mark, now: Nanos) -> String {
     match m {
         Mark::RealfeelSample { irq_at, .. } => format!("C|{pid}|realfeel_latency_us|{}", us(irq_at)),
         Mark::PosixSample { due } => format!("C|{pid}|timer_latency_us|{}", us(due)),
+        Mark::PeriodicSample { due, .. } => format!("C|{pid}|periodic_latency_us|{}", us(due)),
         Mark::IoStart { pass } => format!("B|{pid}|timed {} call", pass.name()),
         Mark::IoDone { .. } => format!("E|{pid}"),
         // Not recorded: they say who measures, not when.
