@@ -410,35 +410,11 @@ pub(crate) fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
 }
 
 /// The key whose value starts at byte `at` (`key = ` before it on its line), prefixed with the
-/// table it sits in and the array of tables it is an element of (`command = [` above it).
+/// table it sits in and the keys of the arrays it is an element of (`command = [` above it).
 fn field_set_at(text: &str, at: usize) -> Option<String> {
-    let at = at.min(text.len());
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let before = text[start..at].trim_end().strip_suffix('=')?.trim_end();
+    let (head, key) = path_at(text, at)?;
     let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
-    // A key of an inline table (`{ dd = { bs_kb = `) is dotted with the keys of the inline
-    // tables it sits in (`dd.bs_kb`), and those with the key of an array opened on the same
-    // line (`command = [ { dd = ...`).
-    let mut keys: Vec<&str> = Vec::new();
-    for part in before.split('{') {
-        let open = part.rsplit(',').next().unwrap_or(part).trim();
-        let open = open.strip_suffix('[').map_or(open, str::trim_end);
-        if let Some(k) = open.strip_suffix('=') {
-            keys.push(k.trim());
-        } else if !open.is_empty() {
-            keys.push(open);
-        }
-    }
-    // The key of an array opened on a line above (`command = [`), whose element this is.
-    let (head, outer) = match open_array_above(text, start) {
-        Some((line_start, k)) => (line_start, Some(k)),
-        None => (start, None),
-    };
-    let mut key = keys.join(".");
-    if let Some(k) = outer {
-        key = format!("{k}.{key}");
-    }
-    if key.is_empty() || !key.chars().all(bare) || before.contains('}') {
+    if key.is_empty() || !key.chars().all(bare) {
         return None;
     }
     let table = text[..head]
@@ -449,32 +425,62 @@ fn field_set_at(text: &str, at: usize) -> Option<String> {
         .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim());
     Some(match table {
         Some(t) if !t.is_empty() => format!("{t}.{key}"),
-        _ => key.to_string(),
+        _ => key,
     })
 }
 
-/// The array still open where the line starting at byte `start` begins, when it was opened
-/// after a key on a line above (`command = [`): that line's start and the key. Brackets in
-/// comments and strings are not told apart (the files' arrays hold none).
-fn open_array_above(text: &str, start: usize) -> Option<(usize, &str)> {
+/// The dotted key of the value starting at byte `at`, within its table (where that table's
+/// part of the text begins, and the key): the key before it on its line, dotted with the
+/// inline tables it sits in (`{ dd = { bs_kb = ` gives `dd.bs_kb`) and, for an element of an
+/// array opened on a line above (`command = [`), with that array's own key, and so on out.
+fn path_at(text: &str, at: usize) -> Option<(usize, String)> {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let before = text[start..at].trim_end().strip_suffix('=')?.trim_end();
+    if before.contains('}') {
+        return None;
+    }
+    let mut keys: Vec<&str> = Vec::new();
+    for part in before.split('{') {
+        let open = part.rsplit(',').next().unwrap_or(part).trim();
+        // An array opened on this line (`command = [ { dd = ...`): its key.
+        let open = open.strip_suffix('[').map_or(open, str::trim_end);
+        if let Some(k) = open.strip_suffix('=') {
+            keys.push(k.trim());
+        } else if !open.is_empty() {
+            keys.push(open);
+        }
+    }
+    let key = keys.join(".");
+    match open_array_above(text, start) {
+        Some(bracket) => {
+            let (head, outer) = path_at(text, bracket)?;
+            Some((head, format!("{outer}.{key}")))
+        }
+        None => Some((start, key)),
+    }
+}
+
+/// Where the line starting at byte `start` sits inside an array opened on a line above
+/// (`command = [`): the byte of that array's `[`. None at a table header. Brackets in comments
+/// and strings are not told apart (the files' arrays hold none).
+fn open_array_above(text: &str, start: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut end = start;
-    for line in text[..start].lines().rev() {
-        let line_start = end.saturating_sub(line.len() + 1);
+    while end > 0 {
+        // The line before `end` (which starts a line), without its newline.
+        let line_start = text[..end - 1].rfind('\n').map_or(0, |i| i + 1);
+        let line = &text[line_start..end - 1];
         end = line_start;
         let code = line.split('#').next().unwrap_or("");
-        if code.trim_start().starts_with('[') && depth == 0 && !code.contains('=') {
-            // A table header: the value is not inside an array.
+        if depth == 0 && code.trim_start().starts_with('[') && !code.contains('=') {
             return None;
         }
         for (i, c) in code.char_indices().rev() {
             match c {
                 ']' => depth += 1,
                 '[' if depth > 0 => depth -= 1,
-                '[' => {
-                    let key = code[..i].trim_end().strip_suffix('=')?.trim();
-                    return Some((line_start, key.rsplit(['{', ',']).next().unwrap_or(key).trim()));
-                }
+                '[' => return Some(line_start + i),
                 _ => {}
             }
         }

@@ -1389,7 +1389,7 @@ mod tests {
     #[test]
     fn bad_tasks_are_refused_naming_the_field() {
         let ok = cyclic(PolicyName::Fifo, Some(90), TimerKind::Nanosleep);
-        check(&[ok.clone()]).unwrap();
+        check(std::slice::from_ref(&ok)).unwrap();
         for p in [0, 100] {
             let e = check_err(&[TaskDef {
                 priority: Some(p),
