@@ -586,4 +586,24 @@ steps = [
         assert!(typed.contains("field `command.iozone.file_mb`"), "{typed}");
         assert!(ranged.contains("field `command.iozone.record_kb`"), "{ranged}");
     }
+
+    #[test]
+    fn the_documented_task_examples_are_the_built_in_and_parse() {
+        let doc = include_str!("../../../docs/experiments.md");
+        let at = doc.find("### Tasks").expect("the section");
+        let blocks: Vec<&str> = doc[at..]
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|b| b.split("```").next())
+            .take(2)
+            .collect();
+        assert_eq!(blocks[0], builtin_text(crate::builtin::WORKLOADS, "fifo-beside-hogs"));
+        let pair = format!("name = \"pair\"\n[preload]\nbase = \"fresh-boot\"\n{}", blocks[1]);
+        let w = parse("pair.toml", &pair).unwrap();
+        assert_eq!(w.tasks.len(), 2);
+        // The error the section shows, as it shows it.
+        let rt = "name = \"w\"\n[preload]\nbase = \"fresh-boot\"\n[[task]]\ncomm = \"rt\"\npolicy = \"fifo\"\npriority = 100\nsteps = [{ sleep = { ms = 1 } }]\n";
+        let e = parse("w.toml", rt).unwrap_err();
+        assert!(doc[at..].contains(&format!("\n{e}\n")), "{e}");
+    }
 }
