@@ -412,7 +412,7 @@ pub(crate) fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
 /// The key whose value starts at byte `at` (`key = ` before it on its line), prefixed with the
 /// table it sits in and the keys of the arrays it is an element of (`command = [` above it).
 fn field_set_at(text: &str, at: usize) -> Option<String> {
-    let (head, key) = path_at(text, at)?;
+    let (head, key) = path_at(text, at, 0)?;
     let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
     if key.is_empty() || !key.chars().all(bare) {
         return None;
@@ -432,8 +432,9 @@ fn field_set_at(text: &str, at: usize) -> Option<String> {
 /// The dotted key of the value starting at byte `at`, within its table (where that table's
 /// part of the text begins, and the key): the key before it on its line, dotted with the
 /// inline tables it sits in (`{ dd = { bs_kb = ` gives `dd.bs_kb`) and, for an element of an
-/// array opened on a line above (`command = [`), with that array's own key, and so on out.
-fn path_at(text: &str, at: usize) -> Option<(usize, String)> {
+/// array opened on a line above (`command = [`), with that array's own key, and so on out
+/// (`depth` arrays out so far: a path deeper than any workload's is left unnamed).
+fn path_at(text: &str, at: usize, depth: usize) -> Option<(usize, String)> {
     let at = at.min(text.len());
     let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let before = text[start..at].trim_end().strip_suffix('=')?.trim_end();
@@ -453,8 +454,9 @@ fn path_at(text: &str, at: usize) -> Option<(usize, String)> {
     }
     let key = keys.join(".");
     match open_array_above(text, start) {
+        Some(_) if depth >= 8 => None,
         Some(bracket) => {
-            let (head, outer) = path_at(text, bracket)?;
+            let (head, outer) = path_at(text, bracket, depth + 1)?;
             Some((head, format!("{outer}.{key}")))
         }
         None => Some((start, key)),

@@ -497,10 +497,10 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
         text.contains("p95") && text.contains("in band") && text.contains("2.4.18+o1"),
         "{text}"
     );
-    // Four draws cannot tell a driver from chance among 124 constants: said, not a threshold
+    // Four draws cannot tell a driver from chance among 128 constants: said, not a threshold
     // above 1; --plot is refused before anything runs.
     assert!(
-        text.contains("drivers: none can be named with 4 draws: telling one of 124 constants from chance takes at least 13 (--samples 13)"),
+        text.contains("drivers: none can be named with 4 draws: telling one of 128 constants from chance takes at least 13 (--samples 13)"),
         "{text}"
     );
     let plot = latlab(&[
@@ -513,7 +513,7 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
     ]);
     assert_eq!(plot.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&plot.stderr).contains("--plot: a plot shows a figure against its strongest driver, and with 4 draws none of sched-cost's 124 constants can be told from chance: give --samples 13 or more"),
+        String::from_utf8_lossy(&plot.stderr).contains("--plot: a plot shows a figure against its strongest driver, and with 4 draws none of sched-cost's 128 constants can be told from chance: give --samples 13 or more"),
         "{}",
         String::from_utf8_lossy(&plot.stderr)
     );
@@ -775,6 +775,9 @@ fn run_a_user_workload_of_tasks_reports_the_periodic_thread_s_wakeup_latencies()
     let n = streams[0]["hist"]["count"].as_u64().unwrap();
     assert!((990..=1000).contains(&n), "{n} samples");
     assert!(streams[0]["hist"]["min_ns"].as_u64().unwrap() > 0);
+    // Same seed, same bytes.
+    let json = || latlab(&["run", &f, "--json", "--seed", "3"]).stdout;
+    assert_eq!(json(), json());
 }
 
 #[test]

@@ -5,8 +5,11 @@
 //! `count`); expiries that passed without a sample are the stream's `missed` events.
 //!
 //! A sample's attribution splits the latency at the task's wakeup (`sched_waking`): the
-//! expiry to the wakeup (timer delivery: the tick on a `jiffies` kernel, interrupts off),
-//! and the wakeup to user space (tasks that ran first, schedule(), the return).
+//! expiry to the wakeup (timer delivery: the next tick on a `jiffies` kernel; an interrupt
+//! held off), then, from the wakeup to user space, the CPU time of the tasks that ran first
+//! (each by name), schedule()'s, and the woken task's own kernel return. A window opens at
+//! the wakeup of a task waiting in a periodic step (`Mark::PeriodicTask`) and closes at its
+//! next sample; CPU time is tallied only while one is open.
 
 use super::Mark;
 use crate::kernel::task::{Task, TaskId};
@@ -17,11 +20,24 @@ use std::collections::BTreeMap;
 /// Worst samples kept per stream.
 const KEEP_WORST: usize = 10;
 
+/// A measured task's wait from its wakeup to its sample.
+struct Window {
+    task: TaskId,
+    woken: Nanos,
+    /// schedule() and the context switches meanwhile.
+    sched: Nanos,
+    /// The task's own CPU time (its kernel's return to user space).
+    own: Nanos,
+    /// Every other task's CPU time, in the order they first ran.
+    others: Vec<(TaskId, Nanos)>,
+}
+
 /// The periodic steps' streams.
 pub struct PeriodicTracker {
     streams: Vec<Stream>,
-    /// Each task's last `sched_waking`, by task id.
-    woken: Vec<Nanos>,
+    /// Tasks waiting in periodic steps (whose wakeups open windows), by task id.
+    measured: Vec<bool>,
+    open: Vec<Window>,
     epoch: Nanos,
 }
 
@@ -34,14 +50,55 @@ impl PeriodicTracker {
                 .iter()
                 .map(|n| Stream::new(n.as_str(), format!("{n}: periodic expiry to the task in user space")))
                 .collect(),
-            woken: Vec::new(),
+            measured: Vec::new(),
+            open: Vec::new(),
             epoch,
         }
     }
 
     #[cold]
     #[inline(never)]
+    fn on_waking(&mut self, task: TaskId, now: Nanos) {
+        if !self.measured.get(task).copied().unwrap_or(false) {
+            return;
+        }
+        self.open.retain(|w| w.task != task);
+        self.open.push(Window {
+            task,
+            woken: now,
+            sched: 0,
+            own: 0,
+            others: Vec::new(),
+        });
+    }
+
+    fn on_run(&mut self, task: TaskId, ns: Nanos) {
+        for w in &mut self.open {
+            if w.task == task {
+                w.own += ns;
+            } else if task != 0 {
+                super::tally(&mut w.others, task, ns);
+            }
+        }
+    }
+
+    /// Task `task` waits in a periodic step.
+    fn adopt(&mut self, task: TaskId) {
+        if self.measured.len() <= task {
+            self.measured.resize(task + 1, false);
+        }
+        self.measured[task] = true;
+    }
+
+    #[cold]
+    #[inline(never)]
     fn on_sample(&mut self, stream: u32, missed: u32, due: Nanos, cx: &Cx, task: TaskId) {
+        let window = self
+            .open
+            .iter()
+            .position(|w| w.task == task)
+            .map(|i| self.open.swap_remove(i))
+            .filter(|w| w.woken >= due);
         let Some(s) = self.streams.get_mut(stream as usize) else {
             return;
         };
@@ -51,25 +108,40 @@ impl PeriodicTracker {
         if s.worst.len() >= KEEP_WORST && s.worst.last().is_some_and(|w| w.latency_ns >= latency) {
             return;
         }
-        // The wakeup that ended this wait, if it came after the expiry (a SIGEV_THREAD
-        // thread is new: no wakeup of its own).
-        let woken = self.woken.get(task).copied().filter(|&w| w >= due && w <= cx.now);
         let t = &cx.tasks[task];
-        let note = match woken {
-            Some(w) => format!(
-                "model ({}): {} woken {:.3} ms after the expiry, in user space {:.3} ms after its wakeup",
-                cx.sched.name(),
-                t.label(),
-                (w - due) as f64 / 1e6,
-                (cx.now - w) as f64 / 1e6
-            ),
+        let mut attribution = Attribution::default();
+        attribution.note = match window {
+            Some(mut w) => {
+                w.others.sort_by_key(|(_, ns)| std::cmp::Reverse(*ns));
+                let ahead: Nanos = w.others.iter().map(|(_, ns)| ns).sum();
+                let names: Vec<String> = w
+                    .others
+                    .iter()
+                    .take(6)
+                    .map(|&(o, ns)| format!("{} {:.3} ms", cx.tasks[o].label(), ns as f64 / 1e6))
+                    .collect();
+                attribution.irq_off_ns = w.woken - due;
+                attribution.ran_ahead_ns = ahead;
+                attribution.sched_ns = w.sched;
+                attribution.wakee_kernel_ns = w.own;
+                attribution.tasks = super::task_slices(cx.tasks, &w.others);
+                format!(
+                    "model ({}): {} woken {:.3} ms after the expiry; {} task(s) ran {:.3} ms before it: {}",
+                    cx.sched.name(),
+                    t.label(),
+                    (w.woken - due) as f64 / 1e6,
+                    w.others.len(),
+                    ahead as f64 / 1e6,
+                    if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    }
+                )
+            }
+            // A SIGEV_THREAD thread is new (no wakeup of its own), or the wakeup came before
+            // the expiry (it had not slept).
             None => format!("model ({}): {} in user space", cx.sched.name(), t.label()),
-        };
-        let attribution = Attribution {
-            irq_off_ns: woken.map_or(0, |w| w - due),
-            ran_ahead_ns: woken.map_or(latency, |w| cx.now - w),
-            note,
-            ..Attribution::default()
         };
         let mut tag = BTreeMap::new();
         tag.insert("thread".into(), t.label());
@@ -87,18 +159,28 @@ impl PeriodicTracker {
 
 impl Sink for PeriodicTracker {
     fn kinds(&self) -> u32 {
-        kind::MARK | kind::SCHED_WAKING
+        let always = kind::MARK | kind::SCHED_WAKING;
+        if self.open.is_empty() {
+            always
+        } else {
+            always | kind::RUNTIME | kind::SCHED_TIME
+        }
     }
 
     #[inline]
     fn event(&mut self, cx: &Cx, ev: &Event) -> u32 {
         match *ev {
-            Event::SchedWaking { task } => {
-                if self.woken.len() <= task {
-                    self.woken.resize(task + 1, 0);
+            Event::SchedWaking { task } => self.on_waking(task, cx.now),
+            Event::Runtime { task, ns, .. } => self.on_run(task, ns),
+            Event::SchedTime { ns } => {
+                for w in &mut self.open {
+                    w.sched += ns;
                 }
-                self.woken[task] = cx.now;
             }
+            Event::Mark {
+                task,
+                mark: Mark::PeriodicTask { .. },
+            } => self.adopt(task),
             Event::Mark {
                 task,
                 mark: Mark::PeriodicSample { stream, missed, due },

@@ -332,6 +332,7 @@ impl Tracker {
             // their own trackers.
             Mark::PosixTask
             | Mark::PosixSample { .. }
+            | Mark::PeriodicTask { .. }
             | Mark::PeriodicSample { .. }
             | Mark::IoStart { .. }
             | Mark::IoDone { .. } => {}

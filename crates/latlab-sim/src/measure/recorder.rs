@@ -292,7 +292,7 @@ impl Sink for Recorder {
                 self.stretch[cx.cpu] = (None, None);
             }
             Event::Mark { task, mark } => {
-                if !matches!(mark, Mark::RealfeelReader | Mark::PosixTask) {
+                if !matches!(mark, Mark::RealfeelReader | Mark::PosixTask | Mark::PeriodicTask { .. }) {
                     self.push(cx, task, Line::Mark(task, mark));
                 }
                 match mark {
@@ -455,6 +455,6 @@ fn mark_fields(pid: u32, m: Mark, now: Nanos) -> String {
         Mark::IoStart { pass } => format!("B|{pid}|timed {} call", pass.name()),
         Mark::IoDone { .. } => format!("E|{pid}"),
         // Not recorded: they say who measures, not when.
-        Mark::RealfeelReader | Mark::PosixTask => String::new(),
+        Mark::RealfeelReader | Mark::PosixTask | Mark::PeriodicTask { .. } => String::new(),
     }
 }
