@@ -388,7 +388,8 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
     let epoch = k.now;
     let before = counters(&k);
     // The measurements, subscribed to the kernel's tracepoints.
-    k.tp.attach(measure::Sinks::new(cfg, epoch));
+    let periodic = workload::task::stream_names(&cfg.workload.tasks);
+    k.tp.attach(measure::Sinks::new(cfg, epoch).with_periodic(&periodic, epoch));
     match cfg.posix_timer {
         Some(p) => {
             k.spawn(

@@ -42,10 +42,9 @@ impl Sinks {
                 epoch,
             ))
         });
-        let streams = crate::workload::task::stream_names(&cfg.workload.tasks);
         Sinks {
             posix,
-            periodic: (!streams.is_empty()).then(|| Sub::new(periodic::PeriodicTracker::new(&streams, epoch))),
+            periodic: None,
             write: Sub::new(write_latency::WriteTracker::new(epoch, cfg.keep_records)),
             realfeel: Sub::new(realfeel::Tracker::new(epoch, &cfg.variant)),
             preempt_off: cfg
@@ -55,6 +54,17 @@ impl Sinks {
                 let posix = cfg.posix_timer.map(|p| p.notify.stream());
                 Sub::new(recorder::Recorder::new(epoch, n, posix))
             }),
+        }
+    }
+}
+
+impl Sinks {
+    /// With the periodic tasks' streams `names` (none: no periodic measurement), their
+    /// clocks starting at `epoch`.
+    pub fn with_periodic(self, names: &[String], epoch: Nanos) -> Sinks {
+        Sinks {
+            periodic: (!names.is_empty()).then(|| Sub::new(periodic::PeriodicTracker::new(names, epoch))),
+            ..self
         }
     }
 }
