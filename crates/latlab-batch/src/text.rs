@@ -91,19 +91,23 @@ pub fn report(
     }
     let posix = exp.table == TableKind::PosixTimer;
     let writes = exp.table == TableKind::WriteLatency;
+    // A workload whose tasks have periodic steps measures them instead of realfeel.
+    let realfeel = !posix && !writes && views.iter().any(|v| v.result.stream("realfeel").is_some());
     let measured = if posix {
         "POSIX-timer wakeup latency"
     } else if writes {
         "write(2) latency, iozone's passes"
-    } else {
+    } else if realfeel {
         "realfeel wakeup latency"
+    } else {
+        "the first periodic task's wakeup latency"
     };
     let _ = writeln!(out, "\nPercentiles ({measured})");
     let width = summary::percentiles_width(views.iter().map(|v| (v.label, v.result)));
     for v in &views {
         out.push_str(&summary::percentiles(v.label, v.result, width));
     }
-    if !posix && !writes {
+    if realfeel {
         let _ = writeln!(
             out,
             "\nSamples of 1 ms or more, by the code path that held the CPU longest while realfeel waited"

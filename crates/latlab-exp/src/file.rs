@@ -128,6 +128,22 @@ impl PreloadRepr {
         }
     }
 
+    /// Does this table set `field` (itself, or through its `base`)?
+    pub fn sets(&self, field: &str) -> bool {
+        self.base.is_some()
+            || match field {
+                "cache_full" => self.cache_full.is_some(),
+                "reclaimed_before" => self.reclaimed_before.is_some(),
+                "old_file_kb" => self.old_file_kb.is_some(),
+                "unused_dentries" => self.unused_dentries.is_some(),
+                "referenced" => self.referenced.is_some(),
+                "updatedb_after" => self.updatedb_after.is_some(),
+                "idle_anon_mib" => self.idle_anon_mib.is_some(),
+                "swapped_mib" => self.swapped_mib.is_some(),
+                _ => false,
+            }
+    }
+
     /// The state this table describes on its own: its `base` with the fields given here
     /// replaced, or, without a base, the fields given here; the first one missing if any.
     pub fn resolve(&self) -> Result<Preload, &'static str> {
@@ -394,28 +410,14 @@ pub(crate) fn syntax(origin: &str, text: &str, e: toml::de::Error) -> ExpError {
 }
 
 /// The key whose value starts at byte `at` (`key = ` before it on its line), prefixed with the
-/// table it sits in.
+/// table it sits in and the keys of the arrays it is an element of (`command = [` above it).
 fn field_set_at(text: &str, at: usize) -> Option<String> {
-    let at = at.min(text.len());
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let before = text[start..at].trim_end().strip_suffix('=')?.trim_end();
+    let (head, key) = path_at(text, at, 0)?;
     let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
-    // A key of an inline table (`{ dd = { bs_kb = `) is dotted with the keys of the inline
-    // tables it sits in (`dd.bs_kb`).
-    let mut keys: Vec<&str> = Vec::new();
-    for part in before.split('{') {
-        let open = part.rsplit(',').next().unwrap_or(part).trim();
-        if let Some(k) = open.strip_suffix('=') {
-            keys.push(k.trim());
-        } else if !open.is_empty() {
-            keys.push(open);
-        }
-    }
-    let key = keys.join(".");
-    if key.is_empty() || !key.chars().all(bare) || before.contains('}') {
+    if key.is_empty() || !key.chars().all(bare) {
         return None;
     }
-    let table = text[..start]
+    let table = text[..head]
         .lines()
         .rev()
         .map(str::trim)
@@ -423,8 +425,69 @@ fn field_set_at(text: &str, at: usize) -> Option<String> {
         .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim());
     Some(match table {
         Some(t) if !t.is_empty() => format!("{t}.{key}"),
-        _ => key.to_string(),
+        _ => key,
     })
+}
+
+/// The dotted key of the value starting at byte `at`, within its table (where that table's
+/// part of the text begins, and the key): the key before it on its line, dotted with the
+/// inline tables it sits in (`{ dd = { bs_kb = ` gives `dd.bs_kb`) and, for an element of an
+/// array opened on a line above (`command = [`), with that array's own key, and so on out
+/// (`depth` arrays out so far: a path deeper than any workload's is left unnamed).
+fn path_at(text: &str, at: usize, depth: usize) -> Option<(usize, String)> {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let before = text[start..at].trim_end().strip_suffix('=')?.trim_end();
+    if before.contains('}') {
+        return None;
+    }
+    let mut keys: Vec<&str> = Vec::new();
+    for part in before.split('{') {
+        let open = part.rsplit(',').next().unwrap_or(part).trim();
+        // An array opened on this line (`command = [ { dd = ...`): its key.
+        let open = open.strip_suffix('[').map_or(open, str::trim_end);
+        if let Some(k) = open.strip_suffix('=') {
+            keys.push(k.trim());
+        } else if !open.is_empty() {
+            keys.push(open);
+        }
+    }
+    let key = keys.join(".");
+    match open_array_above(text, start) {
+        Some(_) if depth >= 8 => None,
+        Some(bracket) => {
+            let (head, outer) = path_at(text, bracket, depth + 1)?;
+            Some((head, format!("{outer}.{key}")))
+        }
+        None => Some((start, key)),
+    }
+}
+
+/// Where the line starting at byte `start` sits inside an array opened on a line above
+/// (`command = [`): the byte of that array's `[`. None at a table header. Brackets in comments
+/// and strings are not told apart (the files' arrays hold none).
+fn open_array_above(text: &str, start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut end = start;
+    while end > 0 {
+        // The line before `end` (which starts a line), without its newline.
+        let line_start = text[..end - 1].rfind('\n').map_or(0, |i| i + 1);
+        let line = &text[line_start..end - 1];
+        end = line_start;
+        let code = line.split('#').next().unwrap_or("");
+        if depth == 0 && code.trim_start().starts_with('[') && !code.contains('=') {
+            return None;
+        }
+        for (i, c) in code.char_indices().rev() {
+            match c {
+                ']' => depth += 1,
+                '[' if depth > 0 => depth -= 1,
+                '[' => return Some(line_start + i),
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 /// Reads a file an experiment names by path (`variant = "./my-kernel.toml"`): given the path as
@@ -609,16 +672,22 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
     }
     let machine = machine(origin, &f.machine, line_of_value(text, "machine", &f.machine), files)?;
     // A workload, built in or a file, with the experiment's [preload] and hogs (for every run).
-    let workload_named = |name: &str| -> Result<latlab_sim::Workload, ExpError> {
-        let mut w = crate::workload::workload(origin, name, line_of_value(text, "workload", name), files)?;
+    let workload_named = |name: &str| -> Result<crate::workload::Named, ExpError> {
+        let mut n = crate::workload::named(origin, name, line_of_value(text, "workload", name), files)?;
+        let w = &mut n.workload;
         if let Some(p) = &f.preload {
             w.preload = p.apply(&w.preload);
         }
         if let Some(n) = f.hogs {
             sizes::set(&mut w.commands, "hogs", n.into()).map_err(|why| field("hogs", why))?;
         }
-        w.preload.validate(&machine).map_err(|(name, why)| field(name, why))?;
-        Ok(w)
+        // A preload too big for the machine: the error where the value was set, the
+        // experiment's [preload] or the workload file's.
+        match n.workload.preload.validate(&machine) {
+            Err((name, why)) if f.preload.as_ref().is_some_and(|p| p.sets(name)) => Err(field(name, why)),
+            Err((name, why)) => Err(n.preload_error(name, why)),
+            Ok(()) => Ok(n),
+        }
     };
     let workload = workload_named(&f.workload)?;
     let mut runs: Vec<Run> = Vec::new();
@@ -764,10 +833,26 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 format!("must be a ratio > 0, got {g}"),
             ));
         }
-        let mut run_workload = match &r.workload {
+        let named = match &r.workload {
             None => workload.clone(),
             Some(name) => workload_named(name)?,
         };
+        // The tasks on this run's kernel: the CPUs it brings up, its POSIX timers.
+        named.check_kernel(
+            r.maxcpus.unwrap_or(machine.cpus).clamp(1, machine.cpus.max(1)),
+            v.has_posix_timers(),
+        )?;
+        let measured = latlab_sim::workload::task::measures(&named.workload.tasks);
+        if named.workload.commands.is_empty() && window.is_none() {
+            return Err(field(
+                "duration_s",
+                format!(
+                    "workload `{}` is tasks only (no [[command]]), which run until the run ends: give the run a window, `duration_s` or `samples`",
+                    named.workload.name
+                ),
+            ));
+        }
+        let mut run_workload = named.workload;
         let case = match r.file_pct_of_ram {
             None => None,
             Some(pct) => {
@@ -830,7 +915,8 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 seed: f.seed,
                 min_duration_ns: min_ns,
                 max_duration_ns: max_ns,
-                realfeel: posix_timer.is_none() && f.table != TableKind::WriteLatency,
+                // A workload whose tasks have periodic steps measures them instead.
+                realfeel: posix_timer.is_none() && f.table != TableKind::WriteLatency && !measured,
                 posix_timer,
                 preempt_off: (f.table == TableKind::PreemptOff).then_some(window),
                 maxcpus: r.maxcpus,

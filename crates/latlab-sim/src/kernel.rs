@@ -3,9 +3,11 @@
 //! POSIX timers, the tracepoints and the scheduler class the CPU loop ([`crate::cpu`]) sees.
 
 pub mod catalog;
+pub mod futex;
 pub mod irq;
 pub mod lock;
 pub mod path;
+pub mod pipe;
 pub mod posix_timer;
 pub mod preempt;
 pub mod sched_class;

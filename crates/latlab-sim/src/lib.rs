@@ -54,6 +54,9 @@ pub struct Workload {
     /// Idle time between commands (an unscripted run), ms.
     pub gap_ms: u64,
     pub preload: Preload,
+    /// Tasks started with the run beside the script, running until it ends
+    /// ([`workload::task`]).
+    pub tasks: Vec<workload::task::TaskDef>,
 }
 
 /// The state the machine is in when the run starts.
@@ -227,6 +230,11 @@ pub enum SimError {
         field: &'static str,
         why: String,
     },
+    #[error("workload `{workload}`: `{}`: {}", .err.field, .err.why)]
+    Task {
+        workload: String,
+        err: workload::task::TaskError,
+    },
     #[error("swap: {0}")]
     Swap(#[from] latlab_swap::SwapError),
     #[error("rtc_hz must be 2..=8192 (a power of two for the MC146818), got {0}")]
@@ -321,13 +329,19 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             ));
         }
     }
+    let cpus = cfg.cpus();
+    workload::task::check(&cfg.workload.tasks)
+        .and_then(|()| workload::task::check_machine(&cfg.workload.tasks, cpus, cfg.variant.has_posix_timers()))
+        .map_err(|err| SimError::Task {
+            workload: cfg.workload.name.clone(),
+            err,
+        })?;
     let assemble::Assembled {
         sched,
         mut st,
         kthreads,
     } = assemble::assemble(&cfg.variant, &cfg.machine)?;
     preload(&mut st, &cfg.workload.preload);
-    let cpus = cfg.cpus();
     if cfg.maxcpus == Some(0) {
         return Err(SimError::Workload {
             workload: cfg.workload.name.clone(),
@@ -375,7 +389,8 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
     let epoch = k.now;
     let before = counters(&k);
     // The measurements, subscribed to the kernel's tracepoints.
-    k.tp.attach(measure::Sinks::new(cfg, epoch));
+    let periodic = workload::task::stream_names(&cfg.workload.tasks);
+    k.tp.attach(measure::Sinks::new(cfg, epoch).with_periodic(&periodic, epoch));
     match cfg.posix_timer {
         Some(p) => {
             k.spawn(
@@ -398,6 +413,9 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             );
             k.start_rtc(cfg.rtc_hz);
         }
+    }
+    for spec in workload::task::specs(&cfg.workload.tasks) {
+        k.spawn(spec, None);
     }
     k.spawn(
         TaskSpec::user(

@@ -497,10 +497,10 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
         text.contains("p95") && text.contains("in band") && text.contains("2.4.18+o1"),
         "{text}"
     );
-    // Four draws cannot tell a driver from chance among 124 constants: said, not a threshold
+    // Four draws cannot tell a driver from chance among 128 constants: said, not a threshold
     // above 1; --plot is refused before anything runs.
     assert!(
-        text.contains("drivers: none can be named with 4 draws: telling one of 124 constants from chance takes at least 13 (--samples 13)"),
+        text.contains("drivers: none can be named with 4 draws: telling one of 128 constants from chance takes at least 13 (--samples 13)"),
         "{text}"
     );
     let plot = latlab(&[
@@ -513,7 +513,7 @@ fn uncertainty_gives_every_figure_a_band_from_its_draws_and_says_what_drives_it(
     ]);
     assert_eq!(plot.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&plot.stderr).contains("--plot: a plot shows a figure against its strongest driver, and with 4 draws none of sched-cost's 124 constants can be told from chance: give --samples 13 or more"),
+        String::from_utf8_lossy(&plot.stderr).contains("--plot: a plot shows a figure against its strongest driver, and with 4 draws none of sched-cost's 128 constants can be told from chance: give --samples 13 or more"),
         "{}",
         String::from_utf8_lossy(&plot.stderr)
     );
@@ -739,4 +739,61 @@ fn out_files_have_portable_names_and_never_collide() {
         .collect();
     names.sort();
     assert_eq!(names, ["n-a_50pct_x.json", "n-b_c_d.json"]);
+}
+
+/// An experiment running the user's workload file `w.toml` (beside it) for a second on the
+/// 6.18 EEVDF kernel, `--out` into `out/`.
+const TASKS_EXPERIMENT: &str = "name = \"tasks\"\ntitle = \"a periodic thread beside hogs\"\nmachine = \"piii-850\"\nworkload = \"./w.toml\"\ntable = \"max-latency\"\n[[run]]\nlabel = \"6.18\"\nvariant = \"6.18-eevdf-none\"\nduration_s = 1\n";
+
+#[test]
+fn run_a_user_workload_of_tasks_reports_the_periodic_thread_s_wakeup_latencies() {
+    let dir = Scratch::new("tasks");
+    let workload = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../workloads/fifo-beside-hogs.toml"
+    ))
+    .unwrap()
+    .replace("name = \"fifo-beside-hogs\"", "name = \"mine\"");
+    dir.file("w.toml", &workload);
+    let f = dir.file("e.toml", TASKS_EXPERIMENT);
+    let out_dir = dir.path("out");
+    let out = latlab(&["run", &f, "--out", &out_dir]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Percentiles (the first periodic task's wakeup latency)"),
+        "{text}"
+    );
+    assert!(text.contains("cyclic/"), "the worst sample names the thread: {text}");
+    let json = std::fs::read_to_string(dir.path("out/tasks-6.18.json")).unwrap();
+    let r: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let streams = r["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 1, "the periodic task's stream, no realfeel: {streams:?}");
+    assert_eq!(streams[0]["name"], "cyclic");
+    assert_eq!(r["meta"]["workload"], "mine");
+    // One sample a period of 1 ms for a second, each an expiry to user space later.
+    let n = streams[0]["hist"]["count"].as_u64().unwrap();
+    assert!((990..=1000).contains(&n), "{n} samples");
+    assert!(streams[0]["hist"]["min_ns"].as_u64().unwrap() > 0);
+    // Same seed, same bytes.
+    let json = || latlab(&["run", &f, "--json", "--seed", "3"]).stdout;
+    assert_eq!(json(), json());
+}
+
+#[test]
+fn run_refuses_a_bad_task_naming_the_workload_file_s_line_and_field() {
+    let dir = Scratch::new("tasks-bad");
+    let f = dir.file("e.toml", TASKS_EXPERIMENT);
+    let good = "name = \"w\"\n[preload]\nbase = \"fresh-boot\"\n[[task]]\ncomm = \"rt\"\npolicy = \"fifo\"\npriority = 50\nsteps = [{ sleep = { ms = 1 } }]\n";
+    for (from, to, at) in [
+        ("priority = 50", "priority = 100", "w.toml:7: field `task.priority`"),
+        ("{ sleep = { ms = 1 } }", "{ doze = { ms = 1 } }", "w.toml:8:"),
+        ("ms = 1", "ms = -1", "w.toml:8: field `task.steps.sleep.ms`"),
+    ] {
+        dir.file("w.toml", &good.replace(from, to));
+        let out = latlab(&["run", &f]);
+        assert!(!out.status.success(), "{to}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(at), "{to}: {e}");
+    }
 }

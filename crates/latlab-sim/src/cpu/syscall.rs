@@ -9,7 +9,9 @@ use crate::fs::ext3::{
 use crate::fs::flush::sys_sync;
 use crate::fs::nfs;
 use crate::kernel::catalog::Point;
+use crate::kernel::futex;
 use crate::kernel::path::{once, point, Chan, Ctx, LoopStep, Path, Script, Step, Work};
+use crate::kernel::pipe;
 use crate::kernel::posix_timer;
 use crate::kernel::state::{KReq, KState};
 use crate::machine::MachineProfile;
@@ -69,6 +71,11 @@ impl Syscall {
                 done: false,
             }),
             Syscall::Select { queued, chan } => Box::new(Select { queued, chan }),
+            Syscall::PipeRecv { pipe, bytes } => pipe::sys_pipe_read(pipe, bytes),
+            Syscall::PipeSend { pipe, bytes } => pipe::sys_pipe_write(pipe, bytes),
+            Syscall::FutexWait { futex } => futex::sys_futex_wait(futex),
+            Syscall::FutexWake { futex, n } => futex::sys_futex_wake(futex, n),
+            Syscall::ForkExec => once("do_fork", k.c.fork_exec),
         }
     }
 }

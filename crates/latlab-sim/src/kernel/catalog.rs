@@ -681,6 +681,20 @@ catalog_costs! {
     /// sigpending list, the sigqueue, the user siginfo line). Arithmetic from kernel/signal.c.
     #[spread(Counted)]
     signal_dequeue: 300.0, 3.0;
+    /// `futex_wait` of a private futex up to its sleep (kernel/futex/waitwake.c, 6.x):
+    /// `get_futex_key` (mm and address, no page lookup), `futex_q_lock` (the hash, the
+    /// bucket's spinlock), `futex_get_value_locked`, `futex_queue` (plist_add) and
+    /// `set_current_state`; after the wakeup `futex_unqueue`: ~400 instructions, 5 misses
+    /// (the bucket, the futex word's line, the futex_q, the plist neighbours). An estimate
+    /// from the code path.
+    #[spread(Estimate)]
+    futex_wait: 400.0, 5.0;
+    /// `futex_wake` (kernel/futex/waitwake.c): `get_futex_key`, the bucket's spinlock, the
+    /// walk of its plist for matching keys, `futex_wake_mark` of the waiter and
+    /// `wake_up_q`'s `try_to_wake_up`: ~600 instructions, 6 misses (the bucket, the
+    /// futex_q, the woken task's struct and runqueue lines). An estimate from the code path.
+    #[spread(Estimate)]
+    futex_wake: 600.0, 6.0;
 }
 
 impl Costs {

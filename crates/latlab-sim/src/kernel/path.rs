@@ -49,6 +49,10 @@ pub enum Chan {
     /// 2.6's `get_request_wait`: a free request on a full queue (the token is unique per
     /// sleep; `freed_request` wakes one sleeper).
     RequestSlot(u64),
+    /// A pipe's wait queue (`pipe->rd_wait` or `pipe->wr_wait`, [`super::pipe`]).
+    Pipe(u64),
+    /// A futex's hash-bucket queue ([`super::futex`]).
+    Futex(u64),
 }
 
 impl Chan {
@@ -68,6 +72,8 @@ impl Chan {
             Chan::Congestion(_) => "blk_congestion_wait",
             Chan::Throttle(_) => "balance_dirty_pages pause",
             Chan::RequestSlot(_) => "get_request_wait",
+            Chan::Pipe(_) => "pipe_read/pipe_write",
+            Chan::Futex(_) => "futex_wait",
         }
     }
 }

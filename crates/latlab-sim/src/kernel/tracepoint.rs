@@ -30,6 +30,13 @@ pub enum Mark {
     PosixTask,
     /// The notify function for the timer expiry due at `due` runs now.
     PosixSample { due: Nanos },
+    /// The calling task waits in a periodic step of measured stream `stream` (its wakeups
+    /// open a measurement window).
+    PeriodicTask { stream: u32 },
+    /// A workload task's periodic step is back in user space for its expiry due at `due`
+    /// (cyclictest's sample), of measured stream `stream`; `missed` expiries passed since
+    /// the last sample without one (overruns).
+    PeriodicSample { stream: u32, missed: u32, due: Nanos },
     /// A timed call of a benchmark's pass (iozone `-Q`'s write(2), sysbench's requests) is
     /// about to be made.
     IoStart { pass: Pass },

@@ -6,6 +6,7 @@
 //! - [`preempt_off`]: the voluntary-preempt patch's tracer (seed 003): the longest
 //!   preemption-off stretch of any task.
 
+pub mod periodic;
 pub mod posix_timer;
 pub mod preempt_off;
 pub mod realfeel;
@@ -26,6 +27,7 @@ pub use crate::kernel::tracepoint::Mark;
 /// costs nothing at that site; the others, one test of the kinds they take now.
 pub struct Sinks {
     posix: Option<Sub<posix_timer::PosixTracker>>,
+    periodic: Option<Sub<periodic::PeriodicTracker>>,
     write: Sub<write_latency::WriteTracker>,
     realfeel: Sub<realfeel::Tracker>,
     preempt_off: Option<Sub<preempt_off::PreemptOffTracer>>,
@@ -44,6 +46,7 @@ impl Sinks {
         });
         Sinks {
             posix,
+            periodic: None,
             write: Sub::new(write_latency::WriteTracker::new(epoch, cfg.keep_records)),
             realfeel: Sub::new(realfeel::Tracker::new(epoch, &cfg.variant)),
             preempt_off: cfg
@@ -57,10 +60,22 @@ impl Sinks {
     }
 }
 
+impl Sinks {
+    /// With the periodic tasks' streams `names` (none: no periodic measurement), their
+    /// clocks starting at `epoch`.
+    pub fn with_periodic(self, names: &[String], epoch: Nanos) -> Sinks {
+        Sinks {
+            periodic: (!names.is_empty()).then(|| Sub::new(periodic::PeriodicTracker::new(names, epoch))),
+            ..self
+        }
+    }
+}
+
 impl Sink for Sinks {
     #[inline]
     fn kinds(&self) -> u32 {
         self.posix.as_ref().map_or(0, |s| s.kinds)
+            | self.periodic.as_ref().map_or(0, |s| s.kinds)
             | self.write.kinds
             | self.realfeel.kinds
             | self.preempt_off.as_ref().map_or(0, |s| s.kinds)
@@ -71,6 +86,7 @@ impl Sink for Sinks {
     fn event(&mut self, cx: &Cx, ev: &Event) -> bool {
         let k = ev.kind();
         Sub::event_opt(&mut self.posix, cx, ev, k)
+            | Sub::event_opt(&mut self.periodic, cx, ev, k)
             | self.write.event(cx, ev, k)
             | self.realfeel.event(cx, ev, k)
             | Sub::event_opt(&mut self.preempt_off, cx, ev, k)
@@ -80,12 +96,16 @@ impl Sink for Sinks {
     fn finish(self: Box<Self>, tasks: &[Task], r: &mut RunResult) {
         let Sinks {
             posix,
+            periodic,
             write,
             realfeel,
             preempt_off,
             recorder,
         } = *self;
         if let Some(s) = posix {
+            Box::new(s.sink).finish(tasks, r);
+        }
+        if let Some(s) = periodic {
             Box::new(s.sink).finish(tasks, r);
         }
         Box::new(write.sink).finish(tasks, r);

@@ -340,8 +340,14 @@ impl Tracker {
                 self.win.open = false;
                 self.finish(irq_at, now, tasks);
             }
-            // The POSIX-timer test's and the I/O benchmarks' marks go to their own trackers.
-            Mark::PosixTask | Mark::PosixSample { .. } | Mark::IoStart { .. } | Mark::IoDone { .. } => {}
+            // The POSIX-timer test's, the periodic tasks' and the I/O benchmarks' marks go to
+            // their own trackers.
+            Mark::PosixTask
+            | Mark::PosixSample { .. }
+            | Mark::PeriodicTask { .. }
+            | Mark::PeriodicSample { .. }
+            | Mark::IoStart { .. }
+            | Mark::IoDone { .. } => {}
         }
     }
 

@@ -297,7 +297,7 @@ impl Sink for Recorder {
                 self.stretch[cx.cpu] = (None, None);
             }
             Event::Mark { task, mark } => {
-                if !matches!(mark, Mark::RealfeelReader | Mark::PosixTask) {
+                if !matches!(mark, Mark::RealfeelReader | Mark::PosixTask | Mark::PeriodicTask { .. }) {
                     self.push(cx, task, Line::Mark(task, mark));
                 }
                 match mark {
@@ -456,9 +456,10 @@ fn mark_fields(pid: u32, m: Mark, now: Nanos) -> String {
     match m {
         Mark::RealfeelSample { irq_at, .. } => format!("C|{pid}|realfeel_latency_us|{}", us(irq_at)),
         Mark::PosixSample { due } => format!("C|{pid}|timer_latency_us|{}", us(due)),
+        Mark::PeriodicSample { due, .. } => format!("C|{pid}|periodic_latency_us|{}", us(due)),
         Mark::IoStart { pass } => format!("B|{pid}|timed {} call", pass.name()),
         Mark::IoDone { .. } => format!("E|{pid}"),
         // Not recorded: they say who measures, not when.
-        Mark::RealfeelReader | Mark::PosixTask => String::new(),
+        Mark::RealfeelReader | Mark::PosixTask | Mark::PeriodicTask { .. } => String::new(),
     }
 }

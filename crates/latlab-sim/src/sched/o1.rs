@@ -1021,6 +1021,7 @@ mod tests {
                 name: "hogs".into(),
                 commands: vec![crate::CommandSpec::CpuHogs { tasks: hogs }],
                 gap_ms: 0,
+                tasks: vec![],
                 preload: crate::Preload {
                     old_file_kb: 64,
                     ..Default::default()

@@ -18,6 +18,7 @@ pub mod sizes;
 pub mod stress;
 pub mod sysbench;
 pub mod syscall;
+pub mod task;
 pub mod video;
 
 use crate::kernel::path::Path;
@@ -116,6 +117,7 @@ mod tests {
             ("hogs.rs", include_str!("hogs.rs")),
             ("video.rs", include_str!("video.rs")),
             ("posix_test.rs", include_str!("posix_test.rs")),
+            ("task.rs", include_str!("task.rs")),
         ] {
             assert!(!text.contains("Action::Syscall("), "{name} builds a kernel path itself");
         }

@@ -27,13 +27,13 @@ const NOTIFY_INSTR: f64 = 500.0;
 /// user side (a stack from the cache, the thread descriptor's set-up): about 3,000
 /// instructions and 20 misses (arithmetic from glibc 2.11's timer_routines.c and
 /// allocatestack.c).
-const HELPER_INSTR: f64 = 3_000.0;
-const HELPER_MISSES: f64 = 20.0;
+pub(crate) const HELPER_INSTR: f64 = 3_000.0;
+pub(crate) const HELPER_MISSES: f64 = 20.0;
 /// The new thread's `start_thread` and `timer_sigev_thread` before the notify function,
 /// besides the `rt_sigprocmask` system call: TLS and robust-list set-up, `free` of the
 /// arguments: about 1,500 instructions, 10 misses (a new stack) (same sources).
-const THREAD_START_INSTR: f64 = 1_500.0;
-const THREAD_START_MISSES: f64 = 10.0;
+pub(crate) const THREAD_START_INSTR: f64 = 1_500.0;
+pub(crate) const THREAD_START_MISSES: f64 = 10.0;
 
 /// The test's main thread (the signal target, or glibc's helper thread).
 pub struct WakeupLatency {

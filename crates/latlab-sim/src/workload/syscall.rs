@@ -5,7 +5,9 @@
 //! returns something (`creat`'s new file, `read` of /dev/rtc's data), where to put it.
 
 use crate::fs::nfs::NfsFile;
+use crate::kernel::futex::Futex;
 use crate::kernel::path::Chan;
+use crate::kernel::pipe::Pipe;
 use crate::kernel::posix_timer::SigInfo;
 use latlab_core::Nanos;
 use std::cell::Cell;
@@ -91,6 +93,19 @@ pub enum Syscall {
     SendMsg { wake: Option<Chan>, bytes: u64 },
     /// `select()` on a local socket until `queued` holds a request; asleep on `chan`.
     Select { queued: Rc<Cell<u32>>, chan: Chan },
+    /// `read()` of up to `bytes` from a pipe another task writes: sleeps while it is empty
+    /// ([`crate::kernel::pipe`]).
+    PipeRecv { pipe: Rc<Pipe>, bytes: u64 },
+    /// `write()` of `bytes` (at most PIPE_BUF) into a pipe another task reads: sleeps while
+    /// they do not fit.
+    PipeSend { pipe: Rc<Pipe>, bytes: u64 },
+    /// `futex(FUTEX_WAIT)` of a semaphore's word ([`crate::kernel::futex`]).
+    FutexWait { futex: Rc<Futex> },
+    /// `futex(FUTEX_WAKE)` of up to `n` of a word's waiters.
+    FutexWake { futex: Rc<Futex>, n: u32 },
+    /// `fork()` and the child's `execve()` (the child itself is the program's
+    /// [`crate::workload::Action::Spawn`] that follows).
+    ForkExec,
 }
 
 #[cfg(test)]

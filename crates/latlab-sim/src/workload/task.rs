@@ -1,0 +1,1472 @@
+//! Tasks described as data (a workload file's `[[task]]`s, docs/experiments.md "Tasks"): each
+//! with its name, scheduling policy, priority, nice value, affinity, copies and start delay,
+//! and a program of steps: compute, sleep, a periodic wait (cyclictest's `clock_nanosleep`
+//! TIMER_ABSTIME loop, or a POSIX timer notifying by signal or by thread), fork/exec of a
+//! child and wait, file read/write/fsync, a pipe or a futex shared with another task, and
+//! loops. The tasks start with the run, beside the workload's script, and run until the run
+//! ends (a task whose steps end exits).
+//!
+//! A periodic step is measured as cyclictest measures its thread: the time from each expiry
+//! to the task in user space again, one stream per task copy ([`stream_names`],
+//! `measure::periodic`). A range of compute or sleep is drawn uniformly from the run's
+//! workload stream of randomness.
+//!
+//! Pipes and futex words join the copies of the tasks naming them one by one: copy `i` of
+//! `ping` writes to copy `i` of `pong` (tasks that meet have the same `count`).
+
+use super::posix_test::{HELPER_INSTR, HELPER_MISSES, THREAD_START_INSTR, THREAD_START_MISSES};
+use super::{Action, ProgCx, Program, TaskSpec};
+use crate::kernel::futex::Futex;
+use crate::kernel::pipe::{Pipe, PIPE_BUF};
+use crate::kernel::posix_timer::SigInfo;
+use crate::kernel::task::Policy;
+use crate::measure::Mark;
+use crate::workload::syscall::Syscall;
+use latlab_core::Nanos;
+use rand::Rng as _;
+use serde::Deserialize;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// One `[[task]]`: `count` copies of a task running `steps`. Every field but `comm` and
+/// `steps` is optional.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskDef {
+    /// The task's name (`comm`, at most 15 bytes); unique among the workload's tasks.
+    pub comm: String,
+    /// Scheduling policy (default `other`).
+    #[serde(default)]
+    pub policy: PolicyName,
+    /// RT priority 1..=99, needed by `fifo` and `rr` (only they take one).
+    #[serde(default)]
+    pub priority: Option<u32>,
+    /// Nice value -20..=19 (default 0).
+    #[serde(default)]
+    pub nice: i32,
+    /// CPUs the task may run on (`sched_setaffinity`); default every CPU.
+    #[serde(default)]
+    pub affinity: Option<Vec<u32>>,
+    /// Copies of the task (default 1), 1..=[`MAX_COPIES`].
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Delay from the run's start to the task's first step, ms (default 0).
+    #[serde(default)]
+    pub start_ms: f64,
+    /// The task's program, run once; the task exits after its last step.
+    pub steps: Vec<StepDef>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Most copies of one task: as many as `cpu-hogs` may start.
+pub const MAX_COPIES: u32 = super::hogs::MAX_TASKS;
+
+/// A scheduling policy as `chrt` names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyName {
+    #[default]
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+}
+
+/// One step of a task's program: a table of one key, the step's kind.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum StepDef {
+    /// Run in user space this long.
+    Compute(Dur),
+    /// `nanosleep` this long (relative).
+    Sleep(Dur),
+    /// Wait for a periodic expiry, then run `steps`; `loops` times or until the run ends.
+    Periodic(PeriodicDef),
+    /// `fork` + `execve` of a child named `comm` running `steps` (its policy, priority and
+    /// nice the parent's, as a fork inherits them); the parent goes on at once.
+    Spawn { comm: String, steps: Vec<StepDef> },
+    /// `wait4` until every child has exited.
+    Wait,
+    /// `read()` of the next `kb` KiB of `file` (from its start again at its end). The file is
+    /// one a `write` step of the workload makes, or, with `file_mb`, a file of that many MB
+    /// on disk and not cached when the run starts.
+    Read {
+        file: String,
+        kb: u64,
+        #[serde(default)]
+        file_mb: Option<u64>,
+    },
+    /// `write()` of `kb` KiB appended to `file` (created by its first write; shared by every
+    /// task naming it).
+    Write { file: String, kb: u64 },
+    /// `fsync()` (the model's ext3 ordered fsync commits the running transaction).
+    Fsync,
+    /// `write()` of `bytes` (1..=PIPE_BUF) into the pipe to task `to`.
+    PipeWrite { to: String, bytes: u64 },
+    /// `read()` of up to `bytes` from the pipe from task `from`; sleeps while it is empty.
+    PipeRead { from: String, bytes: u64 },
+    /// `sem_wait` on futex word `word`: take a post, sleeping in `futex_wait` while none.
+    FutexWait { word: String },
+    /// `sem_post` on futex word `word`: add a post, `futex_wake` of one waiter if any.
+    FutexWake { word: String },
+    /// Run `steps` `times` times, or until the run ends without `times`.
+    Loop {
+        #[serde(default)]
+        times: Option<u64>,
+        steps: Vec<StepDef>,
+    },
+}
+
+/// A length of time in one unit (`{ us = 500 }`), fixed or a uniform range (`{ ms = [1, 5]
+/// }`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dur {
+    #[serde(default)]
+    pub ns: Option<Amount>,
+    #[serde(default)]
+    pub us: Option<Amount>,
+    #[serde(default)]
+    pub ms: Option<Amount>,
+    #[serde(default)]
+    pub s: Option<Amount>,
+}
+
+/// A number, or a range `[low, high]` drawn from uniformly.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Amount {
+    One(f64),
+    Range([f64; 2]),
+}
+
+/// A periodic step: its period, how the expiry reaches the task, how many periods, and what
+/// the task does after each expiry.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeriodicDef {
+    /// The period, us.
+    pub period_us: f64,
+    /// How the task waits (default `nanosleep`).
+    #[serde(default)]
+    pub timer: TimerKind,
+    /// Periods before the step ends (default: until the run ends).
+    #[serde(default)]
+    pub loops: Option<u64>,
+    /// What runs after each expiry (in the timer's new thread for `thread`).
+    #[serde(default)]
+    pub steps: Vec<StepDef>,
+}
+
+/// How a periodic step waits for its expiry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimerKind {
+    /// cyclictest's thread: `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` to each
+    /// deadline, a period after the last.
+    #[default]
+    Nanosleep,
+    /// A POSIX timer (`timer_create`) with SIGEV_SIGNAL: the task `pause()`s and its handler
+    /// runs the steps.
+    Signal,
+    /// A POSIX timer with SIGEV_THREAD: glibc's helper thread starts a thread per expiry,
+    /// which runs the steps.
+    Thread,
+}
+
+/// A task's mistake: the task (index in the file), the key at fault and which of that
+/// task's places setting it (from 0, in the file's order), the field (`task.steps.sleep.us`)
+/// and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskError {
+    pub task: usize,
+    pub key: &'static str,
+    pub nth: usize,
+    pub field: String,
+    pub why: String,
+}
+
+/// Longest time a step may take, ns: an hour (a run lasts at most two).
+const MAX_NS: f64 = 3.6e12;
+/// Longest `read` or `write`, KiB (1 GiB).
+const MAX_KB: u64 = 1 << 20;
+/// Largest old file a `read` may name, MB (100 GB).
+const MAX_FILE_MB: u64 = 100_000;
+
+impl Dur {
+    /// The unit given and its amount (exactly one must be).
+    fn unit(&self) -> Result<(&'static str, Amount, f64), String> {
+        let given: Vec<_> = [
+            ("ns", self.ns, 1.0),
+            ("us", self.us, 1e3),
+            ("ms", self.ms, 1e6),
+            ("s", self.s, 1e9),
+        ]
+        .into_iter()
+        .filter_map(|(k, a, scale)| a.map(|a| (k, a, scale)))
+        .collect();
+        match given.as_slice() {
+            [one] => Ok(*one),
+            [] => Err("give the length in one unit: ns, us, ms or s".into()),
+            _ => Err("give the length in one unit only (ns, us, ms or s)".into()),
+        }
+    }
+    /// Its bounds in ns, checked: finite, above zero, at most an hour, low <= high.
+    fn bounds(&self) -> Result<(&'static str, Nanos, Nanos), (&'static str, String)> {
+        let (k, a, scale) = self.unit().map_err(|why| ("", why))?;
+        let (lo, hi) = match a {
+            Amount::One(v) => (v, v),
+            Amount::Range([lo, hi]) => (lo, hi),
+        };
+        for v in [lo, hi] {
+            if !(v.is_finite() && v > 0.0 && v * scale <= MAX_NS) {
+                return Err((k, format!("must be a length above 0 and at most an hour, got {v} {k}")));
+            }
+        }
+        if lo > hi {
+            return Err((k, format!("[{lo}, {hi}]: the low end exceeds the high end")));
+        }
+        Ok((k, ((lo * scale) as Nanos).max(1), ((hi * scale) as Nanos).max(1)))
+    }
+}
+
+/// Check the tasks of a workload on their own (the machine's part: [`check_machine`]).
+pub fn check(tasks: &[TaskDef]) -> Result<(), TaskError> {
+    let comms: BTreeMap<&str, (usize, u32)> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.comm.as_str(), (i, t.count)))
+        .collect();
+    let written: Vec<&str> = tasks.iter().flat_map(|t| files_written(&t.steps)).collect();
+    // Futex words by name: the first task naming each, for the count check.
+    let mut words: BTreeMap<String, (String, u32)> = BTreeMap::new();
+    for (i, t) in tasks.iter().enumerate() {
+        let mut c = Checker {
+            task: i,
+            comm: &t.comm,
+            count: t.count,
+            seen: BTreeMap::new(),
+            comms: &comms,
+            written: &written,
+            words: &mut words,
+        };
+        c.task(t, i)?;
+    }
+    Ok(())
+}
+
+/// Names of the files `steps` write, nested steps too.
+fn files_written(steps: &[StepDef]) -> Vec<&str> {
+    let mut out = Vec::new();
+    for s in steps {
+        match s {
+            StepDef::Write { file, .. } => out.push(file.as_str()),
+            StepDef::Periodic(p) => out.extend(files_written(&p.steps)),
+            StepDef::Spawn { steps, .. } | StepDef::Loop { steps, .. } => out.extend(files_written(steps)),
+            _ => {}
+        }
+    }
+    out
+}
+
+struct Checker<'a> {
+    task: usize,
+    comm: &'a str,
+    count: u32,
+    /// Places met so far in this task, by key.
+    seen: BTreeMap<&'static str, usize>,
+    comms: &'a BTreeMap<&'a str, (usize, u32)>,
+    written: &'a [&'a str],
+    words: &'a mut BTreeMap<String, (String, u32)>,
+}
+
+impl Checker<'_> {
+    /// The key `key` is set once more here.
+    fn see(&mut self, key: &'static str) {
+        *self.seen.entry(key).or_default() += 1;
+    }
+    /// An error at the last place `key` was set (its first, if never seen).
+    fn err(&self, key: &'static str, field: &str, why: String) -> TaskError {
+        TaskError {
+            task: self.task,
+            key,
+            nth: self.seen.get(key).map_or(0, |n| n.saturating_sub(1)),
+            field: format!("task.{field}"),
+            why: format!("task `{}`: {why}", self.comm),
+        }
+    }
+
+    fn task(&mut self, t: &TaskDef, index: usize) -> Result<(), TaskError> {
+        self.see("comm");
+        comm_ok(&t.comm).map_err(|why| self.err("comm", "comm", why))?;
+        if self.comms.get(t.comm.as_str()).is_some_and(|&(i, _)| i != index) {
+            return Err(self.err(
+                "comm",
+                "comm",
+                "names another task already: each task needs its own comm (pipes name their partner by it, streams are named after it)".into(),
+            ));
+        }
+        self.see("policy");
+        match (t.policy, t.priority) {
+            (PolicyName::Batch | PolicyName::Idle, _) => {
+                return Err(self.err(
+                    "policy",
+                    "policy",
+                    format!(
+                        "SCHED_{} is not modelled: the model's schedulers run `other`, `fifo` and `rr`",
+                        if t.policy == PolicyName::Batch { "BATCH" } else { "IDLE" }
+                    ),
+                ))
+            }
+            (PolicyName::Fifo | PolicyName::Rr, None) => {
+                return Err(self.err(
+                    "policy",
+                    "priority",
+                    "policy `fifo` and `rr` need a `priority`, 1..=99".into(),
+                ))
+            }
+            (PolicyName::Fifo | PolicyName::Rr, Some(p)) if !(1..=99).contains(&p) => {
+                self.see("priority");
+                return Err(self.err("priority", "priority", format!("must be 1..=99, got {p}")));
+            }
+            (PolicyName::Other, Some(p)) => {
+                self.see("priority");
+                return Err(self.err(
+                    "priority",
+                    "priority",
+                    format!("only `fifo` and `rr` take a priority (SCHED_OTHER's is its nice value), got {p}"),
+                ));
+            }
+            _ => {}
+        }
+        self.see("nice");
+        if !(-20..=19).contains(&t.nice) {
+            return Err(self.err("nice", "nice", format!("must be -20..=19, got {}", t.nice)));
+        }
+        self.see("count");
+        if !(1..=MAX_COPIES).contains(&t.count) {
+            return Err(self.err("count", "count", format!("must be 1..={MAX_COPIES}, got {}", t.count)));
+        }
+        self.see("start_ms");
+        if !(t.start_ms.is_finite() && (0.0..=MAX_NS / 1e6).contains(&t.start_ms)) {
+            return Err(self.err(
+                "start_ms",
+                "start_ms",
+                format!("must be 0 ..= 3600000 ms, got {}", t.start_ms),
+            ));
+        }
+        if let Some(cpus) = &t.affinity {
+            self.see("affinity");
+            let mut sorted = cpus.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if cpus.is_empty() || sorted.len() != cpus.len() {
+                return Err(self.err(
+                    "affinity",
+                    "affinity",
+                    format!("must list CPUs by number, each once, got {cpus:?}"),
+                ));
+            }
+        }
+        self.steps(&t.steps, "steps", Nest::Task)
+    }
+
+    fn steps(&mut self, steps: &[StepDef], at: &str, nest: Nest) -> Result<(), TaskError> {
+        self.see("steps");
+        if steps.is_empty() && nest != Nest::Periodic {
+            return Err(self.err("steps", at, "needs at least one step".into()));
+        }
+        for s in steps {
+            self.step(s, at, nest)?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, s: &StepDef, at: &str, nest: Nest) -> Result<(), TaskError> {
+        let dur = |c: &mut Self, kind: &'static str, d: &Dur| {
+            c.see(kind);
+            d.bounds().map(|_| ()).map_err(|(k, why)| {
+                let key = if k.is_empty() { kind } else { k };
+                if !k.is_empty() {
+                    c.see(k);
+                }
+                c.err(
+                    key,
+                    &format!("{at}.{kind}{}{k}", if k.is_empty() { "" } else { "." }),
+                    why,
+                )
+            })
+        };
+        let within = |c: &mut Self, kind: &'static str, key: &'static str, v: u64, lo: u64, hi: u64, unit: &str| {
+            c.see(kind);
+            c.see(key);
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(c.err(
+                    key,
+                    &format!("{at}.{kind}.{key}"),
+                    format!("must be {lo}..={hi} ({unit}), got {v}"),
+                ))
+            }
+        };
+        match s {
+            StepDef::Compute(d) => dur(self, "compute", d),
+            StepDef::Sleep(d) => dur(self, "sleep", d),
+            StepDef::Periodic(p) => {
+                self.see("periodic");
+                self.see("period_us");
+                let field = format!("{at}.periodic");
+                if nest != Nest::Task {
+                    return Err(self.err(
+                        "periodic",
+                        &field,
+                        "a periodic step is measured as its task's stream: it may not sit inside another periodic step or a spawned child (give it a [[task]] of its own)".into(),
+                    ));
+                }
+                if !(p.period_us.is_finite() && (10.0..=1e7).contains(&p.period_us)) {
+                    return Err(self.err(
+                        "period_us",
+                        &format!("{field}.period_us"),
+                        format!("must be 10 ..= 10000000 us, got {}", p.period_us),
+                    ));
+                }
+                if p.loops == Some(0) {
+                    self.see("loops");
+                    return Err(self.err("loops", &format!("{field}.loops"), "must be at least 1".into()));
+                }
+                self.steps(&p.steps, &format!("{field}.steps"), Nest::Periodic)
+            }
+            StepDef::Spawn { comm, steps } => {
+                self.see("spawn");
+                self.see("comm");
+                comm_ok(comm).map_err(|why| self.err("comm", &format!("{at}.spawn.comm"), why))?;
+                self.steps(steps, &format!("{at}.spawn.steps"), Nest::Child)
+            }
+            StepDef::Wait | StepDef::Fsync => Ok(()),
+            StepDef::Read { file, kb, file_mb } => {
+                within(self, "read", "kb", *kb, 1, MAX_KB, "KiB")?;
+                self.see("file");
+                if file.trim().is_empty() {
+                    return Err(self.err("file", &format!("{at}.read.file"), "must name a file".into()));
+                }
+                match file_mb {
+                    Some(mb) => within(self, "read", "file_mb", *mb, 1, MAX_FILE_MB, "MB"),
+                    None if !self.written.contains(&file.as_str()) => Err(self.err(
+                        "file",
+                        &format!("{at}.read.file"),
+                        format!("no `write` step makes `{file}`: give `file_mb` for a file on disk before the run"),
+                    )),
+                    None => Ok(()),
+                }
+            }
+            StepDef::Write { file, kb } => {
+                within(self, "write", "kb", *kb, 1, MAX_KB, "KiB")?;
+                self.see("file");
+                if file.trim().is_empty() {
+                    return Err(self.err("file", &format!("{at}.write.file"), "must name a file".into()));
+                }
+                Ok(())
+            }
+            StepDef::PipeWrite { to, bytes } => {
+                within(
+                    self,
+                    "pipe-write",
+                    "bytes",
+                    *bytes,
+                    1,
+                    PIPE_BUF,
+                    "bytes: PIPE_BUF's atomic write",
+                )?;
+                self.partner("pipe-write", "to", to, at)
+            }
+            StepDef::PipeRead { from, bytes } => {
+                within(self, "pipe-read", "bytes", *bytes, 1, PIPE_BUF, "bytes")?;
+                self.partner("pipe-read", "from", from, at)
+            }
+            StepDef::FutexWait { word } | StepDef::FutexWake { word } => {
+                let kind = if matches!(s, StepDef::FutexWait { .. }) {
+                    "futex-wait"
+                } else {
+                    "futex-wake"
+                };
+                self.see(kind);
+                self.see("word");
+                let field = format!("{at}.{kind}.word");
+                if word.trim().is_empty() {
+                    return Err(self.err("word", &field, "must name a futex word".into()));
+                }
+                if nest == Nest::Child {
+                    return Err(self.err(
+                        "word",
+                        &field,
+                        "a spawned child shares no futex word (copies are paired by their task's count): use it in a [[task]]".into(),
+                    ));
+                }
+                let first = self
+                    .words
+                    .entry(word.clone())
+                    .or_insert_with(|| (self.comm.to_string(), self.count));
+                if first.1 != self.count {
+                    let why = format!(
+                        "word `{word}` is shared with task `{}`, which has count {}, this task {}: copy i of each meets copy i of the other, so the counts must be equal",
+                        first.0, first.1, self.count
+                    );
+                    return Err(self.err("word", &field, why));
+                }
+                Ok(())
+            }
+            StepDef::Loop { times, steps } => {
+                self.see("loop");
+                if *times == Some(0) {
+                    self.see("times");
+                    return Err(self.err("times", &format!("{at}.loop.times"), "must be at least 1".into()));
+                }
+                self.steps(steps, &format!("{at}.loop.steps"), nest)
+            }
+        }
+    }
+
+    /// A pipe's other end: another task of the same count.
+    fn partner(&mut self, kind: &'static str, key: &'static str, name: &str, at: &str) -> Result<(), TaskError> {
+        self.see(key);
+        let field = format!("{at}.{kind}.{key}");
+        match self.comms.get(name) {
+            None => Err(self.err(
+                key,
+                &field,
+                format!(
+                    "no task is named `{name}` (the tasks: {})",
+                    self.comms.keys().copied().collect::<Vec<_>>().join(", ")
+                ),
+            )),
+            Some(_) if name == self.comm => Err(self.err(key, &field, "a pipe joins two tasks: name the other one".into())),
+            Some(&(_, n)) if n != self.count => Err(self.err(
+                key,
+                &field,
+                format!(
+                    "task `{name}` has count {n}, this task {}: copy i of each meets copy i of the other, so the counts must be equal",
+                    self.count
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// Where a list of steps sits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Nest {
+    /// A task's own program (or a loop in it).
+    Task,
+    /// A periodic step's body.
+    Periodic,
+    /// A spawned child's program.
+    Child,
+}
+
+fn comm_ok(comm: &str) -> Result<(), String> {
+    if comm.trim().is_empty() || comm.len() > 15 || comm.contains(char::is_whitespace) {
+        return Err(format!(
+            "must be 1..=15 bytes without spaces (TASK_COMM_LEN), got {comm:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Check the tasks against the kernel they run on: `cpus` CPUs up (the shared runqueue of
+/// the model's SMP: a task runs on any of them, so an affinity must name them all), and
+/// POSIX timers for a periodic step's `signal` or `thread` (none on a 2.4 kernel).
+pub fn check_machine(tasks: &[TaskDef], cpus: u32, posix_timers: bool) -> Result<(), TaskError> {
+    for (i, t) in tasks.iter().enumerate() {
+        let err = |key: &'static str, nth: usize, field: &str, why: String| TaskError {
+            task: i,
+            key,
+            nth,
+            field: format!("task.{field}"),
+            why: format!("task `{}`: {why}", t.comm),
+        };
+        if let Some(cpus_asked) = &t.affinity {
+            if let Some(c) = cpus_asked.iter().find(|&&c| c >= cpus) {
+                return Err(err(
+                    "affinity",
+                    0,
+                    "affinity",
+                    format!(
+                        "CPU {c}: the kernel runs on {cpus} CPU(s), 0..={}",
+                        cpus.saturating_sub(1)
+                    ),
+                ));
+            }
+            if cpus_asked.len() as u32 != cpus {
+                return Err(err(
+                    "affinity",
+                    0,
+                    "affinity",
+                    format!(
+                        "{cpus_asked:?}: the model's CPUs share one runqueue, so a task runs on any of them; an affinity must name all {cpus} CPUs (a run's `maxcpus = 1` boots the kernel on one)"
+                    ),
+                ));
+            }
+        }
+        if !posix_timers {
+            let mut nth = 0;
+            for s in &t.steps {
+                if let StepDef::Periodic(p) = s {
+                    if p.timer != TimerKind::Nanosleep {
+                        return Err(err(
+                            "timer",
+                            nth,
+                            "steps.periodic.timer",
+                            "a 2.4 kernel has no POSIX timers (timer_create arrived in 2.6): use `nanosleep`".into(),
+                        ));
+                    }
+                    nth += 1;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Does a task of `tasks` have a periodic step (a measured stream)?
+pub fn measures(tasks: &[TaskDef]) -> bool {
+    !stream_names(tasks).is_empty()
+}
+
+/// The measured streams of `tasks`, in [`Mark::PeriodicSample`]'s numbering: one per copy of
+/// each task with a periodic step (`COMM`, or `COMM.N` for copy N of several).
+pub fn stream_names(tasks: &[TaskDef]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in tasks.iter().filter(|t| has_periodic(&t.steps)) {
+        if t.count == 1 {
+            out.push(t.comm.clone());
+        } else {
+            out.extend((0..t.count).map(|i| format!("{}.{i}", t.comm)));
+        }
+    }
+    out
+}
+
+fn has_periodic(steps: &[StepDef]) -> bool {
+    steps.iter().any(|s| match s {
+        StepDef::Periodic(_) => true,
+        StepDef::Loop { steps, .. } => has_periodic(steps),
+        _ => false,
+    })
+}
+
+/// The tasks to start with the run: every copy of each, in the file's order.
+pub fn specs(tasks: &[TaskDef]) -> Vec<TaskSpec> {
+    let shared = Rc::new(RefCell::new(Shared::default()));
+    let mut stream = 0u32;
+    let mut out = Vec::new();
+    for t in tasks {
+        let (policy, rt_priority) = match t.policy {
+            PolicyName::Fifo => (Policy::Fifo, t.priority.unwrap_or(1)),
+            PolicyName::Rr => (Policy::Rr, t.priority.unwrap_or(1)),
+            // Refused by `check`; never reached.
+            PolicyName::Other | PolicyName::Batch | PolicyName::Idle => (Policy::Other, 0),
+        };
+        let measured = has_periodic(&t.steps);
+        for copy in 0..t.count {
+            let me = Rc::new(Me {
+                comm: t.comm.clone(),
+                copy,
+                policy,
+                rt_priority,
+                nice: t.nice,
+                stream: measured.then_some(stream),
+                shared: shared.clone(),
+            });
+            if measured {
+                stream += 1;
+            }
+            let mut r = Runner::new(me, t.steps.clone());
+            r.start = (t.start_ms * 1e6) as Nanos;
+            out.push(TaskSpec {
+                policy,
+                rt_priority,
+                nice: t.nice,
+                ..TaskSpec::user(t.comm.clone(), Box::new(r))
+            });
+        }
+    }
+    out
+}
+
+/// What the tasks share: their pipes, futex words and files, made when first used.
+#[derive(Default)]
+struct Shared {
+    /// By (writer, reader, copy).
+    pipes: BTreeMap<(String, String, u32), Rc<Pipe>>,
+    /// By (word, copy).
+    futexes: BTreeMap<(String, u32), Rc<Futex>>,
+    /// By name: the file and its size in pages as far as written.
+    files: BTreeMap<String, (u32, u64)>,
+}
+
+/// A task copy's identity.
+struct Me {
+    comm: String,
+    copy: u32,
+    policy: Policy,
+    rt_priority: u32,
+    nice: i32,
+    /// Its measured stream, for a task with a periodic step.
+    stream: Option<u32>,
+    shared: Rc<RefCell<Shared>>,
+}
+
+impl Me {
+    fn pipe(&self, writer: &str, reader: &str) -> Rc<Pipe> {
+        let mut s = self.shared.borrow_mut();
+        let id = s.pipes.len() as u64;
+        s.pipes
+            .entry((writer.to_string(), reader.to_string(), self.copy))
+            .or_insert_with(|| Pipe::new(id))
+            .clone()
+    }
+    fn futex(&self, word: &str) -> Rc<Futex> {
+        let mut s = self.shared.borrow_mut();
+        let id = s.futexes.len() as u32;
+        s.futexes
+            .entry((word.to_string(), self.copy))
+            .or_insert_with(|| Futex::new(id))
+            .clone()
+    }
+}
+
+/// glibc's `sem_wait` / `sem_post` in user space without a system call: an atomic
+/// compare-and-exchange on the word and its checks, ~30 instructions and a miss on the
+/// word's line, shared with the other task (nptl/sem_waitcommon.c, sem_post.c).
+const SEM_OP_INSTR: f64 = 30.0;
+const SEM_OP_MISSES: f64 = 1.0;
+
+/// A running task's program: its steps, frame by frame.
+struct Runner {
+    me: Rc<Me>,
+    frames: Vec<Frame>,
+    /// What the step under way does next.
+    pend: Option<Pend>,
+    /// Delay before the first step, ns (taken once).
+    start: Nanos,
+    /// Each read step's offset into its file, pages, by file name.
+    offsets: BTreeMap<String, u64>,
+}
+
+struct Frame {
+    steps: Vec<StepDef>,
+    pc: usize,
+    kind: FrameKind,
+}
+
+enum FrameKind {
+    /// Run once.
+    Once,
+    /// A loop: passes left after this one (None: forever).
+    Loop { left: Option<u64> },
+    /// A periodic step: its timer's state, and periods left after this one.
+    Periodic { t: Periodic, left: Option<u64> },
+}
+
+/// A periodic step's timer.
+struct Periodic {
+    kind: TimerKind,
+    period: Nanos,
+    /// The next expiry (its first: once the timer is set).
+    due: Option<Nanos>,
+    /// Waiting for the expiry (false: running the body after it).
+    waiting: bool,
+    /// Where a `pause` / `sigwaitinfo` puts the signal's info.
+    info: Rc<Cell<Option<SigInfo>>>,
+}
+
+/// The second half of a step.
+enum Pend {
+    /// `sem_wait` again after `futex_wait` returned.
+    FutexRetry(Rc<Futex>),
+    /// The child's creation after `fork`'s system call.
+    Spawn(TaskSpec),
+    /// A write to the file `creat()` is making.
+    Write {
+        file: Rc<Cell<u32>>,
+        name: String,
+        bytes: u64,
+    },
+    /// The signal's wait returned (SIGEV_SIGNAL / SIGEV_THREAD).
+    Signalled,
+    /// glibc's helper is done with its user work: `clone()` of the thread for `due`.
+    Clone { due: Nanos, missed: u32 },
+    /// `clone()` returned: the thread for `due` starts.
+    Thread { due: Nanos, missed: u32 },
+    /// A SIGEV_THREAD thread's start (`start_thread`, `timer_sigev_thread`'s
+    /// `rt_sigprocmask`) before the notify function.
+    ThreadStart { due: Nanos, missed: u32 },
+    /// The notify function runs: the sample.
+    Sample { due: Nanos, missed: u32 },
+}
+
+impl Runner {
+    fn new(me: Rc<Me>, steps: Vec<StepDef>) -> Self {
+        Runner {
+            me,
+            frames: vec![Frame {
+                steps,
+                pc: 0,
+                kind: FrameKind::Once,
+            }],
+            pend: None,
+            start: 0,
+            offsets: BTreeMap::new(),
+        }
+    }
+
+    fn sample(&self, cx: &mut ProgCx, due: Nanos, missed: u32) {
+        if let Some(stream) = self.me.stream {
+            cx.marks.push(Mark::PeriodicSample { stream, missed, due });
+        }
+    }
+
+    /// The action the pending half-step makes, if any.
+    fn pending(&mut self, cx: &mut ProgCx, p: Pend) -> Option<Action> {
+        match p {
+            Pend::FutexRetry(f) => Some(self.sem_wait(cx, f)),
+            Pend::Spawn(spec) => Some(Action::Spawn(spec)),
+            Pend::Write { file, name, bytes } => {
+                let f = file.get();
+                self.grow(&name, f, bytes);
+                Some(Action::Call(Syscall::Write { file: f, bytes }))
+            }
+            Pend::Signalled => self.signalled(cx),
+            Pend::Clone { due, missed } => {
+                self.pend = Some(Pend::Thread { due, missed });
+                Some(Action::Call(Syscall::CloneThread))
+            }
+            Pend::Thread { due, missed } => {
+                let top = self.frames.last_mut()?;
+                let FrameKind::Periodic { left, .. } = &mut top.kind else {
+                    return None;
+                };
+                let mut r = Runner::new(self.me.clone(), top.steps.clone());
+                r.pend = Some(Pend::ThreadStart { due, missed });
+                // The helper counts the expiries it handed to threads.
+                match left {
+                    Some(0) => {
+                        self.frames.pop();
+                    }
+                    Some(n) => *n -= 1,
+                    None => {}
+                }
+                Some(Action::Spawn(TaskSpec {
+                    share_mm: true,
+                    ..self.spec("timer-thread", r)
+                }))
+            }
+            Pend::ThreadStart { due, missed } => {
+                self.pend = Some(Pend::Sample { due, missed });
+                Some(Action::Compute(
+                    cx.m.syscall_ns + cx.m.cost(THREAD_START_INSTR, THREAD_START_MISSES),
+                ))
+            }
+            Pend::Sample { due, missed } => {
+                self.sample(cx, due, missed);
+                None
+            }
+        }
+    }
+
+    /// The file `name` is `f` and grew by `bytes`.
+    fn grow(&self, name: &str, f: u32, bytes: u64) {
+        let mut s = self.me.shared.borrow_mut();
+        let e = s.files.entry(name.to_string()).or_insert((f, 0));
+        e.1 += bytes.div_ceil(4096);
+    }
+
+    /// A task spec for a child or thread of this task: its policy, priority and nice.
+    fn spec(&self, comm: &str, r: Runner) -> TaskSpec {
+        TaskSpec {
+            policy: self.me.policy,
+            rt_priority: self.me.rt_priority,
+            nice: self.me.nice,
+            ..TaskSpec::user(comm, Box::new(r))
+        }
+    }
+
+    fn sem_wait(&mut self, cx: &mut ProgCx, f: Rc<Futex>) -> Action {
+        if f.try_take() {
+            return Action::Compute(cx.m.cost(SEM_OP_INSTR, SEM_OP_MISSES));
+        }
+        self.pend = Some(Pend::FutexRetry(f.clone()));
+        Action::Call(Syscall::FutexWait { futex: f })
+    }
+
+    /// The signal's wait of a periodic step returned.
+    fn signalled(&mut self, cx: &mut ProgCx) -> Option<Action> {
+        let FrameKind::Periodic { t, .. } = &mut self.frames.last_mut()?.kind else {
+            return None;
+        };
+        let Some(SigInfo { expiry, .. }) = t.info.take() else {
+            // Woken without the signal: wait again.
+            return Some(self.wait_signal());
+        };
+        // Expiries between the one expected and this one found the signal queued: overruns.
+        let expected = t.due.unwrap_or(expiry);
+        let missed = ((expiry.saturating_sub(expected)) / t.period) as u32;
+        t.due = Some(expiry + t.period);
+        match t.kind {
+            TimerKind::Thread => {
+                // glibc's helper: its user work, then clone() of the thread.
+                self.pend = Some(Pend::Clone { due: expiry, missed });
+                Some(Action::Compute(cx.m.cost(HELPER_INSTR, HELPER_MISSES)))
+            }
+            _ => {
+                // The handler runs the steps now.
+                t.waiting = false;
+                self.sample(cx, expiry, missed);
+                None
+            }
+        }
+    }
+
+    fn wait_signal(&mut self) -> Action {
+        let Some(FrameKind::Periodic { t, .. }) = self.frames.last().map(|f| &f.kind) else {
+            unreachable!("only a periodic step waits for its signal")
+        };
+        let info = t.info.clone();
+        let thread = t.kind == TimerKind::Thread;
+        self.pend = Some(Pend::Signalled);
+        Action::Call(if thread {
+            Syscall::Sigwaitinfo { info }
+        } else {
+            Syscall::Pause { info }
+        })
+    }
+
+    /// The periodic step on top waits for its next expiry: the action, or None when the
+    /// expiry has passed (the sample is taken at once: clock_nanosleep returns at once).
+    fn wait_expiry(&mut self, cx: &mut ProgCx) -> Option<Action> {
+        let stream = self.me.stream;
+        let FrameKind::Periodic { t, .. } = &mut self.frames.last_mut()?.kind else {
+            return None;
+        };
+        match (t.kind, t.due) {
+            (TimerKind::Nanosleep, None) => {
+                // cyclictest: the first deadline a period after the clock read.
+                t.due = Some(cx.now + t.period);
+                Some(Action::Sleep(t.period))
+            }
+            (TimerKind::Nanosleep, Some(due)) if due > cx.now && t.waiting => Some(Action::Sleep(due - cx.now)),
+            (TimerKind::Nanosleep, Some(due)) => {
+                // Back from the sleep (or the deadline had passed): the sample, and the next
+                // deadline after now; those passed meanwhile are missed.
+                let mut next = due + t.period;
+                let mut missed = 0u32;
+                while next <= cx.now {
+                    next += t.period;
+                    missed += 1;
+                }
+                t.due = Some(next);
+                t.waiting = false;
+                if let Some(stream) = stream {
+                    cx.marks.push(Mark::PeriodicSample { stream, missed, due });
+                }
+                None
+            }
+            (_, None) => {
+                // timer_create + timer_settime: the first expiry a period from now.
+                t.due = Some(cx.now + t.period);
+                Some(Action::TimerCreate { period: t.period })
+            }
+            (_, Some(_)) => Some(self.wait_signal()),
+        }
+    }
+
+    /// The next action of the step at `pc` of the top frame (None: the step needed none).
+    fn step(&mut self, cx: &mut ProgCx, s: StepDef) -> Option<Action> {
+        let draw = |cx: &mut ProgCx, d: &Dur| {
+            let (_, lo, hi) = d.bounds().expect("checked at load");
+            if lo == hi {
+                lo
+            } else {
+                cx.rng.gen_range(lo..=hi)
+            }
+        };
+        Some(match s {
+            StepDef::Compute(d) => Action::Compute(draw(cx, &d)),
+            StepDef::Sleep(d) => Action::Sleep(draw(cx, &d)),
+            StepDef::Periodic(p) => {
+                if let Some(stream) = self.me.stream {
+                    cx.marks.push(Mark::PeriodicTask { stream });
+                }
+                let period = (p.period_us * 1e3) as Nanos;
+                self.frames.push(Frame {
+                    steps: p.steps,
+                    pc: 0,
+                    kind: FrameKind::Periodic {
+                        t: Periodic {
+                            kind: p.timer,
+                            period,
+                            due: None,
+                            waiting: true,
+                            info: Rc::default(),
+                        },
+                        left: p.loops.map(|n| n - 1),
+                    },
+                });
+                return None;
+            }
+            StepDef::Spawn { comm, steps } => {
+                let child = Runner::new(self.me.clone(), steps);
+                self.pend = Some(Pend::Spawn(self.spec(&comm, child)));
+                Action::Call(Syscall::ForkExec)
+            }
+            StepDef::Wait => Action::WaitChildren,
+            StepDef::Fsync => Action::Call(Syscall::Fsync),
+            StepDef::Write { file, kb } => {
+                let bytes = kb * 1024;
+                let known = self.me.shared.borrow().files.get(&file).map(|&(f, _)| f);
+                match known {
+                    Some(f) => {
+                        self.grow(&file, f, bytes);
+                        Action::Call(Syscall::Write { file: f, bytes })
+                    }
+                    None => {
+                        // creat() hands the file back as its path is built, before any
+                        // other task runs: another writer of the name then finds it.
+                        let cell = Rc::new(Cell::new(0));
+                        let (c, shared, name) = (cell.clone(), self.me.shared.clone(), file.clone());
+                        self.pend = Some(Pend::Write {
+                            file: cell,
+                            name: file,
+                            bytes,
+                        });
+                        Action::Call(Syscall::Creat {
+                            pages: 0,
+                            ret: Box::new(move |f| {
+                                c.set(f);
+                                shared.borrow_mut().files.insert(name, (f, 0));
+                            }),
+                        })
+                    }
+                }
+            }
+            StepDef::Read { file, kb, file_mb } => {
+                let known = self.me.shared.borrow().files.get(&file).copied();
+                let (f, pages) = match (known, file_mb) {
+                    (Some(fp), _) => fp,
+                    (None, Some(mb)) => {
+                        let pages = (mb << 20) / 4096;
+                        let f = cx.file_on_disk(pages);
+                        self.me.shared.borrow_mut().files.insert(file.clone(), (f, pages));
+                        (f, pages)
+                    }
+                    // Not written yet: read() returns 0 (end of file) at once.
+                    (None, None) => return Some(Action::Compute(cx.m.syscall_ns)),
+                };
+                let at = self.offsets.entry(file).or_default();
+                if *at >= pages {
+                    *at = 0;
+                }
+                let page = *at;
+                *at += (kb * 1024).div_ceil(4096);
+                Action::Call(Syscall::Read {
+                    file: f,
+                    page,
+                    bytes: kb * 1024,
+                })
+            }
+            StepDef::PipeWrite { to, bytes } => Action::Call(Syscall::PipeSend {
+                pipe: self.me.pipe(&self.me.comm, &to),
+                bytes,
+            }),
+            StepDef::PipeRead { from, bytes } => Action::Call(Syscall::PipeRecv {
+                pipe: self.me.pipe(&from, &self.me.comm),
+                bytes,
+            }),
+            StepDef::FutexWait { word } => {
+                let f = self.me.futex(&word);
+                self.sem_wait(cx, f)
+            }
+            StepDef::FutexWake { word } => {
+                let f = self.me.futex(&word);
+                if f.post() {
+                    Action::Call(Syscall::FutexWake { futex: f, n: 1 })
+                } else {
+                    Action::Compute(cx.m.cost(SEM_OP_INSTR, SEM_OP_MISSES))
+                }
+            }
+            StepDef::Loop { times, steps } => {
+                self.frames.push(Frame {
+                    steps,
+                    pc: 0,
+                    kind: FrameKind::Loop {
+                        left: times.map(|n| n - 1),
+                    },
+                });
+                return None;
+            }
+        })
+    }
+}
+
+impl Program for Runner {
+    fn next(&mut self, cx: &mut ProgCx) -> Action {
+        if self.start > 0 {
+            return Action::Sleep(std::mem::take(&mut self.start));
+        }
+        if let Some(p) = self.pend.take() {
+            if let Some(a) = self.pending(cx, p) {
+                return a;
+            }
+        }
+        loop {
+            let Some(top) = self.frames.last_mut() else {
+                return Action::Exit;
+            };
+            if let FrameKind::Periodic { t, .. } = &top.kind {
+                if t.waiting {
+                    if let Some(a) = self.wait_expiry(cx) {
+                        return a;
+                    }
+                    continue;
+                }
+            }
+            let top = self.frames.last_mut().expect("a frame");
+            if top.pc == top.steps.len() {
+                // The frame's end: again, or back to the one below.
+                match &mut top.kind {
+                    FrameKind::Once | FrameKind::Loop { left: Some(0) } | FrameKind::Periodic { left: Some(0), .. } => {
+                        self.frames.pop();
+                    }
+                    FrameKind::Loop { left } => {
+                        if let Some(n) = left {
+                            *n -= 1;
+                        }
+                        top.pc = 0;
+                    }
+                    FrameKind::Periodic { t, left } => {
+                        if let Some(n) = left {
+                            *n -= 1;
+                        }
+                        t.waiting = true;
+                        top.pc = 0;
+                    }
+                }
+                continue;
+            }
+            let s = top.steps[top.pc].clone();
+            top.pc += 1;
+            if let Some(a) = self.step(cx, s) {
+                return a;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::{SchedClass, TimerSubsystem};
+    use crate::{PreemptModel, SimConfig};
+    use latlab_core::RunResult;
+
+    fn us(v: f64) -> Dur {
+        Dur {
+            us: Some(Amount::One(v)),
+            ..Dur::default()
+        }
+    }
+
+    fn task(comm: &str, steps: Vec<StepDef>) -> TaskDef {
+        TaskDef {
+            comm: comm.into(),
+            policy: PolicyName::Other,
+            priority: None,
+            nice: 0,
+            affinity: None,
+            count: 1,
+            start_ms: 0.0,
+            steps,
+        }
+    }
+
+    fn forever(steps: Vec<StepDef>) -> StepDef {
+        StepDef::Loop { times: None, steps }
+    }
+
+    /// cyclictest's thread: a 1 ms clock_nanosleep period, 20 us of work after each.
+    fn cyclic(policy: PolicyName, priority: Option<u32>, timer: TimerKind) -> TaskDef {
+        TaskDef {
+            policy,
+            priority,
+            ..task(
+                "cyclic",
+                vec![StepDef::Periodic(PeriodicDef {
+                    period_us: 1000.0,
+                    timer,
+                    loops: None,
+                    steps: vec![StepDef::Compute(us(20.0))],
+                })],
+            )
+        }
+    }
+
+    /// CPU hogs: `n` copies computing 50 ms at a time.
+    fn hogs(n: u32) -> TaskDef {
+        TaskDef {
+            count: n,
+            ..task("hog", vec![forever(vec![StepDef::Compute(us(50_000.0))])])
+        }
+    }
+
+    /// A run of `tasks` on the test machine under 6.x's EEVDF with hrtimers, HZ 250, no kernel
+    /// preemption, `ms` simulated ms, seed `seed`.
+    fn config(tasks: Vec<TaskDef>, ms: u64, seed: u64) -> SimConfig {
+        let mut variant = crate::cpu::tests::variant_with(SchedClass::Eevdf, PreemptModel::None, &[]);
+        variant.timer = TimerSubsystem::Hrtimer;
+        variant.hz = 250;
+        // 6.18's defaults (variants/6.18-eevdf-none.toml).
+        variant.eevdf = Some(crate::variant::EevdfTunables {
+            base_slice_ns: 700_000,
+            run_to_parity: true,
+            place_lag: true,
+        });
+        SimConfig {
+            machine: crate::cpu::tests::machine(),
+            variant,
+            workload: crate::Workload {
+                name: "tasks".into(),
+                commands: vec![],
+                gap_ms: 0,
+                preload: crate::Preload {
+                    old_file_kb: 64,
+                    ..Default::default()
+                },
+                tasks,
+            },
+            rtc_hz: 2048,
+            rt_priority: 99,
+            seed,
+            min_duration_ns: ms * 1_000_000,
+            max_duration_ns: ms * 1_000_000,
+            posix_timer: None,
+            realfeel: false,
+            preempt_off: None,
+            maxcpus: None,
+            keep_records: false,
+            record_events: None,
+        }
+    }
+
+    fn run(cfg: &SimConfig) -> RunResult {
+        crate::simulate(cfg, &mut |_, _| {}).unwrap().0
+    }
+
+    #[test]
+    fn a_fifo_periodic_thread_beside_hogs_has_a_lower_worst_case_than_a_sched_other_one() {
+        let worst = |t: TaskDef| {
+            let r = run(&config(vec![t, hogs(4)], 2_000, 1));
+            let s = r.stream("cyclic").expect("the periodic task's stream").clone();
+            assert!(s.hist.count() > 1_500, "about one sample a period: {}", s.hist.count());
+            // The worst sample's parts: the expiry to the wakeup, then what ran before it;
+            // together no more than the latency.
+            let w = &s.worst[0];
+            let a = &w.attribution;
+            assert!(
+                a.irq_off_ns + a.ran_ahead_ns + a.sched_ns + a.wakee_kernel_ns <= w.latency_ns,
+                "{w:?}"
+            );
+            (s.hist.max(), a.clone())
+        };
+        let (fifo, _) = worst(cyclic(PolicyName::Fifo, Some(90), TimerKind::Nanosleep));
+        let (other, why) = worst(cyclic(PolicyName::Other, None, TimerKind::Nanosleep));
+        assert!(fifo < other, "SCHED_FIFO 90 worst {fifo} ns, SCHED_OTHER {other} ns");
+        // The SCHED_OTHER thread waited behind the hogs, named.
+        assert!(
+            why.tasks.iter().any(|t| t.comm == "hog") && why.ran_ahead_ns > other / 2,
+            "{why:?}"
+        );
+    }
+
+    #[test]
+    fn posix_timer_steps_give_samples_by_signal_and_by_thread() {
+        for timer in [TimerKind::Signal, TimerKind::Thread] {
+            let r = run(&config(vec![cyclic(PolicyName::Fifo, Some(50), timer)], 200, 1));
+            let s = r.stream("cyclic").expect("the stream");
+            assert!((190..=200).contains(&s.hist.count()), "{timer:?}: {}", s.hist.count());
+            assert!(s.hist.min() > 0, "{timer:?}: the wakeup takes time");
+        }
+    }
+
+    #[test]
+    fn futex_and_pipe_ping_pong_make_progress_through_context_switches() {
+        let futex = vec![
+            task(
+                "ping",
+                vec![forever(vec![
+                    StepDef::FutexWake { word: "a".into() },
+                    StepDef::FutexWait { word: "b".into() },
+                ])],
+            ),
+            task(
+                "pong",
+                vec![forever(vec![
+                    StepDef::FutexWait { word: "a".into() },
+                    StepDef::FutexWake { word: "b".into() },
+                ])],
+            ),
+        ];
+        let pipe = vec![
+            task(
+                "ping",
+                vec![forever(vec![
+                    StepDef::PipeWrite {
+                        to: "pong".into(),
+                        bytes: 64,
+                    },
+                    StepDef::PipeRead {
+                        from: "pong".into(),
+                        bytes: 64,
+                    },
+                ])],
+            ),
+            task(
+                "pong",
+                vec![forever(vec![
+                    StepDef::PipeRead {
+                        from: "ping".into(),
+                        bytes: 64,
+                    },
+                    StepDef::PipeWrite {
+                        to: "ping".into(),
+                        bytes: 64,
+                    },
+                ])],
+            ),
+        ];
+        for (what, tasks) in [("futex", futex), ("pipe", pipe)] {
+            let r = run(&config(tasks, 100, 1));
+            let switches = r.counters["context_switches"];
+            let calls = r.counters["syscalls"];
+            // Each round trip: both tasks sleep once, two switches; 100 ms holds thousands.
+            assert!(switches > 2_000, "{what}: {switches} context switches");
+            assert!(calls >= switches, "{what}: {calls} system calls, {switches} switches");
+        }
+    }
+
+    #[test]
+    fn same_seed_same_bytes_and_a_range_draws_from_the_seed() {
+        let ranged = |seed| {
+            let mut t = cyclic(PolicyName::Other, None, TimerKind::Nanosleep);
+            let StepDef::Periodic(p) = &mut t.steps[0] else {
+                unreachable!()
+            };
+            p.steps = vec![StepDef::Compute(Dur {
+                us: Some(Amount::Range([10.0, 900.0])),
+                ..Dur::default()
+            })];
+            serde_json::to_string(&run(&config(vec![t, hogs(2)], 300, seed))).unwrap()
+        };
+        assert_eq!(ranged(7), ranged(7), "same seed, same result");
+        assert_ne!(ranged(7), ranged(8), "the range is drawn from the seed's stream");
+    }
+
+    #[test]
+    fn spawn_and_wait_run_a_child_and_files_are_written_read_and_synced() {
+        let t = task(
+            "parent",
+            vec![
+                StepDef::Spawn {
+                    comm: "child".into(),
+                    steps: vec![StepDef::Write {
+                        file: "log".into(),
+                        kb: 64,
+                    }],
+                },
+                StepDef::Wait,
+                StepDef::Read {
+                    file: "log".into(),
+                    kb: 64,
+                    file_mb: None,
+                },
+                StepDef::Fsync,
+            ],
+        );
+        let r = run(&config(vec![t], 2_000, 1));
+        assert_eq!(r.counters["tasks_created"], 3, "sh, the parent and its child");
+        assert!(r.counters["buffers_written"] >= 16, "{:?}", r.counters);
+    }
+
+    fn check_err(tasks: &[TaskDef]) -> TaskError {
+        check(tasks).expect_err("refused")
+    }
+
+    #[test]
+    fn bad_tasks_are_refused_naming_the_field() {
+        let ok = cyclic(PolicyName::Fifo, Some(90), TimerKind::Nanosleep);
+        check(std::slice::from_ref(&ok)).unwrap();
+        for p in [0, 100] {
+            let e = check_err(&[TaskDef {
+                priority: Some(p),
+                ..ok.clone()
+            }]);
+            assert_eq!((e.field.as_str(), e.key), ("task.priority", "priority"), "{e:?}");
+        }
+        let e = check_err(&[TaskDef {
+            priority: None,
+            ..ok.clone()
+        }]);
+        assert!(
+            e.field == "task.priority" && e.why.contains("need a `priority`"),
+            "{e:?}"
+        );
+        let e = check_err(&[TaskDef { nice: 20, ..ok.clone() }]);
+        assert_eq!(e.field, "task.nice");
+        let e = check_err(&[TaskDef {
+            policy: PolicyName::Batch,
+            ..ok.clone()
+        }]);
+        assert!(e.field == "task.policy" && e.why.contains("SCHED_BATCH"), "{e:?}");
+        for v in [-1.0, f64::NAN, 0.0] {
+            let e = check_err(&[task("t", vec![StepDef::Sleep(us(v))])]);
+            assert_eq!((e.field.as_str(), e.key), ("task.steps.sleep.us", "us"), "{v}: {e:?}");
+        }
+        let e = check_err(&[task(
+            "t",
+            vec![StepDef::PipeWrite {
+                to: "nobody".into(),
+                bytes: 1,
+            }],
+        )]);
+        assert!(
+            e.field == "task.steps.pipe-write.to" && e.why.contains("`nobody`"),
+            "{e:?}"
+        );
+        let e = check_machine(
+            &[TaskDef {
+                affinity: Some(vec![1]),
+                ..ok.clone()
+            }],
+            1,
+            true,
+        )
+        .unwrap_err();
+        assert!(e.field == "task.affinity" && e.why.contains("CPU 1"), "{e:?}");
+        let e = check_machine(
+            &[TaskDef {
+                affinity: Some(vec![0]),
+                ..ok
+            }],
+            2,
+            true,
+        )
+        .unwrap_err();
+        assert!(e.why.contains("share one runqueue"), "{e:?}");
+    }
+}
