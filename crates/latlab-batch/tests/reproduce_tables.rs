@@ -126,7 +126,10 @@ fn bands_vs_model(exp: &Experiment, results: &[RunResult], attached: &Attached, 
     let run = (0..results.len())
         .min_by_key(|&i| results[i].meta.duration_ns)
         .expect("an experiment has runs");
-    let plan = Plan::new(exp, stored.samples, stored.seed).expect("the stored report's plan");
+    // The stored draws themselves, by constant key: the check is of the model, not of the
+    // design's random stream (a constant that joins the catalog shifts the draws of the
+    // constants after it in a fresh design).
+    let plan = Plan::of_report(exp, &stored);
     let drawn = plan.job(exp.runs.len() + run).expect("the first draw's job");
     for r in &drawn {
         let same = stored.rows.iter().find(|b| {

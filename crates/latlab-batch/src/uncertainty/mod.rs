@@ -88,6 +88,19 @@ impl Plan {
         })
     }
 
+    /// The draws a stored report was made with, applied to `exp` by each constant's key (a
+    /// constant the report does not list stays as built): re-running one shows whether the
+    /// report still comes from today's model, whatever constants have joined the catalog
+    /// since (a new one shifts a fresh design's draws of those after it).
+    pub fn of_report(exp: &Experiment, report: &Report) -> Plan {
+        Plan {
+            seed: report.seed,
+            constants: report.constants.clone(),
+            draws: report.draws.clone(),
+            base: exp.clone(),
+        }
+    }
+
     /// The experiment as built (`i` = 0) or with draw `i - 1` applied, each constant through
     /// `latlab_exp::vary` as a sweep's setting.
     pub fn experiment(&self, i: usize) -> Result<Experiment, String> {
