@@ -104,32 +104,14 @@ pub fn fork_exec_ns(iters: u64) -> Result<f64, String> {
 pub fn page_fault_ns(pages: usize) -> Result<f64, String> {
     let page = 4096usize;
     let len = pages * page;
-    // SAFETY: an anonymous private mapping, unmapped below; no file, no fixed address.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(format!("mmap of {len} bytes: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: the range is the mapping just made. A refusal (no THP) changes nothing.
-    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-    let base = p.cast::<u8>();
+    let map = AnonMap::new(len, libc::MADV_NOHUGEPAGE)?;
+    let base = map.ptr.cast::<u8>();
     let t = Instant::now();
     for i in 0..pages {
         // SAFETY: i * page < len, inside the mapping.
         unsafe { base.add(i * page).write_volatile(1) };
     }
-    let ns = t.elapsed().as_nanos() as f64 / pages as f64;
-    // SAFETY: the mapping made above, not used after.
-    unsafe { libc::munmap(p, len) };
-    Ok(ns)
+    Ok(t.elapsed().as_nanos() as f64 / pages as f64)
 }
 
 /// A thread created and joined (`pthread_create`, its exit, `pthread_join`).
@@ -174,25 +156,11 @@ pub fn mem_latency_ns(bytes: usize, loads: u64) -> Result<f64, String> {
     const LINE: usize = 8; // usizes per 64-byte line
     let lines = (bytes / 64).max(2);
     let len = lines * 64;
-    // SAFETY: an anonymous private mapping, unmapped below; no file, no fixed address.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(format!("mmap of {len} bytes: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: the range is the mapping just made; a refusal (no THP) leaves small pages.
-    unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
+    // A refusal of huge pages (no THP) leaves small pages.
+    let map = AnonMap::new(len, libc::MADV_HUGEPAGE)?;
     // SAFETY: the mapping is `len` bytes of zeroed, writable, usize-aligned memory, used only
-    // through this slice until it is unmapped.
-    let next = unsafe { std::slice::from_raw_parts_mut(p.cast::<usize>(), lines * LINE) };
+    // through this slice, which does not outlive `map`.
+    let next = unsafe { std::slice::from_raw_parts_mut(map.ptr.cast::<usize>(), lines * LINE) };
     let mut order: Vec<usize> = (0..lines).collect();
     let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ crate::clock::mono_ns();
     for i in (1..lines).rev() {
@@ -213,9 +181,43 @@ pub fn mem_latency_ns(bytes: usize, loads: u64) -> Result<f64, String> {
     }
     let ns = t.elapsed().as_nanos() as f64 / loads as f64;
     std::hint::black_box(at);
-    // SAFETY: the mapping made above; the slice is not used after.
-    unsafe { libc::munmap(p, len) };
     Ok(ns)
+}
+
+/// An anonymous private read-write mapping of `len` bytes, with `madvise` advice (a refusal
+/// changes nothing), unmapped when dropped.
+struct AnonMap {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl AnonMap {
+    fn new(len: usize, advice: libc::c_int) -> Result<AnonMap, String> {
+        // SAFETY: an anonymous private mapping, unmapped on drop; no file, no fixed address.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(format!("mmap of {len} bytes: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: the range is the mapping just made.
+        unsafe { libc::madvise(ptr, len, advice) };
+        Ok(AnonMap { ptr, len })
+    }
+}
+
+impl Drop for AnonMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `new` made, not used after.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
 }
 
 /// Copies of 4 KiB pages from a `bytes` buffer (larger than the caches) into one page, MB/s:
