@@ -18,6 +18,8 @@
 //!   (`latlab report trace`).
 //! - [`recorded`]: the kernel events the probe recorded around its worst samples, exported
 //!   as they were recorded (`latlab report trace` of a probe result).
+//! - [`validate`]: a scenario on the model beside the machine, figure by figure, with
+//!   issue 31's bar (`latlab validate`).
 //! - [`html`]: one self-contained HTML page of all the above for saved results
 //!   (`latlab report html`).
 //!
@@ -43,6 +45,7 @@ pub mod summary;
 #[cfg(test)]
 mod testutil;
 pub mod timeline;
+pub mod validate;
 pub mod verdict;
 
 /// Width of a text column whose cells are `lens` long, at least `min`: the widest cell, capped

@@ -1,0 +1,468 @@
+//! `latlab validate`'s verdicts: each stream of a scenario on the model's twin of this
+//! machine beside the same stream on the machine itself (issue 31's bar).
+//!
+//! For every stream both engines measured, seven figures: the sample count, p50, p99, p99.9,
+//! maximum, average and missed events. The machine's figure is the median over its runs,
+//! with the lowest and highest beside it (its spread); the ratio is model / machine. The
+//! judged figures and their bars: p50, p99 and the average within 2x ([`Bar::Within`]), the
+//! maximum within 10x. The count, p99.9 and missed events are shown, not judged.
+//!
+//! **Noise.** A figure the machine's own noise (hypervisor steal, SMIs: `[host.noise]` of a
+//! calibrated machine file) may decide is marked `noise` and counted on neither side, since
+//! the model does not replay that noise: a maximum whose excess over the model's is no
+//! longer than the longest noise gap measured, and a quantile `q` whose tail (`1 - q` of the
+//! samples) the noise could fill by itself, its gaps per second times the longest gap being
+//! at least `1 - q` of the time. The average is never the noise's.
+//!
+//! Pure: runs are given, nothing is run or read here.
+
+use crate::compare::fmt_latency;
+use crate::verdict::Bar;
+use latlab_core::{Nanos, RunResult, Stream};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// A figure of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    Count,
+    P50,
+    P99,
+    P999,
+    Max,
+    Avg,
+    Missed,
+}
+
+impl Figure {
+    /// Every figure, in the order tables show them.
+    pub const ALL: [Figure; 7] = [
+        Figure::Count,
+        Figure::P50,
+        Figure::P99,
+        Figure::P999,
+        Figure::Max,
+        Figure::Avg,
+        Figure::Missed,
+    ];
+
+    /// The figure's name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::Count => "count",
+            Figure::P50 => "p50",
+            Figure::P99 => "p99",
+            Figure::P999 => "p99.9",
+            Figure::Max => "max",
+            Figure::Avg => "avg",
+            Figure::Missed => "missed",
+        }
+    }
+
+    /// The figure's bar, `None` where it is shown but not judged.
+    pub fn bar(self) -> Option<Bar> {
+        match self {
+            Figure::P50 | Figure::P99 | Figure::Avg => Some(Bar::Within(2.0)),
+            Figure::Max => Some(Bar::Within(10.0)),
+            Figure::Count | Figure::P999 | Figure::Missed => None,
+        }
+    }
+
+    /// Is the figure a latency (ns), rather than a count?
+    fn is_latency(self) -> bool {
+        !matches!(self, Figure::Count | Figure::Missed)
+    }
+
+    /// The quantile a latency figure is, if it is one.
+    fn quantile(self) -> Option<f64> {
+        match self {
+            Figure::P50 => Some(0.5),
+            Figure::P99 => Some(0.99),
+            Figure::P999 => Some(0.999),
+            _ => None,
+        }
+    }
+
+    /// The figure of `s`.
+    pub fn of(self, s: &Stream) -> f64 {
+        let h = &s.hist;
+        match self {
+            Figure::Count => h.count() as f64,
+            Figure::Max => h.max() as f64,
+            Figure::Avg => h.mean(),
+            Figure::Missed => s.missed as f64,
+            q => h.quantile(q.quantile().expect("a quantile figure")) as f64,
+        }
+    }
+}
+
+/// The machine's noise that is not its kernel's, as `latlab probe calibrate` measured it
+/// (`[host.noise]`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    /// The longest gap measured.
+    pub max_gap_ns: Nanos,
+    /// Gaps per second on one CPU.
+    pub gaps_per_s: f64,
+}
+
+impl Noise {
+    /// Could the noise decide `figure`, the model's being `model` and the machine's `machine`?
+    fn decides(self, figure: Figure, model: f64, machine: f64) -> bool {
+        match figure {
+            Figure::Max => machine > model && machine - model <= self.max_gap_ns as f64,
+            f => f.quantile().is_some_and(|q| self.gaps_per_s * self.max_gap_ns as f64 / 1e9 >= 1.0 - q),
+        }
+    }
+}
+
+/// A figure's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The model's figure within the bar of the machine's median.
+    Inside,
+    Outside,
+    /// The machine's noise may decide the figure: counted on neither side.
+    Noise,
+    /// Shown, not judged.
+    NotJudged,
+}
+
+impl Verdict {
+    /// The verdict as tables print it.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Verdict::Inside => "inside",
+            Verdict::Outside => "OUTSIDE",
+            Verdict::Noise => "noise",
+            Verdict::NotJudged => "-",
+        }
+    }
+}
+
+/// One figure of one stream, model beside machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FigureRow {
+    pub scenario: String,
+    pub stream: String,
+    pub figure: Figure,
+    pub model: f64,
+    /// The median over the machine's runs.
+    pub machine: f64,
+    /// The lowest and highest over the machine's runs.
+    pub machine_spread: [f64; 2],
+    /// model / machine, `None` where the machine's figure is 0.
+    pub ratio: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// The median of `v` (the mean of the middle two for an even count); `v` is not empty.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// What a scenario's runs gave: its figure rows, and the streams only one engine measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioRows {
+    pub rows: Vec<FigureRow>,
+    /// Streams the model measured that no machine run did, or the other way round.
+    pub unpaired: Vec<String>,
+}
+
+/// The rows of scenario `scenario`: every stream both the model's run and each of the
+/// machine's `runs` measured (a stream missing from some machine run is unpaired).
+pub fn scenario_rows(scenario: &str, model: &RunResult, runs: &[RunResult], noise: Option<Noise>) -> ScenarioRows {
+    let mut out = ScenarioRows::default();
+    for s in &model.streams {
+        let on_machine: Vec<&Stream> = runs
+            .iter()
+            .filter_map(|r| r.streams.iter().find(|m| m.name == s.name))
+            .collect();
+        if runs.is_empty() || on_machine.len() < runs.len() {
+            out.unpaired.push(s.name.clone());
+            continue;
+        }
+        for figure in Figure::ALL {
+            let values: Vec<f64> = on_machine.iter().map(|m| figure.of(m)).collect();
+            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let machine = median(values);
+            let model_v = figure.of(s);
+            let verdict = match figure.bar() {
+                None => Verdict::NotJudged,
+                Some(_) if noise.is_some_and(|n| n.decides(figure, model_v, machine)) => Verdict::Noise,
+                Some(bar) => match bar.holds(model_v, Some(machine), None) {
+                    Some(true) => Verdict::Inside,
+                    _ => Verdict::Outside,
+                },
+            };
+            out.rows.push(FigureRow {
+                scenario: scenario.to_string(),
+                stream: s.name.clone(),
+                figure,
+                model: model_v,
+                machine,
+                machine_spread: [lo, hi],
+                ratio: crate::compare::ratio(machine, model_v),
+                verdict,
+            });
+        }
+    }
+    for r in runs {
+        for m in &r.streams {
+            if !model.streams.iter().any(|s| s.name == m.name) && !out.unpaired.contains(&m.name) {
+                out.unpaired.push(m.name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The verdicts counted, and issue 31's bar: at least 75 % of the judged p50, p99 and
+/// average figures inside, and no maximum off by more than 10x.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    /// p50, p99 and average figures judged (not the noise's).
+    pub judged: usize,
+    pub inside: usize,
+    /// Maxima judged, and those within 10x.
+    pub maxima: usize,
+    pub maxima_inside: usize,
+    /// Figures the noise may decide, on neither side.
+    pub noise: usize,
+}
+
+impl Tally {
+    /// The verdicts of `rows`.
+    pub fn of(rows: &[FigureRow]) -> Tally {
+        let mut t = Tally::default();
+        for r in rows {
+            match (r.figure, r.verdict) {
+                (_, Verdict::NotJudged) => {}
+                (_, Verdict::Noise) => t.noise += 1,
+                (Figure::Max, v) => {
+                    t.maxima += 1;
+                    t.maxima_inside += usize::from(v == Verdict::Inside);
+                }
+                (_, v) => {
+                    t.judged += 1;
+                    t.inside += usize::from(v == Verdict::Inside);
+                }
+            }
+        }
+        t
+    }
+
+    /// Does the suite meet the bar (at least 75 % inside, every maximum within 10x)? `None`
+    /// when nothing was judged.
+    pub fn passes(&self) -> Option<bool> {
+        (self.judged + self.maxima > 0).then(|| 4 * self.inside >= 3 * self.judged && self.maxima_inside == self.maxima)
+    }
+
+    /// The table's last line.
+    pub fn line(&self) -> String {
+        let pct = |a: usize, b: usize| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+        format!(
+            "{} of {} p50/p99/avg figures within 2x ({:.0} %, bar 75 %); {} of {} maxima within 10x; {} decided by the machine's noise, not counted: {}",
+            self.inside,
+            self.judged,
+            pct(self.inside, self.judged),
+            self.maxima_inside,
+            self.maxima,
+            self.noise,
+            match self.passes() {
+                Some(true) => "PASS",
+                Some(false) => "FAIL",
+                None => "nothing judged",
+            }
+        )
+    }
+}
+
+/// A figure's value for a table cell.
+fn cell(figure: Figure, v: f64) -> String {
+    if figure.is_latency() {
+        fmt_latency(v.round() as Nanos)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// The table `latlab validate` prints: per stream its figures, model beside the machine's
+/// median, the machine's spread over `runs` runs, the ratio and the verdict; then the tally.
+pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
+    let mut table = vec![vec![
+        "scenario / stream".to_string(),
+        "figure".into(),
+        "model".into(),
+        format!("machine (median of {runs})"),
+        "machine spread".into(),
+        "model/machine".into(),
+        "verdict".into(),
+    ]];
+    let mut all = Vec::new();
+    let mut notes = String::new();
+    for sc in scenarios {
+        let mut last = String::new();
+        for r in &sc.rows {
+            let head = format!("{} / {}", r.scenario, r.stream);
+            let first = if head == last { String::new() } else { head.clone() };
+            last = head;
+            table.push(vec![
+                first,
+                r.figure.name().into(),
+                cell(r.figure, r.model),
+                cell(r.figure, r.machine),
+                format!("{} - {}", cell(r.figure, r.machine_spread[0]), cell(r.figure, r.machine_spread[1])),
+                r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
+                r.verdict.mark().into(),
+            ]);
+        }
+        all.extend(sc.rows.iter().cloned());
+        if !sc.unpaired.is_empty() {
+            let name = sc.rows.first().map_or("", |r| r.scenario.as_str());
+            let _ = writeln!(notes, "{name}: measured by one engine only, left out: {}", sc.unpaired.join(", "));
+        }
+    }
+    let mut out = crate::compare::render_table(&table);
+    out.push_str(&notes);
+    out.push_str(&Tally::of(&all).line());
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_core::{Engine, RunMeta};
+
+    fn run(engine: Engine, samples: &[(&str, &[Nanos])]) -> RunResult {
+        let meta = RunMeta {
+            engine,
+            machine: "m".into(),
+            kernel: "k".into(),
+            workload: "w".into(),
+            seed: 0,
+            duration_ns: 1_000_000_000,
+            version: "0".into(),
+            settings: Default::default(),
+        };
+        let mut r = RunResult::new(meta);
+        for (name, vs) in samples {
+            let mut s = Stream::new(*name, "wakeup");
+            for &v in *vs {
+                s.hist.record(v);
+            }
+            r.streams.push(s);
+        }
+        r
+    }
+
+    fn row<'a>(rows: &'a ScenarioRows, stream: &str, f: Figure) -> &'a FigureRow {
+        rows.rows.iter().find(|r| r.stream == stream && r.figure == f).unwrap()
+    }
+
+    #[test]
+    fn the_machines_figure_is_the_median_over_its_runs_with_its_spread() {
+        let model = run(Engine::Sim, &[("t0", &[10_000; 100])]);
+        let runs: Vec<RunResult> = [8_000, 30_000, 12_000]
+            .iter()
+            .map(|&v| run(Engine::Probe, &[("t0", &[v; 100])]))
+            .collect();
+        let rows = scenario_rows("idle", &model, &runs, None);
+        let p50 = row(&rows, "t0", Figure::P50);
+        // hdrhistogram keeps 3 significant digits: 12000 reads back within 0.1 %.
+        assert!((p50.machine - 12_000.0).abs() < 20.0, "{}", p50.machine);
+        assert!((p50.machine_spread[0] - 8_000.0).abs() < 20.0);
+        assert!((p50.machine_spread[1] - 30_000.0).abs() < 40.0);
+        assert_eq!(p50.verdict, Verdict::Inside);
+        assert_eq!(row(&rows, "t0", Figure::Count).verdict, Verdict::NotJudged);
+        assert_eq!(row(&rows, "t0", Figure::Count).machine, 100.0);
+    }
+
+    #[test]
+    fn a_figure_off_by_more_than_its_bar_is_outside_and_a_max_has_10x() {
+        let model = run(Engine::Sim, &[("t0", &[1_000; 100])]);
+        let runs = vec![run(Engine::Probe, &[("t0", &[5_000; 100])])];
+        let rows = scenario_rows("s", &model, &runs, None);
+        assert_eq!(row(&rows, "t0", Figure::P50).verdict, Verdict::Outside);
+        assert_eq!(row(&rows, "t0", Figure::Avg).verdict, Verdict::Outside);
+        assert_eq!(row(&rows, "t0", Figure::Max).verdict, Verdict::Inside);
+        let t = Tally::of(&rows.rows);
+        assert_eq!((t.judged, t.inside, t.maxima, t.maxima_inside), (3, 0, 1, 1));
+        assert_eq!(t.passes(), Some(false));
+    }
+
+    #[test]
+    fn a_max_within_the_longest_noise_gap_of_the_models_is_the_noises() {
+        let model = run(Engine::Sim, &[("t0", &[1_000; 100])]);
+        let mut spike: Vec<Nanos> = vec![1_000; 99];
+        spike.push(200_000);
+        let runs = vec![run(Engine::Probe, &[("t0", &spike)])];
+        let quiet = Noise {
+            max_gap_ns: 250_000,
+            gaps_per_s: 0.1,
+        };
+        let rows = scenario_rows("s", &model, &runs, Some(quiet));
+        assert_eq!(row(&rows, "t0", Figure::Max).verdict, Verdict::Noise);
+        // 0.1 gaps/s of at most 250 us cover 0.0025 % of the time: no quantile is the noise's.
+        assert_eq!(row(&rows, "t0", Figure::P99).verdict, Verdict::Inside);
+        let short = Noise {
+            max_gap_ns: 50_000,
+            ..quiet
+        };
+        let rows = scenario_rows("s", &model, &runs, Some(short));
+        assert_eq!(row(&rows, "t0", Figure::Max).verdict, Verdict::Outside);
+        let busy = Noise {
+            max_gap_ns: 250_000,
+            gaps_per_s: 100.0,
+        };
+        let rows = scenario_rows("s", &model, &runs, Some(busy));
+        assert_eq!(row(&rows, "t0", Figure::P99).verdict, Verdict::Noise);
+        // The spike triples the average, and the average is never put down to the noise.
+        assert_eq!(row(&rows, "t0", Figure::Avg).verdict, Verdict::Outside);
+        assert_eq!(Tally::of(&rows.rows).noise, 2, "p99 and the max");
+    }
+
+    #[test]
+    fn streams_one_engine_lacks_are_named_not_judged() {
+        let model = run(Engine::Sim, &[("a", &[1_000]), ("b", &[1_000])]);
+        let runs = vec![
+            run(Engine::Probe, &[("a", &[1_000]), ("c", &[1_000])]),
+            run(Engine::Probe, &[("a", &[1_000]), ("b", &[1_000])]),
+        ];
+        let rows = scenario_rows("s", &model, &runs, None);
+        assert_eq!(rows.unpaired, ["b", "c"]);
+        assert!(rows.rows.iter().all(|r| r.stream == "a"));
+        let text = render(&[rows], 2);
+        assert!(text.contains("s / a"), "{text}");
+        assert!(text.contains("left out: b, c"), "{text}");
+        assert!(text.trim_end().ends_with("PASS"), "{text}");
+    }
+
+    #[test]
+    fn the_bar_is_three_quarters_inside_and_every_max_within_10x() {
+        let mut t = Tally {
+            judged: 4,
+            inside: 3,
+            maxima: 2,
+            maxima_inside: 2,
+            noise: 0,
+        };
+        assert_eq!(t.passes(), Some(true));
+        t.inside = 2;
+        assert_eq!(t.passes(), Some(false));
+        t.inside = 4;
+        t.maxima_inside = 1;
+        assert_eq!(t.passes(), Some(false));
+        assert_eq!(Tally::default().passes(), None);
+    }
+}
