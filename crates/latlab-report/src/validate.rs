@@ -11,8 +11,10 @@
 //! calibrated machine file) may decide is marked `noise` and counted on neither side, since
 //! the model does not replay that noise: a maximum whose excess over the model's is no
 //! longer than the longest noise gap measured, and a quantile `q` whose tail (`1 - q` of the
-//! samples) the noise could fill by itself, its gaps per second times the longest gap being
-//! at least `1 - q` of the time. The average is never the noise's.
+//! samples) the noise could fill by itself: a wakeup due at a time the CPU is lost to a gap
+//! is late by it, so the share of the time lost (`lost_percent`) is the share of samples
+//! the noise can delay, and a quantile is the noise's when that share is at least `1 - q`.
+//! The average is never the noise's.
 //!
 //! Pure: runs are given, nothing is run or read here.
 
@@ -103,8 +105,8 @@ impl Figure {
 pub struct Noise {
     /// The longest gap measured.
     pub max_gap_ns: Nanos,
-    /// Gaps per second on one CPU.
-    pub gaps_per_s: f64,
+    /// The share of a CPU's time lost to the gaps (`lost_percent` / 100).
+    pub lost_fraction: f64,
 }
 
 impl Noise {
@@ -112,7 +114,7 @@ impl Noise {
     fn decides(self, figure: Figure, model: f64, machine: f64) -> bool {
         match figure {
             Figure::Max => machine > model && machine - model <= self.max_gap_ns as f64,
-            f => f.quantile().is_some_and(|q| self.gaps_per_s * self.max_gap_ns as f64 / 1e9 >= 1.0 - q),
+            f => f.quantile().is_some_and(|q| self.lost_fraction >= 1.0 - q),
         }
     }
 }
@@ -409,11 +411,11 @@ mod tests {
         let runs = vec![run(Engine::Probe, &[("t0", &spike)])];
         let quiet = Noise {
             max_gap_ns: 250_000,
-            gaps_per_s: 0.1,
+            lost_fraction: 0.000_025,
         };
         let rows = scenario_rows("s", &model, &runs, Some(quiet));
         assert_eq!(row(&rows, "t0", Figure::Max).verdict, Verdict::Noise);
-        // 0.1 gaps/s of at most 250 us cover 0.0025 % of the time: no quantile is the noise's.
+        // 0.0025 % of the time lost: no quantile is the noise's.
         assert_eq!(row(&rows, "t0", Figure::P99).verdict, Verdict::Inside);
         let short = Noise {
             max_gap_ns: 50_000,
@@ -423,7 +425,7 @@ mod tests {
         assert_eq!(row(&rows, "t0", Figure::Max).verdict, Verdict::Outside);
         let busy = Noise {
             max_gap_ns: 250_000,
-            gaps_per_s: 100.0,
+            lost_fraction: 0.025,
         };
         let rows = scenario_rows("s", &model, &runs, Some(busy));
         assert_eq!(row(&rows, "t0", Figure::P99).verdict, Verdict::Noise);
