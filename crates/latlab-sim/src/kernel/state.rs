@@ -35,6 +35,8 @@ pub enum KReq {
 
 /// Kernel state shared by all paths.
 pub struct KState {
+    /// The core's state ([`Core`]): what every layer reads.
+    pub core: Core,
     pub rtc: Rtc,
     pub disk: Disk,
     pub buf: BufferCache,
@@ -43,6 +45,28 @@ pub struct KState {
     pub ext3: crate::fs::ext3::Ext3,
     pub dcache: Dcache,
     pub mm: Mm,
+    /// The kernel's dirty-page writeback, with its state ([`crate::mm::writeback`]).
+    pub writeback: crate::mm::writeback::DirtyWriteback,
+    /// The kernel's page reclaim, with its state ([`crate::mm::reclaim`]).
+    pub reclaim: crate::mm::reclaim::PageReclaim,
+}
+
+impl std::ops::Deref for KState {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+impl std::ops::DerefMut for KState {
+    fn deref_mut(&mut self) -> &mut Core {
+        &mut self.core
+    }
+}
+
+/// The core's state, beneath every subsystem: the requests paths leave for the CPU loop,
+/// the clock and costs they read, the kernel threads they wake, timers.
+pub struct Core {
     /// Requests for the CPU loop.
     pub out: Vec<KReq>,
     /// Well-known kernel-thread pids (bdflush, kupdated, kjournald, kswapd), 0 if absent.
@@ -59,12 +83,36 @@ pub struct KState {
     pub timers: TimerBase,
     /// POSIX timers and the signals they queued.
     pub posix: super::posix_timer::PosixTimers,
-    /// The kernel's dirty-page writeback, with its state ([`crate::mm::writeback`]).
-    pub writeback: crate::mm::writeback::DirtyWriteback,
-    /// The kernel's page reclaim, with its state ([`crate::mm::reclaim`]).
-    pub reclaim: crate::mm::reclaim::PageReclaim,
     /// `current->mm` of the task whose path runs (0: a kernel thread's, none).
     pub current_mm: u32,
+}
+
+impl Core {
+    /// The core's state on machine `m`, its timers from `timers`.
+    pub fn new(m: &MachineProfile, timers: TimerBase) -> Self {
+        Core {
+            out: Vec::new(),
+            kthreads: KthreadPids::default(),
+            jiffies: 0,
+            c: Costs::new(m),
+            workload_done: None,
+            net_token: 0,
+            timers,
+            posix: Default::default(),
+            current_mm: 0,
+        }
+    }
+
+    pub fn wake(&mut self, chan: Chan) {
+        self.out.push(KReq::Wake(chan));
+    }
+
+    /// Wake a kernel thread by pid (no-op if it does not exist in this run).
+    pub fn wake_kthread(&mut self, pid: u32) {
+        if pid != 0 {
+            self.out.push(KReq::Wake(Chan::Kthread(pid)));
+        }
+    }
 }
 
 /// pids of the kernel threads paths may wake.
@@ -152,7 +200,7 @@ impl Kthread {
 
     /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
     pub fn register(self, k: &mut KState, pid: u32) {
-        let pids = &mut k.kthreads;
+        let pids = &mut k.core.kthreads;
         match self {
             Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
             Kthread::Bdflush => pids.bdflush = pid,
@@ -181,6 +229,7 @@ impl KState {
     /// The kernel's state around the assembled subsystems.
     pub fn assembled(m: &MachineProfile, s: Subsystems) -> Self {
         KState {
+            core: Core::new(m, s.timers),
             rtc: Rtc::default(),
             disk: s.disk,
             buf: BufferCache::default(),
@@ -188,22 +237,9 @@ impl KState {
             ext3: s.ext3,
             dcache: Dcache::default(),
             mm: s.mm,
-            out: Vec::new(),
-            kthreads: KthreadPids::default(),
-            jiffies: 0,
-            c: Costs::new(m),
-            workload_done: None,
-            net_token: 0,
-            timers: s.timers,
-            posix: Default::default(),
             writeback: s.writeback,
             reclaim: s.reclaim,
-            current_mm: 0,
         }
-    }
-
-    pub fn wake(&mut self, chan: Chan) {
-        self.out.push(KReq::Wake(chan));
     }
 
     /// Queue a disk request (its completion interrupt is armed through `out`) of no task
@@ -229,20 +265,20 @@ impl KState {
         pid: u32,
         now: Nanos,
     ) -> u64 {
-        self.disk.submit(dir, block, blocks, payload, pid, now, &mut self.out)
+        self.disk.submit(dir, block, blocks, payload, pid, now, &mut self.core.out)
     }
 
     /// A disk interrupt: the request is done; buffers complete, sleepers wake.
     pub fn disk_complete(&mut self, id: u64, now: Nanos) {
         let mut uncongested = false;
-        if let Some(r) = self.disk.complete(id, now, &mut self.out, &mut uncongested) {
+        if let Some(r) = self.disk.complete(id, now, &mut self.core.out, &mut uncongested) {
             if let crate::dev::disk::Payload::Buffers { hi, lo } = r.payload {
                 self.buf.io_done(hi, hi - lo);
             }
             self.out.push(KReq::Wake(Chan::Io(id)));
         }
         if let (true, Some(pwb)) = (uncongested, self.writeback.pages_mut()) {
-            pwb.congestion_cleared(&mut self.out);
+            pwb.congestion_cleared(&mut self.core.out);
         }
     }
 
@@ -273,12 +309,5 @@ impl KState {
     /// Dirty buffers that can still be added before crossing the soft limit.
     pub fn dirty_headroom(&self) -> u64 {
         (self.buffer_pages() * NFRACT / 100).saturating_sub(self.buf.dirty_for_balance())
-    }
-
-    /// Wake a kernel thread by pid (no-op if it does not exist in this run).
-    pub fn wake_kthread(&mut self, pid: u32) {
-        if pid != 0 {
-            self.out.push(KReq::Wake(Chan::Kthread(pid)));
-        }
     }
 }
