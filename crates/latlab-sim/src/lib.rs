@@ -38,7 +38,7 @@ pub use workload::script::CommandSpec;
 use cpu::kthreads::KthreadProg;
 use cpu::Kernel;
 use kernel::catalog::Point;
-use kernel::state::KState;
+use fs::state::FsState;
 use kernel::task::Policy;
 use latlab_core::{Engine, Nanos, RunMeta, RunResult};
 use std::collections::BTreeMap;
@@ -381,7 +381,7 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
     // The subsystems' kernel threads, then the measurement task, then the workload's shell.
     for kind in kthreads {
         let pid = k.spawn(TaskSpec::kthread(kind.comm(), KthreadProg::new(kind)), None);
-        kind.register(&mut k.st, pid);
+        k.st.register_kthread(kind, pid);
     }
     if cfg.workload.preload.cache_full && cfg.workload.preload.reclaimed_before {
         run_history(&mut k, cfg);
@@ -490,7 +490,7 @@ fn counters(k: &Kernel<measure::Sinks>) -> [(&'static str, u64); 14] {
     ]
 }
 
-fn preload(st: &mut KState, p: &Preload) {
+fn preload(st: &mut FsState, p: &Preload) {
     // Idle desktop processes: four address spaces (X, window manager, panel, browser) whose
     // pages nobody has touched lately; mm ids above any the kernel hands out.
     for i in 0..4u32 {
@@ -528,7 +528,7 @@ fn preload(st: &mut KState, p: &Preload) {
 /// `pages` of the idle processes already out on swap ([`Preload::swapped_mib`]): allocated
 /// through the variant's allocator in runs of SWAP_CLUSTER_MAX, alternating with runs of a
 /// process that then exited and gave its slots back.
-fn swapped_history(st: &mut KState, pages: u64) {
+fn swapped_history(st: &mut FsState, pages: u64) {
     let run = mm::vmscan::SWAP_CLUSTER_MAX;
     let mut owner = 0u32;
     let mut left = pages;

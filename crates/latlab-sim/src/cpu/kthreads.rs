@@ -114,7 +114,7 @@ impl Path for KswapdPass {
     }
     fn next(
         &mut self,
-        k: &mut crate::kernel::state::KState,
+        k: &mut crate::fs::state::FsState,
         cx: &crate::kernel::path::Ctx,
     ) -> crate::kernel::path::Step {
         loop {
@@ -133,7 +133,7 @@ impl Path for KswapdPass {
             self.sub.start(try_to_free_pages());
         }
     }
-    fn advanced(&mut self, k: &mut crate::kernel::state::KState, cx: &crate::kernel::path::Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut crate::fs::state::FsState, cx: &crate::kernel::path::Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }

@@ -27,7 +27,8 @@ use crate::kernel::path::{self, Chan, Ctx, Step};
 use crate::kernel::posix_timer;
 use crate::kernel::preempt::{self, Boundary};
 use crate::kernel::sched_class::Scheduler;
-use crate::kernel::state::{KReq, KState};
+use crate::fs::state::FsState;
+use crate::kernel::state::KReq;
 use crate::kernel::task::{Exec, Policy, Running, Task, TaskId, TaskState};
 use crate::kernel::tracepoint::{self, Event, IrqCtx, Tracepoints};
 use crate::kernel::{HrTimer, Irq, SwitchReason};
@@ -108,7 +109,7 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
     sched: Box<dyn Scheduler>,
     pub v: Variant,
     pub m: MachineProfile,
-    pub st: KState,
+    pub st: FsState,
     /// Sleepers by channel, in the order they slept (looked up by key only, never walked).
     waiters: FxHashMap<Chan, SmallVec<[TaskId; 2]>>,
     tick_ns: Nanos,
@@ -128,7 +129,7 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
 }
 
 impl<S: tracepoint::Sink> Kernel<S> {
-    pub fn new(v: Variant, m: MachineProfile, sched: Box<dyn Scheduler>, st: KState, rng: Rng) -> Self {
+    pub fn new(v: Variant, m: MachineProfile, sched: Box<dyn Scheduler>, st: FsState, rng: Rng) -> Self {
         let tick_ns = 1_000_000_000 / v.hz as Nanos;
         let ncpus = m.cpus.max(1) as usize;
         // Every CPU's idle task is pid 0, `swapper` (init_task and its per-CPU copies).
@@ -1236,12 +1237,12 @@ pub(crate) mod tests {
 
     /// Run a kernel path, every loop to its end with no time passing (so no write
     /// completes): the first sleep it takes, if any.
-    pub(crate) fn run_to_sleep(k: &mut KState, p: Box<dyn Path>) -> Option<Chan> {
+    pub(crate) fn run_to_sleep(k: &mut FsState, p: Box<dyn Path>) -> Option<Chan> {
         run_to_sleep_as(k, p, &Ctx { now: 0, pid: 1 })
     }
 
     /// [`run_to_sleep`] as the task `cx.pid`, at `cx.now`.
-    pub(crate) fn run_to_sleep_as(k: &mut KState, mut p: Box<dyn Path>, cx: &Ctx) -> Option<Chan> {
+    pub(crate) fn run_to_sleep_as(k: &mut FsState, mut p: Box<dyn Path>, cx: &Ctx) -> Option<Chan> {
         for _ in 0..10_000 {
             match p.next(k, cx) {
                 Step::Loop(l) => p.advanced(k, cx, l.items),
@@ -1255,12 +1256,12 @@ pub(crate) mod tests {
 
     /// Kernel state on the test machine, scan-2.4 swap over the machine's swap area.
     /// A 2.4 kernel's state: [`crate::assemble`] of a 2.4.18 variant's subsystems.
-    pub(crate) fn kstate_on(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> KState {
+    pub(crate) fn kstate_on(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> FsState {
         let v = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
-        KState::assembled(m, crate::assemble::subsystems(&v, m, swap))
+        FsState::assembled(m, crate::assemble::subsystems(&v, m, swap))
     }
 
-    pub(crate) fn kstate() -> KState {
+    pub(crate) fn kstate() -> FsState {
         let m = machine();
         kstate_on(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
     }

@@ -3,7 +3,7 @@
 //! count accumulated since the last read and clears it.
 
 use crate::kernel::path::{Chan, Ctx, Path, Step, Work};
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -61,7 +61,7 @@ impl Path for RtcRead {
     fn name(&self) -> &'static str {
         "rtc_read"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if self.copied {
             self.buf.set(k.rtc.read());
             return Step::Done;

@@ -27,7 +27,7 @@ use crate::fs::jbd::{Region, WBUF};
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Points, Step, Work};
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use latlab_core::Nanos;
 use smallvec::smallvec;
 
@@ -87,7 +87,7 @@ impl Path for Commit {
     fn holds_bkl(&self) -> bool {
         self.bkl
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if let Some(s) = self.sub.next(k, cx) {
             return s;
         }
@@ -186,7 +186,7 @@ impl Path for Commit {
         k.mm.unpin_all();
         Step::Done
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }

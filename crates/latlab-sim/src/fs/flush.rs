@@ -7,7 +7,7 @@ use crate::fs::buffer::{Batch, Via};
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use latlab_core::Nanos;
 use smallvec::smallvec;
 
@@ -19,7 +19,7 @@ pub const AGE_BUFFER_NS: Nanos = 30_000_000_000;
 pub const KUPDATE_INTERVAL_NS: Nanos = 5_000_000_000;
 
 /// Record a submitted batch with the journal (its data buffers leave the dirty state).
-fn account_submission(k: &mut KState, b: &Batch, via: Via) {
+fn account_submission(k: &mut FsState, b: &Batch, via: Via) {
     if let Some(t) = k.jbd.txn_mut(b.txn) {
         t.submitted(b.file, b.lo, b.hi - b.lo, via == Via::Journal);
     }
@@ -27,7 +27,7 @@ fn account_submission(k: &mut KState, b: &Batch, via: Via) {
 
 /// Hand a batch taken off the dirty list to the disk for task `pid`: the journal learns of
 /// it, it moves to BUF_LOCKED, one write request (merged into the queue's newest under 2.6).
-pub(crate) fn submit(k: &mut KState, b: &Batch, via: Via, pid: u32, now: Nanos) {
+pub(crate) fn submit(k: &mut FsState, b: &Batch, via: Via, pid: u32, now: Nanos) {
     account_submission(k, b, via);
     k.buf.submitted(b);
     k.disk_submit_by(
@@ -67,7 +67,7 @@ impl Path for SubmitBatch {
     fn name(&self) -> &'static str {
         "ll_rw_block"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         let block = self.batch.as_ref().map_or(0, |b| b.block);
         let wait = match self.batch {
             Some(_) => k.disk.get_request_wait(Dir::Write, block, self.n, cx.pid, cx.now),
@@ -115,7 +115,7 @@ impl Path for WriteSomeBuffers {
     fn name(&self) -> &'static str {
         "write_some_buffers"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if let Some(s) = self.sub.next(k, cx) {
             return s;
         }
@@ -134,7 +134,7 @@ impl Path for WriteSomeBuffers {
         )));
         Work::locked("write_some_buffers", n * k.c.collect, Lock::LruList, false)
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
@@ -158,7 +158,7 @@ impl Path for WaitForBuffers {
     fn name(&self) -> &'static str {
         "wait_for_buffers"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         match self.stage {
             0 => {
                 self.stage = 1;
@@ -185,7 +185,7 @@ impl Path for WaitForBuffers {
             _ => Step::Done,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, _cx: &Ctx, done: u64) {
         k.buf.refile_locked(done);
         if self.stage == 1 && k.buf.locked_list_completed() > 0 {
             // Stopped at the lock-break: restart the walk from the head.
@@ -202,11 +202,11 @@ struct Repeat<F, G> {
     name: &'static str,
 }
 
-impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&KState) -> bool> Path for Repeat<F, G> {
+impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&FsState) -> bool> Path for Repeat<F, G> {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -217,7 +217,7 @@ impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&KState) -> bool> Path for Repeat<F, 
             self.sub.start((self.make)());
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
@@ -225,7 +225,7 @@ impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&KState) -> bool> Path for Repeat<F, 
 fn repeat(
     name: &'static str,
     make: impl FnMut() -> Box<dyn Path> + 'static,
-    again: impl FnMut(&KState) -> bool + 'static,
+    again: impl FnMut(&FsState) -> bool + 'static,
 ) -> Box<dyn Path> {
     Box::new(Repeat {
         make,
@@ -254,7 +254,7 @@ impl Path for Chain {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -265,7 +265,7 @@ impl Path for Chain {
             }
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
     fn holds_bkl(&self) -> bool {
@@ -276,15 +276,15 @@ impl Path for Chain {
 /// A path from a closure run once at its start (state changes with no CPU cost of their own).
 pub struct Effect<F>(Option<F>);
 
-pub fn effect(f: impl FnOnce(&mut KState) + 'static) -> Box<dyn Path> {
+pub fn effect(f: impl FnOnce(&mut FsState) + 'static) -> Box<dyn Path> {
     Box::new(Effect(Some(f)))
 }
 
-impl<F: FnOnce(&mut KState)> Path for Effect<F> {
+impl<F: FnOnce(&mut FsState)> Path for Effect<F> {
     fn name(&self) -> &'static str {
         "effect"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if let Some(f) = self.0.take() {
             f(k);
         }
@@ -313,7 +313,7 @@ impl Path for WalkDirtyList {
     fn name(&self) -> &'static str {
         "wait_for_buffers"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         let left = *self.left.get_or_insert(k.buf.nr_dirty);
         if left == 0 {
             return Step::Done;
@@ -327,7 +327,7 @@ impl Path for WalkDirtyList {
             false,
         )
     }
-    fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, _k: &mut FsState, _cx: &Ctx, done: u64) {
         if let Some(l) = self.left.as_mut() {
             *l -= done.min(*l);
         }
@@ -352,7 +352,7 @@ impl Path for SyncInodes {
     fn name(&self) -> &'static str {
         self.func
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         let n = k.dcache.dirty_inodes.len() as u64;
         if n == 0 {
             return Step::Done;
@@ -366,7 +366,7 @@ impl Path for SyncInodes {
             false,
         )
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, _cx: &Ctx, done: u64) {
         k.dcache.synced(done);
     }
 }
@@ -449,7 +449,7 @@ impl Path for DiskIo {
     fn name(&self) -> &'static str {
         "ll_rw_block"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if self.id.is_some() {
             return Step::Done;
         }

@@ -11,6 +11,7 @@ pub mod fs_writeback;
 pub mod jbd;
 pub mod nfs;
 pub mod ops;
+pub mod state;
 
 /// The part of `all` that `n` of `of` make, things spread evenly over `of` (all of it once
 /// `n` reaches `of`): e.g. the written-out buffers among `n` pages freed of a file's `of`.

@@ -5,7 +5,7 @@ use crate::fs::buffer::Via;
 use crate::fs::flush::{chain, wait_for_buffers, write_some_buffers, SubmitBatch};
 use crate::fs::fs_writeback::{write_dirty_run, writeback_inodes};
 use crate::kernel::path::{Ctx, Path};
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use crate::mm::fs_ops::{FsOps, Handed, Wbc};
 
 /// ext3 (ordered journal) over the buffer cache.
@@ -15,7 +15,7 @@ impl FsOps for Ext3Ops {
     fn writeback_inodes(&self, wbc: Wbc, pdflush: bool) -> Box<dyn Path> {
         writeback_inodes(wbc, pdflush)
     }
-    fn writepage_run(&self, k: &mut KState, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed {
+    fn writepage_run(&self, k: &mut FsState, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed {
         write_dirty_run(k, cx, file, block, want)
     }
     fn balance_dirty(&self, over_hard: bool) -> Box<dyn Path> {
@@ -25,7 +25,7 @@ impl FsOps for Ext3Ops {
         }
         chain("balance_dirty", parts)
     }
-    fn launder(&self, k: &mut KState, n: u64) -> Option<Box<dyn Path>> {
+    fn launder(&self, k: &mut FsState, n: u64) -> Option<Box<dyn Path>> {
         let b = k.buf.take(n, None)?;
         k.buf.laundering(b.lo, b.hi);
         Some(Box::new(SubmitBatch::new(b, Via::Writer, None)))

@@ -9,7 +9,7 @@
 
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{Chan, Ctx, Path, Step};
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use crate::machine::MachineProfile;
 use crate::spread::ItemSpread;
 // The classes the `#[spread(...)]` lines name.
@@ -725,7 +725,7 @@ impl Path for WaitOn {
     fn name(&self) -> &'static str {
         "interruptible_sleep_on"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if self.slept {
             return Step::Done;
         }

@@ -10,7 +10,8 @@
 //! share the memory it is in); the paths below are the system calls.
 
 use super::path::{Chan, Ctx, Path, Step, Work};
-use super::state::{KReq, KState};
+use super::state::KReq;
+use crate::fs::state::FsState;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -74,7 +75,7 @@ impl Path for FutexWait {
     fn name(&self) -> &'static str {
         "futex_wait"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         self.stage += 1;
         match self.stage {
             // futex_wait_setup and futex_queue.
@@ -103,7 +104,7 @@ impl Path for FutexWake {
     fn name(&self) -> &'static str {
         "futex_wake"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if std::mem::replace(&mut self.woke, true) {
             return Step::Done;
         }

@@ -8,13 +8,13 @@
 //! CPU loop computes where the next usable preemption opportunity lies instead of
 //! simulating items one by one.
 //!
-//! Paths read their loop lengths from the kernel state ([`crate::kernel::state::KState`]) at
+//! Paths read their loop lengths from the kernel state ([`crate::fs::state::FsState`]) at
 //! the moment the loop starts, so a loop that breaks its lock and restarts sees the state as
 //! it is after the break, exactly like the kernel's `goto restart`.
 
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use latlab_core::Nanos;
 use smallvec::SmallVec;
 
@@ -147,10 +147,10 @@ pub trait Path {
     /// Entry function (`sys_write`, `journal_commit_transaction`).
     fn name(&self) -> &'static str;
     /// The next step, built from the kernel state as it is now.
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step;
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step;
     /// The last [`Step::Loop`] stopped after `done` of its items (all of them, or fewer
     /// when it stopped at a rescheduling point); apply what those items did.
-    fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, _done: u64) {}
+    fn advanced(&mut self, _k: &mut FsState, _cx: &Ctx, _done: u64) {}
     /// The path runs holding the big kernel lock (`lock_kernel()`), which 2.4's schedule()
     /// drops while the task sleeps and re-takes when it runs (`release_kernel_lock` /
     /// `reacquire_kernel_lock`). Under kernel preemption the lock keeps `preempt_count`
@@ -230,7 +230,7 @@ impl Path for Script {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn next(&mut self, _k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, _k: &mut FsState, _cx: &Ctx) -> Step {
         if self.steps.is_empty() {
             return Step::Done;
         }
@@ -254,7 +254,7 @@ impl Nested {
         self.sub.is_some()
     }
     /// The sub-path's next step, or None once it is done (or none is running).
-    pub fn next(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
+    pub fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Option<Step> {
         let s = self.sub.as_mut()?.next(k, cx);
         if matches!(s, Step::Done) {
             self.sub = None;
@@ -267,7 +267,7 @@ impl Nested {
         self.sub.as_ref().is_some_and(|s| s.holds_bkl())
     }
     /// Forward a loop's progress to the sub-path if it produced the loop.
-    pub fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) -> bool {
+    pub fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) -> bool {
         match self.sub.as_mut() {
             Some(s) => {
                 s.advanced(k, cx, done);
@@ -289,10 +289,10 @@ impl Path for UnderBkl {
     fn name(&self) -> &'static str {
         self.0.name()
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         self.0.next(k, cx)
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.0.advanced(k, cx, done);
     }
     fn holds_bkl(&self) -> bool {

@@ -9,7 +9,8 @@
 //! descriptors share the `pipe_inode_info`); the paths below are the system calls.
 
 use super::path::{Chan, Ctx, Path, Step, Work};
-use super::state::{KReq, KState};
+use super::state::KReq;
+use crate::fs::state::FsState;
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -83,7 +84,7 @@ impl Path for PipeRw {
             "pipe_read"
         }
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if self.copied {
             if let Some(c) = self.wake.take() {
                 k.out.push(KReq::Wake(c));

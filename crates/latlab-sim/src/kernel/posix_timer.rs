@@ -14,7 +14,7 @@
 //! expiry interrupts, and the paths below are the system calls that wait for and take them.
 
 use super::path::{Chan, Ctx, Path, Step, Work};
-use super::state::KState;
+use crate::fs::state::FsState;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
@@ -138,7 +138,7 @@ pub struct SigWait {
 }
 
 /// `pause()` until a signal, then `do_signal` sets up the handler's frame.
-pub fn sys_pause(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
+pub fn sys_pause(k: &FsState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
     Box::new(SigWait {
         take_ns: k.c.signal_deliver,
         func: "do_signal",
@@ -148,7 +148,7 @@ pub fn sys_pause(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
 }
 
 /// `sigwaitinfo()` for the timer signal.
-pub fn sys_sigwaitinfo(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
+pub fn sys_sigwaitinfo(k: &FsState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
     Box::new(SigWait {
         take_ns: k.c.signal_dequeue,
         func: "dequeue_signal",
@@ -161,7 +161,7 @@ impl Path for SigWait {
     fn name(&self) -> &'static str {
         "sys_rt_sigtimedwait"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if self.done {
             return Step::Done;
         }
@@ -176,13 +176,13 @@ impl Path for SigWait {
 }
 
 /// `clone(CLONE_VM | CLONE_THREAD | ...)` for pthread_create: `do_fork` without an mm copy.
-pub fn sys_clone_thread(k: &KState) -> Box<dyn Path> {
+pub fn sys_clone_thread(k: &FsState) -> Box<dyn Path> {
     super::path::once("do_fork", k.c.clone_thread)
 }
 
 /// A thread's `exit()`: `do_exit` with the mm still used by the other threads (no
 /// `exit_mmap`), as a detached SIGEV_THREAD thread ends.
-pub fn sys_exit_thread(k: &KState) -> Box<dyn Path> {
+pub fn sys_exit_thread(k: &FsState) -> Box<dyn Path> {
     super::path::once("do_exit", k.c.exit_thread)
 }
 

@@ -1,24 +1,15 @@
-//! The kernel's data: everything whose size decides how long a code path runs.
+//! The core's state ([`Core`]), beneath every subsystem's: each layer's state holds the one
+//! below it (`dev::DevState` the core's, `mm::MmState` the devices', `fs::FsState` mm's),
+//! so a code path reaches only its own layer and the ones beneath it.
 //!
 //! Paths read and change this state; they never touch the CPU loop, the event queue or
 //! other tasks directly. What they need from the kernel (wake a thread, arm a timer for a
-//! disk completion) they put in [`KState::out`], which the CPU loop drains after each call.
+//! disk completion) they put in [`Core::out`], which the CPU loop drains after each call.
 
-use crate::dev::disk::Disk;
-use crate::dev::rtc::Rtc;
-use crate::fs::buffer::BufferCache;
-use crate::fs::dcache::Dcache;
-use crate::fs::jbd::Journal;
 use crate::kernel::catalog::Costs;
 use crate::kernel::path::Chan;
 use crate::machine::MachineProfile;
-use crate::mm::Mm;
 use latlab_core::Nanos;
-
-/// bdf_prm.nfract: percentage of buffer pages dirty that starts write-out (2.4.17, research §2).
-pub const NFRACT: u64 = 40;
-/// bdf_prm.nfract_sync: percentage at which writers are throttled (2.4.17).
-pub const NFRACT_SYNC: u64 = 60;
 
 /// A request from a path to the CPU loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,37 +22,6 @@ pub enum KReq {
     WakeAt { at: Nanos, chan: Chan },
     /// out_of_memory() decided to kill: `oom_kill()` picks the victim ([`crate::mm::oom_kill`]).
     OomKill,
-}
-
-/// Kernel state shared by all paths.
-pub struct KState {
-    /// The core's state ([`Core`]): what every layer reads.
-    pub core: Core,
-    pub rtc: Rtc,
-    pub disk: Disk,
-    pub buf: BufferCache,
-    pub jbd: Journal,
-    /// ext3's block groups and generation ([`crate::fs::ext3`]).
-    pub ext3: crate::fs::ext3::Ext3,
-    pub dcache: Dcache,
-    pub mm: Mm,
-    /// The kernel's dirty-page writeback, with its state ([`crate::mm::writeback`]).
-    pub writeback: crate::mm::writeback::DirtyWriteback,
-    /// The kernel's page reclaim, with its state ([`crate::mm::reclaim`]).
-    pub reclaim: crate::mm::reclaim::PageReclaim,
-}
-
-impl std::ops::Deref for KState {
-    type Target = Core;
-    fn deref(&self) -> &Core {
-        &self.core
-    }
-}
-
-impl std::ops::DerefMut for KState {
-    fn deref_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
 }
 
 /// The core's state, beneath every subsystem: the requests paths leave for the CPU loop,
@@ -199,8 +159,8 @@ impl Kthread {
     }
 
     /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
-    pub fn register(self, k: &mut KState, pid: u32) {
-        let pids = &mut k.core.kthreads;
+    /// The pdflush pool's threads register with the pool (`mm::MmState::register_kthread`).
+    pub fn register(self, pids: &mut KthreadPids, pid: u32) {
         match self {
             Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
             Kthread::Bdflush => pids.bdflush = pid,
@@ -208,106 +168,7 @@ impl Kthread {
             Kthread::Kupdated => {}
             Kthread::Kjournald => pids.kjournald = pid,
             Kthread::Flusher => pids.flusher = pid,
-            Kthread::Pdflush => k.writeback.pwb_mut().pool.register(pid),
+            Kthread::Pdflush => {}
         }
-    }
-}
-
-/// The subsystems whose implementation the variant chooses, as
-/// [`crate::assemble`] builds them.
-pub struct Subsystems {
-    pub timers: TimerBase,
-    pub disk: Disk,
-    pub mm: Mm,
-    pub jbd: Journal,
-    pub ext3: crate::fs::ext3::Ext3,
-    pub writeback: crate::mm::writeback::DirtyWriteback,
-    pub reclaim: crate::mm::reclaim::PageReclaim,
-}
-
-impl KState {
-    /// The kernel's state around the assembled subsystems.
-    pub fn assembled(m: &MachineProfile, s: Subsystems) -> Self {
-        KState {
-            core: Core::new(m, s.timers),
-            rtc: Rtc::default(),
-            disk: s.disk,
-            buf: BufferCache::default(),
-            jbd: s.jbd,
-            ext3: s.ext3,
-            dcache: Dcache::default(),
-            mm: s.mm,
-            writeback: s.writeback,
-            reclaim: s.reclaim,
-        }
-    }
-
-    /// Queue a disk request (its completion interrupt is armed through `out`) of no task
-    /// the elevator tells apart.
-    pub fn disk_submit(
-        &mut self,
-        dir: crate::dev::disk::Dir,
-        block: u64,
-        blocks: u64,
-        payload: crate::dev::disk::Payload,
-        now: Nanos,
-    ) -> u64 {
-        self.disk_submit_by(dir, block, blocks, payload, 0, now)
-    }
-
-    /// Queue a disk request of task `pid` (its io_context: batching, anticipation).
-    pub fn disk_submit_by(
-        &mut self,
-        dir: crate::dev::disk::Dir,
-        block: u64,
-        blocks: u64,
-        payload: crate::dev::disk::Payload,
-        pid: u32,
-        now: Nanos,
-    ) -> u64 {
-        self.disk.submit(dir, block, blocks, payload, pid, now, &mut self.core.out)
-    }
-
-    /// A disk interrupt: the request is done; buffers complete, sleepers wake.
-    pub fn disk_complete(&mut self, id: u64, now: Nanos) {
-        let mut uncongested = false;
-        if let Some(r) = self.disk.complete(id, now, &mut self.core.out, &mut uncongested) {
-            if let crate::dev::disk::Payload::Buffers { hi, lo } = r.payload {
-                self.buf.io_done(hi, hi - lo);
-            }
-            self.out.push(KReq::Wake(Chan::Io(id)));
-        }
-        if let (true, Some(pwb)) = (uncongested, self.writeback.pages_mut()) {
-            pwb.congestion_cleared(&mut self.core.out);
-        }
-    }
-
-    /// Total pages `balance_dirty_state()` measures against: `nr_free_buffer_pages()`, which
-    /// since the 2.4.10 VM sums `zone->size - zone->pages_high` over the GFP_USER zones (mm/
-    /// page_alloc.c, 2.4.17/2.4.18): all of low memory above the high watermark, however much
-    /// of it is free, cached or anonymous. (The 2.4.9 VM summed free and inactive pages.)
-    pub fn buffer_pages(&self) -> u64 {
-        self.mm.buffer_pages()
-    }
-
-    /// `balance_dirty_state()` (2.4.17, bdf_prm nfract 40, nfract_sync 60): -1 below the soft
-    /// limit, 0 above it, 1 above the hard limit.
-    pub fn balance_dirty_state(&self) -> i32 {
-        let dirty = self.buf.dirty_for_balance() * 100;
-        let tot = self.buffer_pages();
-        if dirty > tot * NFRACT {
-            if dirty > tot * NFRACT_SYNC {
-                1
-            } else {
-                0
-            }
-        } else {
-            -1
-        }
-    }
-
-    /// Dirty buffers that can still be added before crossing the soft limit.
-    pub fn dirty_headroom(&self) -> u64 {
-        (self.buffer_pages() * NFRACT / 100).saturating_sub(self.buf.dirty_for_balance())
     }
 }

@@ -7,7 +7,7 @@
 //! op is a call per writeback pass, pageout run or batch, never per page.
 
 use crate::kernel::path::{Chan, Ctx, Path};
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use latlab_core::Nanos;
 
 /// The file system's operations mm/ calls.
@@ -17,13 +17,13 @@ pub trait FsOps {
     fn writeback_inodes(&self, wbc: Wbc, pdflush: bool) -> Box<dyn Path>;
     /// `->writepage` of up to `want` of `file`'s dirty pages from `block` on, as task `cx.pid`
     /// on the 2.6 queue (2.6.17 reclaim's `pageout()`).
-    fn writepage_run(&self, k: &mut KState, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed;
+    fn writepage_run(&self, k: &mut FsState, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed;
     /// 2.4's `balance_dirty()` (fs/buffer.c) over the soft limit: a batch of the oldest dirty
     /// buffers written by the writer; `over_hard` also waits for some (`wait_for_some_buffers`).
     fn balance_dirty(&self, over_hard: bool) -> Box<dyn Path>;
     /// 2.4 `page_launder`: up to `n` dirty buffers met on the inactive list marked
     /// `BH_launder` and submitted (None: none dirty).
-    fn launder(&self, k: &mut KState, n: u64) -> Option<Box<dyn Path>>;
+    fn launder(&self, k: &mut FsState, n: u64) -> Option<Box<dyn Path>>;
 }
 
 /// `struct writeback_control`: what a caller asks and what it reads back.

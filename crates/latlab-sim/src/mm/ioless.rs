@@ -16,7 +16,8 @@
 //! (every 5 s, inodes older than 30 s) is left out: a run's files are younger.
 
 use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
-use crate::kernel::state::{KReq, KState};
+use crate::fs::state::FsState;
+use crate::kernel::state::KReq;
 use crate::mm::fs_ops::Wbc;
 use latlab_core::Nanos;
 use std::collections::BTreeMap;
@@ -61,7 +62,7 @@ impl Default for IoLess {
 
 /// `global_dirty_limits()` of 3.2: (background, dirty threshold) over the dirtyable memory
 /// (free and reclaimable pages; with swap, anonymous pages are reclaimable too).
-pub fn global_dirty_limits(k: &KState) -> (u64, u64) {
+pub fn global_dirty_limits(k: &FsState) -> (u64, u64) {
     let dirtyable = k.mm.free + k.mm.cache + k.mm.anon;
     let t = k.writeback.pwb().tunables;
     let thresh = u64::from(t.dirty_ratio) * dirtyable / 100;
@@ -82,13 +83,13 @@ fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
 }
 
 /// Pages task `pid` may dirty before its next `balance_dirty_pages`.
-pub fn headroom(k: &KState, pid: u32) -> u64 {
+pub fn headroom(k: &FsState, pid: u32) -> u64 {
     let (dirtied, pause) = k.writeback.pwb().ioless.tasks.get(&pid).copied().unwrap_or((0, 32));
     pause.saturating_sub(dirtied).max(1)
 }
 
 /// Task `pid` dirtied `n` pages; true when it must call `balance_dirty_pages`.
-pub fn dirtied(k: &mut KState, pid: u32, n: u64) -> bool {
+pub fn dirtied(k: &mut FsState, pid: u32, n: u64) -> bool {
     // nr_dirtied_pause starts at 32 (INIT_TASK, 128 KiB).
     let pwb = k.writeback.pwb_mut();
     let e = pwb.ioless.tasks.entry(pid).or_insert((0, 32));
@@ -102,13 +103,13 @@ pub fn dirtied(k: &mut KState, pid: u32, n: u64) -> bool {
 
 /// `bdi_update_bandwidth`: at most every 200 ms, fold the pages completed since the last
 /// update into the moving average.
-fn update_bandwidth(k: &mut KState, now: Nanos) {
+fn update_bandwidth(k: &mut FsState, now: Nanos) {
+    let written = k.buf.written();
     let io = &mut k.writeback.pwb_mut().ioless;
     let elapsed = now.saturating_sub(io.bw_stamp);
     if elapsed < BANDWIDTH_INTERVAL_NS {
         return;
     }
-    let written = k.buf.written();
     let rate = (written - io.written_stamp) as f64 * 1e9 / elapsed as f64;
     let e = (elapsed as f64).min(BANDWIDTH_PERIOD_NS);
     io.write_bw = (io.write_bw * (BANDWIDTH_PERIOD_NS - e) + rate * e) / BANDWIDTH_PERIOD_NS;
@@ -137,7 +138,7 @@ fn pos_ratio(dirty: u64, freerun: u64, limit: u64, write_bw: f64) -> f64 {
 }
 
 /// The writer's `balance_dirty_pages(mapping, pages_dirtied)` of 3.2: at most one pause.
-pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
+pub fn balance_dirty_pages(k: &mut FsState, cx: &Ctx) -> Option<Box<dyn Path>> {
     k.writeback.pwb_mut().stats.balance_calls += 1;
     let (dirtied, _) = k
         .writeback
@@ -150,7 +151,7 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
     let nr_dirty = k.buf.nr_dirty() + k.buf.in_flight();
     let (bg, thresh) = global_dirty_limits(k);
     let freerun = (thresh + bg) / 2;
-    let set = |k: &mut KState, pause: u64| {
+    let set = |k: &mut FsState, pause: u64| {
         k.writeback.pwb_mut().ioless.tasks.insert(cx.pid, (0, pause.max(1)));
     };
     if nr_dirty <= freerun {
@@ -193,14 +194,14 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
 }
 
 /// `bdi_start_background_writeback`: wake the flusher.
-fn start_background(k: &mut KState) {
+fn start_background(k: &mut FsState) {
     k.writeback.pwb_mut().ioless.background_requested = true;
     let pid = k.kthreads.flusher();
     k.wake_kthread(pid);
 }
 
 /// `over_bground_thresh()`.
-pub fn over_bground_thresh(k: &KState) -> bool {
+pub fn over_bground_thresh(k: &FsState) -> bool {
     let (bg, _) = global_dirty_limits(k);
     k.buf.nr_dirty() > bg
 }
@@ -208,7 +209,7 @@ pub fn over_bground_thresh(k: &KState) -> bool {
 /// The flusher's background `wb_writeback`: chunks of `writeback_chunk_size` pages, waiting
 /// for request slots, while over the background threshold. It owns `BDI_writeback_running`
 /// (what `writeback_in_progress` tests) for the whole work.
-pub fn wb_writeback(k: &mut KState, pid: u32) -> Box<dyn Path> {
+pub fn wb_writeback(k: &mut FsState, pid: u32) -> Box<dyn Path> {
     k.writeback.pwb_mut().ioless.background_requested = false;
     k.writeback.pwb_mut().bdi_pdflush = Some(pid);
     Box::new(WbWriteback {
@@ -226,7 +227,7 @@ impl Path for WbWriteback {
     fn name(&self) -> &'static str {
         "wb_writeback"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -247,7 +248,7 @@ impl Path for WbWriteback {
                 .start(k.mm.fs_ops().writeback_inodes(Wbc::new(chunk, false, None), false));
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }

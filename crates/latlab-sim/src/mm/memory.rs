@@ -5,7 +5,7 @@
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Ctx, LoopStep, Path, Step, Work};
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use smallvec::smallvec;
 
 /// do_exit(): exit_mmap zaps every page under the mm's page_table_lock (the low-latency patch
@@ -26,7 +26,7 @@ pub fn do_exit(mm: u32) -> Box<dyn Path> {
 /// CONFIG_PREEMPT, 1024 without; from 2.6.39 (Peter Zijlstra's preemptible mmu_gather, which
 /// removed ZAP_BLOCK_SIZE) `zap_pmd_range` unlocks and calls `cond_resched()` after each page
 /// table's PTEs, under every preemption model. A variant lists the one its kernel has.
-fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
+fn zap_step(k: &FsState, mm: u32, limit: u64) -> Step {
     let c = &k.c;
     let (rss, swapped) = k.mm.mms.get(&mm).map_or((0, 0), |r| (r.rss, r.swapped.len() as u64));
     let ptes = rss + swapped;
@@ -57,7 +57,7 @@ impl Path for DoExit {
     fn name(&self) -> &'static str {
         "do_exit"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         self.stage += 1;
         match self.stage {
             1 => zap_step(k, self.mm, u64::MAX),
@@ -71,7 +71,7 @@ impl Path for DoExit {
             _ => Step::Done,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, _cx: &Ctx, done: u64) {
         // Pages zapped so far are freed at once; a restart (after a lock-break) zaps the rest.
         if k.mm.zap(self.mm, done) > 0 {
             self.stage = 0;
@@ -93,7 +93,7 @@ impl Path for Munmap {
     fn name(&self) -> &'static str {
         "sys_munmap"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if self.left == 0 {
             return Step::Done;
         }
@@ -102,7 +102,7 @@ impl Path for Munmap {
             s => s,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, _cx: &Ctx, done: u64) {
         k.mm.zap(self.mm, done);
         self.left -= done.min(self.left);
     }
@@ -128,7 +128,7 @@ impl Path for FaultIn {
     fn name(&self) -> &'static str {
         "do_page_fault"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if self.left == 0 {
             return Step::Done;
         }
@@ -143,7 +143,7 @@ impl Path for FaultIn {
             smallvec![point(Point::RetFromException, 1)],
         )
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         if self.alloc.advanced(k, cx, done) {
             return;
         }

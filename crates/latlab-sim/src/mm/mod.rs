@@ -33,6 +33,7 @@ pub mod pagecache;
 pub mod pdflush;
 pub mod per_mm;
 pub mod reclaim;
+pub mod state;
 pub mod swap_in;
 pub mod thrash;
 pub mod vmscan;
@@ -839,7 +840,7 @@ impl Mm {
     }
 
     /// `nr_free_buffer_pages()`: low memory above the high watermark
-    /// ([`crate::kernel::state::KState::buffer_pages`]).
+    /// ([`crate::fs::state::FsState::buffer_pages`]).
     pub fn buffer_pages(&self) -> u64 {
         self.total.saturating_sub(self.pages_high)
     }

@@ -21,7 +21,8 @@
 //! (`io_schedule_timeout` on the timer list: at a tick).
 
 use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
-use crate::kernel::state::{KReq, KState};
+use crate::fs::state::FsState;
+use crate::kernel::state::KReq;
 use crate::mm::fs_ops::Wbc;
 use crate::mm::pdflush::{pdflush_operation, Job, Pool};
 use crate::variant::DirtyTunables;
@@ -166,7 +167,7 @@ impl Limits {
 }
 
 /// `get_dirty_limits()` of 2.6.17.
-pub fn get_dirty_limits(k: &KState) -> Limits {
+pub fn get_dirty_limits(k: &FsState) -> Limits {
     let total = k.buffer_pages().max(1);
     let t = k.writeback.pwb().tunables;
     // nr_mapped (2.6.17 counts mapped file and anonymous pages alike).
@@ -202,7 +203,7 @@ impl Path for CongestionWait {
     fn name(&self) -> &'static str {
         "blk_congestion_wait"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if std::mem::replace(&mut self.slept, true) {
             return Step::Done;
         }
@@ -216,13 +217,13 @@ impl Path for CongestionWait {
 }
 
 /// HZ/10 and HZ/50 in ns (`blk_congestion_wait`'s timeouts are in jiffies).
-pub(crate) fn jiffies_ns(k: &KState, div: u64) -> Nanos {
+pub(crate) fn jiffies_ns(k: &FsState, div: u64) -> Nanos {
     let hz = 1_000_000_000 / k.writeback.pwb().tick_ns.max(1);
     (hz / div).max(1) * k.writeback.pwb().tick_ns
 }
 
 /// The path a dirtier runs when its ratelimit fires, for 2.6.17 (stock or patched).
-pub fn balance_dirty_pages(k: &mut KState) -> Box<dyn Path> {
+pub fn balance_dirty_pages(k: &mut FsState) -> Box<dyn Path> {
     k.writeback.pwb_mut().stats.balance_calls += 1;
     let patched = k.writeback.balance_hands_to_pdflush();
     Box::new(Balance {
@@ -256,7 +257,7 @@ struct Balance {
 }
 
 impl Balance {
-    fn wait(&mut self, timeout: Nanos, k: &mut KState, stage: Stage) {
+    fn wait(&mut self, timeout: Nanos, k: &mut FsState, stage: Stage) {
         k.writeback.pwb_mut().stats.writer_waits += 1;
         self.sub.start(blk_congestion_wait(timeout));
         self.stage = stage;
@@ -264,7 +265,7 @@ impl Balance {
 
     /// After the loop: clear `dirty_exceeded` if under the limit, then start pdflush unless
     /// it is already writing this disk.
-    fn tail(&mut self, k: &mut KState, cx: &Ctx) {
+    fn tail(&mut self, k: &mut FsState, cx: &Ctx) {
         let l = get_dirty_limits(k);
         if !l.exceeded() {
             k.writeback.pwb_mut().dirty_exceeded = false;
@@ -275,7 +276,7 @@ impl Balance {
     }
 
     /// Seed 001's `balance_dirty_pages`: no writing, one short wait at most.
-    fn patched(&mut self, k: &mut KState, cx: &Ctx) {
+    fn patched(&mut self, k: &mut FsState, cx: &Ctx) {
         let l = get_dirty_limits(k);
         self.stage = Stage::Done;
         if k.writeback.pwb_mut().bdi_pdflush.is_some() {
@@ -294,7 +295,7 @@ impl Path for Balance {
     fn name(&self) -> &'static str {
         "balance_dirty_pages"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -346,7 +347,7 @@ impl Path for Balance {
             }
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
@@ -368,11 +369,11 @@ trait PassJob {
     /// The pass's `older_than_this`.
     fn older_than(&self) -> Option<Nanos>;
     /// Before a pass: is there more to do?
-    fn more(&mut self, k: &KState) -> bool;
+    fn more(&mut self, k: &FsState) -> bool;
     /// After a pass that left `wbc`.
     fn after(&mut self, wbc: Wbc) -> After;
     /// The job's end.
-    fn finish(&mut self, _k: &mut KState) {}
+    fn finish(&mut self, _k: &mut FsState) {}
 }
 
 struct Passes<J> {
@@ -394,7 +395,7 @@ impl<J: PassJob> Path for Passes<J> {
     fn name(&self) -> &'static str {
         self.job.name()
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -419,13 +420,13 @@ impl<J: PassJob> Path for Passes<J> {
             self.sub.start(k.mm.fs_ops().writeback_inodes(wbc, true));
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
 
 /// pdflush's `background_writeout(min_pages)`, stock or as seed 001's patch has it.
-pub fn background_writeout(k: &KState, min_pages: u64) -> Box<dyn Path> {
+pub fn background_writeout(k: &FsState, min_pages: u64) -> Box<dyn Path> {
     let patched = k.writeback.balance_hands_to_pdflush();
     let min_pages = if patched && min_pages == 0 {
         // The patch: min_pages = nr_dirty + nr_unstable when called with 0.
@@ -451,7 +452,7 @@ impl PassJob for Background {
     fn older_than(&self) -> Option<Nanos> {
         None
     }
-    fn more(&mut self, k: &KState) -> bool {
+    fn more(&mut self, k: &FsState) -> bool {
         let l = get_dirty_limits(k);
         !(l.nr_reclaimable < l.background && self.min_pages <= 0)
     }
@@ -472,7 +473,7 @@ impl PassJob for Background {
             (false, _, false) => After::Go,
         }
     }
-    fn finish(&mut self, k: &mut KState) {
+    fn finish(&mut self, k: &mut FsState) {
         if self.patched {
             k.writeback.pwb_mut().dirty_exceeded = false;
         }
@@ -480,7 +481,7 @@ impl PassJob for Background {
 }
 
 /// pdflush's `wb_kupdate`: the inodes dirtied more than 30 s ago, 1024 pages a pass.
-pub fn wb_kupdate(k: &KState, now: Nanos) -> Box<dyn Path> {
+pub fn wb_kupdate(k: &FsState, now: Nanos) -> Box<dyn Path> {
     let l = get_dirty_limits(k);
     passes(Kupdate {
         oldest: now.saturating_sub(EXPIRE_NS),
@@ -500,7 +501,7 @@ impl PassJob for Kupdate {
     fn older_than(&self) -> Option<Nanos> {
         Some(self.oldest)
     }
-    fn more(&mut self, _k: &KState) -> bool {
+    fn more(&mut self, _k: &FsState) -> bool {
         self.nr_to_write > 0
     }
     fn after(&mut self, wbc: Wbc) -> After {
@@ -519,7 +520,7 @@ mod tests {
     use super::*;
     use crate::cpu::tests::kstate;
 
-    fn with(dirty_ratio: u32) -> KState {
+    fn with(dirty_ratio: u32) -> FsState {
         let mut k = kstate();
         let t = DirtyTunables {
             dirty_ratio,

@@ -10,7 +10,8 @@ use super::vmscan26::SWAP_FIRST_BLOCK;
 use crate::dev::disk::{Dir, Payload};
 use crate::kernel::catalog::Point;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step};
-use crate::kernel::state::{KReq, KState};
+use crate::fs::state::FsState;
+use crate::kernel::state::KReq;
 use latlab_core::Nanos;
 use smallvec::smallvec;
 
@@ -32,7 +33,7 @@ pub struct Alloc {
 
 impl Alloc {
     /// The step to run before `n` pages can be had, or None when they can now.
-    pub fn need(&mut self, k: &mut KState, cx: &Ctx, n: u64) -> Option<Step> {
+    pub fn need(&mut self, k: &mut FsState, cx: &Ctx, n: u64) -> Option<Step> {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return Some(s);
@@ -63,7 +64,7 @@ impl Alloc {
     }
 
     /// Forward a loop's progress to the reclaim under way; false if none produced it.
-    pub fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) -> bool {
+    pub fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) -> bool {
         self.sub.advanced(k, cx, done)
     }
 }
@@ -88,7 +89,7 @@ impl Path for TouchWorkingSet {
     fn name(&self) -> &'static str {
         "do_swap_page"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         {
             if self.pending > 0 {
                 if let Some(s) = self.alloc.need(k, cx, self.pending) {
@@ -118,7 +119,7 @@ impl Path for TouchWorkingSet {
             Step::Block(Chan::Io(id))
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         if self.alloc.advanced(k, cx, done) {
             return;
         }
@@ -139,14 +140,16 @@ mod tests {
     #[test]
     fn between_pages_min_and_pages_low_an_allocation_wakes_kswapd_and_reclaims_below_min() {
         let mut k = kstate();
-        k.mm.set_watermarks(crate::mm::watermarks_269(k.mm.total));
+        let total = k.mm.total;
+        k.mm.set_watermarks(crate::mm::watermarks_269(total));
         k.reclaim = crate::mm::reclaim::PageReclaim::new(crate::mm::reclaim::Kind::Rmap269);
-        crate::kernel::state::Kthread::Kswapd.register(&mut k, 9);
+        k.register_kthread(crate::kernel::state::Kthread::Kswapd, 9);
         let cx = Ctx { now: 0, pid: 1 };
-        let kswapd_woken = |k: &mut KState| k.out.drain(..).any(|r| matches!(r, KReq::Wake(Chan::Kthread(9))));
+        let kswapd_woken = |k: &mut FsState| k.out.drain(..).any(|r| matches!(r, KReq::Wake(Chan::Kthread(9))));
         // Above pages_low: no kswapd.
         let (min, low) = (k.mm.pages_min, k.mm.pages_low);
-        k.mm.grow(3, k.mm.free - low);
+        let free = k.mm.free;
+        k.mm.grow(3, free - low);
         assert!(Alloc::default().need(&mut k, &cx, 1).is_none());
         assert!(!kswapd_woken(&mut k));
         // Below pages_low, above pages_min: kswapd is woken, the page is had at once.
@@ -155,7 +158,8 @@ mod tests {
         assert!(Alloc::default().need(&mut k, &cx, 1).is_none());
         assert!(kswapd_woken(&mut k));
         // At pages_min: the task reclaims itself.
-        k.mm.grow(3, k.mm.free - min);
+        let free = k.mm.free;
+        k.mm.grow(3, free - min);
         assert!(Alloc::default().need(&mut k, &cx, 1).is_some());
     }
 }

@@ -20,7 +20,7 @@
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step};
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use crate::mm::ScanLimits;
 use latlab_core::Nanos;
 use smallvec::smallvec;
@@ -93,7 +93,7 @@ impl TryToFreePages {
         SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1)
     }
 
-    fn next_step(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next_step(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -288,14 +288,14 @@ impl Path for TryToFreePages {
     fn name(&self) -> &'static str {
         "try_to_free_pages"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         let step = self.next_step(k, cx);
         if let Step::Loop(l) = &step {
             self.planned = l.items;
         }
         step
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }
@@ -308,12 +308,7 @@ impl Path for TryToFreePages {
             // The shrink_cache loop just ran (stage already moved on).
             Stage::Dcache | Stage::SwapOut if self.limits.is_some() && self.swap_mm.is_none() => {
                 let lim = self.limits.take().expect("checked");
-                let cache = k.mm.cache;
-                let done_hi = k.buf.done_hi();
-                let jbd = &mut k.jbd;
-                let sc =
-                    k.mm.apply_shrink(&lim, done, &mut |f, n, cached| jbd.pages_freed(f, n, cached, done_hi));
-                k.buf.pages_freed(sc.freed, cache);
+                let sc = k.apply_shrink(&lim, done);
                 // Dirty pages met have their buffers written (sync_page_buffers: refiled to
                 // BUF_LOCKED), SWAP_CLUSTER_MAX at most per call.
                 let dirty_met = sc.dirty.min(SWAP_CLUSTER_MAX);
@@ -328,7 +323,6 @@ impl Path for TryToFreePages {
                         self.sub.start(p);
                     }
                 }
-                k.dcache.pages_dropped(sc.emptied);
                 self.freed += sc.freed;
                 if cut && sc.freed < lim.want {
                     // shrink_cache's lock-break: the scan goes on after schedule().
@@ -404,7 +398,7 @@ impl Path for SwapOutMm {
     fn name(&self) -> &'static str {
         "swap_out_mm"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         self.stage += 1;
         match self.stage {
             1 => LoopStep::locked(
@@ -440,7 +434,7 @@ impl Path for SwapOutMm {
             _ => Step::Done,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, _cx: &Ctx, done: u64) {
         if self.stage == 1 {
             if let Some(r) = k.mm.mms.get_mut(&self.mm) {
                 // Young pages met lose their bit, and try_to_swap_out's mark_page_accessed
@@ -465,7 +459,7 @@ mod tests {
     use crate::kernel::path::{Ctx, Step};
 
     /// Memory filled with one file's cache, all of it dirty or all of it clean.
-    fn filled(dirty: bool) -> KState {
+    fn filled(dirty: bool) -> FsState {
         let mut k = kstate();
         let n = k.mm.free - k.mm.pages_min;
         let f = k.mm.create_file(n);
