@@ -71,7 +71,6 @@ pub fn scheduler(v: &Variant) -> Box<dyn Scheduler> {
 /// The subsystems the variant names, over swap allocator `swap`.
 pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Subsystems {
     let mut mm = Mm::new(m, swap);
-    mm.install_fs_ops(&crate::fs::ops::Ext3Ops);
     // Page-based writeback's ratelimit is set from memory as it stands at boot, before
     // the reclaim's own watermarks.
     let writeback = writeback(v, mm.buffer_pages());

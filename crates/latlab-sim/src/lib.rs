@@ -37,8 +37,8 @@ pub use workload::script::CommandSpec;
 
 use cpu::kthreads::KthreadProg;
 use cpu::Kernel;
-use kernel::catalog::Point;
 use fs::state::FsState;
+use kernel::catalog::Point;
 use kernel::task::Policy;
 use latlab_core::{Engine, Nanos, RunMeta, RunResult};
 use std::collections::BTreeMap;

@@ -5,6 +5,7 @@ pub mod blk_mq;
 pub mod disk;
 pub mod rtc;
 
+use crate::kernel::path::CoreK;
 use crate::kernel::state::Core;
 
 /// The devices' state over the core's: what a device path reaches (the core's fields
@@ -28,10 +29,36 @@ impl std::ops::DerefMut for DevState {
     }
 }
 
+/// What a device path runs on: the devices' state (and through it the core's).
+pub trait DevK: CoreK {
+    fn dev(&mut self) -> &mut DevState;
+}
+
+impl CoreK for DevState {
+    #[inline(always)]
+    fn core(&mut self) -> &mut Core {
+        &mut self.core
+    }
+}
+
+impl DevK for DevState {
+    #[inline(always)]
+    fn dev(&mut self) -> &mut DevState {
+        self
+    }
+}
+
 impl DevState {
     /// Queue a disk request (its completion interrupt is armed through `out`) of no task
     /// the elevator tells apart.
-    pub fn disk_submit(&mut self, dir: disk::Dir, block: u64, blocks: u64, payload: disk::Payload, now: latlab_core::Nanos) -> u64 {
+    pub fn disk_submit(
+        &mut self,
+        dir: disk::Dir,
+        block: u64,
+        blocks: u64,
+        payload: disk::Payload,
+        now: latlab_core::Nanos,
+    ) -> u64 {
         self.disk_submit_by(dir, block, blocks, payload, 0, now)
     }
 
@@ -45,6 +72,7 @@ impl DevState {
         pid: u32,
         now: latlab_core::Nanos,
     ) -> u64 {
-        self.disk.submit(dir, block, blocks, payload, pid, now, &mut self.core.out)
+        self.disk
+            .submit(dir, block, blocks, payload, pid, now, &mut self.core.out)
     }
 }

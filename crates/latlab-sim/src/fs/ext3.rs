@@ -9,10 +9,10 @@
 use crate::dev::disk::Dir;
 use crate::fs::ext3_balloc::Alloc;
 use crate::fs::flush::{chain, disk_io};
+use crate::fs::state::FsState;
 use crate::kernel::catalog::{Costs, Point};
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{once, point, under_bkl, Chan, Ctx, LoopStep, Nested, Path, Script, Step, Work};
-use crate::fs::state::FsState;
 use crate::mm::FileRec;
 use latlab_core::Nanos;
 use smallvec::smallvec;
@@ -24,7 +24,7 @@ const PTRS_PER_BLOCK: u64 = 1024;
 
 /// Get `n` free pages for the page cache, reclaiming first if the zone is low; `writer`: a
 /// buffered write's allocation (`current->backing_dev_info` set, 2.6 mm/filemap.c).
-fn need_pages(k: &mut FsState, sub: &mut Nested, n: u64, writer: bool) -> bool {
+fn need_pages(k: &mut FsState, sub: &mut Nested<FsState>, n: u64, writer: bool) -> bool {
     if k.mm.low() {
         let pid = k.kthreads.kswapd();
         k.wake_kthread(pid);
@@ -60,7 +60,7 @@ pub(crate) fn journal_stop_slept(k: &mut FsState) {
 /// dirty, which under `lock_kernel()` journals the in-core inode into its inode-table block
 /// (reached through bread(), a buffer-cache hit: mini-ll's `bread` point) in a one-credit
 /// handle; the inode joins `s_dirty` for kupdated's `sync_unlocked_inodes`.
-fn ext3_dirty_inode(k: &mut FsState, file: u32) -> Box<dyn Path> {
+fn ext3_dirty_inode(k: &mut FsState, file: u32) -> Box<dyn Path<FsState>> {
     k.dcache.mark_inode_dirty(file);
     k.jbd.dirty_inode(file);
     let step = LoopStep::plain(
@@ -147,7 +147,7 @@ pub struct FileWrite {
     /// Page offset of a rewrite inside the file (None: append).
     at: Option<u64>,
     left: u64,
-    sub: Nested,
+    sub: Nested<FsState>,
     looping: bool,
     /// generic_file_write's mtime update (`mark_inode_dirty_sync`) is done.
     stamped: bool,
@@ -155,7 +155,7 @@ pub struct FileWrite {
     handle: bool,
 }
 
-pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
+pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path<FsState>> {
     file_write(file, None, bytes)
 }
 
@@ -163,11 +163,11 @@ pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
 /// the file goes): whole pages overwritten in the page cache (no read; a page not cached is
 /// added), blocks already allocated, a page still dirty dirties no new buffer (the pages
 /// rewritten are taken to be the file's still-dirty ones first).
-pub fn sys_rewrite(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+pub fn sys_rewrite(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path<FsState>> {
     file_write(file, Some(off_pages), bytes)
 }
 
-fn file_write(file: u32, at: Option<u64>, bytes: u64) -> Box<dyn Path> {
+fn file_write(file: u32, at: Option<u64>, bytes: u64) -> Box<dyn Path<FsState>> {
     Box::new(FileWrite {
         file,
         at,
@@ -179,7 +179,7 @@ fn file_write(file: u32, at: Option<u64>, bytes: u64) -> Box<dyn Path> {
     })
 }
 
-impl Path for FileWrite {
+impl Path<FsState> for FileWrite {
     fn name(&self) -> &'static str {
         "sys_write"
     }
@@ -320,23 +320,23 @@ pub struct FileRead {
     file: u32,
     off: u64,
     left: u64,
-    sub: Nested,
+    sub: Nested<FsState>,
     /// `UPDATE_ATIME(inode)` at the end of `do_generic_file_read` is still to come.
     atime: bool,
 }
 
 /// A `read()` on ext3: the page-cache read, then the access-time update.
-pub fn sys_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+pub fn sys_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path<FsState>> {
     file_read(file, off_pages, bytes, true)
 }
 
 /// A read the page cache answers without ext3's access-time update: the NFS client's
 /// `nfs_file_read` (the file's times are the server's, updated by nfsd's own read).
-pub fn cached_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+pub fn cached_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path<FsState>> {
     file_read(file, off_pages, bytes, false)
 }
 
-fn file_read(file: u32, off: u64, bytes: u64, atime: bool) -> Box<dyn Path> {
+fn file_read(file: u32, off: u64, bytes: u64, atime: bool) -> Box<dyn Path<FsState>> {
     Box::new(FileRead {
         file,
         off,
@@ -351,7 +351,7 @@ fn current_time(now: u64) -> u64 {
     now / 1_000_000_000
 }
 
-impl Path for FileRead {
+impl Path<FsState> for FileRead {
     fn name(&self) -> &'static str {
         "sys_read"
     }
@@ -412,7 +412,7 @@ impl Path for FileRead {
 }
 
 /// open()/stat(): path lookup through the dcache.
-pub fn sys_lookup(k: &mut FsState, file: u32) -> Box<dyn Path> {
+pub fn sys_lookup(k: &mut FsState, file: u32) -> Box<dyn Path<FsState>> {
     k.dcache.touch_existing(file);
     crate::kernel::path::once("path_lookup", k.c.lookup)
 }
@@ -431,7 +431,7 @@ const INODES_PER_TABLE_BLOCK: u64 = 32;
 /// 32nd name a 4 KiB inode-table block is read, in its block group's table (names are walked
 /// in inode order, a group's inodes together). A later night finds the dentry cached and
 /// `d_lookup` sets DCACHE_REFERENCED.
-pub fn sys_lstat_tree(k: &mut FsState, first_night: bool, nth: u64) -> Box<dyn Path> {
+pub fn sys_lstat_tree(k: &mut FsState, first_night: bool, nth: u64) -> Box<dyn Path<FsState>> {
     let cost = k.c.lookup + k.c.fstat;
     if !first_night {
         k.dcache.hit_unused();
@@ -451,7 +451,7 @@ pub fn sys_lstat_tree(k: &mut FsState, first_night: bool, nth: u64) -> Box<dyn P
 }
 
 /// creat(): a new inode and directory entry (the caller made the file record `file`).
-pub fn sys_create(file: u32) -> Box<dyn Path> {
+pub fn sys_create(file: u32) -> Box<dyn Path<FsState>> {
     Box::new(Create { file: Some(file) })
 }
 
@@ -460,7 +460,7 @@ struct Create {
     file: Option<u32>,
 }
 
-impl Path for Create {
+impl Path<FsState> for Create {
     fn name(&self) -> &'static str {
         "sys_create"
     }
@@ -505,7 +505,7 @@ fn drop_buffers(k: &mut FsState, file: u32, n: u64, cached: u64) -> u64 {
     kept
 }
 
-pub fn sys_unlink(file: u32) -> Box<dyn Path> {
+pub fn sys_unlink(file: u32) -> Box<dyn Path<FsState>> {
     Box::new(Truncate {
         file,
         to: 0,
@@ -515,7 +515,7 @@ pub fn sys_unlink(file: u32) -> Box<dyn Path> {
 }
 
 /// ftruncate() of `file` to `to_pages` (no effect past its end).
-pub fn sys_ftruncate(file: u32, to_pages: u64) -> Box<dyn Path> {
+pub fn sys_ftruncate(file: u32, to_pages: u64) -> Box<dyn Path<FsState>> {
     Box::new(Truncate {
         file,
         to: to_pages,
@@ -524,7 +524,7 @@ pub fn sys_ftruncate(file: u32, to_pages: u64) -> Box<dyn Path> {
     })
 }
 
-impl Path for Truncate {
+impl Path<FsState> for Truncate {
     fn name(&self) -> &'static str {
         if self.unlink {
             "sys_unlink"
@@ -629,6 +629,7 @@ mod tests {
     use super::*;
     use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::fs::jbd::MAX_TRANSACTION_BUFFERS;
+    use crate::mm::state::MmK;
     use latlab_core::units::Nanos;
 
     /// Kernel state with `share` percent of the buffer pages dirty, and a file to write.
@@ -644,7 +645,7 @@ mod tests {
 
     /// Run `p` at `now` to its end without sleeping; its loop steps' functions and per-item
     /// costs.
-    fn steps_at(k: &mut FsState, mut p: Box<dyn Path>, now: Nanos) -> Vec<(&'static str, Nanos)> {
+    fn steps_at(k: &mut FsState, mut p: Box<dyn Path<FsState>>, now: Nanos) -> Vec<(&'static str, Nanos)> {
         let cx = Ctx { now, pid: 1 };
         let mut steps = Vec::new();
         loop {
@@ -661,7 +662,7 @@ mod tests {
     }
 
     /// Run `p` at `now` to its end without sleeping; the functions of its loop steps.
-    fn loops_at(k: &mut FsState, p: Box<dyn Path>, now: Nanos) -> Vec<&'static str> {
+    fn loops_at(k: &mut FsState, p: Box<dyn Path<FsState>>, now: Nanos) -> Vec<&'static str> {
         steps_at(k, p, now).into_iter().map(|(f, _)| f).collect()
     }
 
@@ -721,7 +722,7 @@ mod tests {
     }
 
     /// The per-page cost of `p`'s page-cache loop (`generic_file_write`).
-    fn per_page(k: &mut FsState, p: Box<dyn Path>, now: Nanos) -> Nanos {
+    fn per_page(k: &mut FsState, p: Box<dyn Path<FsState>>, now: Nanos) -> Nanos {
         let steps = steps_at(k, p, now);
         let costs: Vec<Nanos> = steps
             .iter()

@@ -4,10 +4,11 @@
 
 use crate::dev::disk::{Dir, Payload};
 use crate::fs::buffer::{Batch, Via};
+use crate::fs::state::FsState;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
-use crate::fs::state::FsState;
+use crate::mm::state::MmK;
 use latlab_core::Nanos;
 use smallvec::smallvec;
 
@@ -63,7 +64,7 @@ impl SubmitBatch {
     }
 }
 
-impl Path for SubmitBatch {
+impl Path<FsState> for SubmitBatch {
     fn name(&self) -> &'static str {
         "ll_rw_block"
     }
@@ -98,7 +99,7 @@ impl Path for SubmitBatch {
 /// head of BUF_DIRTY (which holds dirty buffers only: see [`crate::fs::buffer`]), drop the
 /// lock and submit them. Returns (via `wrote`) how many it found.
 pub struct WriteSomeBuffers {
-    sub: Nested,
+    sub: Nested<FsState>,
     started: bool,
     pub wrote: u64,
 }
@@ -111,7 +112,7 @@ pub fn write_some_buffers() -> WriteSomeBuffers {
     }
 }
 
-impl Path for WriteSomeBuffers {
+impl Path<FsState> for WriteSomeBuffers {
     fn name(&self) -> &'static str {
         "write_some_buffers"
     }
@@ -154,7 +155,7 @@ pub fn wait_for_buffers() -> WaitForBuffers {
     }
 }
 
-impl Path for WaitForBuffers {
+impl Path<FsState> for WaitForBuffers {
     fn name(&self) -> &'static str {
         "wait_for_buffers"
     }
@@ -198,11 +199,11 @@ impl Path for WaitForBuffers {
 struct Repeat<F, G> {
     make: F,
     again: G,
-    sub: Nested,
+    sub: Nested<FsState>,
     name: &'static str,
 }
 
-impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&FsState) -> bool> Path for Repeat<F, G> {
+impl<F: FnMut() -> Box<dyn Path<FsState>>, G: FnMut(&FsState) -> bool> Path<FsState> for Repeat<F, G> {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -224,9 +225,9 @@ impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&FsState) -> bool> Path for Repeat<F,
 
 fn repeat(
     name: &'static str,
-    make: impl FnMut() -> Box<dyn Path> + 'static,
+    make: impl FnMut() -> Box<dyn Path<FsState>> + 'static,
     again: impl FnMut(&FsState) -> bool + 'static,
-) -> Box<dyn Path> {
+) -> Box<dyn Path<FsState>> {
     Box::new(Repeat {
         make,
         again,
@@ -238,11 +239,11 @@ fn repeat(
 /// Run paths one after another (holding the big kernel lock while the running one does).
 pub struct Chain {
     name: &'static str,
-    parts: std::collections::VecDeque<Box<dyn Path>>,
-    sub: Nested,
+    parts: std::collections::VecDeque<Box<dyn Path<FsState>>>,
+    sub: Nested<FsState>,
 }
 
-pub fn chain(name: &'static str, parts: Vec<Box<dyn Path>>) -> Box<dyn Path> {
+pub fn chain(name: &'static str, parts: Vec<Box<dyn Path<FsState>>>) -> Box<dyn Path<FsState>> {
     Box::new(Chain {
         name,
         parts: parts.into(),
@@ -250,7 +251,7 @@ pub fn chain(name: &'static str, parts: Vec<Box<dyn Path>>) -> Box<dyn Path> {
     })
 }
 
-impl Path for Chain {
+impl Path<FsState> for Chain {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -276,11 +277,11 @@ impl Path for Chain {
 /// A path from a closure run once at its start (state changes with no CPU cost of their own).
 pub struct Effect<F>(Option<F>);
 
-pub fn effect(f: impl FnOnce(&mut FsState) + 'static) -> Box<dyn Path> {
+pub fn effect(f: impl FnOnce(&mut FsState) + 'static) -> Box<dyn Path<FsState>> {
     Box::new(Effect(Some(f)))
 }
 
-impl<F: FnOnce(&mut FsState)> Path for Effect<F> {
+impl<F: FnOnce(&mut FsState)> Path<FsState> for Effect<F> {
     fn name(&self) -> &'static str {
         "effect"
     }
@@ -293,7 +294,7 @@ impl<F: FnOnce(&mut FsState)> Path for Effect<F> {
 }
 
 /// `write_unlocked_buffers(NODEV)`: write_some_buffers until BUF_DIRTY has nothing dirty.
-pub fn write_unlocked_buffers() -> Box<dyn Path> {
+pub fn write_unlocked_buffers() -> Box<dyn Path<FsState>> {
     repeat(
         "write_unlocked_buffers",
         || Box::new(write_some_buffers()),
@@ -309,7 +310,7 @@ struct WalkDirtyList {
     left: Option<u64>,
 }
 
-impl Path for WalkDirtyList {
+impl Path<FsState> for WalkDirtyList {
     fn name(&self) -> &'static str {
         "wait_for_buffers"
     }
@@ -348,7 +349,7 @@ pub fn sync_inodes(func: &'static str) -> SyncInodes {
     SyncInodes { func }
 }
 
-impl Path for SyncInodes {
+impl Path<FsState> for SyncInodes {
     fn name(&self) -> &'static str {
         self.func
     }
@@ -374,7 +375,7 @@ impl Path for SyncInodes {
 /// `sys_sync` = `fsync_dev(0)`: sync_buffers(0, 0); sync_inodes; sync_supers (ext3 starts a
 /// commit); sync_buffers(0, 1) = write_unlocked + wait(BUF_DIRTY) + write_unlocked +
 /// wait(BUF_LOCKED, refile).
-pub fn sys_sync(kjournald: u32) -> Box<dyn Path> {
+pub fn sys_sync(kjournald: u32) -> Box<dyn Path<FsState>> {
     chain(
         "sys_sync",
         vec![
@@ -397,7 +398,7 @@ pub fn sys_sync(kjournald: u32) -> Box<dyn Path> {
 }
 
 /// bdflush's pass: write batches while above nfract, then `wait_for_some_buffers`.
-pub fn bdflush_pass() -> Box<dyn Path> {
+pub fn bdflush_pass() -> Box<dyn Path<FsState>> {
     chain(
         "bdflush",
         vec![
@@ -414,7 +415,7 @@ pub fn bdflush_pass() -> Box<dyn Path> {
 /// kupdated's pass (`sync_old_buffers`, 2.4.17-2.4.19 fs/buffer.c): `sync_unlocked_inodes`
 /// under the BKL, then write batches while the oldest dirty buffer is older than
 /// age_buffer. (It does not wait for buffers; bdflush does.)
-pub fn kupdate_pass(now: Nanos) -> Box<dyn Path> {
+pub fn kupdate_pass(now: Nanos) -> Box<dyn Path<FsState>> {
     chain(
         "kupdate",
         vec![
@@ -445,7 +446,7 @@ pub fn disk_io(dir: Dir, block: u64, blocks: u64) -> DiskIo {
     }
 }
 
-impl Path for DiskIo {
+impl Path<FsState> for DiskIo {
     fn name(&self) -> &'static str {
         "ll_rw_block"
     }

@@ -28,10 +28,10 @@
 use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
 use crate::fs::flush::submit;
+use crate::fs::state::FsState;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
-use crate::fs::state::FsState;
 use crate::mm::fs_ops::{Handed, Wbc};
 use smallvec::smallvec;
 
@@ -46,12 +46,12 @@ pub struct WritebackInodes {
     io: Option<std::collections::VecDeque<u32>>,
     /// The inode being written (holding its I_LOCK, and BDI_pdflush if pdflush).
     cur: Option<u32>,
-    sub: Nested,
+    sub: Nested<FsState>,
     done: bool,
 }
 
 /// `writeback_inodes()` for `wbc`; `pdflush` when a pdflush thread runs it.
-pub fn writeback_inodes(wbc: Wbc, pdflush: bool) -> Box<dyn Path> {
+pub fn writeback_inodes(wbc: Wbc, pdflush: bool) -> Box<dyn Path<FsState>> {
     Box::new(WritebackInodes {
         wbc,
         pdflush,
@@ -79,7 +79,7 @@ impl WritebackInodes {
     }
 }
 
-impl Path for WritebackInodes {
+impl Path<FsState> for WritebackInodes {
     fn name(&self) -> &'static str {
         "writeback_inodes"
     }
@@ -218,7 +218,7 @@ impl MpageWritepages {
     }
 }
 
-impl Path for MpageWritepages {
+impl Path<FsState> for MpageWritepages {
     fn name(&self) -> &'static str {
         "mpage_writepages"
     }

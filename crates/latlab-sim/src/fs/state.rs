@@ -13,7 +13,6 @@ use crate::kernel::path::Chan;
 use crate::kernel::state::{Core, KReq};
 use crate::machine::MachineProfile;
 use crate::mm::state::MmState;
-use crate::mm::{Scan, ScanLimits};
 use latlab_core::Nanos;
 
 /// bdf_prm.nfract: percentage of buffer pages dirty that starts write-out (2.4.17, research §2).
@@ -57,23 +56,6 @@ pub struct Subsystems {
 }
 
 impl FsState {
-    /// `shrink_cache`'s page-cache pages of `lim` freed after `done` scanned
-    /// ([`crate::mm::Mm::apply_shrink`]), with what they take from the file system: their
-    /// journal entries (`journal_try_to_free_buffers`), their written-out buffers and the
-    /// inodes left with no pages.
-    pub fn apply_shrink(&mut self, lim: &ScanLimits, done: u64) -> Scan {
-        let cache = self.vm.mm.cache();
-        let done_hi = self.buf.done_hi();
-        let jbd = &mut self.jbd;
-        let sc = self
-            .vm
-            .mm
-            .apply_shrink(lim, done, &mut |f, n, cached| jbd.pages_freed(f, n, cached, done_hi));
-        self.buf.pages_freed(sc.freed, cache);
-        self.dcache.pages_dropped(sc.emptied);
-        sc
-    }
-
     /// The kernel's state around the assembled subsystems.
     pub fn assembled(m: &MachineProfile, s: Subsystems) -> Self {
         FsState {
@@ -99,7 +81,12 @@ impl FsState {
     /// A disk interrupt: the request is done; buffers complete, sleepers wake.
     pub fn disk_complete(&mut self, id: u64, now: Nanos) {
         let mut uncongested = false;
-        if let Some(r) = self.vm.dev.disk.complete(id, now, &mut self.vm.dev.core.out, &mut uncongested) {
+        if let Some(r) = self
+            .vm
+            .dev
+            .disk
+            .complete(id, now, &mut self.vm.dev.core.out, &mut uncongested)
+        {
             if let crate::dev::disk::Payload::Buffers { hi, lo } = r.payload {
                 self.buf.io_done(hi, hi - lo);
             }
@@ -108,26 +95,5 @@ impl FsState {
         if let (true, Some(pwb)) = (uncongested, self.vm.writeback.pages_mut()) {
             pwb.congestion_cleared(&mut self.vm.dev.core.out);
         }
-    }
-
-    /// `balance_dirty_state()` (2.4.17, bdf_prm nfract 40, nfract_sync 60): -1 below the soft
-    /// limit, 0 above it, 1 above the hard limit.
-    pub fn balance_dirty_state(&self) -> i32 {
-        let dirty = self.buf.dirty_for_balance() * 100;
-        let tot = self.buffer_pages();
-        if dirty > tot * NFRACT {
-            if dirty > tot * NFRACT_SYNC {
-                1
-            } else {
-                0
-            }
-        } else {
-            -1
-        }
-    }
-
-    /// Dirty buffers that can still be added before crossing the soft limit.
-    pub fn dirty_headroom(&self) -> u64 {
-        (self.buffer_pages() * NFRACT / 100).saturating_sub(self.buf.dirty_for_balance())
     }
 }

@@ -9,10 +9,10 @@
 
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{Chan, Ctx, Path, Step};
-use crate::fs::state::FsState;
 use crate::machine::MachineProfile;
 use crate::spread::ItemSpread;
 // The classes the `#[spread(...)]` lines name.
+use crate::kernel::path::CoreK;
 use crate::spread::Spread::{Counted, Estimate, Given, Measured};
 use latlab_core::Nanos;
 
@@ -721,11 +721,12 @@ impl WaitOn {
     }
 }
 
-impl Path for WaitOn {
+impl<K: CoreK> Path<K> for WaitOn {
     fn name(&self) -> &'static str {
         "interruptible_sleep_on"
     }
-    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
+        let k = k.core();
         if self.slept {
             return Step::Done;
         }

@@ -11,7 +11,7 @@
 
 use super::path::{Chan, Ctx, Path, Step, Work};
 use super::state::KReq;
-use crate::fs::state::FsState;
+use crate::kernel::path::CoreK;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -57,12 +57,12 @@ impl Futex {
 
 /// `futex(FUTEX_WAIT_PRIVATE, 0)`: sleep unless a post came meanwhile (-EAGAIN); the caller
 /// then tries to take a post again.
-pub fn sys_futex_wait(futex: Rc<Futex>) -> Box<dyn Path> {
+pub fn sys_futex_wait<K: CoreK>(futex: Rc<Futex>) -> Box<dyn Path<K>> {
     Box::new(FutexWait { futex, stage: 0 })
 }
 
 /// `futex(FUTEX_WAKE_PRIVATE, n)`: wake up to `n` queued waiters, oldest first.
-pub fn sys_futex_wake(futex: Rc<Futex>, n: u32) -> Box<dyn Path> {
+pub fn sys_futex_wake<K: CoreK>(futex: Rc<Futex>, n: u32) -> Box<dyn Path<K>> {
     Box::new(FutexWake { futex, n, woke: false })
 }
 
@@ -71,11 +71,12 @@ struct FutexWait {
     stage: u8,
 }
 
-impl Path for FutexWait {
+impl<K: CoreK> Path<K> for FutexWait {
     fn name(&self) -> &'static str {
         "futex_wait"
     }
-    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, _cx: &Ctx) -> Step {
+        let k = k.core();
         self.stage += 1;
         match self.stage {
             // futex_wait_setup and futex_queue.
@@ -100,11 +101,12 @@ struct FutexWake {
     woke: bool,
 }
 
-impl Path for FutexWake {
+impl<K: CoreK> Path<K> for FutexWake {
     fn name(&self) -> &'static str {
         "futex_wake"
     }
-    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, _cx: &Ctx) -> Step {
+        let k = k.core();
         if std::mem::replace(&mut self.woke, true) {
             return Step::Done;
         }

@@ -14,7 +14,8 @@
 //! expiry interrupts, and the paths below are the system calls that wait for and take them.
 
 use super::path::{Chan, Ctx, Path, Step, Work};
-use crate::fs::state::FsState;
+use crate::kernel::path::CoreK;
+use crate::kernel::state::Core;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
@@ -138,7 +139,7 @@ pub struct SigWait {
 }
 
 /// `pause()` until a signal, then `do_signal` sets up the handler's frame.
-pub fn sys_pause(k: &FsState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
+pub fn sys_pause<K: CoreK>(k: &Core, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path<K>> {
     Box::new(SigWait {
         take_ns: k.c.signal_deliver,
         func: "do_signal",
@@ -148,7 +149,7 @@ pub fn sys_pause(k: &FsState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> 
 }
 
 /// `sigwaitinfo()` for the timer signal.
-pub fn sys_sigwaitinfo(k: &FsState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
+pub fn sys_sigwaitinfo<K: CoreK>(k: &Core, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path<K>> {
     Box::new(SigWait {
         take_ns: k.c.signal_dequeue,
         func: "dequeue_signal",
@@ -157,11 +158,12 @@ pub fn sys_sigwaitinfo(k: &FsState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn 
     })
 }
 
-impl Path for SigWait {
+impl<K: CoreK> Path<K> for SigWait {
     fn name(&self) -> &'static str {
         "sys_rt_sigtimedwait"
     }
-    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
+        let k = k.core();
         if self.done {
             return Step::Done;
         }
@@ -176,13 +178,13 @@ impl Path for SigWait {
 }
 
 /// `clone(CLONE_VM | CLONE_THREAD | ...)` for pthread_create: `do_fork` without an mm copy.
-pub fn sys_clone_thread(k: &FsState) -> Box<dyn Path> {
+pub fn sys_clone_thread<K: CoreK>(k: &Core) -> Box<dyn Path<K>> {
     super::path::once("do_fork", k.c.clone_thread)
 }
 
 /// A thread's `exit()`: `do_exit` with the mm still used by the other threads (no
 /// `exit_mmap`), as a detached SIGEV_THREAD thread ends.
-pub fn sys_exit_thread(k: &FsState) -> Box<dyn Path> {
+pub fn sys_exit_thread<K: CoreK>(k: &Core) -> Box<dyn Path<K>> {
     super::path::once("do_exit", k.c.exit_thread)
 }
 
