@@ -491,7 +491,14 @@ impl<S: tracepoint::Sink> Kernel<S> {
             Exec::Ready => self.dispatch(),
             Exec::User { .. } => self.dispatch(),
             Exec::Kernel { step, from_user } => {
-                let mut path = self.paths[cur].take().expect("a task in the kernel runs a path");
+                // The path stays in its slot (`path!`), borrowed beside the state it runs on.
+                macro_rules! path {
+                    () => {
+                        self.paths[cur]
+                            .as_mut()
+                            .expect("a task in the kernel runs a path")
+                    };
+                }
                 let cx = Ctx {
                     now: self.now,
                     pid: self.tasks[cur].pid,
@@ -499,7 +506,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 self.st.current_mm = self.tasks[cur].mm;
                 // Finish the step under way.
                 let mut resched_here: Option<SwitchReason> = None;
-                let bkl = path.holds_bkl();
+                let bkl = path!().holds_bkl();
                 if let Some(r) = step {
                     if step_releases(&r.step, r.left) {
                         trace_event!(
@@ -508,7 +515,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                             Event::PreemptOn {
                                 task: cur,
                                 func: step_func(&r.step),
-                                path: path.name(),
+                                path: path!().name(),
                                 lock: step_lock(&r.step),
                                 swap_fill_pct: self.st.mm.swap_fill_pct(),
                             }
@@ -522,7 +529,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                             } else {
                                 (done_ns / l.per_item.max(1)).min(l.items)
                             };
-                            path.advanced(&mut self.st, &cx, done);
+                            path!().advanced(&mut self.st, &cx, done);
                             // A point is checked after every `every`-th item, the last one too.
                             let at_point =
                                 preempt::loop_point(l, &self.v, bkl).filter(|p| done > 0 && done % p.every == 0);
@@ -560,23 +567,22 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 self.drain_requests();
                 if let Some(reason) = resched_here {
                     if self.tasks[cur].need_resched {
-                        self.paths[cur] = Some(path);
                         self.tasks[cur].exec = Exec::Kernel { step: None, from_user };
                         self.schedule(reason);
                         return;
                     }
                 }
                 // Next step.
-                let next = path.next(&mut self.st, &cx);
+                let next = path!().next(&mut self.st, &cx);
                 self.drain_requests();
                 match next {
                     Step::Block(chan) => {
-                        self.paths[cur] = Some(path);
                         self.tasks[cur].exec = Exec::Kernel { step: None, from_user };
                         self.sleep_on(cur, chan);
                         self.schedule(SwitchReason::Block);
                     }
                     Step::Done => {
+                        self.paths[cur] = None;
                         if self.tasks[cur].exiting {
                             self.finish_exit(cur);
                             return;
@@ -596,12 +602,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
                             Event::FuncEntry {
                                 task: cur,
                                 func: step_func(&s),
-                                path: path.name(),
+                                path: path!().name(),
                                 lock: step_lock(&s),
                                 preempt_off: step_locked(&s),
                             }
                         );
-                        self.paths[cur] = Some(path);
                         self.tasks[cur].exec = Exec::Kernel {
                             step: Some(Running {
                                 step: s,
