@@ -1,5 +1,6 @@
 //! Devices: the RTC (realfeel's interrupt source), the disk and its request queue, 2.6's
-//! anticipatory I/O scheduler, and 6.x's multi-queue block layer.
+//! anticipatory I/O scheduler, and 6.x's multi-queue block layer; their state over the
+//! core's ([`DevState`]) and what a device path runs on ([`DevK`]).
 pub mod as_iosched;
 pub mod blk_mq;
 pub mod disk;

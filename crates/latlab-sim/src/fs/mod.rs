@@ -1,6 +1,7 @@
 //! Filesystem state: the 2.4 buffer cache (fs/buffer.c), ext3's journal (fs/jbd), the dentry
 //! and inode caches (fs/dcache.c, fs/inode.c), NFS over loopback (fs/nfs, fs/nfsd), and the
-//! paths that walk them.
+//! paths that walk them; their state over mm's ([`state::FsState`], the state the CPU loop
+//! runs every path on) and its side of what mm reaches ([`ops`]).
 pub mod buffer;
 pub mod commit;
 pub mod dcache;

@@ -8,11 +8,10 @@
 //! neighbour); hot, sequential or just-touched data count as hits.
 
 use crate::kernel::lock::Lock;
-use crate::kernel::path::{Chan, Ctx, Path, Step};
+use crate::kernel::path::{Chan, CoreK, Ctx, Path, Step};
 use crate::machine::MachineProfile;
 use crate::spread::ItemSpread;
 // The classes the `#[spread(...)]` lines name.
-use crate::kernel::path::CoreK;
 use crate::spread::Spread::{Counted, Estimate, Given, Measured};
 use latlab_core::Nanos;
 

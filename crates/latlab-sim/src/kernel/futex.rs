@@ -9,9 +9,8 @@
 //! The futex word and its queue live here, shared by the tasks that use the word (as they
 //! share the memory it is in); the paths below are the system calls.
 
-use super::path::{Chan, Ctx, Path, Step, Work};
+use super::path::{Chan, CoreK, Ctx, Path, Step, Work};
 use super::state::KReq;
-use crate::kernel::path::CoreK;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;

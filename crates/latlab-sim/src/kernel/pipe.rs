@@ -8,9 +8,8 @@
 //! The pipe's state lives here, shared by the tasks holding its two ends (as their file
 //! descriptors share the `pipe_inode_info`); the paths below are the system calls.
 
-use super::path::{Chan, Ctx, Path, Step, Work};
+use super::path::{Chan, CoreK, Ctx, Path, Step, Work};
 use super::state::KReq;
-use crate::kernel::path::CoreK;
 use std::cell::Cell;
 use std::rc::Rc;
 

@@ -13,9 +13,8 @@
 //! This module keeps the timers and the queued signals; the CPU loop (`kernel`) raises the
 //! expiry interrupts, and the paths below are the system calls that wait for and take them.
 
-use super::path::{Chan, Ctx, Path, Step, Work};
-use crate::kernel::path::CoreK;
-use crate::kernel::state::Core;
+use super::path::{Chan, CoreK, Ctx, Path, Step, Work};
+use super::state::Core;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};

@@ -11,8 +11,7 @@
 //! which a preemptible kernel may preempt.
 
 use crate::kernel::lock::Lock;
-use crate::kernel::path::CoreK;
-use crate::kernel::path::{Path, Script, Work};
+use crate::kernel::path::{CoreK, Path, Script, Work};
 use crate::kernel::state::Core;
 
 /// One loopback TCP segment of `bytes` (at most the loopback MSS, ~16 KiB): the sender's
