@@ -1,5 +1,5 @@
 //! The core's state ([`Core`]), beneath every subsystem's: each layer's state holds the one
-//! below it (`dev::DevState` the core's, `mm::MmState` the devices', `fs::FsState` mm's),
+//! below it (`dev::DevState` the core's, `mm::state::MmState` the devices', `fs::state::FsState` mm's),
 //! so a code path reaches only its own layer and the ones beneath it.
 //!
 //! Paths read and change this state; they never touch the CPU loop, the event queue or
@@ -159,7 +159,7 @@ impl Kthread {
     }
 
     /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
-    /// The pdflush pool's threads register with the pool (`mm::MmState::register_kthread`).
+    /// The pdflush pool's threads register with the pool (`mm::state::MmState::register_kthread`).
     pub fn register(self, pids: &mut KthreadPids, pid: u32) {
         match self {
             Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
