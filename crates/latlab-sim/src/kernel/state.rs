@@ -1,6 +1,7 @@
 //! The core's state ([`Core`]), beneath every subsystem's: each layer's state holds the one
-//! below it (`dev::DevState` the core's, `mm::state::MmState` the devices', `fs::state::FsState` mm's),
-//! so a code path reaches only its own layer and the ones beneath it.
+//! below it (`dev::DevState` the core's, `mm::state::MmState` the devices',
+//! `fs::state::FsState` mm's), so a code path reaches only its own layer and the ones
+//! beneath it.
 //!
 //! Paths read and change this state; they never touch the CPU loop, the event queue or
 //! other tasks directly. What they need from the kernel (wake a thread, arm a timer for a
@@ -159,7 +160,8 @@ impl Kthread {
     }
 
     /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
-    /// The pdflush pool's threads register with the pool (`mm::state::MmState::register_kthread`).
+    /// The pdflush pool's threads register with the pool
+    /// (`mm::state::MmState::register_kthread`).
     pub fn register(self, pids: &mut KthreadPids, pid: u32) {
         match self {
             Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
