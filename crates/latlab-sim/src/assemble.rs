@@ -25,7 +25,8 @@ use crate::dev::blk_mq::BlkMq;
 use crate::dev::disk::Disk;
 use crate::fs::ext3::Ext3;
 use crate::fs::jbd::Journal;
-use crate::kernel::state::{KState, Kthread, Subsystems, TimerBase};
+use crate::fs::state::{FsState, Subsystems};
+use crate::kernel::state::{Kthread, TimerBase};
 use crate::machine::MachineProfile;
 use crate::mm::page_writeback::PageWriteback;
 use crate::mm::reclaim::{self, PageReclaim};
@@ -38,7 +39,7 @@ use latlab_core::Nanos;
 /// A kernel as the variant assembles it, before the model boots it.
 pub struct Assembled {
     pub sched: Box<dyn Scheduler>,
-    pub st: KState,
+    pub st: FsState,
     /// The kernel threads its subsystems start, in start order.
     pub kthreads: Vec<Kthread>,
 }
@@ -46,7 +47,7 @@ pub struct Assembled {
 /// Build the kernel variant `v` names on machine `m` (a validated variant).
 pub fn assemble(v: &Variant, m: &MachineProfile) -> Result<Assembled, latlab_swap::SwapError> {
     let swap = latlab_swap::by_name(&v.swap_allocator, m.swap_slots().max(latlab_swap::MIN_SLOTS))?;
-    let st = KState::assembled(m, subsystems(v, m, swap));
+    let st = FsState::assembled(m, subsystems(v, m, swap));
     let mut kthreads = vec![st.reclaim.kswapd()];
     kthreads.extend(st.writeback.threads());
     kthreads.push(st.jbd.thread());
@@ -70,7 +71,6 @@ pub fn scheduler(v: &Variant) -> Box<dyn Scheduler> {
 /// The subsystems the variant names, over swap allocator `swap`.
 pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> Subsystems {
     let mut mm = Mm::new(m, swap);
-    mm.install_fs_ops(&crate::fs::ops::Ext3Ops);
     // Page-based writeback's ratelimit is set from memory as it stands at boot, before
     // the reclaim's own watermarks.
     let writeback = writeback(v, mm.buffer_pages());
@@ -161,7 +161,7 @@ mod tests {
             [Kthread::Kswapd, Kthread::Bdflush, Kthread::Kupdated, Kthread::Kjournald]
         );
         for (i, t) in a.kthreads.iter().enumerate() {
-            t.register(&mut a.st, 10 + i as u32);
+            a.st.register_kthread(*t, 10 + i as u32);
         }
         // kupdated (12) runs from its timer: nothing wakes it by pid.
         let pids = a.st.kthreads;

@@ -37,9 +37,11 @@ pub use workload::script::CommandSpec;
 
 use cpu::kthreads::KthreadProg;
 use cpu::Kernel;
+use fs::state::FsState;
 use kernel::catalog::Point;
-use kernel::state::KState;
+use kernel::state::Kthread;
 use kernel::task::Policy;
+use kernel::tracepoint;
 use latlab_core::{Engine, Nanos, RunMeta, RunResult};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -376,12 +378,39 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
         cpus,
         ..cfg.machine.clone()
     };
-    let mut k: Kernel<measure::Sinks> = Kernel::new(cfg.variant.clone(), machine, sched, st, rng);
+    // A run with periodic streams takes their measurement; one without runs a kernel whose
+    // emitting sites hold none of its code (`measure::Sinks<false>`).
+    let periodic = workload::task::stream_names(&cfg.workload.tasks);
+    Ok(if periodic.is_empty() {
+        let k = Kernel::new(cfg.variant.clone(), machine, sched, st, rng);
+        run(
+            cfg,
+            k,
+            kthreads,
+            |epoch| measure::Sinks::<false>::new(cfg, epoch),
+            progress,
+        )
+    } else {
+        let k = Kernel::new(cfg.variant.clone(), machine, sched, st, rng);
+        let sinks = |epoch| measure::Sinks::<true>::new(cfg, epoch).with_periodic(&periodic, epoch);
+        run(cfg, k, kthreads, sinks, progress)
+    })
+}
 
+/// Boot kernel `k` (its subsystems' threads `kthreads`), run the box's history if it has
+/// one, attach the run's measurements (`sinks`, their clocks from the run's start), start the
+/// measuring task and the workload, and run.
+fn run<S: tracepoint::Sink>(
+    cfg: &SimConfig,
+    mut k: Kernel<S>,
+    kthreads: Vec<Kthread>,
+    sinks: impl FnOnce(Nanos) -> S,
+    progress: StoppableProgress,
+) -> (RunResult, EngineStats) {
     // The subsystems' kernel threads, then the measurement task, then the workload's shell.
     for kind in kthreads {
         let pid = k.spawn(TaskSpec::kthread(kind.comm(), KthreadProg::new(kind)), None);
-        kind.register(&mut k.st, pid);
+        k.st.register_kthread(kind, pid);
     }
     if cfg.workload.preload.cache_full && cfg.workload.preload.reclaimed_before {
         run_history(&mut k, cfg);
@@ -389,8 +418,7 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
     let epoch = k.now;
     let before = counters(&k);
     // The measurements, subscribed to the kernel's tracepoints.
-    let periodic = workload::task::stream_names(&cfg.workload.tasks);
-    k.tp.attach(measure::Sinks::new(cfg, epoch).with_periodic(&periodic, epoch));
+    k.tp.attach(sinks(epoch));
     match cfg.posix_timer {
         Some(p) => {
             k.spawn(
@@ -438,14 +466,14 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             break;
         }
     }
-    Ok(finish(cfg, k, epoch, &before))
+    finish(cfg, k, epoch, &before)
 }
 
 /// The box's life before the run ([`Preload::reclaimed_before`]): `cat` of old files until
 /// as much as RAM has been read, so the page cache is full and the VM has reclaimed before
 /// (kswapd's first calls, with the pruning and swap-out they bring, lie behind it). The box
 /// then idles to the next whole second, where the run starts.
-fn run_history(k: &mut Kernel<measure::Sinks>, cfg: &SimConfig) {
+fn run_history<S: tracepoint::Sink>(k: &mut Kernel<S>, cfg: &SimConfig) {
     let p = &cfg.workload.preload;
     let mut cmds = vec![CommandSpec::CatOld {
         mb: cfg.machine.ram_mib,
@@ -471,7 +499,7 @@ fn run_history(k: &mut Kernel<measure::Sinks>, cfg: &SimConfig) {
 const HISTORY_LIMIT_NS: Nanos = 3_600_000_000_000;
 
 /// The kernel's event counts so far (a run reports what happened after its start).
-fn counters(k: &Kernel<measure::Sinks>) -> [(&'static str, u64); 14] {
+fn counters<S: tracepoint::Sink>(k: &Kernel<S>) -> [(&'static str, u64); 14] {
     [
         ("context_switches", k.stats.context_switches),
         ("interrupts", k.stats.irqs),
@@ -490,7 +518,7 @@ fn counters(k: &Kernel<measure::Sinks>) -> [(&'static str, u64); 14] {
     ]
 }
 
-fn preload(st: &mut KState, p: &Preload) {
+fn preload(st: &mut FsState, p: &Preload) {
     // Idle desktop processes: four address spaces (X, window manager, panel, browser) whose
     // pages nobody has touched lately; mm ids above any the kernel hands out.
     for i in 0..4u32 {
@@ -528,7 +556,7 @@ fn preload(st: &mut KState, p: &Preload) {
 /// `pages` of the idle processes already out on swap ([`Preload::swapped_mib`]): allocated
 /// through the variant's allocator in runs of SWAP_CLUSTER_MAX, alternating with runs of a
 /// process that then exited and gave its slots back.
-fn swapped_history(st: &mut KState, pages: u64) {
+fn swapped_history(st: &mut FsState, pages: u64) {
     let run = mm::vmscan::SWAP_CLUSTER_MAX;
     let mut owner = 0u32;
     let mut left = pages;
@@ -555,9 +583,9 @@ fn swapped_history(st: &mut KState, pages: u64) {
 /// Address-space id of the short-lived processes of the swap history (never a live one).
 const TRANSIENT_MM: u32 = u32::MAX - 4;
 
-fn finish(
+fn finish<S: tracepoint::Sink>(
     cfg: &SimConfig,
-    mut k: Kernel<measure::Sinks>,
+    mut k: Kernel<S>,
     epoch: Nanos,
     before: &[(&'static str, u64)],
 ) -> (RunResult, EngineStats) {

@@ -7,6 +7,7 @@
 
 use crate::fs::commit::journal_commit_transaction;
 use crate::fs::flush::{bdflush_pass, kupdate_pass, KUPDATE_INTERVAL_NS};
+use crate::fs::state::FsState;
 use crate::kernel::catalog::Point;
 use crate::kernel::catalog::WaitOn;
 use crate::kernel::path::{point, Chan, LoopStep, Path};
@@ -92,12 +93,12 @@ impl Program for KthreadProg {
 /// kswapd: try_to_free_pages rounds until free pages reach pages_high, with the stock
 /// need_resched check between rounds.
 struct KswapdPass {
-    sub: crate::kernel::path::Nested,
+    sub: crate::kernel::path::Nested<FsState>,
     rounds: u32,
     checked: bool,
 }
 
-fn kswapd_pass() -> Box<dyn Path> {
+fn kswapd_pass() -> Box<dyn Path<FsState>> {
     Box::new(KswapdPass {
         sub: Default::default(),
         rounds: 0,
@@ -108,15 +109,11 @@ fn kswapd_pass() -> Box<dyn Path> {
 /// Rounds per kswapd wakeup before it sleeps again regardless (it is woken again when needed).
 const KSWAPD_MAX_ROUNDS: u32 = 64;
 
-impl Path for KswapdPass {
+impl Path<FsState> for KswapdPass {
     fn name(&self) -> &'static str {
         "kswapd"
     }
-    fn next(
-        &mut self,
-        k: &mut crate::kernel::state::KState,
-        cx: &crate::kernel::path::Ctx,
-    ) -> crate::kernel::path::Step {
+    fn next(&mut self, k: &mut crate::fs::state::FsState, cx: &crate::kernel::path::Ctx) -> crate::kernel::path::Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -133,7 +130,7 @@ impl Path for KswapdPass {
             self.sub.start(try_to_free_pages());
         }
     }
-    fn advanced(&mut self, k: &mut crate::kernel::state::KState, cx: &crate::kernel::path::Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut crate::fs::state::FsState, cx: &crate::kernel::path::Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }

@@ -22,12 +22,13 @@ pub mod kthreads;
 pub mod syscall;
 
 use crate::engine::{EventQueue, Rng};
+use crate::fs::state::FsState;
 use crate::kernel::lock::Lock;
-use crate::kernel::path::{self, Chan, Ctx, Step};
+use crate::kernel::path::{self, Chan, Ctx, Path, Step};
 use crate::kernel::posix_timer;
 use crate::kernel::preempt::{self, Boundary};
 use crate::kernel::sched_class::Scheduler;
-use crate::kernel::state::{KReq, KState};
+use crate::kernel::state::KReq;
 use crate::kernel::task::{Exec, Policy, Running, Task, TaskId, TaskState};
 use crate::kernel::tracepoint::{self, Event, IrqCtx, Tracepoints};
 use crate::kernel::{HrTimer, Irq, SwitchReason};
@@ -52,6 +53,7 @@ macro_rules! trace_event {
                 in_schedule: $k.cpus[$k.cpu].overhead > 0,
                 irq: $k.irq_ctx,
                 tasks: &$k.tasks,
+                paths: &$k.paths,
                 sched: &*$k.sched,
             };
             $k.tp.emit(&cx, &ev);
@@ -100,6 +102,10 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
     pub tasks: Vec<Task>,
     /// Each task's program (`None`: an idle task's, or one that exited), by task id.
     programs: Vec<Option<Box<dyn Program>>>,
+    /// The kernel path each task runs (`None` outside the kernel), by task id: paths run on
+    /// the state the loop holds, [`FsState`] (the file system's, holding every layer's
+    /// beneath it), so the loop keeps them rather than [`Task`], which the core defines.
+    paths: Vec<Option<Box<dyn Path<FsState>>>>,
     /// The machine's logical CPUs (`MachineProfile::cpus`); tasks `0..cpus.len()` are their
     /// idle tasks.
     cpus: Vec<Cpu>,
@@ -108,7 +114,7 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
     sched: Box<dyn Scheduler>,
     pub v: Variant,
     pub m: MachineProfile,
-    pub st: KState,
+    pub st: FsState,
     /// Sleepers by channel, in the order they slept (looked up by key only, never walked).
     waiters: FxHashMap<Chan, SmallVec<[TaskId; 2]>>,
     tick_ns: Nanos,
@@ -128,7 +134,7 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
 }
 
 impl<S: tracepoint::Sink> Kernel<S> {
-    pub fn new(v: Variant, m: MachineProfile, sched: Box<dyn Scheduler>, st: KState, rng: Rng) -> Self {
+    pub fn new(v: Variant, m: MachineProfile, sched: Box<dyn Scheduler>, st: FsState, rng: Rng) -> Self {
         let tick_ns = 1_000_000_000 / v.hz as Nanos;
         let ncpus = m.cpus.max(1) as usize;
         // Every CPU's idle task is pid 0, `swapper` (init_task and its per-CPU copies).
@@ -155,6 +161,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
         };
         let tasks = (0..ncpus).map(idle).collect();
         let programs = (0..ncpus).map(|_| None).collect();
+        let paths = (0..ncpus).map(|_| None).collect();
         let cpus = (0..ncpus)
             .map(|c| Cpu {
                 current: c,
@@ -167,6 +174,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             q: EventQueue::new(),
             tasks,
             programs,
+            paths,
             cpus,
             cpu: 0,
             sched,
@@ -239,6 +247,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             cpu: self.cpu as u8,
         });
         self.programs.push(Some(spec.program));
+        self.paths.push(None);
         self.pids.insert(pid, id);
         self.stats.tasks_created += 1;
         if let Some(p) = parent {
@@ -384,10 +393,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
             Exec::Ready => Some(0),
             Exec::User { left } => Some(*left),
             Exec::Kernel { step: None, .. } => Some(0),
-            Exec::Kernel {
-                step: Some(r), path, ..
-            } => match &r.step {
-                Step::Loop(l) if t.need_resched => match preempt::loop_point(l, &self.v, path.holds_bkl()) {
+            Exec::Kernel { step: Some(r), .. } => match &r.step {
+                Step::Loop(l) if t.need_resched => match preempt::loop_point(l, &self.v, self.holds_bkl(c.current)) {
                     Some(p) => Some(preempt::to_next_point(r.total - r.left, l, p).min(r.left)),
                     None => Some(r.left),
                 },
@@ -483,11 +490,15 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             Exec::Ready => self.dispatch(),
             Exec::User { .. } => self.dispatch(),
-            Exec::Kernel {
-                mut path,
-                step,
-                from_user,
-            } => {
+            Exec::Kernel { step, from_user } => {
+                // The path stays in its slot (`path!`), borrowed beside the state it runs on.
+                macro_rules! path {
+                    () => {
+                        self.paths[cur]
+                            .as_mut()
+                            .expect("a task in the kernel runs a path")
+                    };
+                }
                 let cx = Ctx {
                     now: self.now,
                     pid: self.tasks[cur].pid,
@@ -495,7 +506,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 self.st.current_mm = self.tasks[cur].mm;
                 // Finish the step under way.
                 let mut resched_here: Option<SwitchReason> = None;
-                let bkl = path.holds_bkl();
+                let bkl = path!().holds_bkl();
                 if let Some(r) = step {
                     if step_releases(&r.step, r.left) {
                         trace_event!(
@@ -504,7 +515,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                             Event::PreemptOn {
                                 task: cur,
                                 func: step_func(&r.step),
-                                path: path.name(),
+                                path: path!().name(),
                                 lock: step_lock(&r.step),
                                 swap_fill_pct: self.st.mm.swap_fill_pct(),
                             }
@@ -518,7 +529,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                             } else {
                                 (done_ns / l.per_item.max(1)).min(l.items)
                             };
-                            path.advanced(&mut self.st, &cx, done);
+                            path!().advanced(&mut self.st, &cx, done);
                             // A point is checked after every `every`-th item, the last one too.
                             let at_point =
                                 preempt::loop_point(l, &self.v, bkl).filter(|p| done > 0 && done % p.every == 0);
@@ -556,29 +567,22 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 self.drain_requests();
                 if let Some(reason) = resched_here {
                     if self.tasks[cur].need_resched {
-                        self.tasks[cur].exec = Exec::Kernel {
-                            path,
-                            step: None,
-                            from_user,
-                        };
+                        self.tasks[cur].exec = Exec::Kernel { step: None, from_user };
                         self.schedule(reason);
                         return;
                     }
                 }
                 // Next step.
-                let next = path.next(&mut self.st, &cx);
+                let next = path!().next(&mut self.st, &cx);
                 self.drain_requests();
                 match next {
                     Step::Block(chan) => {
-                        self.tasks[cur].exec = Exec::Kernel {
-                            path,
-                            step: None,
-                            from_user,
-                        };
+                        self.tasks[cur].exec = Exec::Kernel { step: None, from_user };
                         self.sleep_on(cur, chan);
                         self.schedule(SwitchReason::Block);
                     }
                     Step::Done => {
+                        self.paths[cur] = None;
                         if self.tasks[cur].exiting {
                             self.finish_exit(cur);
                             return;
@@ -598,13 +602,12 @@ impl<S: tracepoint::Sink> Kernel<S> {
                             Event::FuncEntry {
                                 task: cur,
                                 func: step_func(&s),
-                                path: path.name(),
+                                path: path!().name(),
                                 lock: step_lock(&s),
                                 preempt_off: step_locked(&s),
                             }
                         );
                         self.tasks[cur].exec = Exec::Kernel {
-                            path,
                             step: Some(Running {
                                 step: s,
                                 left: total,
@@ -620,7 +623,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
     }
 
     /// Give task `t` the context `e`. What it replaces owns something only when it is a
-    /// kernel path: any other is forgotten, not dropped, since the assignment would call the
+    /// kernel step: any other is forgotten, not dropped, since the assignment would call the
     /// context's drop glue out of line at every action of every program.
     #[inline(always)]
     fn set_exec(&mut self, t: TaskId, e: Exec) {
@@ -630,6 +633,18 @@ impl<S: tracepoint::Sink> Kernel<S> {
         } else {
             std::mem::forget(old);
         }
+    }
+
+    /// Task `t` enters the kernel to run `path`, from `step` on.
+    #[inline(always)]
+    fn enter_kernel(&mut self, t: TaskId, path: Box<dyn Path<FsState>>, step: Option<Running>, from_user: bool) {
+        self.set_exec(t, Exec::Kernel { step, from_user });
+        self.paths[t] = Some(path);
+    }
+
+    /// The kernel path task `t` runs holds the big kernel lock.
+    fn holds_bkl(&self, t: TaskId) -> bool {
+        self.paths[t].as_ref().is_some_and(|p| p.holds_bkl())
     }
 
     /// The current task is in user space (or between kernel-thread passes): run its program.
@@ -681,19 +696,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
             let from_user = !self.tasks[cur].kthread;
             let entry = if from_user { self.m.syscall_ns } else { 0 };
             let s = path::Work::plain("system_call", entry);
-            self.set_exec(
-                cur,
-                Exec::Kernel {
-                    path,
-                    step: Some(Running {
-                        step: s,
-                        left: entry,
-                        total: entry,
-                        since: self.now,
-                    }),
-                    from_user,
-                },
-            );
+            let step = Some(Running {
+                step: s,
+                left: entry,
+                total: entry,
+                since: self.now,
+            });
+            self.enter_kernel(cur, path, step, from_user);
             return;
         }
         // A program that only spawns and never runs: give it a tick of compute.
@@ -738,14 +747,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 } else {
                     crate::mm::memory::do_exit(t.mm)
                 };
-                self.set_exec(
-                    cur,
-                    Exec::Kernel {
-                        path,
-                        step: None,
-                        from_user: false,
-                    },
-                );
+                self.enter_kernel(cur, path, None, false);
                 return true;
             }
         }
@@ -1062,7 +1064,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
         if self.cpus[self.cpu].overhead > 0 || !(t.need_resched || (to_user && t.need_resched_lazy)) {
             return;
         }
-        match preempt::at_irq_return(&self.tasks[cur].exec, &self.v) {
+        match preempt::at_irq_return(&self.tasks[cur].exec, &self.v, || self.holds_bkl(cur)) {
             Boundary::No => {}
             Boundary::Yes(reason) => {
                 // The interrupted step stays where it is; the task is still runnable.
@@ -1236,12 +1238,12 @@ pub(crate) mod tests {
 
     /// Run a kernel path, every loop to its end with no time passing (so no write
     /// completes): the first sleep it takes, if any.
-    pub(crate) fn run_to_sleep(k: &mut KState, p: Box<dyn Path>) -> Option<Chan> {
+    pub(crate) fn run_to_sleep(k: &mut FsState, p: Box<dyn Path<FsState>>) -> Option<Chan> {
         run_to_sleep_as(k, p, &Ctx { now: 0, pid: 1 })
     }
 
     /// [`run_to_sleep`] as the task `cx.pid`, at `cx.now`.
-    pub(crate) fn run_to_sleep_as(k: &mut KState, mut p: Box<dyn Path>, cx: &Ctx) -> Option<Chan> {
+    pub(crate) fn run_to_sleep_as(k: &mut FsState, mut p: Box<dyn Path<FsState>>, cx: &Ctx) -> Option<Chan> {
         for _ in 0..10_000 {
             match p.next(k, cx) {
                 Step::Loop(l) => p.advanced(k, cx, l.items),
@@ -1255,12 +1257,12 @@ pub(crate) mod tests {
 
     /// Kernel state on the test machine, scan-2.4 swap over the machine's swap area.
     /// A 2.4 kernel's state: [`crate::assemble`] of a 2.4.18 variant's subsystems.
-    pub(crate) fn kstate_on(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> KState {
+    pub(crate) fn kstate_on(m: &MachineProfile, swap: Box<dyn latlab_swap::SwapAllocator>) -> FsState {
         let v = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
-        KState::assembled(m, crate::assemble::subsystems(&v, m, swap))
+        FsState::assembled(m, crate::assemble::subsystems(&v, m, swap))
     }
 
-    pub(crate) fn kstate() -> KState {
+    pub(crate) fn kstate() -> FsState {
         let m = machine();
         kstate_on(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
     }

@@ -8,12 +8,13 @@ use crate::fs::ext3::{
 };
 use crate::fs::flush::sys_sync;
 use crate::fs::nfs;
+use crate::fs::state::FsState;
 use crate::kernel::catalog::Point;
 use crate::kernel::futex;
 use crate::kernel::path::{once, point, Chan, Ctx, LoopStep, Path, Script, Step, Work};
 use crate::kernel::pipe;
 use crate::kernel::posix_timer;
-use crate::kernel::state::{KReq, KState};
+use crate::kernel::state::KReq;
 use crate::machine::MachineProfile;
 use crate::workload::syscall::Syscall;
 use latlab_core::Nanos;
@@ -24,7 +25,7 @@ use std::rc::Rc;
 impl Syscall {
     /// The code path this call runs for the caller, whose address space is `mm`.
     #[inline]
-    pub(crate) fn path(self, k: &mut KState, m: &MachineProfile, mm: u32) -> Box<dyn Path> {
+    pub(crate) fn path(self, k: &mut FsState, m: &MachineProfile, mm: u32) -> Box<dyn Path<FsState>> {
         match self {
             Syscall::Fault { pages } => crate::mm::memory::fault_in(mm, pages),
             Syscall::TouchWorkingSet => crate::mm::swap_in::touch_working_set(mm),
@@ -81,7 +82,7 @@ impl Syscall {
 }
 
 /// Wait for `ns` of network transfer (NFS read, cvs): the task sleeps until the data is in.
-fn net_read(k: &mut KState, ns: Nanos) -> Box<dyn Path> {
+fn net_read(k: &mut FsState, ns: Nanos) -> Box<dyn Path<FsState>> {
     k.net_token += 1;
     let chan = Chan::Net(k.net_token);
     Box::new(NetRead {
@@ -97,11 +98,11 @@ struct NetRead {
     waited: bool,
 }
 
-impl Path for NetRead {
+impl Path<FsState> for NetRead {
     fn name(&self) -> &'static str {
         "sock_recvmsg"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if self.waited {
             return Step::Done;
         }
@@ -115,7 +116,7 @@ impl Path for NetRead {
 }
 
 /// read(/dev/zero) of `bytes`: clear_user page by page, with the stock need_resched check.
-fn read_zero(bytes: u64) -> Box<dyn Path> {
+fn read_zero(bytes: u64) -> Box<dyn Path<FsState>> {
     Box::new(ReadZero {
         pages: bytes.div_ceil(4096),
         done: false,
@@ -127,11 +128,11 @@ struct ReadZero {
     done: bool,
 }
 
-impl Path for ReadZero {
+impl Path<FsState> for ReadZero {
     fn name(&self) -> &'static str {
         "read_zero"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if self.done {
             return Step::Done;
         }
@@ -147,7 +148,7 @@ impl Path for ReadZero {
 
 /// A read of /dev/urandom: extract_entropy, one SHA-1 transform per 10 bytes handed out
 /// (2.4 drivers/char/random.c), with the stock `need_resched` check before each.
-fn urandom_read(k: &KState, bytes: u64) -> Box<dyn Path> {
+fn urandom_read(k: &FsState, bytes: u64) -> Box<dyn Path<FsState>> {
     Box::new(Script {
         name: "urandom_read",
         steps: smallvec![LoopStep::plain(
@@ -166,11 +167,11 @@ struct SendMsg {
     done: bool,
 }
 
-impl Path for SendMsg {
+impl Path<FsState> for SendMsg {
     fn name(&self) -> &'static str {
         "sys_sendmsg"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if std::mem::replace(&mut self.done, true) {
             if let Some(c) = self.wake {
                 k.out.push(KReq::Wake(c));
@@ -187,11 +188,11 @@ struct Select {
     chan: Chan,
 }
 
-impl Path for Select {
+impl Path<FsState> for Select {
     fn name(&self) -> &'static str {
         "sys_select"
     }
-    fn next(&mut self, _k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, _k: &mut FsState, _cx: &Ctx) -> Step {
         if self.queued.get() > 0 {
             Step::Done
         } else {

@@ -2,8 +2,8 @@
 //! `rtc_interrupt` adds one to `rtc_irq_data` and wakes `rtc_wait`; `read()` returns the
 //! count accumulated since the last read and clears it.
 
+use crate::dev::DevK;
 use crate::kernel::path::{Chan, Ctx, Path, Step, Work};
-use crate::kernel::state::KState;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -53,15 +53,16 @@ pub struct RtcRead {
     buf: Rc<Cell<Option<(Nanos, u64)>>>,
 }
 
-pub fn rtc_read(buf: Rc<Cell<Option<(Nanos, u64)>>>) -> Box<dyn Path> {
+pub fn rtc_read<K: DevK>(buf: Rc<Cell<Option<(Nanos, u64)>>>) -> Box<dyn Path<K>> {
     Box::new(RtcRead { copied: false, buf })
 }
 
-impl Path for RtcRead {
+impl<K: DevK> Path<K> for RtcRead {
     fn name(&self) -> &'static str {
         "rtc_read"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, _cx: &Ctx) -> Step {
+        let k = k.dev();
         if self.copied {
             self.buf.set(k.rtc.read());
             return Step::Done;

@@ -24,10 +24,10 @@ use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
 use crate::fs::flush::{disk_io, SubmitBatch};
 use crate::fs::jbd::{Region, WBUF};
+use crate::fs::state::FsState;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Points, Step, Work};
-use crate::kernel::state::KState;
 use latlab_core::Nanos;
 use smallvec::smallvec;
 
@@ -42,7 +42,7 @@ pub struct Commit {
     /// kjournald runs it under the big kernel lock (2.4's jbd).
     bkl: bool,
     started: bool,
-    sub: Nested,
+    sub: Nested<FsState>,
     walk: Walk,
     /// This walk has passed its region (unfiled the completed buffers, skipped the locked).
     passed: bool,
@@ -50,7 +50,7 @@ pub struct Commit {
 }
 
 /// kjournald's commit; `bkl`: under the big kernel lock (2.4's jbd).
-pub fn journal_commit_transaction(bkl: bool) -> Box<dyn Path> {
+pub fn journal_commit_transaction(bkl: bool) -> Box<dyn Path<FsState>> {
     Box::new(Commit {
         bkl,
         started: false,
@@ -77,7 +77,7 @@ fn datalist_walk(items: u64, per: Nanos, points: Points, hold: bool) -> Step {
 /// Transaction id the checkpointed metadata buffers carry (they belong to no running one).
 pub const NO_TXN: u64 = u64::MAX;
 
-impl Path for Commit {
+impl Path<FsState> for Commit {
     fn name(&self) -> &'static str {
         "journal_commit_transaction"
     }
@@ -87,7 +87,7 @@ impl Path for Commit {
     fn holds_bkl(&self) -> bool {
         self.bkl
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if let Some(s) = self.sub.next(k, cx) {
             return s;
         }
@@ -160,7 +160,7 @@ impl Path for Commit {
             self.meta_done = true;
             let meta = k.jbd.committing.as_ref().map_or(0, |t| t.meta);
             let at = k.jbd.log_alloc(meta + 2);
-            let parts: Vec<Box<dyn Path>> = vec![
+            let parts: Vec<Box<dyn Path<FsState>>> = vec![
                 Box::new(disk_io(Dir::Write, at, meta + 1)),
                 Box::new(disk_io(Dir::Write, at + meta + 1, 1)),
             ];
@@ -186,7 +186,7 @@ impl Path for Commit {
         k.mm.unpin_all();
         Step::Done
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }

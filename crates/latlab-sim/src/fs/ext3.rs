@@ -9,10 +9,10 @@
 use crate::dev::disk::Dir;
 use crate::fs::ext3_balloc::Alloc;
 use crate::fs::flush::{chain, disk_io};
+use crate::fs::state::FsState;
 use crate::kernel::catalog::{Costs, Point};
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{once, point, under_bkl, Chan, Ctx, LoopStep, Nested, Path, Script, Step, Work};
-use crate::kernel::state::KState;
 use crate::mm::FileRec;
 use latlab_core::Nanos;
 use smallvec::smallvec;
@@ -24,7 +24,7 @@ const PTRS_PER_BLOCK: u64 = 1024;
 
 /// Get `n` free pages for the page cache, reclaiming first if the zone is low; `writer`: a
 /// buffered write's allocation (`current->backing_dev_info` set, 2.6 mm/filemap.c).
-fn need_pages(k: &mut KState, sub: &mut Nested, n: u64, writer: bool) -> bool {
+fn need_pages(k: &mut FsState, sub: &mut Nested<FsState>, n: u64, writer: bool) -> bool {
     if k.mm.low() {
         let pid = k.kthreads.kswapd();
         k.wake_kthread(pid);
@@ -38,7 +38,7 @@ fn need_pages(k: &mut KState, sub: &mut Nested, n: u64, writer: bool) -> bool {
 
 /// `ext3_journal_start` -> `start_this_handle`: with the running transaction full, the
 /// caller asks kjournald to commit it and sleeps until the commit has begun.
-fn journal_start(k: &mut KState) -> Option<Step> {
+fn journal_start(k: &mut FsState) -> Option<Step> {
     let pid = k.kthreads.kjournald();
     if pid == 0 || !k.jbd.handle_must_wait() {
         return None;
@@ -49,7 +49,7 @@ fn journal_start(k: &mut KState) -> Option<Step> {
 
 /// `journal_stop` of a handle held open across a sleep ([`crate::fs::jbd::Journal::updates`]):
 /// the last one a `T_LOCKED` commit waited for wakes kjournald (`j_wait_updates`).
-pub(crate) fn journal_stop_slept(k: &mut KState) {
+pub(crate) fn journal_stop_slept(k: &mut FsState) {
     if k.jbd.handle_stopped() {
         k.wake(Chan::TxnUpdates);
     }
@@ -60,7 +60,7 @@ pub(crate) fn journal_stop_slept(k: &mut KState) {
 /// dirty, which under `lock_kernel()` journals the in-core inode into its inode-table block
 /// (reached through bread(), a buffer-cache hit: mini-ll's `bread` point) in a one-credit
 /// handle; the inode joins `s_dirty` for kupdated's `sync_unlocked_inodes`.
-fn ext3_dirty_inode(k: &mut KState, file: u32) -> Box<dyn Path> {
+fn ext3_dirty_inode(k: &mut FsState, file: u32) -> Box<dyn Path<FsState>> {
     k.dcache.mark_inode_dirty(file);
     k.jbd.dirty_inode(file);
     let step = LoopStep::plain(
@@ -117,7 +117,7 @@ impl Ext3 {
 /// sets `i_mtime = CURRENT_TIME` and calls `mark_inode_dirty_sync` on every call; 2.6.17's
 /// `file_update_time` (fs/inode.c, 2.6.16) only when `current_fs_time` differs from
 /// `i_mtime`, and ext3 keeps `alloc_super`'s `s_time_gran` of a second: once a second.
-fn mtime_changes(k: &mut KState, file: u32, now: u64) -> bool {
+fn mtime_changes(k: &mut FsState, file: u32, now: u64) -> bool {
     if !k.ext3.coarse_mtime {
         return true;
     }
@@ -147,7 +147,7 @@ pub struct FileWrite {
     /// Page offset of a rewrite inside the file (None: append).
     at: Option<u64>,
     left: u64,
-    sub: Nested,
+    sub: Nested<FsState>,
     looping: bool,
     /// generic_file_write's mtime update (`mark_inode_dirty_sync`) is done.
     stamped: bool,
@@ -155,7 +155,7 @@ pub struct FileWrite {
     handle: bool,
 }
 
-pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
+pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path<FsState>> {
     file_write(file, None, bytes)
 }
 
@@ -163,11 +163,11 @@ pub fn sys_write(file: u32, bytes: u64) -> Box<dyn Path> {
 /// the file goes): whole pages overwritten in the page cache (no read; a page not cached is
 /// added), blocks already allocated, a page still dirty dirties no new buffer (the pages
 /// rewritten are taken to be the file's still-dirty ones first).
-pub fn sys_rewrite(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+pub fn sys_rewrite(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path<FsState>> {
     file_write(file, Some(off_pages), bytes)
 }
 
-fn file_write(file: u32, at: Option<u64>, bytes: u64) -> Box<dyn Path> {
+fn file_write(file: u32, at: Option<u64>, bytes: u64) -> Box<dyn Path<FsState>> {
     Box::new(FileWrite {
         file,
         at,
@@ -179,11 +179,11 @@ fn file_write(file: u32, at: Option<u64>, bytes: u64) -> Box<dyn Path> {
     })
 }
 
-impl Path for FileWrite {
+impl Path<FsState> for FileWrite {
     fn name(&self) -> &'static str {
         "sys_write"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -264,7 +264,7 @@ impl Path for FileWrite {
             );
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }
@@ -320,23 +320,23 @@ pub struct FileRead {
     file: u32,
     off: u64,
     left: u64,
-    sub: Nested,
+    sub: Nested<FsState>,
     /// `UPDATE_ATIME(inode)` at the end of `do_generic_file_read` is still to come.
     atime: bool,
 }
 
 /// A `read()` on ext3: the page-cache read, then the access-time update.
-pub fn sys_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+pub fn sys_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path<FsState>> {
     file_read(file, off_pages, bytes, true)
 }
 
 /// A read the page cache answers without ext3's access-time update: the NFS client's
 /// `nfs_file_read` (the file's times are the server's, updated by nfsd's own read).
-pub fn cached_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path> {
+pub fn cached_read(file: u32, off_pages: u64, bytes: u64) -> Box<dyn Path<FsState>> {
     file_read(file, off_pages, bytes, false)
 }
 
-fn file_read(file: u32, off: u64, bytes: u64, atime: bool) -> Box<dyn Path> {
+fn file_read(file: u32, off: u64, bytes: u64, atime: bool) -> Box<dyn Path<FsState>> {
     Box::new(FileRead {
         file,
         off,
@@ -351,11 +351,11 @@ fn current_time(now: u64) -> u64 {
     now / 1_000_000_000
 }
 
-impl Path for FileRead {
+impl Path<FsState> for FileRead {
     fn name(&self) -> &'static str {
         "sys_read"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -400,7 +400,7 @@ impl Path for FileRead {
             self.sub.start(Box::new(disk_io(Dir::Read, fblock + self.off, n)));
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }
@@ -412,7 +412,7 @@ impl Path for FileRead {
 }
 
 /// open()/stat(): path lookup through the dcache.
-pub fn sys_lookup(k: &mut KState, file: u32) -> Box<dyn Path> {
+pub fn sys_lookup(k: &mut FsState, file: u32) -> Box<dyn Path<FsState>> {
     k.dcache.touch_existing(file);
     crate::kernel::path::once("path_lookup", k.c.lookup)
 }
@@ -431,7 +431,7 @@ const INODES_PER_TABLE_BLOCK: u64 = 32;
 /// 32nd name a 4 KiB inode-table block is read, in its block group's table (names are walked
 /// in inode order, a group's inodes together). A later night finds the dentry cached and
 /// `d_lookup` sets DCACHE_REFERENCED.
-pub fn sys_lstat_tree(k: &mut KState, first_night: bool, nth: u64) -> Box<dyn Path> {
+pub fn sys_lstat_tree(k: &mut FsState, first_night: bool, nth: u64) -> Box<dyn Path<FsState>> {
     let cost = k.c.lookup + k.c.fstat;
     if !first_night {
         k.dcache.hit_unused();
@@ -451,7 +451,7 @@ pub fn sys_lstat_tree(k: &mut KState, first_night: bool, nth: u64) -> Box<dyn Pa
 }
 
 /// creat(): a new inode and directory entry (the caller made the file record `file`).
-pub fn sys_create(file: u32) -> Box<dyn Path> {
+pub fn sys_create(file: u32) -> Box<dyn Path<FsState>> {
     Box::new(Create { file: Some(file) })
 }
 
@@ -460,11 +460,11 @@ struct Create {
     file: Option<u32>,
 }
 
-impl Path for Create {
+impl Path<FsState> for Create {
     fn name(&self) -> &'static str {
         "sys_create"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if let Some(s) = journal_start(k) {
             return s;
         }
@@ -498,14 +498,14 @@ pub struct Truncate {
 /// The buffers of `n` of `file`'s `cached` pages a truncate drops leave the buffer lists and
 /// their transactions (`block_flushpage` -> `journal_flushpage`); returns how many of those
 /// pages the committing transaction pins (its buffers stay dirty, for the commit to write).
-fn drop_buffers(k: &mut KState, file: u32, n: u64, cached: u64) -> u64 {
+fn drop_buffers(k: &mut FsState, file: u32, n: u64, cached: u64) -> u64 {
     let committing = k.jbd.committing_tid();
     let (dropped, kept) = k.buf.pages_truncated(file, n, cached, committing);
     k.jbd.pages_truncated(file, n, cached, &dropped);
     kept
 }
 
-pub fn sys_unlink(file: u32) -> Box<dyn Path> {
+pub fn sys_unlink(file: u32) -> Box<dyn Path<FsState>> {
     Box::new(Truncate {
         file,
         to: 0,
@@ -515,7 +515,7 @@ pub fn sys_unlink(file: u32) -> Box<dyn Path> {
 }
 
 /// ftruncate() of `file` to `to_pages` (no effect past its end).
-pub fn sys_ftruncate(file: u32, to_pages: u64) -> Box<dyn Path> {
+pub fn sys_ftruncate(file: u32, to_pages: u64) -> Box<dyn Path<FsState>> {
     Box::new(Truncate {
         file,
         to: to_pages,
@@ -524,7 +524,7 @@ pub fn sys_ftruncate(file: u32, to_pages: u64) -> Box<dyn Path> {
     })
 }
 
-impl Path for Truncate {
+impl Path<FsState> for Truncate {
     fn name(&self) -> &'static str {
         if self.unlink {
             "sys_unlink"
@@ -532,7 +532,7 @@ impl Path for Truncate {
             "sys_ftruncate"
         }
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         let Some(f) = k.mm.files().get(&self.file) else {
             return Step::Done;
         };
@@ -600,7 +600,7 @@ impl Path for Truncate {
             _ => Step::Done,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, _cx: &Ctx, done: u64) {
         if self.stage == 2 {
             // Each page's buffers go with it (block_flushpage / journal_flushpage).
             let cached = k.mm.files().get(&self.file).map_or(0, FileRec::cached);
@@ -629,10 +629,11 @@ mod tests {
     use super::*;
     use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::fs::jbd::MAX_TRANSACTION_BUFFERS;
+    use crate::mm::state::MmK;
     use latlab_core::units::Nanos;
 
     /// Kernel state with `share` percent of the buffer pages dirty, and a file to write.
-    fn dirty_to(share: u64) -> (KState, u32) {
+    fn dirty_to(share: u64) -> (FsState, u32) {
         let mut k = kstate();
         let n = k.buffer_pages() * share / 100;
         let old = k.mm.create_file(n);
@@ -644,7 +645,7 @@ mod tests {
 
     /// Run `p` at `now` to its end without sleeping; its loop steps' functions and per-item
     /// costs.
-    fn steps_at(k: &mut KState, mut p: Box<dyn Path>, now: Nanos) -> Vec<(&'static str, Nanos)> {
+    fn steps_at(k: &mut FsState, mut p: Box<dyn Path<FsState>>, now: Nanos) -> Vec<(&'static str, Nanos)> {
         let cx = Ctx { now, pid: 1 };
         let mut steps = Vec::new();
         loop {
@@ -661,13 +662,13 @@ mod tests {
     }
 
     /// Run `p` at `now` to its end without sleeping; the functions of its loop steps.
-    fn loops_at(k: &mut KState, p: Box<dyn Path>, now: Nanos) -> Vec<&'static str> {
+    fn loops_at(k: &mut FsState, p: Box<dyn Path<FsState>>, now: Nanos) -> Vec<&'static str> {
         steps_at(k, p, now).into_iter().map(|(f, _)| f).collect()
     }
 
     /// Kernel state under 2.6.17's page-based writeback (the model's 2.6 ext3), and a new
     /// file whose first block group's bitmap is already cached.
-    fn kstate26() -> (KState, u32) {
+    fn kstate26() -> (FsState, u32) {
         let mut k = kstate();
         let t = crate::variant::DirtyTunables {
             dirty_ratio: 40,
@@ -721,7 +722,7 @@ mod tests {
     }
 
     /// The per-page cost of `p`'s page-cache loop (`generic_file_write`).
-    fn per_page(k: &mut KState, p: Box<dyn Path>, now: Nanos) -> Nanos {
+    fn per_page(k: &mut FsState, p: Box<dyn Path<FsState>>, now: Nanos) -> Nanos {
         let steps = steps_at(k, p, now);
         let costs: Vec<Nanos> = steps
             .iter()
@@ -772,7 +773,7 @@ mod tests {
     const SEC: Nanos = 1_000_000_000;
 
     /// A cached file of 4 pages.
-    fn cached_file(k: &mut KState) -> u32 {
+    fn cached_file(k: &mut FsState) -> u32 {
         let f = k.mm.existing_file(4);
         k.mm.add_pages(f, 0, 4);
         f
@@ -857,7 +858,7 @@ mod tests {
     #[test]
     fn handles_wait_for_the_commit_of_a_full_transaction() {
         let mut k = kstate();
-        crate::kernel::state::Kthread::Kjournald.register(&mut k, 4);
+        k.register_kthread(crate::kernel::state::Kthread::Kjournald, 4);
         let f = k.mm.create_file(16);
         k.jbd.add_meta32(32 * (MAX_TRANSACTION_BUFFERS - 5));
         let mut w = sys_write(f, 4096);

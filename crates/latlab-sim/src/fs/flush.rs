@@ -4,10 +4,11 @@
 
 use crate::dev::disk::{Dir, Payload};
 use crate::fs::buffer::{Batch, Via};
+use crate::fs::state::FsState;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
-use crate::kernel::state::KState;
+use crate::mm::state::MmK;
 use latlab_core::Nanos;
 use smallvec::smallvec;
 
@@ -19,7 +20,7 @@ pub const AGE_BUFFER_NS: Nanos = 30_000_000_000;
 pub const KUPDATE_INTERVAL_NS: Nanos = 5_000_000_000;
 
 /// Record a submitted batch with the journal (its data buffers leave the dirty state).
-fn account_submission(k: &mut KState, b: &Batch, via: Via) {
+fn account_submission(k: &mut FsState, b: &Batch, via: Via) {
     if let Some(t) = k.jbd.txn_mut(b.txn) {
         t.submitted(b.file, b.lo, b.hi - b.lo, via == Via::Journal);
     }
@@ -27,7 +28,7 @@ fn account_submission(k: &mut KState, b: &Batch, via: Via) {
 
 /// Hand a batch taken off the dirty list to the disk for task `pid`: the journal learns of
 /// it, it moves to BUF_LOCKED, one write request (merged into the queue's newest under 2.6).
-pub(crate) fn submit(k: &mut KState, b: &Batch, via: Via, pid: u32, now: Nanos) {
+pub(crate) fn submit(k: &mut FsState, b: &Batch, via: Via, pid: u32, now: Nanos) {
     account_submission(k, b, via);
     k.buf.submitted(b);
     k.disk_submit_by(
@@ -63,11 +64,11 @@ impl SubmitBatch {
     }
 }
 
-impl Path for SubmitBatch {
+impl Path<FsState> for SubmitBatch {
     fn name(&self) -> &'static str {
         "ll_rw_block"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         let block = self.batch.as_ref().map_or(0, |b| b.block);
         let wait = match self.batch {
             Some(_) => k.disk.get_request_wait(Dir::Write, block, self.n, cx.pid, cx.now),
@@ -98,7 +99,7 @@ impl Path for SubmitBatch {
 /// head of BUF_DIRTY (which holds dirty buffers only: see [`crate::fs::buffer`]), drop the
 /// lock and submit them. Returns (via `wrote`) how many it found.
 pub struct WriteSomeBuffers {
-    sub: Nested,
+    sub: Nested<FsState>,
     started: bool,
     pub wrote: u64,
 }
@@ -111,11 +112,11 @@ pub fn write_some_buffers() -> WriteSomeBuffers {
     }
 }
 
-impl Path for WriteSomeBuffers {
+impl Path<FsState> for WriteSomeBuffers {
     fn name(&self) -> &'static str {
         "write_some_buffers"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if let Some(s) = self.sub.next(k, cx) {
             return s;
         }
@@ -134,7 +135,7 @@ impl Path for WriteSomeBuffers {
         )));
         Work::locked("write_some_buffers", n * k.c.collect, Lock::LruList, false)
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
@@ -154,11 +155,11 @@ pub fn wait_for_buffers() -> WaitForBuffers {
     }
 }
 
-impl Path for WaitForBuffers {
+impl Path<FsState> for WaitForBuffers {
     fn name(&self) -> &'static str {
         "wait_for_buffers"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         match self.stage {
             0 => {
                 self.stage = 1;
@@ -185,7 +186,7 @@ impl Path for WaitForBuffers {
             _ => Step::Done,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, _cx: &Ctx, done: u64) {
         k.buf.refile_locked(done);
         if self.stage == 1 && k.buf.locked_list_completed() > 0 {
             // Stopped at the lock-break: restart the walk from the head.
@@ -198,15 +199,15 @@ impl Path for WaitForBuffers {
 struct Repeat<F, G> {
     make: F,
     again: G,
-    sub: Nested,
+    sub: Nested<FsState>,
     name: &'static str,
 }
 
-impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&KState) -> bool> Path for Repeat<F, G> {
+impl<F: FnMut() -> Box<dyn Path<FsState>>, G: FnMut(&FsState) -> bool> Path<FsState> for Repeat<F, G> {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -217,16 +218,16 @@ impl<F: FnMut() -> Box<dyn Path>, G: FnMut(&KState) -> bool> Path for Repeat<F, 
             self.sub.start((self.make)());
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
 
 fn repeat(
     name: &'static str,
-    make: impl FnMut() -> Box<dyn Path> + 'static,
-    again: impl FnMut(&KState) -> bool + 'static,
-) -> Box<dyn Path> {
+    make: impl FnMut() -> Box<dyn Path<FsState>> + 'static,
+    again: impl FnMut(&FsState) -> bool + 'static,
+) -> Box<dyn Path<FsState>> {
     Box::new(Repeat {
         make,
         again,
@@ -238,11 +239,11 @@ fn repeat(
 /// Run paths one after another (holding the big kernel lock while the running one does).
 pub struct Chain {
     name: &'static str,
-    parts: std::collections::VecDeque<Box<dyn Path>>,
-    sub: Nested,
+    parts: std::collections::VecDeque<Box<dyn Path<FsState>>>,
+    sub: Nested<FsState>,
 }
 
-pub fn chain(name: &'static str, parts: Vec<Box<dyn Path>>) -> Box<dyn Path> {
+pub fn chain(name: &'static str, parts: Vec<Box<dyn Path<FsState>>>) -> Box<dyn Path<FsState>> {
     Box::new(Chain {
         name,
         parts: parts.into(),
@@ -250,11 +251,11 @@ pub fn chain(name: &'static str, parts: Vec<Box<dyn Path>>) -> Box<dyn Path> {
     })
 }
 
-impl Path for Chain {
+impl Path<FsState> for Chain {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -265,7 +266,7 @@ impl Path for Chain {
             }
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
     fn holds_bkl(&self) -> bool {
@@ -276,15 +277,15 @@ impl Path for Chain {
 /// A path from a closure run once at its start (state changes with no CPU cost of their own).
 pub struct Effect<F>(Option<F>);
 
-pub fn effect(f: impl FnOnce(&mut KState) + 'static) -> Box<dyn Path> {
+pub fn effect(f: impl FnOnce(&mut FsState) + 'static) -> Box<dyn Path<FsState>> {
     Box::new(Effect(Some(f)))
 }
 
-impl<F: FnOnce(&mut KState)> Path for Effect<F> {
+impl<F: FnOnce(&mut FsState)> Path<FsState> for Effect<F> {
     fn name(&self) -> &'static str {
         "effect"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         if let Some(f) = self.0.take() {
             f(k);
         }
@@ -293,7 +294,7 @@ impl<F: FnOnce(&mut KState)> Path for Effect<F> {
 }
 
 /// `write_unlocked_buffers(NODEV)`: write_some_buffers until BUF_DIRTY has nothing dirty.
-pub fn write_unlocked_buffers() -> Box<dyn Path> {
+pub fn write_unlocked_buffers() -> Box<dyn Path<FsState>> {
     repeat(
         "write_unlocked_buffers",
         || Box::new(write_some_buffers()),
@@ -309,11 +310,11 @@ struct WalkDirtyList {
     left: Option<u64>,
 }
 
-impl Path for WalkDirtyList {
+impl Path<FsState> for WalkDirtyList {
     fn name(&self) -> &'static str {
         "wait_for_buffers"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         let left = *self.left.get_or_insert(k.buf.nr_dirty);
         if left == 0 {
             return Step::Done;
@@ -327,7 +328,7 @@ impl Path for WalkDirtyList {
             false,
         )
     }
-    fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, _k: &mut FsState, _cx: &Ctx, done: u64) {
         if let Some(l) = self.left.as_mut() {
             *l -= done.min(*l);
         }
@@ -348,11 +349,11 @@ pub fn sync_inodes(func: &'static str) -> SyncInodes {
     SyncInodes { func }
 }
 
-impl Path for SyncInodes {
+impl Path<FsState> for SyncInodes {
     fn name(&self) -> &'static str {
         self.func
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
         let n = k.dcache.dirty_inodes.len() as u64;
         if n == 0 {
             return Step::Done;
@@ -366,7 +367,7 @@ impl Path for SyncInodes {
             false,
         )
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, _cx: &Ctx, done: u64) {
         k.dcache.synced(done);
     }
 }
@@ -374,7 +375,7 @@ impl Path for SyncInodes {
 /// `sys_sync` = `fsync_dev(0)`: sync_buffers(0, 0); sync_inodes; sync_supers (ext3 starts a
 /// commit); sync_buffers(0, 1) = write_unlocked + wait(BUF_DIRTY) + write_unlocked +
 /// wait(BUF_LOCKED, refile).
-pub fn sys_sync(kjournald: u32) -> Box<dyn Path> {
+pub fn sys_sync(kjournald: u32) -> Box<dyn Path<FsState>> {
     chain(
         "sys_sync",
         vec![
@@ -397,7 +398,7 @@ pub fn sys_sync(kjournald: u32) -> Box<dyn Path> {
 }
 
 /// bdflush's pass: write batches while above nfract, then `wait_for_some_buffers`.
-pub fn bdflush_pass() -> Box<dyn Path> {
+pub fn bdflush_pass() -> Box<dyn Path<FsState>> {
     chain(
         "bdflush",
         vec![
@@ -414,7 +415,7 @@ pub fn bdflush_pass() -> Box<dyn Path> {
 /// kupdated's pass (`sync_old_buffers`, 2.4.17-2.4.19 fs/buffer.c): `sync_unlocked_inodes`
 /// under the BKL, then write batches while the oldest dirty buffer is older than
 /// age_buffer. (It does not wait for buffers; bdflush does.)
-pub fn kupdate_pass(now: Nanos) -> Box<dyn Path> {
+pub fn kupdate_pass(now: Nanos) -> Box<dyn Path<FsState>> {
     chain(
         "kupdate",
         vec![
@@ -445,11 +446,11 @@ pub fn disk_io(dir: Dir, block: u64, blocks: u64) -> DiskIo {
     }
 }
 
-impl Path for DiskIo {
+impl Path<FsState> for DiskIo {
     fn name(&self) -> &'static str {
         "ll_rw_block"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         if self.id.is_some() {
             return Step::Done;
         }

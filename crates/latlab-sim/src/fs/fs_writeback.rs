@@ -28,10 +28,10 @@
 use crate::dev::disk::Dir;
 use crate::fs::buffer::Via;
 use crate::fs::flush::submit;
+use crate::fs::state::FsState;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step, Work};
-use crate::kernel::state::KState;
 use crate::mm::fs_ops::{Handed, Wbc};
 use smallvec::smallvec;
 
@@ -46,12 +46,12 @@ pub struct WritebackInodes {
     io: Option<std::collections::VecDeque<u32>>,
     /// The inode being written (holding its I_LOCK, and BDI_pdflush if pdflush).
     cur: Option<u32>,
-    sub: Nested,
+    sub: Nested<FsState>,
     done: bool,
 }
 
 /// `writeback_inodes()` for `wbc`; `pdflush` when a pdflush thread runs it.
-pub fn writeback_inodes(wbc: Wbc, pdflush: bool) -> Box<dyn Path> {
+pub fn writeback_inodes(wbc: Wbc, pdflush: bool) -> Box<dyn Path<FsState>> {
     Box::new(WritebackInodes {
         wbc,
         pdflush,
@@ -63,14 +63,14 @@ pub fn writeback_inodes(wbc: Wbc, pdflush: bool) -> Box<dyn Path> {
 }
 
 impl WritebackInodes {
-    fn finish(&mut self, k: &mut KState) -> Step {
+    fn finish(&mut self, k: &mut FsState) -> Step {
         self.done = true;
         k.writeback.pwb_mut().wbc = self.wbc;
         Step::Done
     }
 
     /// The inode just written: drop I_LOCK (and BDI_pdflush), take its result.
-    fn release(&mut self, k: &mut KState, file: u32, cx: &Ctx) {
+    fn release(&mut self, k: &mut FsState, file: u32, cx: &Ctx) {
         k.writeback.pwb_mut().i_lock.remove(&file);
         if self.pdflush && k.writeback.pwb_mut().bdi_pdflush == Some(cx.pid) {
             k.writeback.pwb_mut().bdi_pdflush = None;
@@ -79,11 +79,11 @@ impl WritebackInodes {
     }
 }
 
-impl Path for WritebackInodes {
+impl Path<FsState> for WritebackInodes {
     fn name(&self) -> &'static str {
         "writeback_inodes"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if self.done {
                 return Step::Done;
@@ -150,7 +150,7 @@ impl Path for WritebackInodes {
             self.sub.start(Box::new(MpageWritepages::new(file)));
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
@@ -160,7 +160,7 @@ impl Path for WritebackInodes {
 /// batches (`ioc_set_batching`); what merges into the newest request and what `get_request`
 /// gives go to the queue; with no request free it sleeps until `freed_request` leaves room.
 /// Pdflush's and the writer's `mpage_writepages` and 2.6.17 reclaim's `pageout()` write so.
-pub(crate) fn write_dirty_run(k: &mut KState, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed {
+pub(crate) fn write_dirty_run(k: &mut FsState, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed {
     k.disk.woke(cx.pid, cx.now);
     let room = k.disk.room(block, cx.pid, cx.now, want);
     if room == 0 {
@@ -211,18 +211,18 @@ impl MpageWritepages {
     }
 
     /// The waiting page's buffer went to the queue: its handle is stopped.
-    fn stop_handle(&mut self, k: &mut KState) {
+    fn stop_handle(&mut self, k: &mut FsState) {
         if std::mem::take(&mut self.handle) {
             crate::fs::ext3::journal_stop_slept(k);
         }
     }
 }
 
-impl Path for MpageWritepages {
+impl Path<FsState> for MpageWritepages {
     fn name(&self) -> &'static str {
         "mpage_writepages"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut FsState, cx: &Ctx) -> Step {
         loop {
             if self.cpu_left > 0 {
                 // lock_page .. ext3_ordered_writepage per page, cond_resched() per pagevec.
@@ -259,13 +259,13 @@ impl Path for MpageWritepages {
                 }
                 continue;
             }
-            let wbc = &mut k.writeback.pwb_mut().wbc;
+            let wbc = &mut k.vm.writeback.pwb_mut().wbc;
             if self.done {
                 return Step::Done;
             }
             // Before the loop and between pagevecs (the kernel tests after each page, but a
             // hit ends the loop only at the pagevec's end): a nonblocking caller stops here.
-            if wbc.nonblocking && k.disk.congested() {
+            if wbc.nonblocking && k.vm.dev.disk.congested() {
                 wbc.encountered_congestion = true;
                 return Step::Done;
             }
@@ -274,7 +274,7 @@ impl Path for MpageWritepages {
             if k.jbd.locked {
                 return Step::Block(Chan::TxnLocked);
             }
-            let wbc = &mut k.writeback.pwb_mut().wbc;
+            let wbc = &mut k.vm.writeback.pwb_mut().wbc;
             // pagevec_lookup_tag(PAGECACHE_TAG_DIRTY, PAGEVEC_SIZE).
             let n = k.buf.pending_of(self.file).min(wbc.nr_to_write).min(PAGEVEC_SIZE);
             if n == 0 {
@@ -286,7 +286,7 @@ impl Path for MpageWritepages {
             self.cpu_left = n;
         }
     }
-    fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, _k: &mut FsState, _cx: &Ctx, done: u64) {
         self.cpu_left -= done.min(self.cpu_left);
     }
 }
@@ -305,7 +305,7 @@ mod tests {
 
     /// 2.6.17's queue (128 requests of 512 KiB, congested from 113) holding `queued` one-block
     /// writes of another task, and `FILE` with 4,096 dirty pages.
-    fn setup(queued: u64) -> KState {
+    fn setup(queued: u64) -> FsState {
         let mut k = kstate();
         k.writeback = crate::mm::writeback::DirtyWriteback::pdflush_for_tests();
         let mut m = machine();
@@ -319,7 +319,7 @@ mod tests {
     }
 
     /// `n` one-block writes of task `OTHER`, none merging.
-    fn other_writes(k: &mut KState, n: u64) {
+    fn other_writes(k: &mut FsState, n: u64) {
         for i in 0..n {
             k.disk_submit_by(Dir::Write, 10 * i + 10, 1, Payload::Other, OTHER, 0);
         }
@@ -388,7 +388,7 @@ mod tests {
     fn a_commit_waits_in_t_locked_for_the_handle_pdflush_holds_asleep_and_new_handles_wait_for_it() {
         use crate::fs::commit::journal_commit_transaction;
         let mut k = setup(112);
-        crate::kernel::state::Kthread::Kjournald.register(&mut k, 4);
+        k.register_kthread(crate::kernel::state::Kthread::Kjournald, 4);
         let cx = Ctx { now: 0, pid: PDFLUSH };
         let mut pdflush = writeback_inodes(Wbc::new(1_024, true, None), true);
         let mut first = pdflush.next(&mut k, &cx);

@@ -1,6 +1,7 @@
 //! Filesystem state: the 2.4 buffer cache (fs/buffer.c), ext3's journal (fs/jbd), the dentry
 //! and inode caches (fs/dcache.c, fs/inode.c), NFS over loopback (fs/nfs, fs/nfsd), and the
-//! paths that walk them.
+//! paths that walk them; their state over mm's ([`state::FsState`], the state the CPU loop
+//! runs every path on) and its side of what mm reaches ([`ops`]).
 pub mod buffer;
 pub mod commit;
 pub mod dcache;
@@ -11,6 +12,7 @@ pub mod fs_writeback;
 pub mod jbd;
 pub mod nfs;
 pub mod ops;
+pub mod state;
 
 /// The part of `all` that `n` of `of` make, things spread evenly over `of` (all of it once
 /// `n` reaches `of`): e.g. the written-out buffers among `n` pages freed of a file's `of`.

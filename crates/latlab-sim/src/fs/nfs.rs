@@ -14,8 +14,8 @@
 
 use crate::fs::ext3::{cached_read, sys_create, sys_lookup, sys_read, sys_unlink, sys_write};
 use crate::fs::flush::{chain, effect};
+use crate::fs::state::FsState;
 use crate::kernel::path::{once, under_bkl, Path};
-use crate::kernel::state::KState;
 
 /// A file as the NFS client sees it and as the server stores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,12 +31,12 @@ pub struct NfsFile {
 /// work under the BKL, what the reply brings back to the client (`on_reply`), and the
 /// reply's trip (a READ's data with it).
 fn rpc(
-    k: &KState,
+    k: &FsState,
     name: &'static str,
     (sent, returned): (u64, u64),
-    server: Box<dyn Path>,
-    on_reply: impl FnOnce(&mut KState) + 'static,
-) -> Box<dyn Path> {
+    server: Box<dyn Path<FsState>>,
+    on_reply: impl FnOnce(&mut FsState) + 'static,
+) -> Box<dyn Path<FsState>> {
     let trip = |bytes: u64| k.c.rpc_call / 2 + 2 * k.c.copy(bytes);
     chain(
         name,
@@ -50,7 +50,7 @@ fn rpc(
 }
 
 /// A new file on the mount: the client's inode (no disk blocks) and the server's.
-pub fn new_file(k: &mut KState, pages: u64) -> NfsFile {
+pub fn new_file(k: &mut FsState, pages: u64) -> NfsFile {
     NfsFile {
         client: k.mm.create_file(0),
         server: k.mm.create_file(pages),
@@ -58,7 +58,7 @@ pub fn new_file(k: &mut KState, pages: u64) -> NfsFile {
 }
 
 /// The client's inode takes the server file's size (after a reply that carried it).
-fn mirror_size(k: &mut KState, f: NfsFile) {
+fn mirror_size(k: &mut FsState, f: NfsFile) {
     let size = k.mm.files().get(&f.server).map_or(0, |r| r.size);
     if let Some(c) = k.mm.files_mut().get_mut(&f.client) {
         c.size = size;
@@ -67,14 +67,14 @@ fn mirror_size(k: &mut KState, f: NfsFile) {
 
 /// open()/stat() of an existing file: the client's dentry, then a GETATTR to revalidate its
 /// inode (close-to-open), served by a lookup in the server's dcache.
-pub fn nfs_lookup(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
+pub fn nfs_lookup(k: &mut FsState, f: NfsFile) -> Box<dyn Path<FsState>> {
     k.dcache.touch_existing(f.client);
     let server = sys_lookup(k, f.server);
     rpc(k, "nfs_proc_getattr", (0, 0), server, move |k| mirror_size(k, f))
 }
 
 /// creat(): the client's new dentry and inode, and a CREATE on the server.
-pub fn nfs_create(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
+pub fn nfs_create(k: &mut FsState, f: NfsFile) -> Box<dyn Path<FsState>> {
     k.dcache.created(f.client);
     k.mm.take_slab(crate::mm::vmscan::DENTRY_BYTES + crate::mm::vmscan::INODE_BYTES);
     rpc(k, "nfs_proc_create", (0, 0), sys_create(f.server), |_| {})
@@ -82,7 +82,7 @@ pub fn nfs_create(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
 
 /// write() appending `bytes` (at most one wsize): into the client's page cache, then a WRITE
 /// the server appends to its file.
-pub fn nfs_write(k: &mut KState, f: NfsFile, bytes: u64) -> Box<dyn Path> {
+pub fn nfs_write(k: &mut FsState, f: NfsFile, bytes: u64) -> Box<dyn Path<FsState>> {
     let pages = bytes.div_ceil(4096);
     let end = k.mm.files().get(&f.client).map_or(0, |c| c.size);
     k.mm.add_pages(f.client, end, pages);
@@ -93,7 +93,7 @@ pub fn nfs_write(k: &mut KState, f: NfsFile, bytes: u64) -> Box<dyn Path> {
 
 /// read() of `bytes` from page `off`: from the client's page cache if it holds them, else a
 /// READ the server answers from its own cache or its disk; the reply fills the client's cache.
-pub fn nfs_read(k: &mut KState, f: NfsFile, off: u64, bytes: u64) -> Box<dyn Path> {
+pub fn nfs_read(k: &mut FsState, f: NfsFile, off: u64, bytes: u64) -> Box<dyn Path<FsState>> {
     let pages = bytes.div_ceil(4096);
     if k.mm.cached_run(f.client, off) >= pages {
         return cached_read(f.client, off, bytes);
@@ -111,7 +111,7 @@ pub fn nfs_read(k: &mut KState, f: NfsFile, off: u64, bytes: u64) -> Box<dyn Pat
 }
 
 /// unlink(): the client drops its inode and pages, the server unlinks (truncate and all).
-pub fn nfs_unlink(k: &mut KState, f: NfsFile) -> Box<dyn Path> {
+pub fn nfs_unlink(k: &mut FsState, f: NfsFile) -> Box<dyn Path<FsState>> {
     k.mm.delete_file(f.client);
     k.dcache.delete_file(f.client);
     rpc(k, "nfs_proc_remove", (0, 0), sys_unlink(f.server), |_| {})

@@ -8,8 +8,7 @@
 //! neighbour); hot, sequential or just-touched data count as hits.
 
 use crate::kernel::lock::Lock;
-use crate::kernel::path::{Chan, Ctx, Path, Step};
-use crate::kernel::state::KState;
+use crate::kernel::path::{Chan, CoreK, Ctx, Path, Step};
 use crate::machine::MachineProfile;
 use crate::spread::ItemSpread;
 // The classes the `#[spread(...)]` lines name.
@@ -721,11 +720,12 @@ impl WaitOn {
     }
 }
 
-impl Path for WaitOn {
+impl<K: CoreK> Path<K> for WaitOn {
     fn name(&self) -> &'static str {
         "interruptible_sleep_on"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
+        let k = k.core();
         if self.slept {
             return Step::Done;
         }

@@ -9,8 +9,8 @@
 //! The futex word and its queue live here, shared by the tasks that use the word (as they
 //! share the memory it is in); the paths below are the system calls.
 
-use super::path::{Chan, Ctx, Path, Step, Work};
-use super::state::{KReq, KState};
+use super::path::{Chan, CoreK, Ctx, Path, Step, Work};
+use super::state::KReq;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -56,12 +56,12 @@ impl Futex {
 
 /// `futex(FUTEX_WAIT_PRIVATE, 0)`: sleep unless a post came meanwhile (-EAGAIN); the caller
 /// then tries to take a post again.
-pub fn sys_futex_wait(futex: Rc<Futex>) -> Box<dyn Path> {
+pub fn sys_futex_wait<K: CoreK>(futex: Rc<Futex>) -> Box<dyn Path<K>> {
     Box::new(FutexWait { futex, stage: 0 })
 }
 
 /// `futex(FUTEX_WAKE_PRIVATE, n)`: wake up to `n` queued waiters, oldest first.
-pub fn sys_futex_wake(futex: Rc<Futex>, n: u32) -> Box<dyn Path> {
+pub fn sys_futex_wake<K: CoreK>(futex: Rc<Futex>, n: u32) -> Box<dyn Path<K>> {
     Box::new(FutexWake { futex, n, woke: false })
 }
 
@@ -70,11 +70,12 @@ struct FutexWait {
     stage: u8,
 }
 
-impl Path for FutexWait {
+impl<K: CoreK> Path<K> for FutexWait {
     fn name(&self) -> &'static str {
         "futex_wait"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, _cx: &Ctx) -> Step {
+        let k = k.core();
         self.stage += 1;
         match self.stage {
             // futex_wait_setup and futex_queue.
@@ -99,11 +100,12 @@ struct FutexWake {
     woke: bool,
 }
 
-impl Path for FutexWake {
+impl<K: CoreK> Path<K> for FutexWake {
     fn name(&self) -> &'static str {
         "futex_wake"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, _cx: &Ctx) -> Step {
+        let k = k.core();
         if std::mem::replace(&mut self.woke, true) {
             return Step::Done;
         }

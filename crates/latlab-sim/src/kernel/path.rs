@@ -8,13 +8,15 @@
 //! CPU loop computes where the next usable preemption opportunity lies instead of
 //! simulating items one by one.
 //!
-//! Paths read their loop lengths from the kernel state ([`crate::kernel::state::KState`]) at
-//! the moment the loop starts, so a loop that breaks its lock and restarts sees the state as
+//! A path runs on the state of its own layer and the layers beneath it, through the traits
+//! each layer defines ([`CoreK`] here, `dev::DevK`, `mm::state::MmK`; the file system's
+//! paths on `fs::state::FsState`, the state the CPU loop holds). Paths read their loop
+//! lengths from that state at the moment the loop starts, so a loop that breaks its lock and restarts sees the state as
 //! it is after the break, exactly like the kernel's `goto restart`.
 
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
-use crate::kernel::state::KState;
+use crate::kernel::state::Core;
 use latlab_core::Nanos;
 use smallvec::SmallVec;
 
@@ -142,15 +144,29 @@ pub struct Ctx {
     pub pid: u32,
 }
 
-/// A running system call or kernel-thread pass.
-pub trait Path {
+/// The state every path may reach: the core's ([`Core`]). Each layer's state implements it
+/// (`'static`: a path over it goes in a box).
+pub trait CoreK: 'static {
+    fn core(&mut self) -> &mut Core;
+}
+
+impl CoreK for Core {
+    #[inline(always)]
+    fn core(&mut self) -> &mut Core {
+        self
+    }
+}
+
+/// A running system call or kernel-thread pass, on state `K` (its layer's and the ones
+/// beneath it).
+pub trait Path<K> {
     /// Entry function (`sys_write`, `journal_commit_transaction`).
     fn name(&self) -> &'static str;
     /// The next step, built from the kernel state as it is now.
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step;
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step;
     /// The last [`Step::Loop`] stopped after `done` of its items (all of them, or fewer
     /// when it stopped at a rescheduling point); apply what those items did.
-    fn advanced(&mut self, _k: &mut KState, _cx: &Ctx, _done: u64) {}
+    fn advanced(&mut self, _k: &mut K, _cx: &Ctx, _done: u64) {}
     /// The path runs holding the big kernel lock (`lock_kernel()`), which 2.4's schedule()
     /// drops while the task sleeps and re-takes when it runs (`release_kernel_lock` /
     /// `reacquire_kernel_lock`). Under kernel preemption the lock keeps `preempt_count`
@@ -226,11 +242,11 @@ pub struct Script {
     pub steps: SmallVec<[Step; 2]>,
 }
 
-impl Path for Script {
+impl<K> Path<K> for Script {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn next(&mut self, _k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, _k: &mut K, _cx: &Ctx) -> Step {
         if self.steps.is_empty() {
             return Step::Done;
         }
@@ -241,20 +257,25 @@ impl Path for Script {
 /// A sub-path a path is running on its behalf (a write running `balance_dirty`, a sync
 /// running `write_some_buffers`). The parent asks it first; when it returns `Done` the
 /// parent continues.
-#[derive(Default)]
-pub struct Nested {
-    sub: Option<Box<dyn Path>>,
+pub struct Nested<K> {
+    sub: Option<Box<dyn Path<K>>>,
 }
 
-impl Nested {
-    pub fn start(&mut self, p: Box<dyn Path>) {
+impl<K> Default for Nested<K> {
+    fn default() -> Self {
+        Nested { sub: None }
+    }
+}
+
+impl<K> Nested<K> {
+    pub fn start(&mut self, p: Box<dyn Path<K>>) {
         self.sub = Some(p);
     }
     pub fn active(&self) -> bool {
         self.sub.is_some()
     }
     /// The sub-path's next step, or None once it is done (or none is running).
-    pub fn next(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
+    pub fn next(&mut self, k: &mut K, cx: &Ctx) -> Option<Step> {
         let s = self.sub.as_mut()?.next(k, cx);
         if matches!(s, Step::Done) {
             self.sub = None;
@@ -267,7 +288,7 @@ impl Nested {
         self.sub.as_ref().is_some_and(|s| s.holds_bkl())
     }
     /// Forward a loop's progress to the sub-path if it produced the loop.
-    pub fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) -> bool {
+    pub fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) -> bool {
         match self.sub.as_mut() {
             Some(s) => {
                 s.advanced(k, cx, done);
@@ -279,20 +300,20 @@ impl Nested {
 }
 
 /// A path run under `lock_kernel()` throughout (nfsd's work on a request).
-pub struct UnderBkl(Box<dyn Path>);
+pub struct UnderBkl<K>(Box<dyn Path<K>>);
 
-pub fn under_bkl(p: Box<dyn Path>) -> Box<dyn Path> {
+pub fn under_bkl<K: 'static>(p: Box<dyn Path<K>>) -> Box<dyn Path<K>> {
     Box::new(UnderBkl(p))
 }
 
-impl Path for UnderBkl {
+impl<K> Path<K> for UnderBkl<K> {
     fn name(&self) -> &'static str {
         self.0.name()
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         self.0.next(k, cx)
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) {
         self.0.advanced(k, cx, done);
     }
     fn holds_bkl(&self) -> bool {
@@ -301,9 +322,23 @@ impl Path for UnderBkl {
 }
 
 /// A path of one plain work step.
-pub fn once(func: &'static str, ns: Nanos) -> Box<dyn Path> {
+pub fn once<K>(func: &'static str, ns: Nanos) -> Box<dyn Path<K>> {
     Box::new(Script {
         name: func,
         steps: smallvec::smallvec![Work::plain(func, ns)],
     })
+}
+
+/// The name and big-kernel-lock state of the path each task runs, by task id: what a
+/// tracepoint's sink asks of the current task's path ([`crate::kernel::tracepoint::Cx`]),
+/// whatever state the paths run on.
+pub trait PathTable {
+    /// Task `t`'s path's name and whether it holds the big kernel lock (None: it runs none).
+    fn info(&self, t: usize) -> Option<(&'static str, bool)>;
+}
+
+impl<K> PathTable for Vec<Option<Box<dyn Path<K>>>> {
+    fn info(&self, t: usize) -> Option<(&'static str, bool)> {
+        self.get(t)?.as_ref().map(|p| (p.name(), p.holds_bkl()))
+    }
 }

@@ -8,8 +8,8 @@
 //! The pipe's state lives here, shared by the tasks holding its two ends (as their file
 //! descriptors share the `pipe_inode_info`); the paths below are the system calls.
 
-use super::path::{Chan, Ctx, Path, Step, Work};
-use super::state::{KReq, KState};
+use super::path::{Chan, CoreK, Ctx, Path, Step, Work};
+use super::state::KReq;
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -45,7 +45,7 @@ impl Pipe {
 
 /// `read()` of up to `bytes` from `pipe`: sleeps while it is empty, then takes what is
 /// queued (at most `bytes`).
-pub fn sys_pipe_read(pipe: Rc<Pipe>, bytes: u64) -> Box<dyn Path> {
+pub fn sys_pipe_read<K: CoreK>(pipe: Rc<Pipe>, bytes: u64) -> Box<dyn Path<K>> {
     Box::new(PipeRw {
         pipe,
         bytes,
@@ -56,7 +56,7 @@ pub fn sys_pipe_read(pipe: Rc<Pipe>, bytes: u64) -> Box<dyn Path> {
 }
 
 /// `write()` of `bytes` (1..=PIPE_BUF, atomic) into `pipe`: sleeps while they do not fit.
-pub fn sys_pipe_write(pipe: Rc<Pipe>, bytes: u64) -> Box<dyn Path> {
+pub fn sys_pipe_write<K: CoreK>(pipe: Rc<Pipe>, bytes: u64) -> Box<dyn Path<K>> {
     Box::new(PipeRw {
         pipe,
         bytes,
@@ -75,7 +75,7 @@ struct PipeRw {
     copied: bool,
 }
 
-impl Path for PipeRw {
+impl<K: CoreK> Path<K> for PipeRw {
     fn name(&self) -> &'static str {
         if self.write {
             "pipe_write"
@@ -83,7 +83,8 @@ impl Path for PipeRw {
             "pipe_read"
         }
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, _cx: &Ctx) -> Step {
+        let k = k.core();
         if self.copied {
             if let Some(c) = self.wake.take() {
                 k.out.push(KReq::Wake(c));
@@ -110,7 +111,7 @@ impl Path for PipeRw {
             n
         };
         self.copied = true;
-        Work::plain(self.name(), k.c.pipe_op + k.c.copy(n))
+        Work::plain(<Self as Path<K>>::name(self), k.c.pipe_op + k.c.copy(n))
     }
 }
 

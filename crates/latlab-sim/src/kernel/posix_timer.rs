@@ -13,8 +13,8 @@
 //! This module keeps the timers and the queued signals; the CPU loop (`kernel`) raises the
 //! expiry interrupts, and the paths below are the system calls that wait for and take them.
 
-use super::path::{Chan, Ctx, Path, Step, Work};
-use super::state::KState;
+use super::path::{Chan, CoreK, Ctx, Path, Step, Work};
+use super::state::Core;
 use latlab_core::Nanos;
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
@@ -138,7 +138,7 @@ pub struct SigWait {
 }
 
 /// `pause()` until a signal, then `do_signal` sets up the handler's frame.
-pub fn sys_pause(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
+pub fn sys_pause<K: CoreK>(k: &Core, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path<K>> {
     Box::new(SigWait {
         take_ns: k.c.signal_deliver,
         func: "do_signal",
@@ -148,7 +148,7 @@ pub fn sys_pause(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
 }
 
 /// `sigwaitinfo()` for the timer signal.
-pub fn sys_sigwaitinfo(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path> {
+pub fn sys_sigwaitinfo<K: CoreK>(k: &Core, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn Path<K>> {
     Box::new(SigWait {
         take_ns: k.c.signal_dequeue,
         func: "dequeue_signal",
@@ -157,11 +157,12 @@ pub fn sys_sigwaitinfo(k: &KState, info: Rc<Cell<Option<SigInfo>>>) -> Box<dyn P
     })
 }
 
-impl Path for SigWait {
+impl<K: CoreK> Path<K> for SigWait {
     fn name(&self) -> &'static str {
         "sys_rt_sigtimedwait"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
+        let k = k.core();
         if self.done {
             return Step::Done;
         }
@@ -176,13 +177,13 @@ impl Path for SigWait {
 }
 
 /// `clone(CLONE_VM | CLONE_THREAD | ...)` for pthread_create: `do_fork` without an mm copy.
-pub fn sys_clone_thread(k: &KState) -> Box<dyn Path> {
+pub fn sys_clone_thread<K: CoreK>(k: &Core) -> Box<dyn Path<K>> {
     super::path::once("do_fork", k.c.clone_thread)
 }
 
 /// A thread's `exit()`: `do_exit` with the mm still used by the other threads (no
 /// `exit_mmap`), as a detached SIGEV_THREAD thread ends.
-pub fn sys_exit_thread(k: &KState) -> Box<dyn Path> {
+pub fn sys_exit_thread<K: CoreK>(k: &Core) -> Box<dyn Path<K>> {
     super::path::once("do_exit", k.c.exit_thread)
 }
 

@@ -118,12 +118,14 @@ pub fn to_next_point(elapsed: Nanos, l: &LoopStep, p: LoopChance) -> Nanos {
 }
 
 /// ret_from_intr with need_resched set: may the interrupted context be left now?
-pub fn at_irq_return(e: &Exec, v: &Variant) -> Boundary {
+/// `bkl` says whether the kernel path the task runs holds the big kernel lock (asked only
+/// of one in the kernel).
+pub fn at_irq_return(e: &Exec, v: &Variant, bkl: impl FnOnce() -> bool) -> Boundary {
     match e {
         Exec::User { .. } | Exec::Ready => Boundary::Yes(SwitchReason::UserReturn),
         Exec::Idle => Boundary::Yes(SwitchReason::Idle),
-        Exec::Kernel { step, path, .. } => {
-            if !unlock_preempts(v, path.holds_bkl()) {
+        Exec::Kernel { step, .. } => {
+            if !unlock_preempts(v, bkl()) {
                 return Boundary::No;
             }
             let atomic = match step {
@@ -155,25 +157,33 @@ pub struct CauseSnap {
 }
 
 /// The stretch running on `t`: a lock-held step counts from the step's start, anything else
-/// from when the task got the CPU or entered the kernel (`ran_since`).
-pub fn cause_of(t: &Task, id: super::task::TaskId, idle: bool, ran_since: Nanos) -> Option<CauseSnap> {
+/// from when the task got the CPU or entered the kernel (`ran_since`). `path` is the name of
+/// the kernel path it runs and whether that holds the big kernel lock.
+pub fn cause_of(
+    t: &Task,
+    id: super::task::TaskId,
+    idle: bool,
+    ran_since: Nanos,
+    path: Option<(&'static str, bool)>,
+) -> Option<CauseSnap> {
     if idle {
         return None;
     }
     match &t.exec {
-        Exec::Kernel { path, step, .. } => {
+        Exec::Kernel { step, .. } => {
+            let (name, bkl) = path.expect("a task in the kernel runs a path");
             let (func, lock, since) = match step {
                 Some(r) => match &r.step {
                     Step::Work(w) => (w.func, w.lock, if w.lock.is_some() { r.since } else { ran_since }),
                     Step::Loop(l) => (l.func, l.lock, if l.lock.is_some() { r.since } else { ran_since }),
-                    _ => (path.name(), None, ran_since),
+                    _ => (name, None, ran_since),
                 },
-                None => (path.name(), None, ran_since),
+                None => (name, None, ran_since),
             };
-            let lock = lock.or(path.holds_bkl().then_some(Lock::Bkl));
+            let lock = lock.or(bkl.then_some(Lock::Bkl));
             Some(CauseSnap {
                 task: id,
-                path: path.name(),
+                path: name,
                 func,
                 lock,
                 since,

@@ -1,24 +1,16 @@
-//! The kernel's data: everything whose size decides how long a code path runs.
+//! The core's state ([`Core`]), beneath every subsystem's: each layer's state holds the one
+//! below it (`dev::DevState` the core's, `mm::state::MmState` the devices',
+//! `fs::state::FsState` mm's), so a code path reaches only its own layer and the ones
+//! beneath it.
 //!
 //! Paths read and change this state; they never touch the CPU loop, the event queue or
 //! other tasks directly. What they need from the kernel (wake a thread, arm a timer for a
-//! disk completion) they put in [`KState::out`], which the CPU loop drains after each call.
+//! disk completion) they put in [`Core::out`], which the CPU loop drains after each call.
 
-use crate::dev::disk::Disk;
-use crate::dev::rtc::Rtc;
-use crate::fs::buffer::BufferCache;
-use crate::fs::dcache::Dcache;
-use crate::fs::jbd::Journal;
 use crate::kernel::catalog::Costs;
 use crate::kernel::path::Chan;
 use crate::machine::MachineProfile;
-use crate::mm::Mm;
 use latlab_core::Nanos;
-
-/// bdf_prm.nfract: percentage of buffer pages dirty that starts write-out (2.4.17, research §2).
-pub const NFRACT: u64 = 40;
-/// bdf_prm.nfract_sync: percentage at which writers are throttled (2.4.17).
-pub const NFRACT_SYNC: u64 = 60;
 
 /// A request from a path to the CPU loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,16 +25,9 @@ pub enum KReq {
     OomKill,
 }
 
-/// Kernel state shared by all paths.
-pub struct KState {
-    pub rtc: Rtc,
-    pub disk: Disk,
-    pub buf: BufferCache,
-    pub jbd: Journal,
-    /// ext3's block groups and generation ([`crate::fs::ext3`]).
-    pub ext3: crate::fs::ext3::Ext3,
-    pub dcache: Dcache,
-    pub mm: Mm,
+/// The core's state, beneath every subsystem: the requests paths leave for the CPU loop,
+/// the clock and costs they read, the kernel threads they wake, timers.
+pub struct Core {
     /// Requests for the CPU loop.
     pub out: Vec<KReq>,
     /// Well-known kernel-thread pids (bdflush, kupdated, kjournald, kswapd), 0 if absent.
@@ -59,12 +44,36 @@ pub struct KState {
     pub timers: TimerBase,
     /// POSIX timers and the signals they queued.
     pub posix: super::posix_timer::PosixTimers,
-    /// The kernel's dirty-page writeback, with its state ([`crate::mm::writeback`]).
-    pub writeback: crate::mm::writeback::DirtyWriteback,
-    /// The kernel's page reclaim, with its state ([`crate::mm::reclaim`]).
-    pub reclaim: crate::mm::reclaim::PageReclaim,
     /// `current->mm` of the task whose path runs (0: a kernel thread's, none).
     pub current_mm: u32,
+}
+
+impl Core {
+    /// The core's state on machine `m`, its timers from `timers`.
+    pub fn new(m: &MachineProfile, timers: TimerBase) -> Self {
+        Core {
+            out: Vec::new(),
+            kthreads: KthreadPids::default(),
+            jiffies: 0,
+            c: Costs::new(m),
+            workload_done: None,
+            net_token: 0,
+            timers,
+            posix: Default::default(),
+            current_mm: 0,
+        }
+    }
+
+    pub fn wake(&mut self, chan: Chan) {
+        self.out.push(KReq::Wake(chan));
+    }
+
+    /// Wake a kernel thread by pid (no-op if it does not exist in this run).
+    pub fn wake_kthread(&mut self, pid: u32) {
+        if pid != 0 {
+            self.out.push(KReq::Wake(Chan::Kthread(pid)));
+        }
+    }
 }
 
 /// pids of the kernel threads paths may wake.
@@ -151,8 +160,9 @@ impl Kthread {
     }
 
     /// Record the thread's pid where the kernel's code finds it (`wake_up_process(kswapd_task)`).
-    pub fn register(self, k: &mut KState, pid: u32) {
-        let pids = &mut k.kthreads;
+    /// The pdflush pool's threads register with the pool
+    /// (`mm::state::MmState::register_kthread`).
+    pub fn register(self, pids: &mut KthreadPids, pid: u32) {
         match self {
             Kthread::Kswapd | Kthread::Kswapd0 => pids.kswapd = pid,
             Kthread::Bdflush => pids.bdflush = pid,
@@ -160,125 +170,7 @@ impl Kthread {
             Kthread::Kupdated => {}
             Kthread::Kjournald => pids.kjournald = pid,
             Kthread::Flusher => pids.flusher = pid,
-            Kthread::Pdflush => k.writeback.pwb_mut().pool.register(pid),
-        }
-    }
-}
-
-/// The subsystems whose implementation the variant chooses, as
-/// [`crate::assemble`] builds them.
-pub struct Subsystems {
-    pub timers: TimerBase,
-    pub disk: Disk,
-    pub mm: Mm,
-    pub jbd: Journal,
-    pub ext3: crate::fs::ext3::Ext3,
-    pub writeback: crate::mm::writeback::DirtyWriteback,
-    pub reclaim: crate::mm::reclaim::PageReclaim,
-}
-
-impl KState {
-    /// The kernel's state around the assembled subsystems.
-    pub fn assembled(m: &MachineProfile, s: Subsystems) -> Self {
-        KState {
-            rtc: Rtc::default(),
-            disk: s.disk,
-            buf: BufferCache::default(),
-            jbd: s.jbd,
-            ext3: s.ext3,
-            dcache: Dcache::default(),
-            mm: s.mm,
-            out: Vec::new(),
-            kthreads: KthreadPids::default(),
-            jiffies: 0,
-            c: Costs::new(m),
-            workload_done: None,
-            net_token: 0,
-            timers: s.timers,
-            posix: Default::default(),
-            writeback: s.writeback,
-            reclaim: s.reclaim,
-            current_mm: 0,
-        }
-    }
-
-    pub fn wake(&mut self, chan: Chan) {
-        self.out.push(KReq::Wake(chan));
-    }
-
-    /// Queue a disk request (its completion interrupt is armed through `out`) of no task
-    /// the elevator tells apart.
-    pub fn disk_submit(
-        &mut self,
-        dir: crate::dev::disk::Dir,
-        block: u64,
-        blocks: u64,
-        payload: crate::dev::disk::Payload,
-        now: Nanos,
-    ) -> u64 {
-        self.disk_submit_by(dir, block, blocks, payload, 0, now)
-    }
-
-    /// Queue a disk request of task `pid` (its io_context: batching, anticipation).
-    pub fn disk_submit_by(
-        &mut self,
-        dir: crate::dev::disk::Dir,
-        block: u64,
-        blocks: u64,
-        payload: crate::dev::disk::Payload,
-        pid: u32,
-        now: Nanos,
-    ) -> u64 {
-        self.disk.submit(dir, block, blocks, payload, pid, now, &mut self.out)
-    }
-
-    /// A disk interrupt: the request is done; buffers complete, sleepers wake.
-    pub fn disk_complete(&mut self, id: u64, now: Nanos) {
-        let mut uncongested = false;
-        if let Some(r) = self.disk.complete(id, now, &mut self.out, &mut uncongested) {
-            if let crate::dev::disk::Payload::Buffers { hi, lo } = r.payload {
-                self.buf.io_done(hi, hi - lo);
-            }
-            self.out.push(KReq::Wake(Chan::Io(id)));
-        }
-        if let (true, Some(pwb)) = (uncongested, self.writeback.pages_mut()) {
-            pwb.congestion_cleared(&mut self.out);
-        }
-    }
-
-    /// Total pages `balance_dirty_state()` measures against: `nr_free_buffer_pages()`, which
-    /// since the 2.4.10 VM sums `zone->size - zone->pages_high` over the GFP_USER zones (mm/
-    /// page_alloc.c, 2.4.17/2.4.18): all of low memory above the high watermark, however much
-    /// of it is free, cached or anonymous. (The 2.4.9 VM summed free and inactive pages.)
-    pub fn buffer_pages(&self) -> u64 {
-        self.mm.buffer_pages()
-    }
-
-    /// `balance_dirty_state()` (2.4.17, bdf_prm nfract 40, nfract_sync 60): -1 below the soft
-    /// limit, 0 above it, 1 above the hard limit.
-    pub fn balance_dirty_state(&self) -> i32 {
-        let dirty = self.buf.dirty_for_balance() * 100;
-        let tot = self.buffer_pages();
-        if dirty > tot * NFRACT {
-            if dirty > tot * NFRACT_SYNC {
-                1
-            } else {
-                0
-            }
-        } else {
-            -1
-        }
-    }
-
-    /// Dirty buffers that can still be added before crossing the soft limit.
-    pub fn dirty_headroom(&self) -> u64 {
-        (self.buffer_pages() * NFRACT / 100).saturating_sub(self.buf.dirty_for_balance())
-    }
-
-    /// Wake a kernel thread by pid (no-op if it does not exist in this run).
-    pub fn wake_kthread(&mut self, pid: u32) {
-        if pid != 0 {
-            self.out.push(KReq::Wake(Chan::Kthread(pid)));
+            Kthread::Pdflush => {}
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Tasks: user processes and kernel threads (include/linux/sched.h, 2.4).
 
-use crate::kernel::path::{Chan, Path, Step};
+use crate::kernel::path::{Chan, Step};
 use latlab_core::Nanos;
 
 pub type TaskId = usize;
@@ -38,9 +38,9 @@ pub enum TaskState {
 pub enum Exec {
     /// A user-mode compute burst with `left` ns still to run.
     User { left: Nanos },
-    /// Kernel mode: a path and its current step, if one is under way.
+    /// Kernel mode: the current step of its path, if one is under way (the path itself,
+    /// which runs on the state of the layer it belongs to, the CPU loop keeps: `cpu/`).
     Kernel {
-        path: Box<dyn Path>,
         step: Option<Running>,
         /// Kernel entry of a user task (`false` for a kernel thread's own loop).
         from_user: bool,

@@ -15,6 +15,7 @@ use super::preempt::CauseSnap;
 use super::sched_class::Scheduler;
 use super::task::{Task, TaskId};
 use super::{Irq, SwitchReason};
+use crate::kernel::path::PathTable;
 use latlab_core::{Nanos, RunResult};
 
 /// Something a user program tells the measurement layer, at the moment it runs (the
@@ -221,6 +222,8 @@ pub struct Cx<'a> {
     pub in_schedule: bool,
     pub irq: IrqCtx,
     pub tasks: &'a [Task],
+    /// The path each task runs in the kernel.
+    pub paths: &'a dyn PathTable,
     pub sched: &'a dyn Scheduler,
 }
 
@@ -228,7 +231,7 @@ impl Cx<'_> {
     /// The stretch the current task is in, running since `ran_since` (None: the idle loop).
     pub fn interrupted(&self, ran_since: Nanos) -> Option<CauseSnap> {
         let t = &self.tasks[self.cur];
-        super::preempt::cause_of(t, self.cur, t.pid == 0, ran_since)
+        super::preempt::cause_of(t, self.cur, t.pid == 0, ran_since, self.paths.info(self.cur))
     }
 }
 

@@ -16,8 +16,9 @@
 //! (every 5 s, inodes older than 30 s) is left out: a run's files are younger.
 
 use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
-use crate::kernel::state::{KReq, KState};
+use crate::kernel::state::KReq;
 use crate::mm::fs_ops::Wbc;
+use crate::mm::state::MmK;
 use latlab_core::Nanos;
 use std::collections::BTreeMap;
 
@@ -61,7 +62,7 @@ impl Default for IoLess {
 
 /// `global_dirty_limits()` of 3.2: (background, dirty threshold) over the dirtyable memory
 /// (free and reclaimable pages; with swap, anonymous pages are reclaimable too).
-pub fn global_dirty_limits(k: &KState) -> (u64, u64) {
+pub fn global_dirty_limits<K: MmK>(k: &K) -> (u64, u64) {
     let dirtyable = k.mm.free + k.mm.cache + k.mm.anon;
     let t = k.writeback.pwb().tunables;
     let thresh = u64::from(t.dirty_ratio) * dirtyable / 100;
@@ -82,13 +83,13 @@ fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
 }
 
 /// Pages task `pid` may dirty before its next `balance_dirty_pages`.
-pub fn headroom(k: &KState, pid: u32) -> u64 {
+pub fn headroom<K: MmK>(k: &K, pid: u32) -> u64 {
     let (dirtied, pause) = k.writeback.pwb().ioless.tasks.get(&pid).copied().unwrap_or((0, 32));
     pause.saturating_sub(dirtied).max(1)
 }
 
 /// Task `pid` dirtied `n` pages; true when it must call `balance_dirty_pages`.
-pub fn dirtied(k: &mut KState, pid: u32, n: u64) -> bool {
+pub fn dirtied<K: MmK>(k: &mut K, pid: u32, n: u64) -> bool {
     // nr_dirtied_pause starts at 32 (INIT_TASK, 128 KiB).
     let pwb = k.writeback.pwb_mut();
     let e = pwb.ioless.tasks.entry(pid).or_insert((0, 32));
@@ -102,13 +103,13 @@ pub fn dirtied(k: &mut KState, pid: u32, n: u64) -> bool {
 
 /// `bdi_update_bandwidth`: at most every 200 ms, fold the pages completed since the last
 /// update into the moving average.
-fn update_bandwidth(k: &mut KState, now: Nanos) {
+fn update_bandwidth<K: MmK>(k: &mut K, now: Nanos) {
+    let written = k.pages_written();
     let io = &mut k.writeback.pwb_mut().ioless;
     let elapsed = now.saturating_sub(io.bw_stamp);
     if elapsed < BANDWIDTH_INTERVAL_NS {
         return;
     }
-    let written = k.buf.written();
     let rate = (written - io.written_stamp) as f64 * 1e9 / elapsed as f64;
     let e = (elapsed as f64).min(BANDWIDTH_PERIOD_NS);
     io.write_bw = (io.write_bw * (BANDWIDTH_PERIOD_NS - e) + rate * e) / BANDWIDTH_PERIOD_NS;
@@ -137,7 +138,7 @@ fn pos_ratio(dirty: u64, freerun: u64, limit: u64, write_bw: f64) -> f64 {
 }
 
 /// The writer's `balance_dirty_pages(mapping, pages_dirtied)` of 3.2: at most one pause.
-pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
+pub fn balance_dirty_pages<K: MmK>(k: &mut K, cx: &Ctx) -> Option<Box<dyn Path<K>>> {
     k.writeback.pwb_mut().stats.balance_calls += 1;
     let (dirtied, _) = k
         .writeback
@@ -147,10 +148,10 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
         .get(&cx.pid)
         .copied()
         .unwrap_or((0, 32));
-    let nr_dirty = k.buf.nr_dirty() + k.buf.in_flight();
+    let nr_dirty = k.nr_dirty() + k.nr_writeback();
     let (bg, thresh) = global_dirty_limits(k);
     let freerun = (thresh + bg) / 2;
-    let set = |k: &mut KState, pause: u64| {
+    let set = |k: &mut K, pause: u64| {
         k.writeback.pwb_mut().ioless.tasks.insert(cx.pid, (0, pause.max(1)));
     };
     if nr_dirty <= freerun {
@@ -193,22 +194,22 @@ pub fn balance_dirty_pages(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
 }
 
 /// `bdi_start_background_writeback`: wake the flusher.
-fn start_background(k: &mut KState) {
+fn start_background<K: MmK>(k: &mut K) {
     k.writeback.pwb_mut().ioless.background_requested = true;
     let pid = k.kthreads.flusher();
     k.wake_kthread(pid);
 }
 
 /// `over_bground_thresh()`.
-pub fn over_bground_thresh(k: &KState) -> bool {
+pub fn over_bground_thresh<K: MmK>(k: &K) -> bool {
     let (bg, _) = global_dirty_limits(k);
-    k.buf.nr_dirty() > bg
+    k.nr_dirty() > bg
 }
 
 /// The flusher's background `wb_writeback`: chunks of `writeback_chunk_size` pages, waiting
 /// for request slots, while over the background threshold. It owns `BDI_writeback_running`
 /// (what `writeback_in_progress` tests) for the whole work.
-pub fn wb_writeback(k: &mut KState, pid: u32) -> Box<dyn Path> {
+pub fn wb_writeback<K: MmK>(k: &mut K, pid: u32) -> Box<dyn Path<K>> {
     k.writeback.pwb_mut().ioless.background_requested = false;
     k.writeback.pwb_mut().bdi_pdflush = Some(pid);
     Box::new(WbWriteback {
@@ -217,22 +218,22 @@ pub fn wb_writeback(k: &mut KState, pid: u32) -> Box<dyn Path> {
     })
 }
 
-struct WbWriteback {
-    sub: Nested,
+struct WbWriteback<K> {
+    sub: Nested<K>,
     passed: bool,
 }
 
-impl Path for WbWriteback {
+impl<K: MmK> Path<K> for WbWriteback<K> {
     fn name(&self) -> &'static str {
         "wb_writeback"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
             }
             let stalled =
-                std::mem::take(&mut self.passed) && k.writeback.pwb_mut().wbc.nr_to_write > 0 && k.buf.nr_dirty() == 0;
+                std::mem::take(&mut self.passed) && k.writeback.pwb_mut().wbc.nr_to_write > 0 && k.nr_dirty() == 0;
             if stalled || !over_bground_thresh(k) {
                 k.writeback.pwb_mut().bdi_pdflush = None;
                 return Step::Done;
@@ -243,11 +244,10 @@ impl Path for WbWriteback {
             let pages = ((k.writeback.pwb_mut().ioless.write_bw / 2.0) as u64).min(thresh / DIRTY_SCOPE);
             let chunk = (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES;
             self.passed = true;
-            self.sub
-                .start(k.mm.fs_ops().writeback_inodes(Wbc::new(chunk, false, None), false));
+            self.sub.start(K::writeback_inodes(Wbc::new(chunk, false, None), false));
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }

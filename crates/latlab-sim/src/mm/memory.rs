@@ -5,7 +5,7 @@
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Ctx, LoopStep, Path, Step, Work};
-use crate::kernel::state::KState;
+use crate::mm::state::MmK;
 use smallvec::smallvec;
 
 /// do_exit(): exit_mmap zaps every page under the mm's page_table_lock (the low-latency patch
@@ -15,7 +15,7 @@ pub struct DoExit {
     stage: u8,
 }
 
-pub fn do_exit(mm: u32) -> Box<dyn Path> {
+pub fn do_exit<K: MmK>(mm: u32) -> Box<dyn Path<K>> {
     Box::new(DoExit { mm, stage: 0 })
 }
 
@@ -26,7 +26,7 @@ pub fn do_exit(mm: u32) -> Box<dyn Path> {
 /// CONFIG_PREEMPT, 1024 without; from 2.6.39 (Peter Zijlstra's preemptible mmu_gather, which
 /// removed ZAP_BLOCK_SIZE) `zap_pmd_range` unlocks and calls `cond_resched()` after each page
 /// table's PTEs, under every preemption model. A variant lists the one its kernel has.
-fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
+fn zap_step<K: MmK>(k: &K, mm: u32, limit: u64) -> Step {
     let c = &k.c;
     let (rss, swapped) = k.mm.mms.get(&mm).map_or((0, 0), |r| (r.rss, r.swapped.len() as u64));
     let ptes = rss + swapped;
@@ -53,11 +53,11 @@ fn zap_step(k: &KState, mm: u32, limit: u64) -> Step {
 /// x86 (arch/x86/include/asm/pgtable-2level_types.h: `PTRS_PER_PTE 1024`).
 const PTRS_PER_PTE: u64 = 1024;
 
-impl Path for DoExit {
+impl<K: MmK> Path<K> for DoExit {
     fn name(&self) -> &'static str {
         "do_exit"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         self.stage += 1;
         match self.stage {
             1 => zap_step(k, self.mm, u64::MAX),
@@ -71,7 +71,7 @@ impl Path for DoExit {
             _ => Step::Done,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, _cx: &Ctx, done: u64) {
         // Pages zapped so far are freed at once; a restart (after a lock-break) zaps the rest.
         if k.mm.zap(self.mm, done) > 0 {
             self.stage = 0;
@@ -85,15 +85,15 @@ pub struct Munmap {
     left: u64,
 }
 
-pub fn sys_munmap(mm: u32, pages: u64) -> Box<dyn Path> {
+pub fn sys_munmap<K: MmK>(mm: u32, pages: u64) -> Box<dyn Path<K>> {
     Box::new(Munmap { mm, left: pages })
 }
 
-impl Path for Munmap {
+impl<K: MmK> Path<K> for Munmap {
     fn name(&self) -> &'static str {
         "sys_munmap"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, _cx: &Ctx) -> Step {
         if self.left == 0 {
             return Step::Done;
         }
@@ -102,7 +102,7 @@ impl Path for Munmap {
             s => s,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, _cx: &Ctx, done: u64) {
         k.mm.zap(self.mm, done);
         self.left -= done.min(self.left);
     }
@@ -110,13 +110,13 @@ impl Path for Munmap {
 
 /// Touching `pages` new anonymous pages: one page fault each (every fault returns to user
 /// space, so each is a rescheduling opportunity), reclaiming when memory is short.
-pub struct FaultIn {
+pub struct FaultIn<K> {
     mm: u32,
     left: u64,
-    alloc: crate::mm::swap_in::Alloc,
+    alloc: crate::mm::swap_in::Alloc<K>,
 }
 
-pub fn fault_in(mm: u32, pages: u64) -> Box<dyn Path> {
+pub fn fault_in<K: MmK>(mm: u32, pages: u64) -> Box<dyn Path<K>> {
     Box::new(FaultIn {
         mm,
         left: pages,
@@ -124,11 +124,11 @@ pub fn fault_in(mm: u32, pages: u64) -> Box<dyn Path> {
     })
 }
 
-impl Path for FaultIn {
+impl<K: MmK> Path<K> for FaultIn<K> {
     fn name(&self) -> &'static str {
         "do_page_fault"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         if self.left == 0 {
             return Step::Done;
         }
@@ -143,7 +143,7 @@ impl Path for FaultIn {
             smallvec![point(Point::RetFromException, 1)],
         )
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) {
         if self.alloc.advanced(k, cx, done) {
             return;
         }

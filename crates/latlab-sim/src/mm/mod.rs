@@ -33,6 +33,7 @@ pub mod pagecache;
 pub mod pdflush;
 pub mod per_mm;
 pub mod reclaim;
+pub mod state;
 pub mod swap_in;
 pub mod thrash;
 pub mod vmscan;
@@ -169,8 +170,6 @@ pub struct MmCounters {
 }
 
 pub struct Mm {
-    /// The file system's operations (`a_ops`, its writeback), as the assembly installed them.
-    fs_ops: Option<&'static dyn fs_ops::FsOps>,
     total: u64,
     free: u64,
     /// Page-cache pages.
@@ -360,21 +359,10 @@ impl Mm {
             swap_token_grabs: self.token.grabs,
         }
     }
-    /// Install the file system's operations ([`crate::assemble`]).
-    pub fn install_fs_ops(&mut self, ops: &'static dyn fs_ops::FsOps) {
-        self.fs_ops = Some(ops);
-    }
-
-    /// The file system's operations: what reclaim and writeback call to write its pages.
-    pub fn fs_ops(&self) -> &'static dyn fs_ops::FsOps {
-        self.fs_ops.expect("the assembly installs the file system's operations")
-    }
-
     pub fn new(m: &MachineProfile, swap: Box<dyn SwapAllocator>) -> Self {
         let total = m.ram_pages();
         let [min, low, high] = watermarks_24(total);
         Mm {
-            fs_ops: None,
             total,
             free: total - KERNEL_PAGES.min(total / 2),
             cache: 0,
@@ -839,7 +827,7 @@ impl Mm {
     }
 
     /// `nr_free_buffer_pages()`: low memory above the high watermark
-    /// ([`crate::kernel::state::KState::buffer_pages`]).
+    /// ([`crate::fs::state::FsState::buffer_pages`]).
     pub fn buffer_pages(&self) -> u64 {
         self.total.saturating_sub(self.pages_high)
     }

@@ -21,9 +21,10 @@
 //! (`io_schedule_timeout` on the timer list: at a tick).
 
 use crate::kernel::path::{Chan, Ctx, Nested, Path, Step, Work};
-use crate::kernel::state::{KReq, KState};
+use crate::kernel::state::KReq;
 use crate::mm::fs_ops::Wbc;
 use crate::mm::pdflush::{pdflush_operation, Job, Pool};
+use crate::mm::state::MmK;
 use crate::variant::DirtyTunables;
 use latlab_core::Nanos;
 use std::collections::BTreeMap;
@@ -166,7 +167,7 @@ impl Limits {
 }
 
 /// `get_dirty_limits()` of 2.6.17.
-pub fn get_dirty_limits(k: &KState) -> Limits {
+pub fn get_dirty_limits<K: MmK>(k: &K) -> Limits {
     let total = k.buffer_pages().max(1);
     let t = k.writeback.pwb().tunables;
     // nr_mapped (2.6.17 counts mapped file and anonymous pages alike).
@@ -179,8 +180,8 @@ pub fn get_dirty_limits(k: &KState) -> Limits {
     Limits {
         background: background_ratio * total / 100,
         dirty: dirty_ratio * total / 100,
-        nr_reclaimable: k.buf.nr_dirty(),
-        nr_writeback: k.buf.in_flight(),
+        nr_reclaimable: k.nr_dirty(),
+        nr_writeback: k.nr_writeback(),
     }
 }
 
@@ -191,18 +192,18 @@ pub struct CongestionWait {
     slept: bool,
 }
 
-pub fn blk_congestion_wait(timeout_ns: Nanos) -> Box<dyn Path> {
+pub fn blk_congestion_wait<K: MmK>(timeout_ns: Nanos) -> Box<dyn Path<K>> {
     Box::new(CongestionWait {
         timeout_ns,
         slept: false,
     })
 }
 
-impl Path for CongestionWait {
+impl<K: MmK> Path<K> for CongestionWait {
     fn name(&self) -> &'static str {
         "blk_congestion_wait"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         if std::mem::replace(&mut self.slept, true) {
             return Step::Done;
         }
@@ -216,13 +217,13 @@ impl Path for CongestionWait {
 }
 
 /// HZ/10 and HZ/50 in ns (`blk_congestion_wait`'s timeouts are in jiffies).
-pub(crate) fn jiffies_ns(k: &KState, div: u64) -> Nanos {
+pub(crate) fn jiffies_ns<K: MmK>(k: &K, div: u64) -> Nanos {
     let hz = 1_000_000_000 / k.writeback.pwb().tick_ns.max(1);
     (hz / div).max(1) * k.writeback.pwb().tick_ns
 }
 
 /// The path a dirtier runs when its ratelimit fires, for 2.6.17 (stock or patched).
-pub fn balance_dirty_pages(k: &mut KState) -> Box<dyn Path> {
+pub fn balance_dirty_pages<K: MmK>(k: &mut K) -> Box<dyn Path<K>> {
     k.writeback.pwb_mut().stats.balance_calls += 1;
     let patched = k.writeback.balance_hands_to_pdflush();
     Box::new(Balance {
@@ -247,16 +248,16 @@ enum Stage {
     Done,
 }
 
-struct Balance {
+struct Balance<K> {
     patched: bool,
     write_chunk: u64,
     pages_written: u64,
     stage: Stage,
-    sub: Nested,
+    sub: Nested<K>,
 }
 
-impl Balance {
-    fn wait(&mut self, timeout: Nanos, k: &mut KState, stage: Stage) {
+impl<K: MmK> Balance<K> {
+    fn wait(&mut self, timeout: Nanos, k: &mut K, stage: Stage) {
         k.writeback.pwb_mut().stats.writer_waits += 1;
         self.sub.start(blk_congestion_wait(timeout));
         self.stage = stage;
@@ -264,7 +265,7 @@ impl Balance {
 
     /// After the loop: clear `dirty_exceeded` if under the limit, then start pdflush unless
     /// it is already writing this disk.
-    fn tail(&mut self, k: &mut KState, cx: &Ctx) {
+    fn tail(&mut self, k: &mut K, cx: &Ctx) {
         let l = get_dirty_limits(k);
         if !l.exceeded() {
             k.writeback.pwb_mut().dirty_exceeded = false;
@@ -275,7 +276,7 @@ impl Balance {
     }
 
     /// Seed 001's `balance_dirty_pages`: no writing, one short wait at most.
-    fn patched(&mut self, k: &mut KState, cx: &Ctx) {
+    fn patched(&mut self, k: &mut K, cx: &Ctx) {
         let l = get_dirty_limits(k);
         self.stage = Stage::Done;
         if k.writeback.pwb_mut().bdi_pdflush.is_some() {
@@ -290,11 +291,11 @@ impl Balance {
     }
 }
 
-impl Path for Balance {
+impl<K: MmK> Path<K> for Balance<K> {
     fn name(&self) -> &'static str {
         "balance_dirty_pages"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -317,7 +318,7 @@ impl Path for Balance {
                         self.stage = Stage::Wrote;
                         let before = self.write_chunk;
                         self.sub
-                            .start(k.mm.fs_ops().writeback_inodes(Wbc::new(before, false, None), false));
+                            .start(K::writeback_inodes(Wbc::new(before, false, None), false));
                         return Work::plain("balance_dirty_pages", k.c.dirty_limits);
                     }
                     let t = jiffies_ns(k, 10);
@@ -346,7 +347,7 @@ impl Path for Balance {
             }
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
@@ -368,21 +369,21 @@ trait PassJob {
     /// The pass's `older_than_this`.
     fn older_than(&self) -> Option<Nanos>;
     /// Before a pass: is there more to do?
-    fn more(&mut self, k: &KState) -> bool;
+    fn more<K: MmK>(&mut self, k: &K) -> bool;
     /// After a pass that left `wbc`.
     fn after(&mut self, wbc: Wbc) -> After;
     /// The job's end.
-    fn finish(&mut self, _k: &mut KState) {}
+    fn finish<K: MmK>(&mut self, _k: &mut K) {}
 }
 
-struct Passes<J> {
+struct Passes<J, K> {
     job: J,
     /// A writeback_inodes pass just returned.
     passed: bool,
-    sub: Nested,
+    sub: Nested<K>,
 }
 
-fn passes(job: impl PassJob + 'static) -> Box<dyn Path> {
+fn passes<K: MmK>(job: impl PassJob + 'static) -> Box<dyn Path<K>> {
     Box::new(Passes {
         job,
         passed: false,
@@ -390,11 +391,11 @@ fn passes(job: impl PassJob + 'static) -> Box<dyn Path> {
     })
 }
 
-impl<J: PassJob> Path for Passes<J> {
+impl<J: PassJob, K: MmK> Path<K> for Passes<J, K> {
     fn name(&self) -> &'static str {
         self.job.name()
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -416,16 +417,16 @@ impl<J: PassJob> Path for Passes<J> {
             }
             self.passed = true;
             let wbc = Wbc::new(MAX_WRITEBACK_PAGES, true, self.job.older_than());
-            self.sub.start(k.mm.fs_ops().writeback_inodes(wbc, true));
+            self.sub.start(K::writeback_inodes(wbc, true));
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
     }
 }
 
 /// pdflush's `background_writeout(min_pages)`, stock or as seed 001's patch has it.
-pub fn background_writeout(k: &KState, min_pages: u64) -> Box<dyn Path> {
+pub fn background_writeout<K: MmK>(k: &K, min_pages: u64) -> Box<dyn Path<K>> {
     let patched = k.writeback.balance_hands_to_pdflush();
     let min_pages = if patched && min_pages == 0 {
         // The patch: min_pages = nr_dirty + nr_unstable when called with 0.
@@ -451,7 +452,7 @@ impl PassJob for Background {
     fn older_than(&self) -> Option<Nanos> {
         None
     }
-    fn more(&mut self, k: &KState) -> bool {
+    fn more<K: MmK>(&mut self, k: &K) -> bool {
         let l = get_dirty_limits(k);
         !(l.nr_reclaimable < l.background && self.min_pages <= 0)
     }
@@ -472,7 +473,7 @@ impl PassJob for Background {
             (false, _, false) => After::Go,
         }
     }
-    fn finish(&mut self, k: &mut KState) {
+    fn finish<K: MmK>(&mut self, k: &mut K) {
         if self.patched {
             k.writeback.pwb_mut().dirty_exceeded = false;
         }
@@ -480,11 +481,11 @@ impl PassJob for Background {
 }
 
 /// pdflush's `wb_kupdate`: the inodes dirtied more than 30 s ago, 1024 pages a pass.
-pub fn wb_kupdate(k: &KState, now: Nanos) -> Box<dyn Path> {
+pub fn wb_kupdate<K: MmK>(k: &K, now: Nanos) -> Box<dyn Path<K>> {
     let l = get_dirty_limits(k);
     passes(Kupdate {
         oldest: now.saturating_sub(EXPIRE_NS),
-        nr_to_write: (l.nr_reclaimable + k.dcache.nr_dirty_inodes()) as i64,
+        nr_to_write: (l.nr_reclaimable + k.nr_dirty_inodes()) as i64,
     })
 }
 
@@ -500,7 +501,7 @@ impl PassJob for Kupdate {
     fn older_than(&self) -> Option<Nanos> {
         Some(self.oldest)
     }
-    fn more(&mut self, _k: &KState) -> bool {
+    fn more<K: MmK>(&mut self, _k: &K) -> bool {
         self.nr_to_write > 0
     }
     fn after(&mut self, wbc: Wbc) -> After {
@@ -518,8 +519,9 @@ impl PassJob for Kupdate {
 mod tests {
     use super::*;
     use crate::cpu::tests::kstate;
+    use crate::fs::state::FsState;
 
-    fn with(dirty_ratio: u32) -> KState {
+    fn with(dirty_ratio: u32) -> FsState {
         let mut k = kstate();
         let t = DirtyTunables {
             dirty_ratio,

@@ -12,8 +12,8 @@
 //! threads: each sleeps at most until the timer is due, and the first to wake then takes
 //! the job.
 
-use crate::kernel::state::KState;
 use crate::mm::page_writeback::WRITEBACK_INTERVAL_NS;
+use crate::mm::state::MmK;
 use latlab_core::Nanos;
 use std::collections::BTreeMap;
 
@@ -80,7 +80,7 @@ impl Pool {
 }
 
 /// `pdflush_operation(job)`: false (the kernel's -1) when every thread is busy.
-pub fn pdflush_operation(k: &mut KState, job: Job, now: Nanos) -> bool {
+pub fn pdflush_operation<K: MmK>(k: &mut K, job: Job, now: Nanos) -> bool {
     let pool = &mut k.writeback.pwb_mut().pool;
     let Some((pid, _)) = pool.idle.pop() else {
         k.writeback.pwb_mut().stats.pdflush_busy += 1;
@@ -95,7 +95,7 @@ pub fn pdflush_operation(k: &mut KState, job: Job, now: Nanos) -> bool {
 }
 
 /// pdflush thread `pid` is asking for work at `now` (at start-up, woken, or after a job).
-pub fn next(k: &mut KState, pid: u32, now: Nanos, after_job: bool) -> Next {
+pub fn next<K: MmK>(k: &mut K, pid: u32, now: Nanos, after_job: bool) -> Next {
     let pool = &mut k.writeback.pwb_mut().pool;
     if !pool.live.contains(&pid) {
         // Not created yet (or exited): stays outside the pool until started.

@@ -12,6 +12,7 @@
 use crate::kernel::path::Path;
 use crate::kernel::state::Kthread;
 use crate::mm::oom_kill::OomKiller;
+use crate::mm::state::MmK;
 
 /// The reclaim a kernel runs, with its state.
 pub struct PageReclaim {
@@ -45,7 +46,7 @@ impl PageReclaim {
 
     /// A task's direct reclaim. `writer`: the task is in a buffered file write
     /// (`current->backing_dev_info` is the disk's).
-    pub fn try_to_free_pages(&self, writer: bool) -> Box<dyn Path> {
+    pub fn try_to_free_pages<K: MmK>(&self, writer: bool) -> Box<dyn Path<K>> {
         match self.kind {
             Kind::Vmscan24 => crate::mm::vmscan::try_to_free_pages(),
             Kind::Rmap269 | Kind::Rmap2617 => crate::mm::vmscan26::try_to_free_pages(writer),

@@ -10,7 +10,8 @@ use super::vmscan26::SWAP_FIRST_BLOCK;
 use crate::dev::disk::{Dir, Payload};
 use crate::kernel::catalog::Point;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step};
-use crate::kernel::state::{KReq, KState};
+use crate::kernel::state::KReq;
+use crate::mm::state::MmK;
 use latlab_core::Nanos;
 use smallvec::smallvec;
 
@@ -23,16 +24,25 @@ const ALLOC_RETRY_NS: Nanos = 20_000_000;
 /// `__alloc_pages` for a path that needs `n` pages: wakes kswapd below pages_low, runs the
 /// variant's direct reclaim when short, and under either 2.6 reclaim naps (HZ/50) when a reclaim
 /// freed nothing before it tries again (2.4's allocator loops on reclaim without it).
-#[derive(Default)]
-pub struct Alloc {
-    sub: Nested,
+pub struct Alloc<K> {
+    sub: Nested<K>,
     reclaimed: bool,
     napped: bool,
 }
 
-impl Alloc {
+impl<K> Default for Alloc<K> {
+    fn default() -> Self {
+        Alloc {
+            sub: Nested::default(),
+            reclaimed: false,
+            napped: false,
+        }
+    }
+}
+
+impl<K: MmK> Alloc<K> {
     /// The step to run before `n` pages can be had, or None when they can now.
-    pub fn need(&mut self, k: &mut KState, cx: &Ctx, n: u64) -> Option<Step> {
+    pub fn need(&mut self, k: &mut K, cx: &Ctx, n: u64) -> Option<Step> {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return Some(s);
@@ -63,20 +73,20 @@ impl Alloc {
     }
 
     /// Forward a loop's progress to the reclaim under way; false if none produced it.
-    pub fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) -> bool {
+    pub fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) -> bool {
         self.sub.advanced(k, cx, done)
     }
 }
 
 /// A task touching its whole working set again: every page it has on swap comes back.
-pub struct TouchWorkingSet {
+pub struct TouchWorkingSet<K> {
     mm: u32,
     /// Pages read and waiting for memory.
     pending: u64,
-    alloc: Alloc,
+    alloc: Alloc<K>,
 }
 
-pub fn touch_working_set(mm: u32) -> Box<dyn Path> {
+pub fn touch_working_set<K: MmK>(mm: u32) -> Box<dyn Path<K>> {
     Box::new(TouchWorkingSet {
         mm,
         pending: 0,
@@ -84,11 +94,11 @@ pub fn touch_working_set(mm: u32) -> Box<dyn Path> {
     })
 }
 
-impl Path for TouchWorkingSet {
+impl<K: MmK> Path<K> for TouchWorkingSet<K> {
     fn name(&self) -> &'static str {
         "do_swap_page"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         {
             if self.pending > 0 {
                 if let Some(s) = self.alloc.need(k, cx, self.pending) {
@@ -118,7 +128,7 @@ impl Path for TouchWorkingSet {
             Step::Block(Chan::Io(id))
         }
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) {
         if self.alloc.advanced(k, cx, done) {
             return;
         }
@@ -135,18 +145,21 @@ impl Path for TouchWorkingSet {
 mod tests {
     use super::*;
     use crate::cpu::tests::kstate;
+    use crate::fs::state::FsState;
 
     #[test]
     fn between_pages_min_and_pages_low_an_allocation_wakes_kswapd_and_reclaims_below_min() {
         let mut k = kstate();
-        k.mm.set_watermarks(crate::mm::watermarks_269(k.mm.total));
+        let total = k.mm.total;
+        k.mm.set_watermarks(crate::mm::watermarks_269(total));
         k.reclaim = crate::mm::reclaim::PageReclaim::new(crate::mm::reclaim::Kind::Rmap269);
-        crate::kernel::state::Kthread::Kswapd.register(&mut k, 9);
+        k.register_kthread(crate::kernel::state::Kthread::Kswapd, 9);
         let cx = Ctx { now: 0, pid: 1 };
-        let kswapd_woken = |k: &mut KState| k.out.drain(..).any(|r| matches!(r, KReq::Wake(Chan::Kthread(9))));
+        let kswapd_woken = |k: &mut FsState| k.out.drain(..).any(|r| matches!(r, KReq::Wake(Chan::Kthread(9))));
         // Above pages_low: no kswapd.
         let (min, low) = (k.mm.pages_min, k.mm.pages_low);
-        k.mm.grow(3, k.mm.free - low);
+        let free = k.mm.free;
+        k.mm.grow(3, free - low);
         assert!(Alloc::default().need(&mut k, &cx, 1).is_none());
         assert!(!kswapd_woken(&mut k));
         // Below pages_low, above pages_min: kswapd is woken, the page is had at once.
@@ -155,7 +168,8 @@ mod tests {
         assert!(Alloc::default().need(&mut k, &cx, 1).is_none());
         assert!(kswapd_woken(&mut k));
         // At pages_min: the task reclaims itself.
-        k.mm.grow(3, k.mm.free - min);
+        let free = k.mm.free;
+        k.mm.grow(3, free - min);
         assert!(Alloc::default().need(&mut k, &cx, 1).is_some());
     }
 }

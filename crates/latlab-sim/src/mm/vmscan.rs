@@ -20,7 +20,7 @@
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Chan, Ctx, LoopStep, Nested, Path, Step};
-use crate::kernel::state::KState;
+use crate::mm::state::MmK;
 use crate::mm::ScanLimits;
 use latlab_core::Nanos;
 use smallvec::smallvec;
@@ -47,7 +47,7 @@ enum Stage {
     NextPriority,
 }
 
-pub struct TryToFreePages {
+pub struct TryToFreePages<K> {
     priority: u64,
     freed: u64,
     stage: Stage,
@@ -57,7 +57,7 @@ pub struct TryToFreePages {
     limits: Option<ScanLimits>,
     /// What is left of a shrink_cache call cut by its rescheduling point.
     resume: Option<ScanLimits>,
-    sub: Nested,
+    sub: Nested<K>,
     swap_mm: Option<u32>,
     /// Items of the loop last handed out: fewer done means it stopped at a lock-break,
     /// and the walk resumes where it stopped (the kernel's `goto redo` / `continue`).
@@ -70,7 +70,7 @@ pub struct TryToFreePages {
     refill: Option<u64>,
 }
 
-pub fn try_to_free_pages() -> Box<dyn Path> {
+pub fn try_to_free_pages<K: MmK>() -> Box<dyn Path<K>> {
     Box::new(TryToFreePages {
         priority: DEF_PRIORITY,
         freed: 0,
@@ -87,13 +87,13 @@ pub fn try_to_free_pages() -> Box<dyn Path> {
     })
 }
 
-impl TryToFreePages {
+impl<K: MmK> TryToFreePages<K> {
     /// shrink_caches' `nr_pages`: what the call has still to free.
     fn nr_pages(&self) -> u64 {
         SWAP_CLUSTER_MAX.saturating_sub(self.freed).max(1)
     }
 
-    fn next_step(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next_step(&mut self, k: &mut K, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.sub.next(k, cx) {
                 return s;
@@ -136,7 +136,7 @@ impl TryToFreePages {
                             want: self.nr_pages(),
                             max_scan,
                             max_mapped: (SWAP_CLUSTER_MAX << (10 - self.priority)).min(max_scan / 10),
-                            dirty: k.buf.dirty_for_balance(),
+                            dirty: k.dirty_for_balance(),
                         }
                     });
                     let plan = k.mm.plan_shrink(&lim);
@@ -186,22 +186,19 @@ impl TryToFreePages {
                         self.stage = Stage::NextPriority;
                         continue;
                     }
-                    let count = self
-                        .dcache_left
-                        .take()
-                        .unwrap_or(k.dcache.dentries_unused() / self.priority);
-                    let p = k.dcache.plan_prune_dcache(count);
-                    if p.pruned == 0 {
+                    let count = self.dcache_left.take().unwrap_or(k.dentries_unused() / self.priority);
+                    let (skipped, pruned) = k.plan_prune_dcache(count);
+                    if pruned == 0 {
                         continue;
                     }
-                    self.plan = (p.skipped, p.pruned);
-                    let unref = k.dcache.dentries_unused() - k.dcache.referenced();
-                    if unref < p.pruned && p.skipped > 0 {
+                    self.plan = (skipped, pruned);
+                    let unref = k.dentries_unused() - k.dentries_referenced();
+                    if unref < pruned && skipped > 0 {
                         // Every flag is cleared before anything can be freed: one walk.
                         self.stage = Stage::DcachePrune;
                         return LoopStep::locked(
                             "prune_dcache",
-                            p.skipped,
+                            skipped,
                             k.c.dcache_skip,
                             Lock::Dcache,
                             smallvec![point(Point::PruneDcache, 100)],
@@ -209,10 +206,10 @@ impl TryToFreePages {
                         );
                     }
                     // Interleaved: each freed dentry drops dcache_lock in dentry_iput.
-                    let gap = p.skipped / p.pruned;
+                    let gap = skipped / pruned;
                     return Step::Loop(crate::kernel::path::LoopStep {
                         func: "prune_dcache",
-                        items: p.pruned,
+                        items: pruned,
                         per_item: gap * k.c.dcache_skip + k.c.prune_dentry,
                         lock: Some(Lock::Dcache),
                         points: smallvec![
@@ -239,8 +236,8 @@ impl TryToFreePages {
                 }
                 Stage::Icache => {
                     self.stage = Stage::Dispose;
-                    let goal = k.dcache.inodes_unused() / self.priority;
-                    let (visited, freed) = k.dcache.plan_prune_icache(goal);
+                    let goal = k.inodes_unused() / self.priority;
+                    let (visited, freed) = k.plan_prune_icache(goal);
                     self.plan = (visited, freed);
                     if visited == 0 {
                         continue;
@@ -284,18 +281,18 @@ impl TryToFreePages {
     }
 }
 
-impl Path for TryToFreePages {
+impl<K: MmK> Path<K> for TryToFreePages<K> {
     fn name(&self) -> &'static str {
         "try_to_free_pages"
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         let step = self.next_step(k, cx);
         if let Step::Loop(l) = &step {
             self.planned = l.items;
         }
         step
     }
-    fn advanced(&mut self, k: &mut KState, cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) {
         if self.sub.advanced(k, cx, done) {
             return;
         }
@@ -308,12 +305,7 @@ impl Path for TryToFreePages {
             // The shrink_cache loop just ran (stage already moved on).
             Stage::Dcache | Stage::SwapOut if self.limits.is_some() && self.swap_mm.is_none() => {
                 let lim = self.limits.take().expect("checked");
-                let cache = k.mm.cache;
-                let done_hi = k.buf.done_hi();
-                let jbd = &mut k.jbd;
-                let sc =
-                    k.mm.apply_shrink(&lim, done, &mut |f, n, cached| jbd.pages_freed(f, n, cached, done_hi));
-                k.buf.pages_freed(sc.freed, cache);
+                let sc = k.apply_shrink(&lim, done);
                 // Dirty pages met have their buffers written (sync_page_buffers: refiled to
                 // BUF_LOCKED), SWAP_CLUSTER_MAX at most per call.
                 let dirty_met = sc.dirty.min(SWAP_CLUSTER_MAX);
@@ -321,14 +313,13 @@ impl Path for TryToFreePages {
                     // Past the clean pages: the oldest locked ones are earlier launder pages.
                     // (2.6's shrink_list hands a dirty page to pageout() and goes on: no
                     // BH_launder, no wait for the write.)
-                    self.launder_wait = k.buf.launder_inflight();
+                    self.launder_wait = k.launder_inflight();
                 }
                 if dirty_met > 0 {
-                    if let Some(p) = k.mm.fs_ops().launder(k, dirty_met) {
+                    if let Some(p) = k.launder(dirty_met) {
                         self.sub.start(p);
                     }
                 }
-                k.dcache.pages_dropped(sc.emptied);
                 self.freed += sc.freed;
                 if cut && sc.freed < lim.want {
                     // shrink_cache's lock-break: the scan goes on after schedule().
@@ -337,15 +328,15 @@ impl Path for TryToFreePages {
                         want: lim.want - sc.freed,
                         max_scan: lim.max_scan - sc.scanned.min(lim.max_scan),
                         max_mapped: lim.max_mapped - sc.mapped.min(lim.max_mapped),
-                        dirty: k.buf.dirty_for_balance(),
+                        dirty: k.dirty_for_balance(),
                     });
                 }
             }
             Stage::Icache | Stage::DcachePrune => {
-                let share = k.mm.cached_share(k.dcache.dentries_unused() + k.dcache.inodes_unused());
+                let share = k.mm.cached_share(k.dentries_unused() + k.inodes_unused());
                 if self.stage == Stage::DcachePrune && self.plan.0 > 0 {
                     // The flag-clearing walk: skips only.
-                    k.dcache.apply_prune_dcache(done, 0, share);
+                    k.apply_prune_dcache(done, 0, share);
                     self.plan.0 = 0;
                     if cut {
                         self.dcache_left = Some(self.plan.1);
@@ -354,7 +345,7 @@ impl Path for TryToFreePages {
                 } else {
                     let (skipped, pruned) = self.plan;
                     let sk = (skipped * done).checked_div(pruned).unwrap_or(0);
-                    k.dcache.apply_prune_dcache(sk, done, share);
+                    k.apply_prune_dcache(sk, done, share);
                     // kmem_cache_shrink(dentry_cache) hands the slabs back, but shrink_caches
                     // ignores what shrink_dcache_memory returns (2.4.17/2.4.18): the call's
                     // goal is no nearer, and it goes on to the next priority.
@@ -376,7 +367,7 @@ impl Path for TryToFreePages {
                 self.plan = (done, found);
             }
             Stage::NextPriority => {
-                k.dcache.apply_prune_icache(done);
+                k.apply_prune_icache(done);
                 k.mm.free_slab(done * INODE_BYTES);
                 if cut {
                     // Preempted, or cut at dispose_list's point: the inodes prune_icache took
@@ -400,11 +391,11 @@ struct SwapOutMm {
     stage: u8,
 }
 
-impl Path for SwapOutMm {
+impl<K: MmK> Path<K> for SwapOutMm {
     fn name(&self) -> &'static str {
         "swap_out_mm"
     }
-    fn next(&mut self, k: &mut KState, _cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, _cx: &Ctx) -> Step {
         self.stage += 1;
         match self.stage {
             1 => LoopStep::locked(
@@ -440,7 +431,7 @@ impl Path for SwapOutMm {
             _ => Step::Done,
         }
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, _cx: &Ctx, done: u64) {
         if self.stage == 1 {
             if let Some(r) = k.mm.mms.get_mut(&self.mm) {
                 // Young pages met lose their bit, and try_to_swap_out's mark_page_accessed
@@ -460,12 +451,13 @@ impl Path for SwapOutMm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::state::FsState;
 
     use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::kernel::path::{Ctx, Step};
 
     /// Memory filled with one file's cache, all of it dirty or all of it clean.
-    fn filled(dirty: bool) -> KState {
+    fn filled(dirty: bool) -> FsState {
         let mut k = kstate();
         let n = k.mm.free - k.mm.pages_min;
         let f = k.mm.create_file(n);

@@ -69,11 +69,11 @@ use crate::dev::disk::Dir;
 use crate::kernel::catalog::Point;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{point, Ctx, LoopStep, Nested, Path, Step, Work};
-use crate::kernel::state::KState;
 use crate::mm::fs_ops::Handed;
 use crate::mm::lru::Run;
 use crate::mm::page_writeback::{blk_congestion_wait, get_dirty_limits, jiffies_ns};
 use crate::mm::pdflush::{pdflush_operation, Job};
+use crate::mm::state::MmK;
 use crate::mm::ScanLimits;
 use smallvec::smallvec;
 use std::collections::VecDeque;
@@ -142,7 +142,7 @@ enum Out {
     Write,
 }
 
-pub struct ShrinkZones {
+pub struct ShrinkZones<K> {
     goal: Goal,
     priority: u64,
     reclaimed: u64,
@@ -171,12 +171,12 @@ pub struct ShrinkZones {
     /// Pages isolated so far (try_to_free_pages' `total_scanned`).
     scanned: u64,
     /// rmap-2.6.17's `blk_congestion_wait` naps.
-    nap: Nested,
+    nap: Nested<K>,
     /// rmap-2.6.17: shrink_zone's throttle_vm_writeout is done for this priority.
     throttled: bool,
 }
 
-impl ShrinkZones {
+impl<K: MmK> ShrinkZones<K> {
     fn new(goal: Goal, writer: bool) -> Box<Self> {
         Box::new(ShrinkZones {
             goal,
@@ -206,7 +206,7 @@ impl ShrinkZones {
     /// queue as the loop reaches them (merged there into requests), each page's
     /// `ext3_ordered_writepage` then runs; with no free request the task sleeps in
     /// `get_request_wait`. Pages not written stay dirty on the list (`keep`).
-    fn pageout_step(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
+    fn pageout_step(&mut self, k: &mut K, cx: &Ctx) -> Option<Step> {
         if self.pageout_cpu > 0 {
             return Some(LoopStep::plain(
                 "pageout",
@@ -219,8 +219,7 @@ impl ShrinkZones {
             return None;
         }
         let swapwrite = self.goal == Goal::Kswapd || self.writer;
-        let file = k.buf.dirty_files().first().map(|&(f, _)| f);
-        let Some((file, block)) = file.and_then(|f| Some((f, k.buf.first_dirty_block(f)?))) else {
+        let Some((file, block)) = k.oldest_dirty_page() else {
             self.pageout = 0;
             return None;
         };
@@ -233,7 +232,7 @@ impl ShrinkZones {
                 return None;
             }
         }
-        let written = match k.mm.fs_ops().writepage_run(k, cx, file, block, n) {
+        let written = match k.writepage_run(cx, file, block, n) {
             Handed::Sleep(chan) => return Some(Step::Block(chan)),
             Handed::Wrote(written) => written,
             Handed::Nothing => {
@@ -242,7 +241,7 @@ impl ShrinkZones {
             }
         };
         k.mm.pageouts += written;
-        k.mm.writeback_scanned_to = k.buf.next_seq();
+        k.mm.writeback_scanned_to = k.buf_next_seq();
         self.pageout -= written.min(self.pageout);
         self.pageout_cpu = written;
         self.pageout_step(k, cx)
@@ -252,7 +251,7 @@ impl ShrinkZones {
     /// at the end of shrink_zone, then try_to_free_pages' `wakeup_pdflush(total_scanned)`
     /// and its `blk_congestion_wait(WRITE, HZ/10)` below DEF_PRIORITY - 2 (balance_pgdat
     /// naps alike). Returns the nap, if any.
-    fn nap_26(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
+    fn nap_26(&mut self, k: &mut K, cx: &Ctx) -> Option<Step> {
         let ten = jiffies_ns(k, 10);
         if !self.throttled {
             let l = get_dirty_limits(k);
@@ -283,12 +282,12 @@ impl ShrinkZones {
     }
 
     /// The pass ends: `zone->prev_priority = zone->temp_priority`, the priority it reached.
-    fn finish(&self, k: &mut KState) -> Step {
+    fn finish(&self, k: &mut K) -> Step {
         k.mm.prev_priority = self.priority;
         Step::Done
     }
 
-    fn done(&self, k: &KState) -> bool {
+    fn done(&self, k: &K) -> bool {
         match self.goal {
             Goal::Kswapd => k.mm.free >= k.mm.pages_high,
             Goal::Direct => self.reclaimed >= SWAP_CLUSTER_MAX,
@@ -298,7 +297,7 @@ impl ShrinkZones {
     /// shrink_cache's isolation of the inactive list's oldest `n` pages, as shrink_list
     /// will treat them: anonymous pages whose young bit is set are activated now
     /// (page_referenced), the others queued for swap-out, page-cache pages counted.
-    fn isolate(&mut self, k: &mut KState, n: u64) -> u64 {
+    fn isolate(&mut self, k: &mut K, n: u64) -> u64 {
         let mut met: Vec<(Option<u32>, u64)> = Vec::new();
         let mut left = n;
         for (r, live) in k.mm.inactive_runs() {
@@ -344,7 +343,7 @@ impl ShrinkZones {
     /// elevator merges them); with the queue full, sleep in `get_request_wait` (2.6's queue:
     /// woken by a freed request, then batching; 2.4's: until a request completes). Returns
     /// the sleep, if any.
-    fn submit_writes(&mut self, k: &mut KState, cx: &Ctx) -> Option<Step> {
+    fn submit_writes(&mut self, k: &mut K, cx: &Ctx) -> Option<Step> {
         self.writes.sort_unstable();
         while !self.writes.is_empty() {
             let run = 1 + self.writes.windows(2).take_while(|w| w[1] == w[0] + 1).count();
@@ -366,7 +365,7 @@ impl ShrinkZones {
     }
 
     /// The next step of the swap-out under way, if any.
-    fn swap_out_step(&mut self, k: &mut KState) -> Option<Step> {
+    fn swap_out_step(&mut self, k: &mut K) -> Option<Step> {
         let (mm, slot, at, work) = self.out?;
         let c = &k.c;
         let (step, next) = match at {
@@ -433,7 +432,7 @@ impl ShrinkZones {
         Some(step)
     }
 
-    fn next_step(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next_step(&mut self, k: &mut K, cx: &Ctx) -> Step {
         loop {
             if let Some(s) = self.nap.next(k, cx) {
                 return s;
@@ -584,17 +583,17 @@ impl ShrinkZones {
     }
 }
 
-impl Path for ShrinkZones {
+impl<K: MmK> Path<K> for ShrinkZones<K> {
     fn name(&self) -> &'static str {
         match self.goal {
             Goal::Kswapd => "balance_pgdat",
             Goal::Direct => "try_to_free_pages",
         }
     }
-    fn next(&mut self, k: &mut KState, cx: &Ctx) -> Step {
+    fn next(&mut self, k: &mut K, cx: &Ctx) -> Step {
         self.next_step(k, cx)
     }
-    fn advanced(&mut self, k: &mut KState, _cx: &Ctx, done: u64) {
+    fn advanced(&mut self, k: &mut K, _cx: &Ctx, done: u64) {
         if self.pageout_cpu > 0 {
             self.pageout_cpu -= done.min(self.pageout_cpu);
             return;
@@ -610,9 +609,9 @@ impl Path for ShrinkZones {
             // pageout() before they are kept.
             let pageout = k.reclaim.writes_dirty_pages();
             let dirty = if pageout {
-                k.buf.nr_dirty() + k.buf.in_flight()
+                k.nr_dirty() + k.nr_writeback()
             } else {
-                k.buf.dirty_for_balance()
+                k.dirty_for_balance()
             };
             let lim = ScanLimits {
                 want: n,
@@ -620,19 +619,12 @@ impl Path for ShrinkZones {
                 max_mapped: 0,
                 dirty,
             };
-            let cache = k.mm.cache;
-            let done_hi = k.buf.done_hi();
-            let jbd = &mut k.jbd;
-            let sc = k.mm.apply_shrink(&lim, done.min(n), &mut |f, n, cached| {
-                jbd.pages_freed(f, n, cached, done_hi)
-            });
-            k.buf.pages_freed(sc.freed, cache);
-            k.dcache.pages_dropped(sc.emptied);
+            let sc = k.apply_shrink(&lim, done.min(n));
             self.reclaimed += sc.freed;
             if pageout {
                 // Past the clean pages: the writeback pages not yet rotated, then the dirty.
-                let from = k.mm.writeback_scanned_to.max(k.buf.done_hi());
-                let writeback = sc.dirty.min(k.buf.next_seq() - from);
+                let from = k.mm.writeback_scanned_to.max(k.buf_done_hi());
+                let writeback = sc.dirty.min(k.buf_next_seq() - from);
                 k.mm.writeback_kept += writeback;
                 k.mm.writeback_scanned_to = from + writeback;
                 self.pageout = sc.dirty - writeback;
@@ -642,13 +634,13 @@ impl Path for ShrinkZones {
 }
 
 /// kswapd0's pass: `balance_pgdat` until free pages reach pages_high.
-pub fn balance_pgdat() -> Box<dyn Path> {
+pub fn balance_pgdat<K: MmK>() -> Box<dyn Path<K>> {
     ShrinkZones::new(Goal::Kswapd, false)
 }
 
 /// A task's direct reclaim: `try_to_free_pages` until SWAP_CLUSTER_MAX pages are reclaimed;
 /// `writer`: the task is in a buffered write to the disk (`current->backing_dev_info`).
-pub fn try_to_free_pages(writer: bool) -> Box<dyn Path> {
+pub fn try_to_free_pages<K: MmK>(writer: bool) -> Box<dyn Path<K>> {
     ShrinkZones::new(Goal::Direct, writer)
 }
 
@@ -657,6 +649,7 @@ mod tests {
     use super::*;
     use crate::cpu::tests::{kstate, run_to_sleep};
     use crate::fs::buffer::Via;
+    use crate::fs::state::FsState;
     use crate::kernel::path::Chan;
 
     #[test]
@@ -690,7 +683,7 @@ mod tests {
     }
 
     /// Memory filled with idle anonymous pages of two address spaces.
-    fn anon_full() -> KState {
+    fn anon_full() -> FsState {
         let mut k = kstate();
         let n = k.mm.free - k.mm.pages_min;
         k.mm.grow(3, n / 2);
@@ -704,10 +697,11 @@ mod tests {
     /// rmap-2.6.17 over page-based writeback and 2.6's queue: memory filled with one file's
     /// dirty cache, its oldest `writeback` pages submitted by task 99 (under writeback);
     /// the queue congested by task 99's writes elsewhere if `congest`.
-    fn dirty_full(writeback: u64, congest: bool) -> KState {
+    fn dirty_full(writeback: u64, congest: bool) -> FsState {
         let mut k = kstate();
         k.reclaim = crate::mm::reclaim::PageReclaim::new(crate::mm::reclaim::Kind::Rmap2617);
-        k.mm.set_watermarks(k.reclaim.watermarks(k.mm.total));
+        let w = k.reclaim.watermarks(k.mm.total);
+        k.mm.set_watermarks(w);
         k.writeback = crate::mm::writeback::DirtyWriteback::pdflush_for_tests();
         k.disk.use_26_block_layer(250, false);
         let n = k.mm.free - k.mm.pages_min;
@@ -825,7 +819,7 @@ mod tests {
     }
 
     /// Direct reclaim by `current_mm` until it is done: the address spaces' pages swapped.
-    fn reclaim_by(k: &mut KState, current_mm: u32) -> (usize, usize) {
+    fn reclaim_by(k: &mut FsState, current_mm: u32) -> (usize, usize) {
         k.current_mm = current_mm;
         assert_eq!(run_to_sleep(k, try_to_free_pages(false)), None);
         (k.mm.mms[&3].swapped.len(), k.mm.mms[&4].swapped.len())

@@ -15,9 +15,10 @@
 //! the buffer cache it shares with the filesystem.
 
 use crate::kernel::path::{Ctx, Path};
-use crate::kernel::state::{KState, Kthread};
+use crate::kernel::state::Kthread;
 use crate::mm::page_writeback::PageWriteback;
 use crate::mm::pdflush;
+use crate::mm::state::MmK;
 
 /// The writeback a kernel runs, with its state.
 pub struct DirtyWriteback {
@@ -132,7 +133,7 @@ impl DirtyWriteback {
 }
 
 /// Pages the writer may dirty before it must ask [`after_dirtying`] again.
-pub fn headroom(k: &KState, pid: u32) -> u64 {
+pub fn headroom<K: MmK>(k: &K, pid: u32) -> u64 {
     match &k.writeback.kind {
         Kind::Bdflush24 => k.dirty_headroom(),
         Kind::Pdflush { pwb, .. } => pwb.ratelimit_headroom(),
@@ -145,7 +146,7 @@ pub fn headroom(k: &KState, pid: u32) -> u64 {
 /// `mark_buffer_dirty` calls `balance_dirty()` for a buffer it dirtied (an append always
 /// does); 2.6's `generic_file_buffered_write` counts every page written towards the
 /// ratelimit (`balance_dirty_pages_ratelimited`).
-pub fn dirtied(k: &mut KState, pid: u32, n: u64, new: Option<u64>) -> bool {
+pub fn dirtied<K: MmK>(k: &mut K, pid: u32, n: u64, new: Option<u64>) -> bool {
     match &mut k.writeback.kind {
         Kind::Bdflush24 => new.is_none_or(|new| new > 0),
         Kind::Pdflush { pwb, .. } => pwb.dirtied(n),
@@ -155,7 +156,7 @@ pub fn dirtied(k: &mut KState, pid: u32, n: u64, new: Option<u64>) -> bool {
 
 /// The path a writer runs after a `write()` dirtied pages and its ratelimit fired, if the
 /// writeback throttles it.
-pub fn after_dirtying(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
+pub fn after_dirtying<K: MmK>(k: &mut K, cx: &Ctx) -> Option<Box<dyn Path<K>>> {
     match k.writeback.kind {
         Kind::Bdflush24 => {
             let state = k.balance_dirty_state();
@@ -166,7 +167,7 @@ pub fn after_dirtying(k: &mut KState, cx: &Ctx) -> Option<Box<dyn Path>> {
                 let pid = k.kthreads.bdflush();
                 k.wake_kthread(pid);
             }
-            Some(k.mm.fs_ops().balance_dirty(state > 0))
+            Some(K::balance_dirty(state > 0))
         }
         Kind::Pdflush { .. } => Some(crate::mm::page_writeback::balance_dirty_pages(k)),
         Kind::IoLess32 { .. } => crate::mm::ioless::balance_dirty_pages(k, cx),

@@ -11,12 +11,12 @@
 //! which a preemptible kernel may preempt.
 
 use crate::kernel::lock::Lock;
-use crate::kernel::path::{Path, Script, Work};
-use crate::kernel::state::KState;
+use crate::kernel::path::{CoreK, Path, Script, Work};
+use crate::kernel::state::Core;
 
 /// One loopback TCP segment of `bytes` (at most the loopback MSS, ~16 KiB): the sender's
 /// syscall, with the receive-side softirq it runs on its way out.
-pub fn tcp_send(k: &KState, bytes: u64) -> Box<dyn Path> {
+pub fn tcp_send<K: CoreK>(k: &Core, bytes: u64) -> Box<dyn Path<K>> {
     Box::new(Script {
         name: "sys_sendto",
         steps: [
@@ -28,13 +28,13 @@ pub fn tcp_send(k: &KState, bytes: u64) -> Box<dyn Path> {
 }
 
 /// The receiver's `tcp_recvmsg` of `bytes` already queued.
-pub fn tcp_recv(k: &KState, bytes: u64) -> Box<dyn Path> {
+pub fn tcp_recv<K: CoreK>(k: &Core, bytes: u64) -> Box<dyn Path<K>> {
     crate::kernel::path::once("tcp_recvmsg", k.c.copy(bytes) + k.c.pipe_op)
 }
 
 /// A pipe write or read of `bytes` (at most PIPE_BUF): the copy and the wake-up of the
 /// other end.
-pub fn pipe_rw(k: &KState, write: bool, bytes: u64) -> Box<dyn Path> {
+pub fn pipe_rw<K: CoreK>(k: &Core, write: bool, bytes: u64) -> Box<dyn Path<K>> {
     let name = if write { "pipe_write" } else { "pipe_read" };
     crate::kernel::path::once(name, k.c.copy(bytes) + k.c.pipe_op)
 }

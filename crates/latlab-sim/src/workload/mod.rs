@@ -21,6 +21,7 @@ pub mod syscall;
 pub mod task;
 pub mod video;
 
+use crate::fs::state::FsState;
 use crate::kernel::path::Path;
 use crate::kernel::task::Policy;
 use crate::workload::syscall::Syscall;
@@ -35,7 +36,7 @@ pub enum Action {
     Call(Syscall),
     /// Enter the kernel and run this path: a kernel thread's own work (a workload program
     /// makes an [`Action::Call`] instead).
-    Syscall(Box<dyn Path>),
+    Syscall(Box<dyn Path<FsState>>),
     /// nanosleep / schedule_timeout.
     Sleep(Nanos),
     /// fork + exec a child running another program.

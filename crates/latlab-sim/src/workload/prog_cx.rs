@@ -5,7 +5,7 @@
 //! through its typed system calls ([`crate::workload::syscall::Syscall`]).
 
 use crate::engine::Rng;
-use crate::kernel::state::KState;
+use crate::fs::state::FsState;
 use crate::machine::MachineProfile;
 use crate::measure::Mark;
 use latlab_core::Nanos;
@@ -21,7 +21,7 @@ pub struct ProgCx<'a> {
     /// The task's address space (its pages live in the page cache's `mms`).
     pub mm: u32,
     /// The kernel's state, reached only through the methods below.
-    st: &'a mut KState,
+    st: &'a mut FsState,
 }
 
 impl<'a> ProgCx<'a> {
@@ -33,7 +33,7 @@ impl<'a> ProgCx<'a> {
         pid: u32,
         marks: &'a mut smallvec::SmallVec<[Mark; 2]>,
         mm: u32,
-        st: &'a mut KState,
+        st: &'a mut FsState,
     ) -> Self {
         ProgCx {
             now,
@@ -88,7 +88,7 @@ impl<'a> ProgCx<'a> {
 
     /// The kernel's state, for the kernel's own threads ([`crate::cpu::kthreads`]: their
     /// passes are kernel code). No workload calls it (tests/only_place.rs).
-    pub(crate) fn kthread_state(&mut self) -> &mut KState {
+    pub(crate) fn kthread_state(&mut self) -> &mut FsState {
         self.st
     }
 }
