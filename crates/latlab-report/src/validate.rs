@@ -174,6 +174,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// What a scenario's runs gave: its figure rows, and the streams only one engine measured.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioRows {
+    pub scenario: String,
     pub rows: Vec<FigureRow>,
     /// Streams the model measured that no machine run did, or the other way round.
     pub unpaired: Vec<String>,
@@ -182,7 +183,10 @@ pub struct ScenarioRows {
 /// The rows of scenario `scenario`: every stream both the model's run and each of the
 /// machine's `runs` measured (a stream missing from some machine run is unpaired).
 pub fn scenario_rows(scenario: &str, model: &RunResult, runs: &[RunResult], noise: Option<Noise>) -> ScenarioRows {
-    let mut out = ScenarioRows::default();
+    let mut out = ScenarioRows {
+        scenario: scenario.to_string(),
+        ..Default::default()
+    };
     for s in &model.streams {
         let on_machine: Vec<&Stream> = runs
             .iter()
@@ -323,15 +327,23 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
                 r.figure.name().into(),
                 cell(r.figure, r.model),
                 cell(r.figure, r.machine),
-                format!("{} - {}", cell(r.figure, r.machine_spread[0]), cell(r.figure, r.machine_spread[1])),
+                format!(
+                    "{} - {}",
+                    cell(r.figure, r.machine_spread[0]),
+                    cell(r.figure, r.machine_spread[1])
+                ),
                 r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
                 r.verdict.mark().into(),
             ]);
         }
         all.extend(sc.rows.iter().cloned());
         if !sc.unpaired.is_empty() {
-            let name = sc.rows.first().map_or("", |r| r.scenario.as_str());
-            let _ = writeln!(notes, "{name}: measured by one engine only, left out: {}", sc.unpaired.join(", "));
+            let _ = writeln!(
+                notes,
+                "{}: measured by one engine only, left out: {}",
+                sc.scenario,
+                sc.unpaired.join(", ")
+            );
         }
     }
     let mut out = crate::compare::render_table(&table);
