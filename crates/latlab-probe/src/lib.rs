@@ -26,6 +26,7 @@ pub mod output;
 pub mod parse;
 pub mod posix_timer;
 pub mod private;
+pub mod scenario;
 pub mod sched_trace;
 pub mod signals;
 pub mod smi;

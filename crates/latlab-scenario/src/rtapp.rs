@@ -276,13 +276,15 @@ impl Reader<'_> {
                                 default_policy = self.policy(&path, s)?;
                             }
                             k if IGNORED_GLOBALS.contains(&k) => self.ignored.push(path),
-                            _ => return Err(self.err(
-                                &path,
-                                format!(
+                            _ => {
+                                return Err(self.err(
+                                    &path,
+                                    format!(
                                     "not an rt-app global key this reader knows (known: duration, default_policy, {})",
                                     IGNORED_GLOBALS.join(", ")
                                 ),
-                            )),
+                                ))
+                            }
                         }
                     }
                 }

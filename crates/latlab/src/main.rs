@@ -10,6 +10,7 @@ use std::process::ExitCode;
 mod out;
 mod probe_calibrate;
 mod probe_cmd;
+mod probe_scenario;
 mod probe_spike;
 mod progress;
 mod read;
