@@ -7,13 +7,14 @@
 //! [`crate::posix_timer::signal_loop`] and [`crate::posix_timer::thread_loop`]), pipes made
 //! before the run (copy i of the writer to copy i of the reader), futex words as glibc's
 //! semaphores (a counter, `FUTEX_WAIT` while it is 0, `FUTEX_WAKE` when a waiter sleeps),
-//! `write` / `read` / `fsync` on files in a private (0700) directory that goes with the run.
-//! The scenario's loads are the probe's (`make:N`, `video`). Each periodic task copy is a
-//! stream named as the model names it ([`latlab_scenario::task::stream_names`]); the result
-//! is the same [`RunResult`] the model produces.
-//!
-//! A `spawn` (fork/exec of a child running steps) and `wait` are refused before anything
-//! starts: the probe does not run them yet.
+//! `write` / `read` / `fsync` on files in a private (0700) directory that goes with the run,
+//! `spawn` a fork + exec of the probe's binary (`latlab`) running the child's steps
+//! ([`child_main_if_requested`]) with its parent's policy, priority, nice and affinity,
+//! `wait` a `wait4` of the copy's children. The scenario's loads are the probe's (`make:N`,
+//! `video`). Each periodic task copy is a stream named as the model names it
+//! ([`latlab_scenario::task::stream_names`]); the result is the same [`RunResult`] the model
+//! produces. Nothing started outlives the run: a task's children still running at its end are
+//! killed (and die with it, `PR_SET_PDEATHSIG`), the loads are stopped, the directory removed.
 
 use crate::clock::{gettid, mono_ns};
 use crate::load::{LoadOptions, LoadReport, LoadSpec, Loads};
@@ -66,7 +67,7 @@ const POLL_MS: i32 = 100;
 
 /// Run `s` on this machine.
 pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String> {
-    refuse_unsupported(&s.tasks)?;
+    refuse_unsupported(&s.tasks, cfg.exe.is_some())?;
     signals::install();
     let duration = cfg.duration_ns.unwrap_or(s.duration_ns);
     let (dir, _held) = crate::private::held_dir(&cfg.scratch, "latlab-scenario-").map_err(|e| {
@@ -75,7 +76,7 @@ pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String
             cfg.scratch.display()
         )
     })?;
-    let env = Env::new(s, &dir);
+    let env = Env::new(s, &dir, cfg.exe.clone());
     let removed = DirGuard(dir.clone());
     let env = Arc::new(env?);
     let loads = match (s.loads.is_empty(), &cfg.exe) {
@@ -132,10 +133,14 @@ pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String
     gate.open(handles.len(), Some(t0));
     let mut streams: BTreeMap<String, Stream> = BTreeMap::new();
     let mut warnings = Vec::new();
+    let mut counters: BTreeMap<String, u64> = BTreeMap::new();
     for h in handles {
         match h.join() {
             Ok(done) => {
                 warnings.extend(done.warnings);
+                for (k, v) in done.counters {
+                    *counters.entry(format!("scenario {k}")).or_default() += v;
+                }
                 if let Some(s) = done.stream {
                     streams.insert(s.name.clone(), s);
                 }
@@ -162,6 +167,7 @@ pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String
         settings,
     ));
     result.streams = s.measure.iter().filter_map(|n| streams.remove(n)).collect();
+    result.counters.extend(counters);
     Ok(ScenarioOutcome {
         result,
         loads,
@@ -189,21 +195,37 @@ fn describe(t: &TaskDef) -> String {
     format!("{} x {policy}, nice {}, {cpus}", t.count, t.nice)
 }
 
-/// Refuse what the probe does not run, naming the task.
-fn refuse_unsupported(tasks: &[TaskDef]) -> Result<(), String> {
-    fn find(steps: &[StepDef]) -> Option<&'static str> {
+/// Refuse what the probe does not run, naming the task: a `spawn` without a binary to
+/// execute, a pipe step in a spawned child (its pipes are made for task copies only).
+fn refuse_unsupported(tasks: &[TaskDef], exe: bool) -> Result<(), String> {
+    fn find(steps: &[StepDef], child: bool) -> Option<&'static str> {
         steps.iter().find_map(|s| match s {
-            StepDef::Spawn { .. } => Some("spawn"),
-            StepDef::Wait => Some("wait"),
-            StepDef::Loop { steps, .. } => find(steps),
-            StepDef::Periodic(p) => find(&p.steps),
+            StepDef::Spawn { steps, .. } => find(steps, true),
+            StepDef::PipeWrite { .. } if child => Some("pipe-write"),
+            StepDef::PipeRead { .. } if child => Some("pipe-read"),
+            StepDef::Loop { steps, .. } => find(steps, child),
+            StepDef::Periodic(p) => find(&p.steps, child),
             _ => None,
         })
     }
+    fn spawns(steps: &[StepDef]) -> bool {
+        steps.iter().any(|s| match s {
+            StepDef::Spawn { .. } => true,
+            StepDef::Loop { steps, .. } => spawns(steps),
+            StepDef::Periodic(p) => spawns(&p.steps),
+            _ => false,
+        })
+    }
     for t in tasks {
-        if let Some(k) = find(&t.steps) {
+        if let Some(k) = find(&t.steps, false) {
             return Err(format!(
-                "task `{}`: the probe does not run `{k}` steps yet (the model does); a build's fork/exec is the `make` load's",
+                "task `{}`: a spawned child's `{k}`: the probe makes pipes between task copies only (the model runs it)",
+                t.comm
+            ));
+        }
+        if !exe && spawns(&t.steps) {
+            return Err(format!(
+                "task `{}`: a `spawn` step, and no binary to execute for it was given",
                 t.comm
             ));
         }
@@ -260,22 +282,28 @@ struct Env {
     pipes: BTreeMap<(String, String, u32), (OwnedFd, OwnedFd)>,
     /// By (word, copy).
     words: BTreeMap<(String, u32), Sem>,
-    /// By name: the file (appended to by `write`, read at offsets by `read`).
-    files: BTreeMap<String, File>,
+    /// By name: its path and the file (appended to by `write`, read at offsets by `read`).
+    files: BTreeMap<String, (PathBuf, File)>,
     /// The directory holding them (fsync'd by an `fsync` before any write).
-    dir: File,
-    /// Busy loops per ns of computing.
+    dir: (PathBuf, File),
+    /// ns per round of the busy loop.
     ns_per_loop: f64,
+    /// The binary a `spawn` executes.
+    exe: Option<PathBuf>,
 }
 
 impl Env {
-    fn new(s: &Scenario, dir: &Path) -> Result<Env, String> {
+    fn new(s: &Scenario, dir: &Path, exe: Option<PathBuf>) -> Result<Env, String> {
         let mut env = Env {
             pipes: BTreeMap::new(),
             words: BTreeMap::new(),
             files: BTreeMap::new(),
-            dir: File::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?,
+            dir: (
+                dir.into(),
+                File::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?,
+            ),
             ns_per_loop: calibrate(),
+            exe,
         };
         for t in &s.tasks {
             env.add(t, &t.steps, dir)?;
@@ -287,51 +315,45 @@ impl Env {
     fn add(&mut self, t: &TaskDef, steps: &[StepDef], dir: &Path) -> Result<(), String> {
         for s in steps {
             match s {
-                StepDef::PipeWrite { to, .. } => {
-                    for copy in 0..t.count {
-                        let key = (t.comm.clone(), to.clone(), copy);
-                        if !self.pipes.contains_key(&key) {
-                            let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                                .map_err(|e| format!("task `{}`: pipe: {e}", t.comm))?;
-                            self.pipes.insert(key, (r, w));
-                        }
-                    }
-                }
-                StepDef::PipeRead { from, .. } => {
-                    for copy in 0..t.count {
-                        let key = (from.clone(), t.comm.clone(), copy);
-                        if !self.pipes.contains_key(&key) {
-                            let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                                .map_err(|e| format!("task `{}`: pipe: {e}", t.comm))?;
-                            self.pipes.insert(key, (r, w));
-                        }
-                    }
-                }
+                StepDef::PipeWrite { to, .. } => self.pipes_for(t, &t.comm, to)?,
+                StepDef::PipeRead { from, .. } => self.pipes_for(t, from, &t.comm)?,
                 StepDef::FutexWait { word } | StepDef::FutexWake { word } => {
                     for copy in 0..t.count {
                         self.words.entry((word.clone(), copy)).or_default();
                     }
                 }
-                StepDef::Write { file, .. } | StepDef::Read { file, .. } => {
-                    if !self.files.contains_key(file) {
-                        let path = dir.join(format!("file{}", self.files.len()));
-                        let f = std::fs::OpenOptions::new()
-                            .read(true)
-                            .append(true)
-                            .create_new(true)
-                            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                            .open(&path)
-                            .map_err(|e| format!("task `{}`: file `{file}` ({}): {e}", t.comm, path.display()))?;
-                        if let StepDef::Read { file_mb: Some(mb), .. } = s {
-                            fill_uncached(&f, *mb)
-                                .map_err(|e| format!("task `{}`: file `{file}` of {mb} MB: {e}", t.comm))?;
-                        }
-                        self.files.insert(file.clone(), f);
+                StepDef::Write { file, .. } | StepDef::Read { file, .. } if !self.files.contains_key(file) => {
+                    let path = dir.join(format!("file{}", self.files.len()));
+                    let f = std::fs::OpenOptions::new()
+                        .read(true)
+                        .append(true)
+                        .create_new(true)
+                        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                        .open(&path)
+                        .map_err(|e| format!("task `{}`: file `{file}` ({}): {e}", t.comm, path.display()))?;
+                    if let StepDef::Read { file_mb: Some(mb), .. } = s {
+                        fill_uncached(&f, *mb)
+                            .map_err(|e| format!("task `{}`: file `{file}` of {mb} MB: {e}", t.comm))?;
                     }
+                    self.files.insert(file.clone(), (path, f));
                 }
                 StepDef::Periodic(p) => self.add(t, &p.steps, dir)?,
                 StepDef::Loop { steps, .. } | StepDef::Spawn { steps, .. } => self.add(t, steps, dir)?,
                 _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The pipes from `writer` to `reader`, one a copy of task `t`.
+    fn pipes_for(&mut self, t: &TaskDef, writer: &str, reader: &str) -> Result<(), String> {
+        for copy in 0..t.count {
+            if let std::collections::btree_map::Entry::Vacant(e) =
+                self.pipes.entry((writer.to_string(), reader.to_string(), copy))
+            {
+                let ends = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                    .map_err(|e| format!("task `{}`: pipe: {e}", t.comm))?;
+                e.insert(ends);
             }
         }
         Ok(())
@@ -443,6 +465,7 @@ impl Sem {
 struct Done {
     stream: Option<Stream>,
     warnings: Vec<String>,
+    counters: BTreeMap<&'static str, u64>,
 }
 
 /// Set the calling thread's affinity, policy and nice as task `t` asks; what was refused,
@@ -502,7 +525,11 @@ fn task_thread(
 ) -> Done {
     let warnings = set_up(t, copy);
     let Some(t0) = gate.arrive_and_wait() else {
-        return Done { stream: None, warnings };
+        return Done {
+            stream: None,
+            warnings,
+            counters: BTreeMap::new(),
+        };
     };
     let deadline = t0.saturating_add(duration);
     let cpu = t.affinity.as_ref().and_then(|c| c.first()).map_or(0, |&c| c as usize);
@@ -511,22 +538,15 @@ fn task_thread(
         let measures = format!("{name}: {} expiry to the task in user space", timer_text(&t.steps));
         ThreadCtx::plain(name, measures, (cpu, affinity), gettid(), (t0, deadline), keep_worst)
     });
-    let mut x = Exec {
-        env: env.clone(),
-        task: t.clone(),
-        copy,
-        deadline,
-        rng: 0x2545_f491_4f6c_dd1d ^ ((task as u64) << 32 | copy as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
-        offsets: BTreeMap::new(),
-        written: None,
-        ctx,
-        buf: vec![0x5a; 4096],
-        warnings,
-    };
+    let seed = ((task as u64) << 32 | copy as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut x = Exec::new(env.clone(), t.clone(), copy, deadline, seed);
+    x.ctx = ctx;
+    x.warnings = warnings;
     if !x.over() {
         sleep_ns(((t.start_ms * 1e6) as u64).min(deadline.saturating_sub(mono_ns())));
         x.steps(&t.steps);
     }
+    x.end_children();
     let mut warnings = std::mem::take(&mut x.warnings);
     let stream = x.ctx.take().map(|c| {
         let (s, errors) = c.finish();
@@ -537,7 +557,11 @@ fn task_thread(
         );
         s
     });
-    Done { stream, warnings }
+    Done {
+        stream,
+        warnings,
+        counters: x.counters,
+    }
 }
 
 /// How the first periodic step of `steps` waits, for its stream's description.
@@ -578,9 +602,76 @@ struct Exec {
     ctx: Option<ThreadCtx>,
     buf: Vec<u8>,
     warnings: Vec<String>,
+    /// The children its `spawn`s started and no `wait` has reaped.
+    children: Vec<std::process::Child>,
+    /// What its steps did: `spawns`, `children_exited_ok`, `bytes_written`, `bytes_read`,
+    /// `fsyncs`, `pipe_messages`, `futex_posts`.
+    counters: BTreeMap<&'static str, u64>,
 }
 
 impl Exec {
+    fn new(env: Arc<Env>, task: TaskDef, copy: u32, deadline: u64, seed: u64) -> Exec {
+        Exec {
+            env,
+            task,
+            copy,
+            deadline,
+            rng: 0x2545_f491_4f6c_dd1d ^ seed | 1,
+            offsets: BTreeMap::new(),
+            written: None,
+            ctx: None,
+            buf: vec![0x5a; 4096],
+            warnings: Vec::new(),
+            children: Vec::new(),
+            counters: BTreeMap::new(),
+        }
+    }
+
+    fn count(&mut self, what: &'static str, n: u64) {
+        *self.counters.entry(what).or_default() += n;
+    }
+
+    /// Kill and reap the children still running: nothing outlives the run.
+    fn end_children(&mut self) {
+        for mut c in self.children.drain(..) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// `fork` + `execve` of the probe's binary running `steps` as the child `comm`.
+    fn spawn(&mut self, comm: &str, steps: &[StepDef]) {
+        let Some(exe) = &self.env.exe else { return };
+        let spec = ChildSpec {
+            comm: comm.into(),
+            steps: steps.to_vec(),
+            files: self
+                .env
+                .files
+                .iter()
+                .map(|(k, (p, _))| (k.clone(), p.clone()))
+                .collect(),
+            dir: self.env.dir.0.clone(),
+            exe: exe.clone(),
+            deadline_ns: self.deadline,
+            ns_per_loop: self.env.ns_per_loop,
+            seed: crate::load::xorshift64(&mut self.rng),
+        };
+        let spec = serde_json::to_string(&spec).expect("a child's spec serialises");
+        match std::process::Command::new(exe)
+            .env(CHILD_ENV, spec)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+        {
+            Ok(c) => {
+                self.children.push(c);
+                self.count("spawns", 1);
+            }
+            Err(e) => self.warn(format!("spawn of `{comm}` ({}): {e}", exe.display())),
+        }
+    }
+
     fn over(&self) -> bool {
         mono_ns() >= self.deadline || signals::stop_requested()
     }
@@ -625,10 +716,12 @@ impl Exec {
             }
             StepDef::Periodic(p) => self.periodic(p),
             StepDef::PipeWrite { to, bytes } => {
-                let (_, w) = &self.env.pipes[&(self.task.comm.clone(), to.clone(), self.copy)];
-                let n = *bytes as usize;
-                return self.poll(w.as_raw_fd(), libc::POLLOUT)
-                    && nix::unistd::write(w, &self.buf[..n.min(self.buf.len())]).is_ok();
+                let env = self.env.clone();
+                let (_, w) = &env.pipes[&(self.task.comm.clone(), to.clone(), self.copy)];
+                let n = (*bytes as usize).min(self.buf.len());
+                let sent = self.poll(w.as_raw_fd(), libc::POLLOUT) && nix::unistd::write(w, &self.buf[..n]).is_ok();
+                self.count("pipe_messages", u64::from(sent));
+                return sent;
             }
             StepDef::PipeRead { from, bytes } => {
                 let env = self.env.clone();
@@ -642,11 +735,14 @@ impl Exec {
                 let over = || self.over();
                 return env.words[&(word.clone(), self.copy)].wait(&over);
             }
-            StepDef::FutexWake { word } => self.env.words[&(word.clone(), self.copy)].post(),
+            StepDef::FutexWake { word } => {
+                self.env.words[&(word.clone(), self.copy)].post();
+                self.count("futex_posts", 1);
+            }
             StepDef::Write { file, kb } => {
                 use std::io::Write;
                 let env = self.env.clone();
-                let mut f: &File = &env.files[file];
+                let mut f: &File = &env.files[file].1;
                 let chunk = vec![0x5au8; (*kb as usize * 1024).min(1 << 20)];
                 let mut left = *kb * 1024;
                 while left > 0 {
@@ -656,11 +752,12 @@ impl Exec {
                         return false;
                     }
                     left -= n as u64;
+                    self.count("bytes_written", n as u64);
                 }
                 self.written = Some(file.clone());
             }
             StepDef::Read { file, kb, .. } => {
-                let f = &self.env.files[file];
+                let f = &self.env.files[file].1;
                 let len = f.metadata().map_or(0, |m| m.len());
                 let at = self.offsets.entry(file.clone()).or_default();
                 if *at >= len {
@@ -675,6 +772,7 @@ impl Exec {
                         Ok(got) => {
                             *at += got as u64;
                             left -= got as u64;
+                            *self.counters.entry("bytes_read").or_default() += got as u64;
                         }
                         Err(_) => break,
                     }
@@ -682,15 +780,24 @@ impl Exec {
             }
             StepDef::Fsync => {
                 let r = match &self.written {
-                    Some(f) => self.env.files[f].sync_all(),
-                    None => self.env.dir.sync_all(),
+                    Some(f) => self.env.files[f].1.sync_all(),
+                    None => self.env.dir.1.sync_all(),
                 };
-                if let Err(e) = r {
-                    self.warn(format!("fsync: {e}"));
+                match r {
+                    Ok(()) => self.count("fsyncs", 1),
+                    Err(e) => self.warn(format!("fsync: {e}")),
                 }
             }
-            // Refused before the run (`refuse_unsupported`).
-            StepDef::Spawn { .. } | StepDef::Wait => return false,
+            StepDef::Spawn { comm, steps } => self.spawn(comm, steps),
+            StepDef::Wait => {
+                let ok = self
+                    .children
+                    .drain(..)
+                    .filter_map(|mut c| c.wait().ok())
+                    .filter(|s| s.success())
+                    .count();
+                self.count("children_exited_ok", ok as u64);
+            }
         }
         true
     }
@@ -743,19 +850,9 @@ impl Exec {
                             // SAFETY: setpriority on this (notification) thread.
                             unsafe { libc::setpriority(libc::PRIO_PROCESS, gettid(), task.nice) };
                         }
-                        let mut x = Exec {
-                            env: env.clone(),
-                            task: task.clone(),
-                            copy,
-                            deadline,
-                            rng: mono_ns() | 1,
-                            offsets: BTreeMap::new(),
-                            written: None,
-                            ctx: None,
-                            buf: vec![0x5a; 4096],
-                            warnings: Vec::new(),
-                        };
+                        let mut x = Exec::new(env.clone(), task.clone(), copy, deadline, mono_ns());
                         x.steps(&steps);
+                        x.end_children();
                     });
                     after
                 });
@@ -764,6 +861,88 @@ impl Exec {
         }
         self.ctx = Some(ctx);
     }
+}
+
+/// The environment variable that makes the probe's binary a scenario's spawned child.
+pub const CHILD_ENV: &str = "LATLAB_SCENARIO_CHILD";
+
+/// What a spawned child runs: its name and steps, the run's files by name, its end.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ChildSpec {
+    comm: String,
+    steps: Vec<StepDef>,
+    files: BTreeMap<String, PathBuf>,
+    dir: PathBuf,
+    exe: PathBuf,
+    deadline_ns: u64,
+    ns_per_loop: f64,
+    seed: u64,
+}
+
+/// Call first thing in `main`: when this process is a scenario's spawned child, run its
+/// steps and exit: status 0 when they all ran, 2 when the run ended first, 1 (saying why) on
+/// a spec it cannot read; otherwise return.
+pub fn child_main_if_requested() {
+    let Some(spec) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    // What the child execs (its own spawns) is told apart by its own spec.
+    std::env::remove_var(CHILD_ENV);
+    let code = match child_main(&spec.to_string_lossy()) {
+        Ok(true) => 0,
+        Ok(false) => 2,
+        Err(e) => {
+            eprintln!("latlab scenario child: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+/// The child's steps run: true when they all did.
+fn child_main(spec: &str) -> Result<bool, String> {
+    // SAFETY: prctl with integer arguments; the child dies with the thread that spawned it.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    let c: ChildSpec = serde_json::from_str(spec).map_err(|e| format!("{CHILD_ENV}: {e}"))?;
+    if let Ok(name) = std::ffi::CString::new(c.comm.chars().take(15).collect::<String>()) {
+        let _ = nix::sys::prctl::set_name(&name);
+    }
+    let mut files = BTreeMap::new();
+    for (name, p) in c.files {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&p)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        files.insert(name, (p, f));
+    }
+    let dir = File::open(&c.dir).map_err(|e| format!("{}: {e}", c.dir.display()))?;
+    let env = Env {
+        pipes: BTreeMap::new(),
+        words: BTreeMap::new(),
+        files,
+        dir: (c.dir, dir),
+        ns_per_loop: c.ns_per_loop,
+        exe: Some(c.exe),
+    };
+    let task = TaskDef {
+        comm: c.comm,
+        policy: PolicyName::Other,
+        priority: None,
+        nice: 0,
+        affinity: None,
+        count: 1,
+        start_ms: 0.0,
+        steps: Vec::new(),
+    };
+    let mut x = Exec::new(Arc::new(env), task, 0, c.deadline_ns, c.seed);
+    let done = x.steps(&c.steps);
+    x.end_children();
+    for w in &x.warnings {
+        eprintln!("latlab scenario child: {w}");
+    }
+    Ok(done && x.warnings.is_empty())
 }
 
 #[cfg(test)]
@@ -873,12 +1052,20 @@ steps = [{ loop = { times = 3, steps = [{ write = { file = "log", kb = 64 } }, {
     }
 
     #[test]
-    fn spawn_is_refused_naming_the_task_and_loads_need_a_binary() {
+    fn spawn_and_loads_need_a_binary_and_a_child_has_no_pipes() {
         let s = scenario(
             "name = \"t\"\nduration_s = 1\n[[task]]\ncomm = \"p\"\nsteps = [{ spawn = { comm = \"c\", steps = [{ compute = { us = 5 } }] } }]\n",
         );
         let e = run(&s, &cfg(10)).unwrap_err();
-        assert!(e.contains("task `p`") && e.contains("spawn"), "{e}");
+        assert!(
+            e.contains("task `p`") && e.contains("`spawn`") && e.contains("no binary"),
+            "{e}"
+        );
+        let s = scenario(
+            "name = \"t\"\nduration_s = 1\n[[task]]\ncomm = \"p\"\nsteps = [{ spawn = { comm = \"c\", steps = [{ pipe-read = { from = \"q\", bytes = 5 } }] } }]\n[[task]]\ncomm = \"q\"\nsteps = [{ pipe-write = { to = \"p\", bytes = 5 } }]\n",
+        );
+        let e = run(&s, &cfg(10)).unwrap_err();
+        assert!(e.contains("task `p`: a spawned child's `pipe-read`"), "{e}");
         let s = scenario("name = \"t\"\nduration_s = 1\n[[load]]\nvideo = {}\n");
         assert!(run(&s, &cfg(10)).unwrap_err().contains("no binary"));
     }

@@ -509,7 +509,7 @@ impl Reader<'_> {
                     match period {
                         None => return Err(self.err(&path, "missing `period` (us)".into())),
                         // rt-app's way to turn a timer off (tune_json.py).
-                        Some(p) if p == 0.0 => {}
+                        Some(0.0) => {}
                         Some(p) => timer = Some((k.clone(), p)),
                     }
                 }
@@ -520,7 +520,7 @@ impl Reader<'_> {
                 }
                 b => match REFUSED_EVENTS.iter().find(|(e, _)| *e == b) {
                     Some((_, why)) => return Err(self.err(&path, format!("rt-app's `{b}` has no equivalent: {why}"))),
-                    None => return Err(self.err(&path, format!("not an rt-app key this reader knows (thread keys: instance, loop, policy, priority, cpus, delay, phases; events: run, runtime, sleep, timer, suspend, resume, loop)"))),
+                    None => return Err(self.err(&path, "not an rt-app key this reader knows (thread keys: instance, loop, policy, priority, cpus, delay, phases; events: run, runtime, sleep, timer, suspend, resume, loop)".into())),
                 },
             }
         }

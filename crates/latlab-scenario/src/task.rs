@@ -12,7 +12,7 @@
 //! Pipes and futex words join the copies of the tasks naming them one by one: copy `i` of
 //! `ping` writes to copy `i` of `pong` (tasks that meet have the same `count`).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `PIPE_BUF`: the largest pipe write that is atomic (include/uapi/linux/limits.h).
@@ -20,7 +20,7 @@ pub const PIPE_BUF: u64 = 4096;
 
 /// One `[[task]]`: `count` copies of a task running `steps`. Every field but `comm` and
 /// `steps` is optional.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskDef {
     /// The task's name (`comm`, at most 15 bytes); unique among the workload's tasks.
@@ -55,7 +55,7 @@ fn one() -> u32 {
 pub const MAX_COPIES: u32 = 4000;
 
 /// A scheduling policy as `chrt` names it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PolicyName {
     #[default]
@@ -67,7 +67,7 @@ pub enum PolicyName {
 }
 
 /// One step of a task's program: a table of one key, the step's kind.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum StepDef {
     /// Run in user space this long.
@@ -113,7 +113,7 @@ pub enum StepDef {
 
 /// A length of time in one unit (`{ us = 500 }`), fixed or a uniform range (`{ ms = [1, 5]
 /// }`).
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Dur {
     #[serde(default)]
@@ -127,7 +127,7 @@ pub struct Dur {
 }
 
 /// A number, or a range `[low, high]` drawn from uniformly.
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Amount {
     One(f64),
@@ -136,7 +136,7 @@ pub enum Amount {
 
 /// A periodic step: its period, how the expiry reaches the task, how many periods, and what
 /// the task does after each expiry.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PeriodicDef {
     /// The period, us.
@@ -153,7 +153,7 @@ pub struct PeriodicDef {
 }
 
 /// How a periodic step waits for its expiry.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TimerKind {
     /// cyclictest's thread: `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` to each
