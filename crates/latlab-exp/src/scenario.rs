@@ -2,6 +2,7 @@
 //! tasks as the workload's `[[task]]`s, its loads as the workload's commands, on a given
 //! machine and kernel variant, for the scenario's duration.
 
+use crate::ExpError;
 use latlab_scenario::{Load, Scenario};
 use latlab_sim::{CommandSpec, MachineProfile, SimConfig, Variant, Workload};
 
@@ -49,17 +50,23 @@ pub fn workload(s: &Scenario) -> Workload {
 
 /// A model run of `s` on `machine` under `variant`: `duration_ns` (default the scenario's)
 /// of simulated time from seed `seed`, the scenario's periodic tasks its streams (no
-/// realfeel). `latlab_sim::simulate` checks the tasks against the kernel (its CPUs, its POSIX
-/// timers) and refuses, naming the scenario and field, what this one cannot run.
+/// realfeel); an error when neither gives a duration (an rt-app file's -1).
+/// `latlab_sim::simulate` checks the tasks against the kernel (its CPUs, its POSIX timers)
+/// and refuses, naming the scenario and field, what this one cannot run.
 pub fn config(
     s: &Scenario,
     machine: MachineProfile,
     variant: Variant,
     duration_ns: Option<u64>,
     seed: u64,
-) -> SimConfig {
-    let d = duration_ns.unwrap_or(s.duration_ns);
-    SimConfig {
+) -> Result<SimConfig, ExpError> {
+    let d = s.duration(duration_ns).map_err(|why| ExpError::Field {
+        origin: s.name.clone(),
+        line: 0,
+        field: "duration_s".into(),
+        why,
+    })?;
+    Ok(SimConfig {
         machine,
         variant,
         workload: workload(s),
@@ -74,7 +81,7 @@ pub fn config(
         maxcpus: None,
         keep_records: false,
         record_events: None,
-    }
+    })
 }
 
 /// Keep a model run's measured streams only (the scenario's `measure`: the model measures

@@ -27,11 +27,11 @@ fn every_scenario_reads_and_the_model_runs_it() {
         let s = latlab_scenario::load(f).unwrap_or_else(|e| panic!("{e}"));
         assert!(!s.measure.is_empty(), "{}: measures nothing", f.display());
         assert!(
-            s.duration_ns <= 10_000_000_000,
+            s.duration_ns.is_some_and(|d| d <= 10_000_000_000),
             "{}: the suite's scenarios are short",
             f.display()
         );
-        let cfg = scenario::config(&s, m.clone(), v.clone(), Some(200_000_000), 1);
+        let cfg = scenario::config(&s, m.clone(), v.clone(), Some(200_000_000), 1).unwrap();
         let (mut r, _) = latlab_sim::simulate(&cfg, &mut |_, _| {})
             .unwrap_or_else(|e| panic!("{}: the model refused it: {e}", f.display()));
         scenario::keep_measured(&s, &mut r);
@@ -52,7 +52,7 @@ fn a_scenario_the_model_cannot_run_is_refused_naming_it_and_the_field() {
     .unwrap();
     let m = machine("test", "p4-2006", 0, &no_files).unwrap();
     let v = variant("test", "6.18-eevdf-none", 0, &no_files).unwrap();
-    let e = latlab_sim::simulate(&scenario::config(&s, m, v, None, 1), &mut |_, _| {})
+    let e = latlab_sim::simulate(&scenario::config(&s, m, v, None, 1).unwrap(), &mut |_, _| {})
         .unwrap_err()
         .to_string();
     assert!(e.contains("pinned") && e.contains("task.affinity"), "{e}");

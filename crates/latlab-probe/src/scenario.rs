@@ -68,8 +68,8 @@ const POLL_MS: i32 = 100;
 /// Run `s` on this machine.
 pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String> {
     refuse_unsupported(&s.tasks, cfg.exe.is_some())?;
+    let duration = s.duration(cfg.duration_ns)?;
     signals::install();
-    let duration = cfg.duration_ns.unwrap_or(s.duration_ns);
     let (dir, _held) = crate::private::held_dir(&cfg.scratch, "latlab-scenario-").map_err(|e| {
         format!(
             "{}: a private directory for the scenario's files: {e}",

@@ -1,11 +1,12 @@
 //! rt-app's JSON task files (rt-app's doc/tutorial.txt) read as a [`Scenario`].
 //!
-//! The file is the JSON rt-app itself reads (after workgen): C comments are allowed, and a
-//! key may repeat (`"run" : 100, ... "run" : 200`) or carry a number to tell repeats apart
+//! The file is the JSON rt-app itself reads (after workgen): C comments and trailing commas
+//! are allowed (json-c takes them), and a key may repeat (`"run" : 100, ... "run" : 200`) or carry a number to tell repeats apart
 //! (`run0`, `run1`), as rt-app matches events by their name's prefix. Objects keep their
 //! order: events run in the file's order.
 //!
-//! What maps: `global.duration` (seconds) the scenario's duration; `default_policy`; each
+//! What maps: `global.duration` (seconds) the scenario's duration (-1 or none: a run gives
+//! its own); `default_policy`; each
 //! thread a task (`instance` its count, `policy`, `priority` (for SCHED_OTHER the nice
 //! value, as rt-app sets it), `cpus` its affinity, `delay` (us) its start, `loop` (-1:
 //! until the run ends), `phases` or the events directly); events `run` and `runtime` (us of
@@ -95,8 +96,9 @@ impl J {
     }
 }
 
-/// `text` without its C comments (`/* */`, `//`), strings left whole; a comment's newlines
-/// are kept so that lines stay where they were.
+/// `text` without its C comments (`/* */`, `//`) and the commas before a closing `}` or `]`
+/// (json-c, rt-app's parser, takes both), strings left whole; a comment's newlines are kept
+/// so that lines stay where they were.
 fn strip_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut it = text.chars().peekable();
@@ -136,6 +138,16 @@ fn strip_comments(text: &str) -> String {
                         break;
                     }
                 }
+            }
+            ('}' | ']', _) => {
+                // A trailing comma: the last non-blank character written.
+                if let Some(i) = out
+                    .rfind(|c: char| !c.is_whitespace())
+                    .filter(|&i| out.as_bytes()[i] == b',')
+                {
+                    out.replace_range(i..=i, " ");
+                }
+                out.push(c);
             }
             _ => out.push(c),
         }
@@ -291,18 +303,13 @@ impl Reader<'_> {
                 _ => return Err(self.err(k, "rt-app's file has `tasks`, `global` and `resources` only".into())),
             }
         }
-        let duration_s = match duration {
-            Some(d) if d > 0 && (d as f64) <= MAX_DURATION_S => d as f64,
+        let duration_ns = match duration {
+            None | Some(-1) => None,
+            Some(d) if d > 0 && (d as f64) <= MAX_DURATION_S => Some(d as u64 * 1_000_000_000),
             Some(d) => {
                 return Err(self.err(
                     "global.duration",
-                    format!("must be 1..={MAX_DURATION_S} s here (rt-app's -1, until the threads end, has no end for a measured run), got {d}"),
-                ))
-            }
-            None => {
-                return Err(self.err(
-                    "global.duration",
-                    "missing: a measured run needs its length in seconds (rt-app's default -1 runs until the threads end)".into(),
+                    format!("must be 1..={MAX_DURATION_S} s, or -1 (until the threads end: a run then needs its length given), got {d}"),
                 ))
             }
         };
@@ -321,7 +328,7 @@ impl Reader<'_> {
         Ok(Scenario {
             name: stem.into(),
             description: format!("rt-app file {}", self.file),
-            duration_ns: (duration_s * 1e9) as u64,
+            duration_ns,
             measure: task::stream_names(&tasks),
             tasks,
             loads: Vec::new(),
@@ -621,7 +628,7 @@ mod tests {
     #[test]
     fn the_template_maps_to_a_periodic_task_and_ignores_logging() {
         let s = read(TEMPLATE).unwrap();
-        assert_eq!(s.duration_ns, 6_000_000_000);
+        assert_eq!(s.duration_ns, Some(6_000_000_000));
         assert_eq!(s.tasks.len(), 2);
         let t = &s.tasks[0];
         assert_eq!((t.comm.as_str(), t.count, t.policy), ("thread0", 2, PolicyName::Other));
@@ -718,7 +725,7 @@ mod tests {
                 "global.frobnicate",
                 "not an rt-app global key",
             ),
-            (r#"{ "global": { "duration": -1 }, "tasks": { "t1": { "run": 5 } } }"#.into(), "global.duration", "-1"),
+            (r#"{ "global": { "duration": 0 }, "tasks": { "t1": { "run": 5 } } }"#.into(), "global.duration", "got 0"),
         ];
         for (text, want_field, want_why) in cases {
             let (line, f, why) = field(read(&text).expect_err(&text));
@@ -742,7 +749,7 @@ mod tests {
     }
 
     #[test]
-    fn comments_go_and_strings_stay() {
+    fn comments_and_trailing_commas_go_and_strings_stay() {
         assert_eq!(
             strip_comments("a /* x\ny */ b // c\n\"/* s */\""),
             "a \n b \n\"/* s */\""

@@ -15,8 +15,10 @@ pub struct Scenario {
     /// Its name (results' workload).
     pub name: String,
     pub description: String,
-    /// How long it runs by default, ns (a run may ask for another length).
-    pub duration_ns: u64,
+    /// How long it runs by default, ns (a run may ask for another length); None for an
+    /// rt-app file whose `global.duration` is -1 or missing (until the threads end): a run
+    /// then needs a length given ([`Scenario::duration`]).
+    pub duration_ns: Option<u64>,
     /// The tasks, started together when the run starts.
     pub tasks: Vec<TaskDef>,
     /// The loads beside them.
@@ -27,6 +29,19 @@ pub struct Scenario {
     /// What reading the file left out, for the run's settings (rt-app's keys that change
     /// nothing here: `logdir`, `calibration`, ...). Empty for a TOML file.
     pub ignored: Vec<String>,
+}
+
+impl Scenario {
+    /// A run's length: `asked`, or the scenario's own; an error naming the scenario when
+    /// neither is.
+    pub fn duration(&self, asked: Option<u64>) -> Result<u64, String> {
+        asked.or(self.duration_ns).ok_or_else(|| {
+            format!(
+                "scenario `{}` gives no duration (rt-app's `global.duration` -1 or missing: until the threads end), and none was asked for",
+                self.name
+            )
+        })
+    }
 }
 
 /// A load that is not naturally a task: a program the engines each have their own of.
@@ -222,7 +237,7 @@ pub fn parse_toml(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     Ok(Scenario {
         name: r.name,
         description: r.description,
-        duration_ns: (r.duration_s * 1e9) as u64,
+        duration_ns: Some((r.duration_s * 1e9) as u64),
         tasks: r.task,
         loads: r.load,
         measure,
@@ -335,7 +350,8 @@ make = { jobs = 2, cc_ms = [50, 200] }
     fn a_scenario_reads_its_tasks_loads_and_streams() {
         let s = parse_toml("s.toml", OK).unwrap();
         assert_eq!(s.name, "timer-beside-make");
-        assert_eq!(s.duration_ns, 2_000_000_000);
+        assert_eq!(s.duration(None), Ok(2_000_000_000));
+        assert_eq!(s.duration(Some(5)), Ok(5), "a run's own length first");
         assert_eq!(s.tasks.len(), 2);
         assert_eq!((s.tasks[0].policy, s.tasks[0].priority), (PolicyName::Fifo, Some(90)));
         let StepDef::Periodic(p) = &s.tasks[0].steps[0] else {

@@ -42,10 +42,13 @@ pub fn run(a: ScenarioArgs) -> anyhow::Result<ExitCode> {
         // The running binary through the kernel's own link to it (as `--load`).
         exe: Some("/proc/self/exe".into()),
     };
+    let duration = s
+        .duration(cfg.duration_ns)
+        .map_err(|e| anyhow::anyhow!("{}: {e}: give --duration", a.file.display()))?;
     errln!(
         "latlab probe: scenario {} ({} s): {} task(s){}",
         s.name,
-        cfg.duration_ns.unwrap_or(s.duration_ns) as f64 / 1e9,
+        duration as f64 / 1e9,
         s.tasks.len(),
         match s.loads.len() {
             0 => String::new(),
@@ -63,6 +66,11 @@ pub fn run(a: ScenarioArgs) -> anyhow::Result<ExitCode> {
     let out = scenario::run(&s, &cfg).map_err(|e| anyhow::anyhow!("{}: {e}", a.file.display()))?;
     for w in &out.warnings {
         errln!("latlab probe: warning: {w}");
+    }
+    if s.measure.is_empty() {
+        errln!(
+            "latlab probe: warning: the scenario measures no stream: no task has a periodic step (an rt-app thread, a `timer`)"
+        );
     }
     let mut result = out.result;
     result.meta.settings.insert("steal".into(), steal.finish());
