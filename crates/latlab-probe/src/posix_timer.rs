@@ -226,9 +226,11 @@ const _: () = assert!(std::mem::size_of::<SigEventThread>() == std::mem::size_of
 /// Stack of a notification thread: the function only reads the clock and sends a message.
 const NOTIFY_STACK: usize = 64 * 1024;
 
-/// Attributes for glibc's notification threads: these CPUs (none: the helper's), and the
-/// measuring thread's SCHED_FIFO or SCHED_RR policy and priority when it got one (else
-/// inherited SCHED_OTHER, so thread creation cannot fail).
+/// Attributes for glibc's notification threads: these CPUs, and the measuring thread's
+/// SCHED_FIFO or SCHED_RR policy and priority when it got one, else SCHED_OTHER (so thread
+/// creation cannot fail). Both are set, not inherited: glibc's helper thread, which creates
+/// them, was started by whichever thread made the process's first SIGEV_THREAD timer, with
+/// that thread's policy and CPUs (a scenario's tasks differ in both).
 struct ThreadAttr(libc::pthread_attr_t);
 
 impl ThreadAttr {
@@ -241,19 +243,16 @@ impl ThreadAttr {
             // The probe locks its memory (MCL_FUTURE), which populates every new thread's whole
             // stack: keep the per-expiry threads' stacks small.
             libc::pthread_attr_setstacksize(&mut attr, NOTIFY_STACK);
-            if !cpus.is_empty() {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                for &cpu in cpus {
-                    libc::CPU_SET(cpu, &mut set);
-                }
-                libc::pthread_attr_setaffinity_np(&mut attr, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &cpu in cpus {
+                libc::CPU_SET(cpu, &mut set);
             }
-            if let Some((policy, p)) = rt {
-                libc::pthread_attr_setinheritsched(&mut attr, libc::PTHREAD_EXPLICIT_SCHED);
-                libc::pthread_attr_setschedpolicy(&mut attr, policy);
-                let param = libc::sched_param { sched_priority: p };
-                libc::pthread_attr_setschedparam(&mut attr, &param);
-            }
+            libc::pthread_attr_setaffinity_np(&mut attr, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let (policy, p) = rt.unwrap_or((libc::SCHED_OTHER, 0));
+            libc::pthread_attr_setinheritsched(&mut attr, libc::PTHREAD_EXPLICIT_SCHED);
+            libc::pthread_attr_setschedpolicy(&mut attr, policy);
+            let param = libc::sched_param { sched_priority: p };
+            libc::pthread_attr_setschedparam(&mut attr, &param);
             ThreadAttr(attr)
         }
     }
@@ -277,7 +276,11 @@ pub fn thread_loop(ctx: &mut ThreadCtx, after: Option<After>) {
         after,
         running: Default::default(),
     });
-    let mut attr = ThreadAttr::new(&ctx.affinity, current_rt_policy());
+    let cpus = match ctx.affinity.is_empty() {
+        true => crate::parse::allowed_cpus(),
+        false => ctx.affinity.clone(),
+    };
+    let mut attr = ThreadAttr::new(&cpus, current_rt_policy());
     let mut ev = SigEventThread {
         value: libc::sigval {
             sival_ptr: Arc::as_ptr(&shared) as *mut libc::c_void,

@@ -244,8 +244,8 @@ pub struct PeriodicOutcome {
 /// Per-thread state handed to a measuring loop: stop conditions and recording.
 pub struct ThreadCtx {
     pub cpu: usize,
-    /// The CPUs a SIGEV_THREAD notification thread may run on (empty: wherever glibc's
-    /// helper thread may).
+    /// The CPUs a SIGEV_THREAD notification thread may run on (empty: the measuring
+    /// thread's).
     pub affinity: Vec<usize>,
     /// The measuring thread's kernel task id.
     pub tid: u32,
