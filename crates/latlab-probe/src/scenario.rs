@@ -70,12 +70,13 @@ pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String
     refuse_unsupported(&s.tasks, cfg.exe.is_some())?;
     let duration = s.duration(cfg.duration_ns)?;
     signals::install();
-    let (dir, _held) = crate::private::held_dir(&cfg.scratch, "latlab-scenario-").map_err(|e| {
-        format!(
-            "{}: a private directory for the scenario's files: {e}",
-            cfg.scratch.display()
-        )
-    })?;
+    let (dir, _held) = crate::private::held_dir(&cfg.scratch, &format!("latlab-scenario-{}-", std::process::id()))
+        .map_err(|e| {
+            format!(
+                "{}: a private directory for the scenario's files: {e}",
+                cfg.scratch.display()
+            )
+        })?;
     let env = Env::new(s, &dir, cfg.exe.clone());
     let removed = DirGuard(dir.clone());
     let env = Arc::new(env?);
