@@ -18,6 +18,7 @@
 pub mod builtin;
 mod extends;
 mod file;
+pub mod scenario;
 pub mod workload;
 
 pub use file::{

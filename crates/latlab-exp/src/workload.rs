@@ -5,6 +5,7 @@
 //! field). Errors name the file, the line and the field.
 
 use crate::file::{read_named, syntax, ExpError, Files, Kind, PreloadRepr};
+use latlab_scenario::scenario::{line_after, line_of_key};
 use latlab_sim::workload::sizes;
 use latlab_sim::workload::task::{self, TaskDef, TaskError};
 use latlab_sim::{CommandSpec, MachineProfile, Preload, Workload};
@@ -130,29 +131,11 @@ impl Named {
     }
 }
 
-/// A task's mistake at its line: the `nth` line setting `key` in the `task`-th `[[task]]`.
+/// A task's mistake at its line ([`TaskError::line`]).
 fn task_error(file: &str, text: &str, e: TaskError) -> ExpError {
-    let lines: Vec<&str> = text.lines().collect();
-    let header = |l: &str| l.trim_start().starts_with('[') && !l.trim_start().starts_with("[task.");
-    let line = match lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.trim_start().starts_with("[[task]]"))
-        .nth(e.task)
-    {
-        Some((start, _)) => lines[start + 1..]
-            .iter()
-            .take_while(|l| !header(l))
-            .enumerate()
-            .filter(|(_, l)| !l.trim_start().starts_with('#') && key_at(l, e.key))
-            .nth(e.nth)
-            .map_or(start + 1, |(i, _)| start + i + 2),
-        // Written as one array (`task = [ ... ]`).
-        None => line_of_key(text, "task", 0),
-    };
     ExpError::Field {
         origin: file.into(),
-        line,
+        line: e.line(text),
         field: e.field,
         why: e.why,
     }
@@ -241,33 +224,8 @@ fn check(c: &CommandSpec, text: &str, seen: &mut Vec<&'static str>) -> Result<()
         let at = line_of_key(text, k, nth);
         let key = field.rsplit('.').next().unwrap_or(&field);
         // The field's own line: on the command's line (an inline table) or below it.
-        let line = text
-            .lines()
-            .enumerate()
-            .skip(at.saturating_sub(1))
-            .find(|(_, l)| key_at(l, key))
-            .map_or(at, |(i, _)| i + 1);
+        let line = line_after(text, at, key);
         (format!("command.{field}"), line, why)
-    })
-}
-
-/// 1-based line of the `nth` (from 0) place where `key` is set (`key =`, `key.`, or a
-/// `[...key]` header), 1 if there is none.
-fn line_of_key(text: &str, key: &str, nth: usize) -> usize {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim_start().starts_with('#') && key_at(l, key))
-        .nth(nth)
-        .map_or(1, |(i, _)| i + 1)
-}
-
-/// Does `line` set `key` (as a bare key: not part of a longer one)?
-fn key_at(line: &str, key: &str) -> bool {
-    let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    line.match_indices(key).any(|(i, _)| {
-        let before = line[..i].chars().next_back();
-        let after = line[i + key.len()..].trim_start().chars().next();
-        !before.is_some_and(bare) && matches!(after, Some('=' | '.' | ']'))
     })
 }
 

@@ -245,7 +245,8 @@ fn gone(pid: u32) -> bool {
 enum Left {
     /// In a scratch directory: `latlab-load-PID-<random>` (a load's private directory) or
     /// `latlab-write-PID-<random>` (the private directory of probe write's file) or
-    /// `latlab-calibrate-PID-<random>` (probe calibrate's disk files), made by
+    /// `latlab-calibrate-PID-<random>` (probe calibrate's disk files) or
+    /// `latlab-scenario-PID-<random>` (a scenario's files), made by
     /// [`crate::private`].
     Scratch,
     /// In tracefs: `latlab-PID` or `latlab-PID-N`, a private ftrace instance.
@@ -261,6 +262,7 @@ fn owner(name: &str) -> Option<(Left, u32)> {
         .strip_prefix("latlab-load-")
         .or_else(|| name.strip_prefix("latlab-write-"))
         .or_else(|| name.strip_prefix("latlab-calibrate-"))
+        .or_else(|| name.strip_prefix("latlab-scenario-"))
     {
         let (pid, suffix) = rest.split_once('-')?;
         (Left::Scratch, Some(pid).filter(|_| crate::private::is_suffix(suffix))?)
@@ -330,6 +332,7 @@ mod tests {
         assert_eq!(owner("latlab-load-1234-aZ09aZ09aZ09"), Some((Left::Scratch, 1234)));
         assert_eq!(owner("latlab-write-77-000000000000"), Some((Left::Scratch, 77)));
         assert_eq!(owner("latlab-calibrate-8-aZ09aZ09aZ09"), Some((Left::Scratch, 8)));
+        assert_eq!(owner("latlab-scenario-8-aZ09aZ09aZ09"), Some((Left::Scratch, 8)));
         assert_eq!(owner("latlab-99"), Some((Left::Instance, 99)));
         assert_eq!(owner("latlab-99-2"), Some((Left::Instance, 99)));
         for other in [

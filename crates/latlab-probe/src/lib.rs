@@ -3,7 +3,8 @@
 //!
 //! Modules by concept: [`timer`] (clock_nanosleep loop per CPU, as cyclictest), [`posix_timer`]
 //! (timer_create with signal or thread notification), [`write`](mod@write) (per-record write(2) latency),
-//! [`load`] (built-in load generators), [`caps`] (what privileges the run got), [`dma_latency`]
+//! [`load`] (built-in load generators), [`scenario`] (a scenario's tasks run for real, measured
+//! by the same loops), [`caps`] (what privileges the run got), [`dma_latency`]
 //! (the `/dev/cpu_dma_latency` guard), [`signals`] (SIGINT/SIGTERM/SIGHUP stop the run
 //! cleanly), [`guard`] (the guardian that undoes what a killed probe leaves), [`output`]
 //! (terminal summary and JSON), [`parse`] (option values), [`private`] (the 0700
@@ -26,6 +27,7 @@ pub mod output;
 pub mod parse;
 pub mod posix_timer;
 pub mod private;
+pub mod scenario;
 pub mod sched_trace;
 pub mod signals;
 pub mod smi;

@@ -62,8 +62,8 @@ pub fn run(cfg: &PeriodicConfig, notify: Notify) -> PeriodicOutcome {
     let measures = format!("timer_create({}) expiry to notification", notify.sigev_name());
     let naming = StreamNaming::Model(notify.stream_name());
     run_periodic(cfg, naming, &measures, move |ctx| match notify {
-        Notify::Signal => signal_loop(ctx),
-        Notify::Thread => thread_loop(ctx),
+        Notify::Signal => signal_loop(ctx, &mut || {}),
+        Notify::Thread => thread_loop(ctx, None),
     })
 }
 
@@ -134,7 +134,10 @@ fn block_signal(sig: libc::c_int) -> libc::sigset_t {
     }
 }
 
-fn signal_loop(ctx: &mut ThreadCtx) {
+/// SIGEV_SIGNAL's measuring loop: a timer signalling the calling thread, taken by
+/// `sigtimedwait`; each expiry recorded, its overruns counted as missed, then `after` runs (a
+/// scenario's steps after each expiry); until [`ThreadCtx::finished`].
+pub fn signal_loop(ctx: &mut ThreadCtx, after: &mut dyn FnMut()) {
     let sig = timer_signal();
     let set = block_signal(sig);
     // SAFETY: an all-zero sigevent is valid; the fields used are set below.
@@ -157,8 +160,9 @@ fn signal_loop(ctx: &mut ThreadCtx) {
             ctx.record(next, now);
             ctx.missed(over);
             next += interval * (1 + over);
+            after();
         }
-        if ctx.finished(now) {
+        if ctx.finished(mono_ns()) {
             break;
         }
     }
@@ -169,7 +173,14 @@ struct ThreadShared {
     timer: Mutex<Option<PosixTimer>>,
     /// (overrun, time the notification function started, its thread id)
     tx: Mutex<mpsc::Sender<(u64, u64, u32)>>,
+    /// What each notification thread runs once it has sent its sample.
+    after: Option<After>,
+    /// Notification threads inside [`on_expiry`].
+    running: std::sync::atomic::AtomicUsize,
 }
+
+/// A scenario's steps after each SIGEV_THREAD expiry, run in the notification thread.
+pub type After = Arc<dyn Fn() + Send + Sync>;
 
 // SAFETY: timer_t is a kernel id (a pointer-sized handle glibc owns); the timer calls made
 // through it (timer_getoverrun, timer_delete) are thread-safe, and access goes through a Mutex.
@@ -178,8 +189,10 @@ unsafe impl Send for PosixTimer {}
 extern "C" fn on_expiry(v: libc::sigval) {
     let now = mono_ns();
     // SAFETY: sival_ptr is the Arc<ThreadShared> pointer the measuring thread keeps alive
-    // until after timer_delete plus a grace period (see thread_loop).
+    // until after timer_delete plus a grace period, and then while `running` (see
+    // thread_loop).
     let shared = unsafe { &*(v.sival_ptr as *const ThreadShared) };
+    shared.running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let over = shared
         .timer
         .lock()
@@ -189,6 +202,10 @@ extern "C" fn on_expiry(v: libc::sigval) {
     if let Ok(tx) = shared.tx.lock() {
         let _ = tx.send((over, now, gettid()));
     }
+    if let Some(after) = &shared.after {
+        after();
+    }
+    shared.running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// glibc's sigevent with the SIGEV_THREAD union member (`_sigev_thread`), which the libc
@@ -209,12 +226,15 @@ const _: () = assert!(std::mem::size_of::<SigEventThread>() == std::mem::size_of
 /// Stack of a notification thread: the function only reads the clock and sends a message.
 const NOTIFY_STACK: usize = 64 * 1024;
 
-/// Attributes for glibc's notification threads: this CPU, and SCHED_FIFO at `prio` when the
-/// measuring thread got it (else inherited SCHED_OTHER, so thread creation cannot fail).
+/// Attributes for glibc's notification threads: these CPUs, and the measuring thread's
+/// SCHED_FIFO or SCHED_RR policy and priority when it got one, else SCHED_OTHER (so thread
+/// creation cannot fail). Both are set, not inherited: glibc's helper thread, which creates
+/// them, was started by whichever thread made the process's first SIGEV_THREAD timer, with
+/// that thread's policy and CPUs (a scenario's tasks differ in both).
 struct ThreadAttr(libc::pthread_attr_t);
 
 impl ThreadAttr {
-    fn new(cpu: usize, fifo_prio: Option<i32>) -> ThreadAttr {
+    fn new(cpus: &[usize], rt: Option<(libc::c_int, i32)>) -> ThreadAttr {
         // SAFETY: attr is initialised by pthread_attr_init before any other use; cpuset is
         // zeroed then filled by CPU_SET.
         unsafe {
@@ -224,14 +244,15 @@ impl ThreadAttr {
             // stack: keep the per-expiry threads' stacks small.
             libc::pthread_attr_setstacksize(&mut attr, NOTIFY_STACK);
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::pthread_attr_setaffinity_np(&mut attr, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            if let Some(p) = fifo_prio {
-                libc::pthread_attr_setinheritsched(&mut attr, libc::PTHREAD_EXPLICIT_SCHED);
-                libc::pthread_attr_setschedpolicy(&mut attr, libc::SCHED_FIFO);
-                let param = libc::sched_param { sched_priority: p };
-                libc::pthread_attr_setschedparam(&mut attr, &param);
+            for &cpu in cpus {
+                libc::CPU_SET(cpu, &mut set);
             }
+            libc::pthread_attr_setaffinity_np(&mut attr, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let (policy, p) = rt.unwrap_or((libc::SCHED_OTHER, 0));
+            libc::pthread_attr_setinheritsched(&mut attr, libc::PTHREAD_EXPLICIT_SCHED);
+            libc::pthread_attr_setschedpolicy(&mut attr, policy);
+            let param = libc::sched_param { sched_priority: p };
+            libc::pthread_attr_setschedparam(&mut attr, &param);
             ThreadAttr(attr)
         }
     }
@@ -244,13 +265,22 @@ impl Drop for ThreadAttr {
     }
 }
 
-fn thread_loop(ctx: &mut ThreadCtx) {
+/// SIGEV_THREAD's measuring loop: glibc starts a thread per expiry, which takes the sample
+/// (sent back to the calling thread, which records it and its overruns) and then runs
+/// `after` (a scenario's steps); until [`ThreadCtx::finished`].
+pub fn thread_loop(ctx: &mut ThreadCtx, after: Option<After>) {
     let (tx, rx) = mpsc::channel();
     let shared = Arc::new(ThreadShared {
         timer: Mutex::new(None),
         tx: Mutex::new(tx),
+        after,
+        running: Default::default(),
     });
-    let mut attr = ThreadAttr::new(ctx.cpu, current_fifo_priority());
+    let cpus = match ctx.affinity.is_empty() {
+        true => crate::parse::allowed_cpus(),
+        false => ctx.affinity.clone(),
+    };
+    let mut attr = ThreadAttr::new(&cpus, current_rt_policy());
     let mut ev = SigEventThread {
         value: libc::sigval {
             sival_ptr: Arc::as_ptr(&shared) as *mut libc::c_void,
@@ -294,17 +324,23 @@ fn thread_loop(ctx: &mut ThreadCtx) {
     // Notification threads already started may still run: let them finish before `shared`
     // (which they point to) is freed.
     std::thread::sleep(Duration::from_nanos(2 * interval).max(Duration::from_millis(20)));
+    // ... and those still running their steps end.
+    while shared.running.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
-/// The calling thread's SCHED_FIFO priority, if it runs SCHED_FIFO.
-fn current_fifo_priority() -> Option<i32> {
+/// The calling thread's real-time policy (SCHED_FIFO or SCHED_RR) and priority, if it runs
+/// one.
+fn current_rt_policy() -> Option<(libc::c_int, i32)> {
     let mut policy = 0;
     // SAFETY: param and policy are valid out-parameters for the calling thread.
     unsafe {
         let mut param: libc::sched_param = std::mem::zeroed();
-        if libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut param) == 0 && policy == libc::SCHED_FIFO
+        if libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut param) == 0
+            && (policy == libc::SCHED_FIFO || policy == libc::SCHED_RR)
         {
-            return Some(param.sched_priority);
+            return Some((policy, param.sched_priority));
         }
     }
     None

@@ -244,6 +244,9 @@ pub struct PeriodicOutcome {
 /// Per-thread state handed to a measuring loop: stop conditions and recording.
 pub struct ThreadCtx {
     pub cpu: usize,
+    /// The CPUs a SIGEV_THREAD notification thread may run on (empty: the measuring
+    /// thread's).
+    pub affinity: Vec<usize>,
     /// The measuring thread's kernel task id.
     pub tid: u32,
     pub interval_ns: u64,
@@ -266,6 +269,54 @@ pub struct ThreadCtx {
 }
 
 impl ThreadCtx {
+    /// A measuring loop's context outside [`run_periodic`]: its stream `name`, measuring
+    /// `measures`, on `cpu` (its tag; `affinity` for notification threads), thread `tid`,
+    /// times counted from `run_start_ns`, ending at `deadline_ns`, keeping `keep_worst`
+    /// samples; no histogram, trace, live display or threshold action. Each periodic step
+    /// sets its period and loops with [`ThreadCtx::begin`].
+    pub fn plain(
+        name: String,
+        measures: String,
+        (cpu, affinity): (usize, Vec<usize>),
+        tid: u32,
+        (run_start_ns, deadline_ns): (u64, u64),
+        keep_worst: usize,
+    ) -> ThreadCtx {
+        ThreadCtx {
+            cpu,
+            affinity,
+            tid,
+            interval_ns: 0,
+            run_start_ns,
+            deadline_ns: Some(deadline_ns),
+            loops: None,
+            keep_worst,
+            stream: Stream::new(name, measures),
+            histogram: None,
+            breaker: None,
+            wakeups: None,
+            live: None,
+            explainer: None,
+            spotter: None,
+            spike_ns: u64::MAX,
+            on_threshold: None,
+            done: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    /// A periodic step starts: `interval_ns` its period, `loops` its expiries (None: until
+    /// the run ends).
+    pub fn begin(&mut self, interval_ns: u64, loops: Option<u64>) {
+        self.interval_ns = interval_ns;
+        self.loops = loops.map(|n| self.done + n);
+    }
+
+    /// Its stream and the errors its loops met.
+    pub fn finish(self) -> (Stream, Vec<String>) {
+        (self.stream, self.errors)
+    }
+
     /// True when the loop should end (loops done, duration over, or a stop signal).
     pub fn finished(&self, now_ns: u64) -> bool {
         signals::stop_requested()
@@ -518,6 +569,7 @@ where
                 let start = mono_ns();
                 let mut ctx = ThreadCtx {
                     cpu,
+                    affinity: vec![cpu],
                     tid,
                     interval_ns: cfg.interval_ns,
                     run_start_ns: start,
@@ -686,29 +738,35 @@ pub fn run(cfg: &PeriodicConfig) -> PeriodicOutcome {
         cfg,
         StreamNaming::PerCpu,
         "clock_nanosleep(TIMER_ABSTIME) wakeup",
-        |ctx| {
-            let interval = ctx.interval_ns;
-            let mut next = mono_ns() + interval;
-            loop {
-                if !sleep_until(next) && signals::stop_requested() {
-                    break;
-                }
-                let now = mono_ns();
-                ctx.record(next, now);
-                next += interval;
-                // As cyclictest: skip the periods the late wakeup already passed.
-                let mut skipped = 0;
-                while now > next {
-                    next += interval;
-                    skipped += 1;
-                }
-                ctx.missed(skipped);
-                if ctx.finished(now) {
-                    break;
-                }
-            }
-        },
+        |ctx| nanosleep_loop(ctx, &mut || {}),
     )
+}
+
+/// cyclictest's measuring loop: `clock_nanosleep(TIMER_ABSTIME)` to each deadline, a period
+/// after the last; each wakeup recorded, the periods a late one passed counted as missed,
+/// then `after` runs (a scenario's steps after each expiry); until [`ThreadCtx::finished`].
+pub fn nanosleep_loop(ctx: &mut ThreadCtx, after: &mut dyn FnMut()) {
+    let interval = ctx.interval_ns;
+    let mut next = mono_ns() + interval;
+    loop {
+        if !sleep_until(next) && signals::stop_requested() {
+            break;
+        }
+        let now = mono_ns();
+        ctx.record(next, now);
+        next += interval;
+        // As cyclictest: skip the periods the late wakeup already passed.
+        let mut skipped = 0;
+        while now > next {
+            next += interval;
+            skipped += 1;
+        }
+        ctx.missed(skipped);
+        after();
+        if ctx.finished(mono_ns()) {
+            break;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 mod out;
 mod probe_calibrate;
 mod probe_cmd;
+mod probe_scenario;
 mod probe_spike;
 mod progress;
 mod read;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
     // A `--load` child and the probe's guardian re-execute this binary; each runs here and
     // never returns.
     latlab_probe::load::child_main_if_requested();
+    latlab_probe::scenario::child_main_if_requested();
     latlab_probe::guard::main_if_requested();
     let cli = Cli::parse();
     // The model's commands print their report after minutes of work: standard output that

@@ -36,6 +36,9 @@ pub enum ProbeCmd {
     VsCyclictest(crate::vs_cyclictest::VsArgs),
     /// Measure this machine and write it as a machine file the model loads (`-o FILE`).
     Calibrate(crate::probe_calibrate::CalibrateArgs),
+    /// Run a scenario (scenarios/*.toml or rt-app JSON) for real: its tasks as threads, its
+    /// periodic ones measured as the model measures them.
+    Scenario(crate::probe_scenario::ScenarioArgs),
 }
 
 fn p_interval(s: &str) -> Result<u64, String> {
@@ -162,6 +165,21 @@ pub struct OutputOpts {
 }
 
 impl OutputOpts {
+    /// No output option given: the table only.
+    pub fn none() -> OutputOpts {
+        OutputOpts {
+            json: None,
+            histfile: None,
+            hist_buckets: 1000,
+            fail_above: None,
+            explain: false,
+            trace_above: None,
+            break_above: None,
+            break_trace: None,
+            smi: false,
+        }
+    }
+
     fn trace_above_ns(&self) -> Option<u64> {
         match (self.explain, self.trace_above) {
             (_, Some(t)) => Some(t),
@@ -247,6 +265,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         ProbeCmd::Write(w) => guard(&[w.load.scratch.as_deref(), w.dir.as_deref()]),
         ProbeCmd::VsCyclictest(v) => guard(&[v.scratch.as_deref()]),
         ProbeCmd::Calibrate(c) => guard(&[c.dir.as_deref()]),
+        ProbeCmd::Scenario(s) => guard(&[s.scratch.as_deref()]),
     }
     match a.cmd {
         ProbeCmd::Timer(t) => {
@@ -278,6 +297,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         ProbeCmd::Write(w) => run_write(w),
         ProbeCmd::VsCyclictest(v) => crate::vs_cyclictest::run(v),
         ProbeCmd::Calibrate(c) => crate::probe_calibrate::run(&c),
+        ProbeCmd::Scenario(s) => crate::probe_scenario::run(s),
     }
 }
 
@@ -416,7 +436,7 @@ fn check_dir(dir: &Path, flag: &str) -> anyhow::Result<()> {
 
 /// The loads' fates, counters and throughput into the result; the workload names each load,
 /// with when it died if it did (`timer under dd:1G (died at 3.2 s) + tar`).
-fn add_load_report(r: &mut RunResult, rep: &LoadReport, specs: &[LoadSpec]) {
+pub(crate) fn add_load_report(r: &mut RunResult, rep: &LoadReport, specs: &[LoadSpec]) {
     if specs.is_empty() {
         return;
     }
@@ -680,7 +700,7 @@ fn write_out(path: &std::path::Path, text: &str, what: &str) -> anyhow::Result<(
 /// run short, 1 when `--break-above` stopped it, 3 when a load died (unless
 /// `allow_load_failure`), 1 above `--fail-above`. When a file goes to standard output, the
 /// table and spike list go to standard error, so standard output holds the file alone.
-fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn finish(mut m: Measured, o: &OutputOpts, allow_load_failure: bool) -> anyhow::Result<ExitCode> {
     let break_above = o
         .break_above
         .map_or(String::new(), |a| format!("--break-above {:.1} us", a as f64 / 1000.0));

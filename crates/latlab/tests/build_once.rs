@@ -45,8 +45,9 @@ fn features(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// The workspace's packages.
-const MEMBERS: [&str; 9] = [
+const MEMBERS: [&str; 10] = [
     "latlab-core",
+    "latlab-scenario",
     "latlab-sim",
     "latlab-exp",
     "latlab-swap",

@@ -1821,3 +1821,168 @@ fn calibrate_refuses_bad_paths_and_stops_on_sigint() {
     assert!(left.is_empty(), "left behind: {left:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A scenario of every step kind the probe runs: a SCHED_FIFO timer thread, a SCHED_OTHER one
+/// on a POSIX timer (thread notification), a pipe ping-pong pair, a writer with fsync, a hog,
+/// a parent spawning children (fork + exec) that write, and waiting for them.
+const SCENARIO: &str = r#"name = "cli"
+duration_s = 30
+[[task]]
+comm = "cyc"
+policy = "fifo"
+priority = 90
+steps = [{ periodic = { period_us = 1000, steps = [{ compute = { us = 10 } }] } }]
+[[task]]
+comm = "posix"
+steps = [{ periodic = { period_us = 1000, timer = "thread", steps = [{ compute = { us = 10 } }] } }]
+[[task]]
+comm = "ping"
+steps = [{ loop = { steps = [{ pipe-write = { to = "pong", bytes = 8 } }, { pipe-read = { from = "pong", bytes = 8 } }] } }]
+[[task]]
+comm = "pong"
+steps = [{ loop = { steps = [{ pipe-read = { from = "ping", bytes = 8 } }, { pipe-write = { to = "ping", bytes = 8 } }] } }]
+[[task]]
+comm = "writer"
+steps = [{ loop = { steps = [{ write = { file = "out", kb = 256 } }, { fsync = {} }] } }]
+[[task]]
+comm = "hog"
+nice = 19
+steps = [{ loop = { steps = [{ compute = { ms = 5 } }] } }]
+[[task]]
+comm = "make"
+steps = [{ loop = { steps = [
+    { spawn = { comm = "cc", steps = [{ compute = { ms = 2 } }, { write = { file = "obj", kb = 4 } }] } },
+    { wait = {} },
+] } }]
+"#;
+
+#[test]
+fn scenario_runs_its_tasks_as_root_and_as_nobody_and_leaves_nothing() {
+    for who in users() {
+        let dir = scratch(&format!("scenario-{who:?}"));
+        let file = dir.join("s.toml");
+        std::fs::write(&file, SCENARIO).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let f = file.to_str().unwrap();
+        let a = args_in(
+            &dir,
+            &["probe", "scenario", f, "--duration", "1s", "--scratch", "{dir}"],
+        );
+        let out = latlab(who, &a.iter().map(String::as_str).collect::<Vec<_>>());
+        let err = ok(&out);
+        let v = json(&dir.join("r.json"));
+        check_streams(&v);
+        let names: Vec<&str> = v["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["cyc", "posix"], "the model's names: one stream a periodic task");
+        assert_eq!(v["meta"]["settings"]["scenario"], "cli");
+        assert_eq!(
+            v["meta"]["settings"]["duration_s"], "1",
+            "--duration over the file's 30 s"
+        );
+        assert_eq!(v["meta"]["settings"]["task cyc"], "1 x SCHED_FIFO 90, nice 0, any CPU");
+        let c = |k: &str| v["counters"][format!("scenario {k}")].as_u64().unwrap_or(0);
+        for k in ["pipe_messages", "fsyncs", "spawns", "children_exited_ok"] {
+            assert!(c(k) > 0, "{k}: {}", v["counters"]);
+        }
+        // A child exits 0 only when its steps all ran (its write included): they did.
+        let refused = err.contains("task `cyc` copy 0: SCHED_FIFO 90 refused");
+        match who {
+            As::Nobody => assert!(refused && err.contains("RLIMIT_RTPRIO"), "{err}"),
+            As::Invoker if is_root() => assert!(!refused, "{err}"),
+            As::Invoker => {}
+        }
+        // The scenario's private directory (its pipes' writer's file) went with the run.
+        let mut left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["r.json", "s.toml"], "{who:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn scenario_runs_an_rt_app_file_of_the_suite_and_its_loads() {
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let Run { out, v, dir } = probe(
+        As::Invoker,
+        "scenario-rtapp",
+        &[
+            "probe",
+            "scenario",
+            suite.join("rtapp-fifo-beside-hogs.json").to_str().unwrap(),
+            "--duration",
+            "1s",
+        ],
+    );
+    ok(&out);
+    check_streams(&v);
+    assert_eq!(v["streams"][0]["name"], "rt");
+    assert!(
+        v["meta"]["settings"]["ignored"]
+            .as_str()
+            .unwrap()
+            .contains("global.logdir"),
+        "{v}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+    // A scenario with a load: the probe's own (`--load video`), stopped with the run.
+    let dir = scratch("scenario-load");
+    let file = dir.join("v.toml");
+    std::fs::write(
+        &file,
+        "name = \"v\"\nduration_s = 1\n[[task]]\ncomm = \"cyc\"\nsteps = [{ periodic = { period_us = 1000 } }]\n[[load]]\nvideo = {}\n",
+    )
+    .unwrap();
+    let a = args_in(
+        &dir,
+        &["probe", "scenario", file.to_str().unwrap(), "--scratch", "{dir}"],
+    );
+    let out = latlab(As::Invoker, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    ok(&out);
+    let v = json(&dir.join("r.json"));
+    assert!(
+        v["counters"]["load video.frames"].as_u64().unwrap() > 0,
+        "{}",
+        v["counters"]
+    );
+    assert!(load_children_in(&dir).is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_bad_scenario_is_refused_naming_the_file_line_and_field() {
+    let dir = scratch("scenario-bad");
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, SCENARIO.replace("priority = 90", "priority = 100")).unwrap();
+    let out = latlab(As::Invoker, &["probe", "scenario", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:6: field `task.priority`: task `cyc`: must be 1..=99, got 100",
+            file.display()
+        )),
+        "{err}"
+    );
+    let json = dir.join("bad.json");
+    std::fs::write(
+        &json,
+        r#"{ "global": { "duration": 1 }, "tasks": { "t": { "run": 5, "lock": "m" } } }"#,
+    )
+    .unwrap();
+    let out = latlab(As::Invoker, &["probe", "scenario", json.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(2) && err.contains("bad.json:1: field `tasks.t.lock`") && err.contains("mutexes"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -112,7 +112,7 @@ fn size_text(b: u64) -> String {
 
 /// The next word of a xorshift64 stream (Marsaglia 2003): the generators' non-zero,
 /// incompressible data and their reproducible choices.
-fn xorshift64(x: &mut u64) -> u64 {
+pub(crate) fn xorshift64(x: &mut u64) -> u64 {
     *x ^= *x << 13;
     *x ^= *x >> 7;
     *x ^= *x << 17;
