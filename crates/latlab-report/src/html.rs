@@ -206,6 +206,12 @@ fn figure(svg: Result<String, String>) -> String {
 
 /// The whole page for `runs` (at least one), with up to `samples` worst samples per run.
 pub fn render(runs: &[RunResult], samples: usize) -> String {
+    render_with(runs, samples, None)
+}
+
+/// [`render`], with a section of preformatted text before the runs: its heading and text
+/// (`latlab validate`'s verdicts).
+pub fn render_with(runs: &[RunResult], samples: usize, preface: Option<(&str, &str)>) -> String {
     let labels = input::labels(runs);
     let l: Vec<&str> = labels.iter().map(String::as_str).collect();
     let refs: Vec<&RunResult> = runs.iter().collect();
@@ -223,6 +229,14 @@ pub fn render(runs: &[RunResult], samples: usize) -> String {
         escape(&l.join(", "))
     );
 
+    if let Some((heading, text)) = preface {
+        let _ = writeln!(
+            out,
+            "<section id=\"preface\">\n<h2>{}</h2>\n<pre>{}</pre>\n</section>",
+            escape(heading),
+            escape(text)
+        );
+    }
     out.push_str("<section id=\"runs\">\n<h2>Runs</h2>\n");
     for (i, (label, r)) in l.iter().zip(runs).enumerate() {
         out.push_str(&run_header(i, label, r));

@@ -31,6 +31,7 @@ pub enum Figure {
     Count,
     P50,
     P99,
+    #[serde(rename = "p99.9")]
     P999,
     Max,
     Avg,

@@ -18,6 +18,7 @@ mod report_cmd;
 mod sim_cmd;
 mod swap_cmd;
 mod uncertainty_cmd;
+mod validate_cmd;
 mod vs_cyclictest;
 
 // The model allocates a path per system call and a task per SIGEV_THREAD expiry; mimalloc
@@ -47,6 +48,9 @@ enum Cmd {
     SwapBench(swap_cmd::SwapBenchArgs),
     /// Reports from saved results of either engine: compare, plot, csv, trace, html.
     Report(report_cmd::ReportArgs),
+    /// Run scenarios on this machine and on the model's twin of it, and judge the model
+    /// figure by figure (docs/validation.md).
+    Validate(Box<validate_cmd::ValidateArgs>),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Cmd::Probe(a) => probe_cmd::run(*a),
         Cmd::SwapBench(a) => swap_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
+        Cmd::Validate(a) => validate_cmd::run(*a),
     });
     match r.and_then(|code| Ok(out::flush().map(|()| code)?)) {
         Ok(code) => code,

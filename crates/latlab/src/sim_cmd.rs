@@ -69,7 +69,7 @@ pub struct Opts {
 /// few KiB). A longer one, or an endless one (`/dev/zero`), is refused.
 const MAX_FILE_BYTES: u64 = 1 << 20;
 
-fn read_bounded(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_bounded(path: &Path) -> std::io::Result<String> {
     crate::read::bounded(path, MAX_FILE_BYTES)
 }
 

@@ -1,0 +1,131 @@
+//! `latlab validate`: scenarios on this machine and on the model's twin, end to end. The
+//! machine's figures are whatever this machine does: the tests check the table's and the
+//! document's shape, the model's side (deterministic), and the errors, never a latency.
+
+mod common;
+use common::{latlab, Scratch};
+
+/// A built-in machine with the `[host.kernel]` a calibration writes.
+fn machine(s: &Scratch, preemption: &str) -> String {
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../machines/p4-2006.toml")).unwrap();
+    s.file(
+        &format!("m-{preemption}.toml"),
+        &format!("{base}\n[host.kernel]\nrelease = \"6.18.0\"\nhz = 250\npreemption = \"{preemption}\"\n"),
+    )
+}
+
+const IDLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/idle.toml");
+
+#[test]
+fn a_scenario_is_judged_figure_by_figure_with_the_models_side_repeatable() {
+    let s = Scratch::new("validate-json");
+    let m = machine(&s, "none");
+    let out_dir = s.path("out");
+    let html = s.path("v.html");
+    let args = [
+        "validate",
+        IDLE,
+        "--runs",
+        "2",
+        "--duration",
+        "300ms",
+        "--machine",
+        &m,
+        "--json",
+        "--out",
+        &out_dir,
+        "--html",
+        &html,
+    ];
+    let o = latlab(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    // Exit 1 is the suite outside its bar: a verdict on this machine, not a failure to run.
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json prints JSON");
+    assert_eq!(doc["variant"], "6.18-eevdf-none");
+    assert_eq!(doc["runs"], 2);
+    let rows = doc["scenarios"][0]["rows"].as_array().expect("rows");
+    let figures: Vec<&str> = rows.iter().take(7).map(|r| r["figure"].as_str().unwrap()).collect();
+    assert_eq!(figures, ["count", "p50", "p99", "p99.9", "max", "avg", "missed"]);
+    for r in rows {
+        let [lo, hi] = [
+            r["machine_spread"][0].as_f64().unwrap(),
+            r["machine_spread"][1].as_f64().unwrap(),
+        ];
+        let med = r["machine"].as_f64().unwrap();
+        assert!(lo <= med && med <= hi, "the median lies within the runs' spread: {r}");
+    }
+    let judged = doc["tally"]["judged"].as_u64().unwrap() + doc["tally"]["noise"].as_u64().unwrap();
+    assert!(
+        judged >= 3,
+        "p50, p99 and avg of every stream are judged or put down to noise: {doc}"
+    );
+    // The runs are written for the other reports, and the page holds the verdicts.
+    for f in ["idle-model.json", "idle-machine-1.json", "idle-machine-2.json"] {
+        assert!(std::path::Path::new(&s.path(&format!("out/{f}"))).exists(), "{f}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Model beside machine") && page.contains("idle / "),
+        "{page}"
+    );
+
+    // The model's side is the same run again: its figures do not move.
+    let again = latlab(&args[..args.len() - 4]);
+    let doc2: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let model = |d: &serde_json::Value| -> Vec<serde_json::Value> {
+        d["scenarios"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["model"].clone())
+            .collect()
+    };
+    assert_eq!(model(&doc), model(&doc2));
+}
+
+#[test]
+fn the_table_ends_with_the_tally_against_the_bar() {
+    let s = Scratch::new("validate-table");
+    let m = machine(&s, "lazy");
+    let o = latlab(&["validate", IDLE, "--runs", "1", "--duration", "200ms", "--machine", &m]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("scenario / stream") && out.contains("idle / cyc-fifo"),
+        "{out}"
+    );
+    let last = out.lines().last().unwrap_or("");
+    assert!(
+        last.contains("p50/p99/avg figures within 2x") && last.contains("bar 75 %"),
+        "{out}"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("6.18-eevdf-lazy"));
+}
+
+#[test]
+fn what_cannot_be_validated_is_refused_naming_the_file_and_field() {
+    let s = Scratch::new("validate-bad");
+    let vol = machine(&s, "voluntary");
+    let o = latlab(&["validate", IDLE, "--machine", &vol]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains(&vol) && e.contains("host.kernel.preemption") && e.contains("--variant"),
+        "{e}"
+    );
+
+    let bare = concat!(env!("CARGO_MANIFEST_DIR"), "/../../machines/p4-2006.toml");
+    let e = String::from_utf8_lossy(&latlab(&["validate", IDLE, "--machine", bare]).stderr).to_string();
+    assert!(e.contains("no [host.kernel]") && e.contains("p4-2006.toml"), "{e}");
+
+    let bad = s.file(
+        "bad.toml",
+        "name = \"bad\"\nduration_s = 1\n[[task]]\ncomm = \"x\"\npriority = 100\npolicy = \"fifo\"\nsteps = []\n",
+    );
+    let e = String::from_utf8_lossy(&latlab(&["validate", &bad, "--machine", &vol]).stderr).to_string();
+    assert!(e.contains("bad.toml") && e.contains("priority"), "{e}");
+
+    let o = latlab(&["validate", IDLE, "--runs", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--runs"));
+}
