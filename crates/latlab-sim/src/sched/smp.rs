@@ -9,8 +9,8 @@
 //!   priority drops pulls RT work (`pull_rt_task`), and after every pick a second RT task is
 //!   pushed to a CPU of lower priority (`push_rt_tasks`): all in [`PerCpu::pick_on`].
 //! - The tick balances each domain at its interval ([`super::balance`]).
-//! - A move to another CPU that must preempt it is told by a reschedule IPI
-//!   ([`resched_ipi_ns`]): the CPU loop delivers it ([`Scheduler::take_kick`]).
+//! - A move to another CPU that must preempt it is told by a reschedule IPI: the CPU loop
+//!   delivers it ([`Scheduler::take_kick`]; its delay in cpu/smp.rs).
 //!
 //! The 2.4 (goodness) and O(1) schedulers keep one runqueue shared by every CPU
 //! ([`Scheduler::pick_excluding`]); this module is not used for them.
@@ -21,23 +21,6 @@ use super::{balance, rt_smp, select, Placement, Scheduler};
 use crate::kernel::task::{Policy, Task, TaskId};
 use crate::machine::MachineProfile;
 use latlab_core::Nanos;
-
-/// Instructions of a reschedule IPI between its sender and its handler: the sender's
-/// `smp_send_reschedule` (`native_smp_send_reschedule`: an APIC ICR write, arch/x86/kernel/
-/// apic/ipi.c) after `ttwu_queue_wakelist`'s `__smp_call_single_queue`, the target's
-/// `sysvec_reschedule_ipi` -> `scheduler_ipi` and `sched_ttwu_pending`: about 300, with 2
-/// cache misses (the target runqueue's wake list and `ttwu_pending` lines). Arithmetic from
-/// 6.18 kernel/sched/core.c and arch/x86/kernel/smp.c; the target's interrupt entry and exit
-/// is the machine's `irq_entry_exit_ns`.
-pub const RESCHED_IPI_INSTR: f64 = 300.0;
-/// Cache misses of a reschedule IPI (see [`RESCHED_IPI_INSTR`]).
-pub const RESCHED_IPI_MISSES: f64 = 2.0;
-
-/// From a remote `resched_curr` to the target CPU running its interrupt's return: the IPI's
-/// instructions and misses at the machine's speed, and the target's interrupt entry and exit.
-pub fn resched_ipi_ns(m: &MachineProfile) -> Nanos {
-    m.cost(RESCHED_IPI_INSTR, RESCHED_IPI_MISSES) + m.irq_entry_exit_ns
-}
 
 /// What the placement and balancing code reads of the runqueues: a small per-CPU view.
 pub trait Rqs {
