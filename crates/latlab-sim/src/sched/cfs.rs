@@ -1,7 +1,7 @@
 //! The Completely Fair Scheduler as in the tree seed 004 patches: Linux 2.6.35 / 2.6.36-rc
-//! `kernel/sched_fair.c` (with `kernel/sched.c` and `kernel/sched_features.h`), one
-//! runqueue (the CPUs of a Hyper-Threading pair share it, each with its running entity out of
-//! the tree), no group scheduling. The formula each function follows is quoted above its code.
+//! `kernel/sched_fair.c` (with `kernel/sched.c` and `kernel/sched_features.h`), one CPU's
+//! runqueue (a kernel of several CPUs has one per CPU, [`super::smp`]; CPUs may also share
+//! one, each with its running entity out of the tree), no group scheduling. The formula each function follows is quoted above its code.
 //!
 //! - Every fair task has a `vruntime`: its run time scaled by `NICE_0_LOAD / weight`
 //!   (`calc_delta_fair`), weights from `prio_to_weight[]`. The runqueue keeps the queued

@@ -1,6 +1,6 @@
 //! EEVDF, the fair class of Linux 6.6+ (`kernel/sched/fair.c`, `kernel/sched/features.h`
-//! of 6.6-6.18; kernel-facts.md), one runqueue (the CPUs of a Hyper-Threading pair share
-//! it, one running entity each), no group scheduling. The formula each function follows is
+//! of 6.6-6.18; kernel-facts.md), one CPU's runqueue (on several CPUs each has its own,
+//! [`super::smp`]), no group scheduling. The formula each function follows is
 //! quoted above its code.
 //!
 //! - Every task has a `vruntime` (run time scaled by `NICE_0_LOAD / weight`, as CFS) and a

@@ -1,5 +1,5 @@
-//! The real-time class above a fair class (kernel/sched_rt.c, 2.6.2x-6.x; on several CPUs,
-//! one queue they share, each CPU's running task excluded from the others' picks):
+//! The real-time class above a fair class (kernel/sched_rt.c, 2.6.2x-6.x; CPUs sharing one
+//! queue exclude each other's running task from their picks):
 //! SCHED_FIFO and SCHED_RR tasks in 100 priority lists (`rt_priority` 99 highest), always
 //! picked before any fair task; a woken RT task preempts any fair one and any RT one of
 //! lower priority. SCHED_RR tasks round-robin within their priority every `RR_TIMESLICE`
