@@ -36,6 +36,12 @@ pub fn redraw_command(name: &str) -> String {
     format!("latlab uncertainty {name} --samples {samples} --json > experiments/bands/{name}.json")
 }
 
+/// The command that re-runs experiment `name`'s stored draws on today's model and stores
+/// the bands they give (after a change of mechanism: the draws stay, the figures move).
+pub fn rerun_command(name: &str) -> String {
+    format!("latlab uncertainty {name} --stored-draws --json > experiments/bands/{name}.json")
+}
+
 /// Put the stored band on each of `rows` whose figure the stored report was made with.
 pub fn attach(name: &str, rows: &mut [CompareRow]) -> Result<Attached, String> {
     let Some(report) = stored(name).transpose()? else {

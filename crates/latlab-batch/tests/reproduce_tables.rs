@@ -138,12 +138,13 @@ fn bands_vs_model(exp: &Experiment, results: &[RunResult], attached: &Attached, 
         });
         if same.and_then(|b| b.values.first()) != Some(&r.model) {
             problems.push(format!(
-                "{}: run `{}` {} in the stored bands' first draw is {:?}, the model gives {} today: redraw them with `{redraw}`",
+                "{}: run `{}` {} in the stored bands' first draw is {:?}, the model gives {} today: re-run the stored draws with `{}`",
                 exp.name,
                 r.run,
                 r.figure,
                 same.and_then(|b| b.values.first()),
-                r.model
+                r.model,
+                bands::rerun_command(&exp.name)
             ));
         }
     }

@@ -840,6 +840,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
         // The tasks on this run's kernel: the CPUs it brings up, its POSIX timers.
         named.check_kernel(
             r.maxcpus.unwrap_or(machine.cpus).clamp(1, machine.cpus.max(1)),
+            v.per_cpu_runqueues(),
             v.has_posix_timers(),
         )?;
         let measured = latlab_sim::workload::task::measures(&named.workload.tasks);

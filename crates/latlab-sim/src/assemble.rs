@@ -32,7 +32,7 @@ use crate::mm::page_writeback::PageWriteback;
 use crate::mm::reclaim::{self, PageReclaim};
 use crate::mm::writeback::DirtyWriteback;
 use crate::mm::Mm;
-use crate::sched::{cfs, eevdf, goodness24, o1, rt, Scheduler};
+use crate::sched::{cfs, eevdf, goodness24, o1, rt, smp, Scheduler};
 use crate::variant::{Block, Elevator, Reclaim, SchedClass, TimerSubsystem, Variant, Writeback};
 use latlab_core::Nanos;
 
@@ -52,19 +52,25 @@ pub fn assemble(v: &Variant, m: &MachineProfile) -> Result<Assembled, latlab_swa
     kthreads.extend(st.writeback.threads());
     kthreads.push(st.jbd.thread());
     Ok(Assembled {
-        sched: scheduler(v),
+        sched: scheduler(v, m),
         st,
         kthreads,
     })
 }
 
-/// The scheduler the variant names.
-pub fn scheduler(v: &Variant) -> Box<dyn Scheduler> {
+/// The scheduler the variant names on machine `m`: on several CPUs, CFS and EEVDF with a
+/// runqueue per CPU ([`smp::PerCpu`]), goodness24 and O(1) with one they share.
+pub fn scheduler(v: &Variant, m: &MachineProfile) -> Box<dyn Scheduler> {
+    let smp = m.cpus > 1;
+    let cfs = || rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()));
+    let eevdf = || rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz));
     match v.sched {
         SchedClass::Goodness24 => Box::new(goodness24::Goodness24::new(v.hz)),
         SchedClass::O1 => Box::new(o1::O1::new(v.hz)),
-        SchedClass::Cfs => Box::new(rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()))),
-        SchedClass::Eevdf => Box::new(rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz))),
+        SchedClass::Cfs if smp => Box::new(smp::PerCpu::new(m, v.hz, cfs)),
+        SchedClass::Cfs => Box::new(cfs()),
+        SchedClass::Eevdf if smp => Box::new(smp::PerCpu::new(m, v.hz, eevdf)),
+        SchedClass::Eevdf => Box::new(eevdf()),
     }
 }
 
@@ -179,7 +185,7 @@ mod tests {
     fn each_subsystem_answers_for_the_implementation_the_variant_names() {
         let v24 = variant_with(SchedClass::Goodness24, PreemptModel::None, &[]);
         let a = assemble(&v24, &machine()).unwrap();
-        assert_eq!(a.sched.name(), scheduler(&v24).name());
+        assert_eq!(a.sched.name(), scheduler(&v24, &machine()).name());
         assert!(!a.st.disk.is_26(), "2.4's IDE queue");
         assert!(a.st.writeback.pages().is_none(), "bdflush has no page-based state");
         assert!(!a.st.writeback.counts_dirty_pages() && !a.st.ext3.block_groups());

@@ -35,6 +35,10 @@ pub use machine::{CostOverride, DiskProfile, MachineProfile};
 pub use variant::{PreemptModel, SchedClass, Variant};
 pub use workload::script::CommandSpec;
 
+/// The most CPUs a kernel whose CPUs share one runqueue (goodness24, O(1)) is modelled on:
+/// every CPU's pick walks the shared queue past the tasks the others run.
+pub const MAX_SHARED_QUEUE_CPUS: u32 = 8;
+
 use cpu::kthreads::KthreadProg;
 use cpu::Kernel;
 use fs::state::FsState;
@@ -333,16 +337,28 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
     }
     let cpus = cfg.cpus();
     workload::task::check(&cfg.workload.tasks)
-        .and_then(|()| workload::task::check_machine(&cfg.workload.tasks, cpus, cfg.variant.has_posix_timers()))
+        .and_then(|()| {
+            workload::task::check_machine(
+                &cfg.workload.tasks,
+                cpus,
+                cfg.variant.per_cpu_runqueues(),
+                cfg.variant.has_posix_timers(),
+            )
+        })
         .map_err(|err| SimError::Task {
             workload: cfg.workload.name.clone(),
             err,
         })?;
+    // The machine as booted: `maxcpus` of its CPUs (the scheduler's runqueues and domains).
+    let machine = MachineProfile {
+        cpus,
+        ..cfg.machine.clone()
+    };
     let assemble::Assembled {
         sched,
         mut st,
         kthreads,
-    } = assemble::assemble(&cfg.variant, &cfg.machine)?;
+    } = assemble::assemble(&cfg.variant, &machine)?;
     preload(&mut st, &cfg.workload.preload);
     if cfg.maxcpus == Some(0) {
         return Err(SimError::Workload {
@@ -357,6 +373,13 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
                 "{cpus} CPUs, but variant `{}`'s `{}` scheduler is modelled on one CPU (`o1`, `cfs` and `eevdf` run on several; a run's `maxcpus = 1` boots it on one)",
                 cfg.variant.name,
                 sched.name()
+            ))
+        } else if !sched.per_cpu() && cpus > MAX_SHARED_QUEUE_CPUS {
+            Some(format!(
+                "{cpus} CPUs, but variant `{}`'s `{}` scheduler shares one runqueue among its CPUs, modelled up to {MAX_SHARED_QUEUE_CPUS} (`cfs` and `eevdf` have a runqueue per CPU, up to {})",
+                cfg.variant.name,
+                sched.name(),
+                machine::MAX_CPUS
             ))
         } else if cfg.preempt_off.is_some() {
             Some(format!(
@@ -374,10 +397,6 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
         }
     }
     let rng = engine::rng_for(cfg.seed, engine::RngStream::Workload);
-    let machine = MachineProfile {
-        cpus,
-        ..cfg.machine.clone()
-    };
     // A run with periodic streams takes their measurement; one without runs a kernel whose
     // emitting sites hold none of its code (`measure::Sinks<false>`).
     let periodic = workload::task::stream_names(&cfg.workload.tasks);

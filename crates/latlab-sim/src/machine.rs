@@ -12,8 +12,10 @@ use latlab_core::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The most logical CPUs a profile may give (the engine steps every CPU at each boundary).
-pub const MAX_CPUS: u32 = 8;
+/// The most logical CPUs a profile may give: the per-CPU runqueues' limit
+/// ([`crate::sched::topology::MAX_CPUS`]); a kernel whose CPUs share one runqueue (2.4,
+/// O(1)) runs on at most [`crate::MAX_SHARED_QUEUE_CPUS`].
+pub const MAX_CPUS: u32 = crate::sched::topology::MAX_CPUS as u32;
 
 fn one_cpu() -> u32 {
     1
@@ -41,8 +43,9 @@ pub struct MachineProfile {
     /// the profile does not say.
     #[serde(default = "one_cpu")]
     pub cpus: u32,
-    /// The share of its own speed a logical CPU keeps while another is busy: below 1 for
-    /// Hyper-Threading siblings sharing one core, 1 (the default) for separate cores.
+    /// The share of its own speed a logical CPU keeps while its sibling is busy: below 1 for
+    /// Hyper-Threading siblings sharing one core (CPUs 2k and 2k+1), 1 (the default) for
+    /// separate cores.
     #[serde(default = "full_speed", skip_serializing_if = "is_full_speed")]
     pub sibling_speed: f64,
     /// Cycles per instruction of kernel code (pointer chasing, branches), dimensionless.
@@ -97,17 +100,19 @@ pub struct MachineProfile {
     #[serde(default, skip_serializing_if = "Spreads::is_empty")]
     pub uncertainty: Spreads,
     /// What `latlab probe calibrate` measured or read on the machine it describes beyond the
-    /// fields above (`[host]` and its tables): kept and checked, not read by the model yet.
-    /// Absent from the built-in machines.
+    /// fields above (`[host]` and its tables): kept and checked; the model reads its topology
+    /// (the per-CPU schedulers' domains, `sched::topology`), not the rest yet. Absent from the
+    /// built-in machines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostFacts>,
 }
 
 /// The facts of a calibrated machine (`[host]`) that no field of the profile holds: its
 /// topology, its kernel's HZ and preemption model, micro-benchmark costs, storage rates and
-/// the noise that is not the kernel's. The model does not read them yet (its CPUs are
-/// `cpus`; SMP from a topology is later work); `latlab probe calibrate` writes them, the
-/// loader checks them ([`MachineProfile::validate`]).
+/// the noise that is not the kernel's. The model reads the topology only (the scheduling
+/// domains of CFS and EEVDF on several CPUs, [`crate::sched::topology`]; its CPUs are still
+/// `cpus`); `latlab probe calibrate` writes them, the loader checks them
+/// ([`MachineProfile::validate`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostFacts {

@@ -592,6 +592,12 @@ impl Variant {
         self.sched != SchedClass::Goodness24
     }
 
+    /// Does each CPU have its own runqueue on a machine of several (CFS and EEVDF,
+    /// [`crate::sched::smp`])? The 2.4 and O(1) schedulers share one.
+    pub fn per_cpu_runqueues(&self) -> bool {
+        matches!(self.sched, SchedClass::Cfs | SchedClass::Eevdf)
+    }
+
     /// Are the voluntary-preempt patch's `might_sleep()` points rescheduling points (VP)?
     pub fn might_sleep_points(&self) -> bool {
         self.voluntary || self.preempt == PreemptModel::Voluntary

@@ -20,6 +20,12 @@ pub struct UncertaintyArgs {
     /// Seed of the draws (the model runs with the experiment's own seed).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Re-run the draws the experiment's stored bands were made with
+    /// (experiments/bands/NAME.json, by each constant's key) instead of a fresh design: the
+    /// bands of today's model from the same draws, which is how a change of mechanism
+    /// refreshes them (`--json > experiments/bands/NAME.json`).
+    #[arg(long, conflicts_with_all = ["samples", "seed"])]
+    pub stored_draws: bool,
     /// Print the report as JSON: `reproduce --json`'s rows, each with `band` [p5, p50, p95],
     /// `published_in_band`, `drivers` and `values` (the figure in every draw), and the draws.
     #[arg(long)]
@@ -32,12 +38,19 @@ pub struct UncertaintyArgs {
 
 pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
     let exp = latlab_exp::builtin_experiment(&a.name)?;
-    let plan = Plan::new(&exp, a.samples as usize, a.seed).map_err(anyhow::Error::msg)?;
+    let plan = if a.stored_draws {
+        let stored = latlab_batch::bands::stored(&exp.name)
+            .ok_or_else(|| anyhow::anyhow!("--stored-draws: {} has no stored bands (experiments/bands/)", exp.name))?
+            .map_err(anyhow::Error::msg)?;
+        Plan::of_report(&exp, &stored)
+    } else {
+        Plan::new(&exp, a.samples as usize, a.seed).map_err(anyhow::Error::msg)?
+    };
     let least = uncertainty::drivers::min_samples(plan.constants.len());
-    if a.plot.is_some() && (a.samples as usize) < least {
+    if a.plot.is_some() && plan.draws.len() < least {
         anyhow::bail!(
             "--plot: a plot shows a figure against its strongest driver, and with {} draws none of {}'s {} constants can be told from chance: give --samples {least} or more",
-            a.samples,
+            plan.draws.len(),
             exp.name,
             plan.constants.len()
         );
@@ -51,7 +64,7 @@ pub fn run(a: UncertaintyArgs) -> anyhow::Result<ExitCode> {
     bar.set_prefix(format!(
         "{}: {} draws x {} kernels",
         exp.name,
-        a.samples,
+        plan.draws.len(),
         exp.runs.len()
     ));
     let report = match crate::progress::enabled() {

@@ -16,7 +16,9 @@
 //! takes the reschedule IPI at once; an idle CPU pulls a waiting task at its
 //! tick (`rebalance_tick`). Not modelled: spinning on a spinlock another CPU holds (the
 //! model's paths take their state at step boundaries, so no two CPUs ever see it half
-//! changed), the cost of the IPI.
+//! changed), the cost of the IPI. CFS and EEVDF on several CPUs have a runqueue per CPU
+//! instead ([`crate::sched::smp`]; the CPU loop's side in cpu/smp.rs): placement by
+//! `select_task_rq`, balancing by domain, and a reschedule IPI that takes time.
 
 pub mod kthreads;
 pub mod syscall;
@@ -61,6 +63,9 @@ macro_rules! trace_event {
     };
 }
 
+// Per-CPU runqueues' side of the CPU loop (after the macro, which it uses).
+mod smp;
+
 /// Queue events: interrupts and software wakeups.
 #[derive(Clone, Copy, Debug)]
 enum Ev {
@@ -68,6 +73,8 @@ enum Ev {
     /// A timer or device-side completion that wakes a channel (delivered in softirq context at
     /// no modelled cost).
     Wake(Chan),
+    /// A reschedule IPI reaching CPU `.0` (per-CPU runqueues only, cpu/smp.rs).
+    Ipi(usize),
 }
 
 /// Counters the kernel keeps for the result.
@@ -253,11 +260,15 @@ impl<S: tracepoint::Sink> Kernel<S> {
         if let Some(p) = parent {
             self.tasks[p].children += 1;
         }
+        // sched_setaffinity before the task first runs (per-CPU runqueues honour it).
+        if let Some(cpus) = &spec.affinity {
+            self.sched.set_affinity(id, cpus);
+        }
         self.sched.fork(&self.tasks, parent, id, self.now);
         if let Some(p) = parent {
             trace_event!(self, FORK, Event::Fork { parent: p, child: id });
         }
-        self.enqueue_woken(id, true);
+        self.enqueue_woken(id, true, self.cpu);
         pid
     }
 
@@ -346,13 +357,17 @@ impl<S: tracepoint::Sink> Kernel<S> {
     }
 
     /// The share of its own speed CPU `self.cpu` runs at now: the machine's `sibling_speed`
-    /// while another CPU is busy (Hyper-Threading siblings share one core's units), else 1.
+    /// while its sibling is busy (Hyper-Threading siblings share one core's units: CPUs 2k
+    /// and 2k+1, as sched/topology.rs pairs them), else 1.
     fn speed(&self) -> f64 {
         if self.m.sibling_speed >= 1.0 {
             return 1.0;
         }
-        let other_busy = (0..self.cpus.len())
-            .any(|c| c != self.cpu && (!self.is_idle(self.cpus[c].current) || self.cpus[c].overhead > 0));
+        let sibling = self.cpu ^ 1;
+        let other_busy = self
+            .cpus
+            .get(sibling)
+            .is_some_and(|c| !self.is_idle(c.current) || c.overhead > 0);
         if other_busy {
             self.m.sibling_speed
         } else {
@@ -817,12 +832,19 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             trace_event!(self, SCHED_WAKING, Event::SchedWaking { task: t });
             self.tasks[t].state = TaskState::Runnable;
-            self.enqueue_woken(t, false);
+            let from = self.waker_cpu(chan, t);
+            self.enqueue_woken(t, false, from);
         }
     }
 
-    /// `t` became runnable (woken, or `new`): onto the runqueue, and `check_preempt_curr`.
-    fn enqueue_woken(&mut self, t: TaskId, new: bool) {
+    /// `t` became runnable (woken from CPU `from`, or `new`): onto the runqueue, and
+    /// `check_preempt_curr`.
+    fn enqueue_woken(&mut self, t: TaskId, new: bool, from: usize) {
+        // Per-CPU runqueues place the task first and tell a remote CPU by IPI (cpu/smp.rs).
+        if self.cpus.len() > 1 && self.sched.per_cpu() {
+            self.enqueue_woken_per_cpu(t, new, from);
+            return;
+        }
         self.sched.enqueue(&self.tasks, t, self.now);
         trace_event!(self, SCHED_WAKEUP, Event::SchedWakeup { task: t, new });
         let target = self.wake_cpu(t);
@@ -912,6 +934,10 @@ impl<S: tracepoint::Sink> Kernel<S> {
         self.stats.schedule_calls += 1;
         let (next, cost) = if self.cpus.len() == 1 {
             self.sched.pick(&self.tasks, self.ext(prev), &self.m, self.now)
+        } else if self.sched.per_cpu() {
+            // This CPU's own runqueue (newly-idle balance and RT pull/push inside).
+            self.sched
+                .pick_on(&self.tasks, self.cpu, self.ext(prev), &self.m, self.now)
         } else {
             // The tasks the other CPUs run stay on the shared runqueue but cannot be taken.
             let busy: SmallVec<[TaskId; 2]> = (0..self.cpus.len())
@@ -938,6 +964,10 @@ impl<S: tracepoint::Sink> Kernel<S> {
         c.overhead = overhead;
         let (prev, next) = (self.ext(prev), self.ext(next));
         trace_event!(self, SCHED_SWITCH, Event::SchedSwitch { prev, next, reason });
+        // The CPUs a pick pushed RT tasks to (per-CPU runqueues).
+        if self.cpus.len() > 1 {
+            self.send_kicks();
+        }
     }
 
     // ----- interrupts and timers -----------------------------------------------------------
@@ -953,6 +983,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 self.preempt_after_irq();
             }
             Ev::Irq(irq) => self.irq(at, irq),
+            Ev::Ipi(cpu) => self.resched_ipi(cpu),
         }
     }
 
@@ -997,8 +1028,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
                         self.resched_curr(c, preempt::resched_is_lazy(&self.v, fair, fair));
                     }
                 }
+                // Per-CPU runqueues balance by domain (cpu/smp.rs); a shared one is pulled from.
                 if self.cpus.len() > 1 {
-                    self.pull_to_idle_cpu();
+                    if self.sched.per_cpu() {
+                        self.balance_ticks();
+                    } else {
+                        self.pull_to_idle_cpu();
+                    }
                 }
             }
             Irq::Rtc => {

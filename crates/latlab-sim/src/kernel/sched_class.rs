@@ -50,6 +50,44 @@ pub trait Scheduler {
     fn placement(&self, _t: TaskId) -> Option<Placement> {
         None
     }
+
+    // ----- per-CPU runqueues (crate::sched::smp); the shared-queue schedulers keep the
+    // defaults and the CPU loop never calls these for them.
+
+    /// Does each CPU have its own runqueue? Then the CPU loop places a woken task with
+    /// [`Scheduler::select_task_rq`], picks with [`Scheduler::pick_on`], balances at the
+    /// tick ([`Scheduler::balance_tick`]) and tells the CPUs [`Scheduler::take_kick`] names.
+    fn per_cpu(&self) -> bool {
+        false
+    }
+    /// `select_task_rq`: the CPU whose runqueue task `p` (asleep or new: `fork`) joins, woken
+    /// from CPU `this_cpu`; `p` is moved there before its `enqueue`.
+    fn select_task_rq(&mut self, tasks: &[Task], p: TaskId, _this_cpu: usize, _fork: bool, _now: Nanos) -> usize {
+        usize::from(tasks[p].cpu)
+    }
+    /// schedule() on CPU `cpu` (its runqueue only; balancing when it would go idle).
+    fn pick_on(
+        &mut self,
+        tasks: &[Task],
+        _cpu: usize,
+        prev: TaskId,
+        m: &MachineProfile,
+        now: Nanos,
+    ) -> (TaskId, Nanos) {
+        self.pick(tasks, prev, m, now)
+    }
+    /// The periodic balance of CPU `cpu` at its tick; true if it pulled a task that should
+    /// preempt what it runs.
+    fn balance_tick(&mut self, _tasks: &[Task], _cpu: usize, _now: Nanos) -> bool {
+        false
+    }
+    /// A CPU the scheduler moved a task to that must reschedule (`resched_curr` on a remote
+    /// runqueue: a reschedule IPI), one at a time until none.
+    fn take_kick(&mut self) -> Option<usize> {
+        None
+    }
+    /// `sched_setaffinity`: task `t` may run on `cpus` only.
+    fn set_affinity(&mut self, _t: TaskId, _cpus: &[u32]) {}
 }
 
 /// Where a fair-class scheduler put a task when it was woken or created.

@@ -1,7 +1,7 @@
 //! The Completely Fair Scheduler as in the tree seed 004 patches: Linux 2.6.35 / 2.6.36-rc
-//! `kernel/sched_fair.c` (with `kernel/sched.c` and `kernel/sched_features.h`), one
-//! runqueue (the CPUs of a Hyper-Threading pair share it, each with its running entity out of
-//! the tree), no group scheduling. The formula each function follows is quoted above its code.
+//! `kernel/sched_fair.c` (with `kernel/sched.c` and `kernel/sched_features.h`), one CPU's
+//! runqueue (a kernel of several CPUs has one per CPU, [`super::smp`]; CPUs may also share
+//! one, each with its running entity out of the tree), no group scheduling. The formula each function follows is quoted above its code.
 //!
 //! - Every fair task has a `vruntime`: its run time scaled by `NICE_0_LOAD / weight`
 //!   (`calc_delta_fair`), weights from `prio_to_weight[]`. The runqueue keeps the queued
@@ -26,7 +26,7 @@
 //! modelled: per-CPU runqueues and their load balancing, group scheduling, SCHED_BATCH/SCHED_IDLE, the
 //! CACHE_HOT_BUDDY and ASYM_GRAN refinements, `sched_yield`.
 
-use super::rt::FairClass;
+use super::rt::{FairClass, Migrant};
 use super::Placement;
 use crate::kernel::task::{Task, TaskId};
 use crate::machine::MachineProfile;
@@ -415,6 +415,35 @@ impl FairClass for Cfs {
 
     fn smp(&self) -> bool {
         true
+    }
+
+    fn find_queued(&self, ok: &mut dyn FnMut(TaskId) -> bool) -> Option<TaskId> {
+        self.tree.iter().rev().map(|k| k.2).find(|&t| ok(t))
+    }
+
+    fn migrate_out(&mut self, t: TaskId, queued: bool) -> Migrant {
+        // `vruntime -= cfs_rq->min_vruntime` (task_waking_fair / dequeue without SLEEP).
+        if self.last == Some(t) {
+            self.last = None;
+        }
+        let e = &mut self.se[t];
+        e.known = false;
+        Migrant {
+            rel: e.vruntime as i128 - self.min_vruntime as i128,
+            sum_exec: e.sum_exec_runtime,
+            keep_place: e.new || queued,
+            ..Migrant::default()
+        }
+    }
+
+    fn migrate_in(&mut self, tasks: &[Task], t: TaskId, m: Migrant) {
+        // `vruntime += cfs_rq->min_vruntime` on the new queue; a wakeup is then placed.
+        self.ensure(tasks, t);
+        let e = &mut self.se[t];
+        e.vruntime = (self.min_vruntime as i128 + m.rel).max(0) as Nanos;
+        e.sum_exec_runtime = m.sum_exec;
+        e.prev_sum_exec_runtime = m.sum_exec;
+        e.new = m.keep_place;
     }
 
     fn placement(&self, t: TaskId) -> Option<Placement> {

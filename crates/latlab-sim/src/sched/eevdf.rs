@@ -1,6 +1,6 @@
 //! EEVDF, the fair class of Linux 6.6+ (`kernel/sched/fair.c`, `kernel/sched/features.h`
-//! of 6.6-6.18; kernel-facts.md), one runqueue (the CPUs of a Hyper-Threading pair share
-//! it, one running entity each), no group scheduling. The formula each function follows is
+//! of 6.6-6.18; kernel-facts.md), one CPU's runqueue (on several CPUs each has its own,
+//! [`super::smp`]), no group scheduling. The formula each function follows is
 //! quoted above its code.
 //!
 //! - Every task has a `vruntime` (run time scaled by `NICE_0_LOAD / weight`, as CFS) and a
@@ -22,10 +22,11 @@
 //!
 //! Not modelled: DELAY_DEQUEUE (6.12+: a sleeper with negative lag stays queued until it
 //! is paid off), PREEMPT_SHORT (every task here has the base slice, so it never applies),
-//! per-CPU runqueues and load balancing, group scheduling, `sched_yield`.
+//! group scheduling, `sched_yield`. Per-CPU runqueues and load balancing: [`super::smp`]
+//! (one `Eevdf` per CPU).
 
 use super::cfs::{calc_delta_fair, weight, PICK_FIXED_INSTR, RB_LEVEL_INSTR, RB_LEVEL_MISSES};
-use super::rt::FairClass;
+use super::rt::{FairClass, Migrant};
 use super::Placement;
 use crate::kernel::task::{Task, TaskId};
 use crate::machine::MachineProfile;
@@ -355,6 +356,36 @@ impl FairClass for Eevdf {
 
     fn smp(&self) -> bool {
         true
+    }
+
+    fn find_queued(&self, ok: &mut dyn FnMut(TaskId) -> bool) -> Option<TaskId> {
+        self.tree.iter().rev().map(|k| k.2).find(|&t| ok(t))
+    }
+
+    fn migrate_out(&mut self, t: TaskId, _queued: bool) -> Migrant {
+        // 6.6+: the lag `update_entity_lag` saved at dequeue goes with the task; the new
+        // queue places it by that lag (`place_entity` at every enqueue).
+        let v = self.avg_vruntime();
+        let e = &mut self.se[t];
+        e.known = false;
+        Migrant {
+            rel: e.vruntime - v,
+            deadline_rel: e.deadline - e.vruntime,
+            vlag: e.vlag,
+            sum_exec: e.sum_exec_runtime,
+            keep_place: e.new,
+        }
+    }
+
+    fn migrate_in(&mut self, tasks: &[Task], t: TaskId, m: Migrant) {
+        self.ensure(tasks, t);
+        let v = self.avg_vruntime();
+        let e = &mut self.se[t];
+        e.vruntime = v + m.rel;
+        e.deadline = e.vruntime + m.deadline_rel;
+        e.vlag = m.vlag;
+        e.sum_exec_runtime = m.sum_exec;
+        e.new = m.keep_place;
     }
 
     fn nr_running(&self) -> usize {

@@ -9,13 +9,22 @@
 //!   004's granularity patch as a switch; [`rt`] above it.
 //! - [`eevdf`]: EEVDF of 6.6+ kernel/sched/fair.c; [`rt`] above it.
 //!
+//! On several CPUs, CFS and EEVDF get a runqueue per CPU ([`smp`]) with wakeup placement
+//! ([`select`]), load balancing by domain ([`balance`], [`topology`]) and RT push/pull
+//! ([`rt_smp`]); goodness24 and O(1) keep one runqueue the CPUs share (`pick_excluding`).
+//!
 //! Each scheduler keeps its own per-task state, indexed by [`TaskId`](crate::kernel::task::TaskId): a [`Task`](crate::kernel::task::Task) carries
 //! only what every kernel generation has (policy, priority, nice).
 
+pub mod balance;
 pub mod cfs;
 pub mod eevdf;
 pub mod goodness24;
 pub mod o1;
 pub mod rt;
+pub mod rt_smp;
+pub mod select;
+pub mod smp;
+pub mod topology;
 
 pub use crate::kernel::sched_class::{Placement, Scheduler};

@@ -1,11 +1,13 @@
-//! The real-time class above a fair class (kernel/sched_rt.c, 2.6.2x-6.x; on several CPUs,
-//! one queue they share, each CPU's running task excluded from the others' picks):
+//! The real-time class above a fair class (kernel/sched_rt.c, 2.6.2x-6.x; CPUs sharing one
+//! queue exclude each other's running task from their picks):
 //! SCHED_FIFO and SCHED_RR tasks in 100 priority lists (`rt_priority` 99 highest), always
 //! picked before any fair task; a woken RT task preempts any fair one and any RT one of
 //! lower priority. SCHED_RR tasks round-robin within their priority every `RR_TIMESLICE`
 //! (100 ms: `#define RR_TIMESLICE (100 * HZ / 1000)`, include/linux/sched.h). The fair
 //! class ([`FairClass`]: CFS or EEVDF) sees only SCHED_OTHER tasks and never learns that an
-//! RT task ran, except as time its current task did not run (`put_prev`).
+//! RT task ran, except as time its current task did not run (`put_prev`). With per-CPU
+//! runqueues ([`super::smp`]) each CPU has one `WithRt` and RT push/pull move tasks between
+//! them ([`super::rt_smp`]).
 
 use super::{Placement, Scheduler};
 use crate::kernel::task::{Policy, Task, TaskId};
@@ -46,6 +48,28 @@ pub trait FairClass {
     fn smp(&self) -> bool {
         false
     }
+    /// The first queued task, not running, that `ok` accepts, walking from the end of this
+    /// class's order (`detach_tasks` walks `cfs_tasks` from its tail): a load balance's pick.
+    fn find_queued(&self, ok: &mut dyn FnMut(TaskId) -> bool) -> Option<TaskId>;
+    /// `t` (off this queue: asleep, new, or dequeued by a balance, `queued`) moves to another
+    /// CPU's queue: its place relative to this one (`migrate_task_rq_fair`).
+    fn migrate_out(&mut self, t: TaskId, queued: bool) -> Migrant;
+    /// `t` arrives from another CPU's queue with place `m`.
+    fn migrate_in(&mut self, tasks: &[Task], t: TaskId, m: Migrant);
+}
+
+/// A fair task's place carried from one CPU's queue to another's: its virtual time relative
+/// to the queue it leaves (CFS: to `min_vruntime`, 2.6.35-3.2's `task_waking_fair` and
+/// `ENQUEUE_MIGRATED`; EEVDF: to `avg_vruntime`, its `vlag` kept), its deadline relative to
+/// its virtual time, and whether the arriving queue keeps that place (a new task's
+/// START_DEBIT, a CFS task moved while queued) instead of placing it as a wakeup.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Migrant {
+    pub rel: i128,
+    pub deadline_rel: i128,
+    pub vlag: i128,
+    pub sum_exec: Nanos,
+    pub keep_place: bool,
 }
 
 /// The RT class over fair class `F`.
@@ -81,6 +105,60 @@ impl<F: FairClass> WithRt<F> {
 
     fn prio(t: &Task) -> usize {
         t.rt_priority.min(99) as usize
+    }
+
+    /// The highest `rt_priority` queued here (running task included), if any RT task is
+    /// (`rq->rt.highest_prio.curr`).
+    pub fn rt_top(&self) -> Option<u32> {
+        u128::BITS.checked_sub(self.bitmap.leading_zeros() + 1)
+    }
+
+    /// RT tasks queued here (running one included).
+    pub fn nr_rt(&self) -> usize {
+        self.nr_rt
+    }
+
+    /// Fair tasks queued here (running one included).
+    pub fn nr_fair(&self) -> usize {
+        self.fair.nr_running()
+    }
+
+    /// The highest-priority queued RT task other than `running` that `ok` accepts
+    /// (`pick_next_pushable_task` / `pick_highest_pushable_task`).
+    pub fn pushable(&self, running: TaskId, ok: &mut dyn FnMut(TaskId) -> bool) -> Option<TaskId> {
+        let top = self.rt_top()? as usize;
+        (0..=top)
+            .rev()
+            .flat_map(|p| self.queues[p].iter())
+            .copied()
+            .find(|&t| t != running && ok(t))
+    }
+
+    /// The fair class's [`FairClass::find_queued`].
+    pub fn fair_queued(&self, ok: &mut dyn FnMut(TaskId) -> bool) -> Option<TaskId> {
+        self.fair.find_queued(ok)
+    }
+
+    /// Move `t` (not running; queued here if `queued`) to CPU queue `to`: off this queue,
+    /// its place carried over, onto `to`'s if it was queued (`detach_task` /
+    /// `attach_task`, `set_task_cpu`).
+    pub fn migrate(&mut self, to: &mut Self, tasks: &[Task], t: TaskId, queued: bool, now: Nanos) {
+        if queued {
+            self.dequeue(tasks, t, now);
+        }
+        if is_rt(&tasks[t]) {
+            let left = self.rr_left.get(t).copied().unwrap_or(RR_TIMESLICE_NS);
+            if to.rr_left.len() <= t {
+                to.rr_left.resize(t + 1, RR_TIMESLICE_NS);
+            }
+            to.rr_left[t] = left;
+        } else {
+            let m = self.fair.migrate_out(t, queued);
+            to.fair.migrate_in(tasks, t, m);
+        }
+        if queued {
+            to.enqueue(tasks, t, now);
+        }
     }
 
     /// The first RT task of the highest priority no other CPU runs (`busy`).

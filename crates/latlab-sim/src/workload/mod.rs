@@ -61,6 +61,8 @@ pub struct TaskSpec {
     pub kthread: bool,
     /// Share the parent's mm (a thread) instead of getting its own.
     pub share_mm: bool,
+    /// The CPUs it may run on (`sched_setaffinity`); `None`: every CPU.
+    pub affinity: Option<Vec<u32>>,
     pub program: Box<dyn Program>,
 }
 
@@ -74,6 +76,7 @@ impl TaskSpec {
             nice: 0,
             kthread: false,
             share_mm: false,
+            affinity: None,
             program,
         }
     }

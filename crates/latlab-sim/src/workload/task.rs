@@ -39,10 +39,11 @@ use std::rc::Rc;
 const _: () = assert!(MAX_COPIES == super::hogs::MAX_TASKS);
 const _: () = assert!(latlab_scenario::task::PIPE_BUF == crate::kernel::pipe::PIPE_BUF);
 
-/// Check the tasks against the kernel they run on: `cpus` CPUs up (the shared runqueue of
-/// the model's SMP: a task runs on any of them, so an affinity must name them all), and
-/// POSIX timers for a periodic step's `signal` or `thread` (none on a 2.4 kernel).
-pub fn check_machine(tasks: &[TaskDef], cpus: u32, posix_timers: bool) -> Result<(), TaskError> {
+/// Check the tasks against the kernel they run on: `cpus` CPUs up, with a runqueue per CPU
+/// (`per_cpu`: an affinity may name any of them) or one they share (a task runs on any of
+/// them, so an affinity must name them all), and POSIX timers for a periodic step's
+/// `signal` or `thread` (none on a 2.4 kernel).
+pub fn check_machine(tasks: &[TaskDef], cpus: u32, per_cpu: bool, posix_timers: bool) -> Result<(), TaskError> {
     for (i, t) in tasks.iter().enumerate() {
         let err = |key: &'static str, nth: usize, field: &str, why: String| TaskError {
             task: i,
@@ -63,13 +64,13 @@ pub fn check_machine(tasks: &[TaskDef], cpus: u32, posix_timers: bool) -> Result
                     ),
                 ));
             }
-            if cpus_asked.len() as u32 != cpus {
+            if !per_cpu && cpus_asked.len() as u32 != cpus {
                 return Err(err(
                     "affinity",
                     0,
                     "affinity",
                     format!(
-                        "{cpus_asked:?}: the model's CPUs share one runqueue, so a task runs on any of them; an affinity must name all {cpus} CPUs (a run's `maxcpus = 1` boots the kernel on one)"
+                        "{cpus_asked:?}: this kernel's CPUs share one runqueue (goodness24, o1), so a task runs on any of them; an affinity must name all {cpus} CPUs (a run's `maxcpus = 1` boots the kernel on one; cfs and eevdf have a runqueue per CPU)"
                     ),
                 ));
             }
@@ -126,6 +127,7 @@ pub fn specs(tasks: &[TaskDef]) -> Vec<TaskSpec> {
                 policy,
                 rt_priority,
                 nice: t.nice,
+                affinity: t.affinity.clone(),
                 ..TaskSpec::user(t.comm.clone(), Box::new(r))
             });
         }
@@ -888,18 +890,17 @@ mod tests {
             }],
             1,
             true,
-        )
-        .unwrap_err();
-        assert!(e.field == "task.affinity" && e.why.contains("CPU 1"), "{e:?}");
-        let e = check_machine(
-            &[TaskDef {
-                affinity: Some(vec![0]),
-                ..ok
-            }],
-            2,
             true,
         )
         .unwrap_err();
+        assert!(e.field == "task.affinity" && e.why.contains("CPU 1"), "{e:?}");
+        let pinned = [TaskDef {
+            affinity: Some(vec![0]),
+            ..ok
+        }];
+        let e = check_machine(&pinned, 2, false, true).unwrap_err();
         assert!(e.why.contains("share one runqueue"), "{e:?}");
+        // Per-CPU runqueues take a narrower set.
+        check_machine(&pinned, 2, true, true).unwrap();
     }
 }
