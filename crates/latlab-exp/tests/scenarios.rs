@@ -44,10 +44,11 @@ fn every_scenario_reads_and_the_model_runs_it() {
 }
 
 #[test]
+/// p4-2006 has two CPUs: a task pinned to CPU 7 cannot run.
 fn a_scenario_the_model_cannot_run_is_refused_naming_it_and_the_field() {
     let s = latlab_scenario::parse_toml(
         "pinned.toml",
-        "name = \"pinned\"\nduration_s = 1\n[[task]]\ncomm = \"t\"\naffinity = [0]\nsteps = [{ periodic = { period_us = 1000 } }]\n",
+        "name = \"pinned\"\nduration_s = 1\n[[task]]\ncomm = \"t\"\naffinity = [7]\nsteps = [{ periodic = { period_us = 1000 } }]\n",
     )
     .unwrap();
     let m = machine("test", "p4-2006", 0, &no_files).unwrap();
