@@ -323,7 +323,11 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
                 r.figure.name().into(),
                 cell(r.figure, r.model),
                 cell(r.figure, r.machine),
-                format!("{} - {}", cell(r.figure, r.machine_spread[0]), cell(r.figure, r.machine_spread[1])),
+                format!(
+                    "{} - {}",
+                    cell(r.figure, r.machine_spread[0]),
+                    cell(r.figure, r.machine_spread[1])
+                ),
                 r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
                 r.verdict.mark().into(),
             ]);
@@ -331,7 +335,11 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
         all.extend(sc.rows.iter().cloned());
         if !sc.unpaired.is_empty() {
             let name = sc.rows.first().map_or("", |r| r.scenario.as_str());
-            let _ = writeln!(notes, "{name}: measured by one engine only, left out: {}", sc.unpaired.join(", "));
+            let _ = writeln!(
+                notes,
+                "{name}: measured by one engine only, left out: {}",
+                sc.unpaired.join(", ")
+            );
         }
     }
     let mut out = crate::compare::render_table(&table);

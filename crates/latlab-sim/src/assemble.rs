@@ -16,6 +16,7 @@
 //! | ext3            | `writeback`              | [`crate::fs::ext3::Ext3`]                  |
 //! | swap allocator  | `swap_allocator`         | `latlab_swap::SwapAllocator` (trait object)|
 //! | kernel threads  | the subsystems that own them: reclaim's kswapd, writeback's threads, the journal's kjournald |
+//! | irq threads     | `hardirq_threads`, `irq_thread_priority`, `softirq_threads` | [`crate::kernel::irq_thread::IrqThreads`] |
 //!
 //! The preemption model stays with the code that acts on it, in one place
 //! (`kernel/preempt.rs`): it is a rule of the CPU loop, not a subsystem with state.
@@ -26,6 +27,7 @@ use crate::dev::disk::Disk;
 use crate::fs::ext3::Ext3;
 use crate::fs::jbd::Journal;
 use crate::fs::state::{FsState, Subsystems};
+use crate::kernel::irq_thread::{IrqThreads, Line, IRQ_THREAD_PRIORITY};
 use crate::kernel::state::{Kthread, TimerBase};
 use crate::machine::MachineProfile;
 use crate::mm::page_writeback::PageWriteback;
@@ -47,7 +49,8 @@ pub struct Assembled {
 /// Build the kernel variant `v` names on machine `m` (a validated variant).
 pub fn assemble(v: &Variant, m: &MachineProfile) -> Result<Assembled, latlab_swap::SwapError> {
     let swap = latlab_swap::by_name(&v.swap_allocator, m.swap_slots().max(latlab_swap::MIN_SLOTS))?;
-    let st = FsState::assembled(m, subsystems(v, m, swap));
+    let mut st = FsState::assembled(m, subsystems(v, m, swap));
+    st.irq_threads = irq_threads(v, m);
     let mut kthreads = vec![st.reclaim.kswapd()];
     kthreads.extend(st.writeback.threads());
     kthreads.push(st.jbd.thread());
@@ -56,6 +59,22 @@ pub fn assemble(v: &Variant, m: &MachineProfile) -> Result<Assembled, latlab_swa
         st,
         kthreads,
     })
+}
+
+/// The interrupt threads (HP) and ksoftirqd (SP) the variant runs
+/// (`kernel/irq_thread.rs`): under the voluntary-preempt patch the IDE line's thread only
+/// (the RTC's handler is SA_NODELAY), under mainline's `threadirqs` (`cfs`, `eevdf`) the
+/// RTC's too; each at the variant's `irq_thread_priority`, else SCHED_FIFO 50.
+pub fn irq_threads(v: &Variant, m: &MachineProfile) -> IrqThreads {
+    let prio = |l: Line| {
+        v.irq_thread_priority
+            .get(l.name())
+            .copied()
+            .unwrap_or(IRQ_THREAD_PRIORITY)
+    };
+    let ide = v.hardirq_threads.then(|| prio(Line::Ide));
+    let rtc = (v.hardirq_threads && v.vp_patch.is_none()).then(|| prio(Line::Rtc));
+    IrqThreads::new(ide, rtc, v.softirq_threads, m)
 }
 
 /// The scheduler the variant names.
