@@ -31,6 +31,7 @@ pub enum Figure {
     Count,
     P50,
     P99,
+    #[serde(rename = "p99.9")]
     P999,
     Max,
     Avg,
@@ -174,6 +175,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// What a scenario's runs gave: its figure rows, and the streams only one engine measured.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioRows {
+    pub scenario: String,
     pub rows: Vec<FigureRow>,
     /// Streams the model measured that no machine run did, or the other way round.
     pub unpaired: Vec<String>,
@@ -182,7 +184,10 @@ pub struct ScenarioRows {
 /// The rows of scenario `scenario`: every stream both the model's run and each of the
 /// machine's `runs` measured (a stream missing from some machine run is unpaired).
 pub fn scenario_rows(scenario: &str, model: &RunResult, runs: &[RunResult], noise: Option<Noise>) -> ScenarioRows {
-    let mut out = ScenarioRows::default();
+    let mut out = ScenarioRows {
+        scenario: scenario.to_string(),
+        ..Default::default()
+    };
     for s in &model.streams {
         let on_machine: Vec<&Stream> = runs
             .iter()
@@ -334,10 +339,10 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
         }
         all.extend(sc.rows.iter().cloned());
         if !sc.unpaired.is_empty() {
-            let name = sc.rows.first().map_or("", |r| r.scenario.as_str());
             let _ = writeln!(
                 notes,
-                "{name}: measured by one engine only, left out: {}",
+                "{}: measured by one engine only, left out: {}",
+                sc.scenario,
                 sc.unpaired.join(", ")
             );
         }
