@@ -7,7 +7,7 @@
 //!
 //! | subsystem       | built here from          | interface                                  |
 //! |-----------------|--------------------------|--------------------------------------------|
-//! | scheduler       | `sched`, `cfs`, `eevdf`  | [`crate::sched::Scheduler`] (trait object) |
+//! | scheduler       | `sched`, `cfs`, `eevdf`, `rt_throttling` | [`crate::sched::Scheduler`] (trait object) |
 //! | timers          | `timer`, `hz`            | [`crate::kernel::state::TimerBase`]        |
 //! | block layer     | `block`, `elevator`      | [`crate::dev::disk::Disk`]                 |
 //! | writeback       | `writeback`, `dirty`     | [`crate::mm::writeback::DirtyWriteback`]   |
@@ -34,6 +34,7 @@ use crate::mm::page_writeback::PageWriteback;
 use crate::mm::reclaim::{self, PageReclaim};
 use crate::mm::writeback::DirtyWriteback;
 use crate::mm::Mm;
+use crate::sched::rt_bandwidth::RtBandwidth;
 use crate::sched::{cfs, eevdf, goodness24, o1, rt, Scheduler};
 use crate::variant::{Block, Elevator, Reclaim, SchedClass, TimerSubsystem, Variant, Writeback};
 use latlab_core::Nanos;
@@ -82,8 +83,23 @@ pub fn scheduler(v: &Variant) -> Box<dyn Scheduler> {
     match v.sched {
         SchedClass::Goodness24 => Box::new(goodness24::Goodness24::new(v.hz)),
         SchedClass::O1 => Box::new(o1::O1::new(v.hz)),
-        SchedClass::Cfs => Box::new(rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()))),
-        SchedClass::Eevdf => Box::new(rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz))),
+        SchedClass::Cfs => Box::new(rt_throttled(v, rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables())), true)),
+        SchedClass::Eevdf => Box::new(rt_throttled(
+            v,
+            rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz)),
+            false,
+        )),
+    }
+}
+
+/// The RT class with RT throttling unless the variant turns it off (`sched/rt_bandwidth.rs`):
+/// a CPU throttled with no fair task waiting idles (`idle_when`: 2.6.25-6.11's
+/// `rt_bandwidth`) or runs the RT task on (6.12+'s fair deadline server).
+fn rt_throttled<F: rt::FairClass>(v: &Variant, s: rt::WithRt<F>, idle_when: bool) -> rt::WithRt<F> {
+    if v.rt_throttling.unwrap_or(true) {
+        s.with_bandwidth(RtBandwidth::new(idle_when))
+    } else {
+        s
     }
 }
 

@@ -329,6 +329,11 @@ pub struct Variant {
     /// `chrt -f -p` set it; needs `hardirq_threads`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub irq_thread_priority: BTreeMap<String, u32>,
+    /// RT throttling (`sched_rt_runtime_us` 950000 of `sched_rt_period_us` 1000000, 2.6.25+;
+    /// on 6.x kernels the fair deadline server: `sched/rt_bandwidth.rs`). Default: on for
+    /// `cfs` and `eevdf` kernels, absent (refused) on `o1` and `goodness24`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_throttling: Option<bool>,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -567,6 +572,12 @@ impl Variant {
                 ),
             ));
         }
+        if self.rt_throttling == Some(true) && !matches!(self.sched, Cfs | Eevdf) {
+            return Err((
+                "rt_throttling",
+                "RT throttling (sched_rt_runtime_us) arrived in 2.6.25 with the CFS scheduler: sched = \"cfs\" or \"eevdf\" only".into(),
+            ));
+        }
         for (line, &prio) in &self.irq_thread_priority {
             if !self.hardirq_threads {
                 return Err((
@@ -710,6 +721,15 @@ mod tests {
         v.irq_thread_priority.insert("ide0".into(), 99);
         v.irq_thread_priority.insert("eth0".into(), 50);
         assert!(v.validate().unwrap_err().1.contains("eth0"));
+    }
+
+    #[test]
+    fn rt_throttling_is_refused_on_a_kernel_before_2_6_25() {
+        let mut v = variant_with(SchedClass::O1, PreemptModel::Full, &[]);
+        v.rt_throttling = Some(true);
+        assert_eq!(v.validate().unwrap_err().0, "rt_throttling");
+        v.rt_throttling = Some(false);
+        assert!(v.validate().is_ok());
     }
 
     #[test]

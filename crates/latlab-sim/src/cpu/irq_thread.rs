@@ -33,7 +33,14 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// `redirect_hardirq`, 6.x's `irq_default_primary_handler`): the interrupt's entry and
     /// exit and the thread's wakeup, the handler's work left for the thread. False when the
     /// handler runs here in hard context (the tick and hrtimer expiry always do).
+    #[inline(always)]
     pub(super) fn irq_to_thread(&mut self, at: Nanos, irq: Irq) -> bool {
+        // One test on a kernel without threaded interrupts.
+        self.st.irq_threads.any_threaded() && self.primary_handler(at, irq)
+    }
+
+    #[inline(never)]
+    fn primary_handler(&mut self, at: Nanos, irq: Irq) -> bool {
         let (line, work) = match irq {
             Irq::Disk(id) => (Line::Ide, IrqWork::Disk(id)),
             Irq::Rtc => (Line::Rtc, IrqWork::Rtc(at)),
@@ -70,7 +77,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// SP: a softirq's wakeup of `chan` raised with softirqs in a thread: left for
     /// ksoftirqd, which is woken (`wakeup_softirqd`). False when softirqs run on interrupt
     /// exit.
+    #[inline(always)]
     pub(super) fn softirq_to_thread(&mut self, chan: Chan) -> bool {
+        self.st.irq_threads.softirqd.is_some() && self.wakeup_softirqd(chan)
+    }
+
+    #[inline(never)]
+    fn wakeup_softirqd(&mut self, chan: Chan) -> bool {
         let Some(pid) = self.st.irq_threads.raise_softirq(chan) else {
             return false;
         };

@@ -1204,6 +1204,7 @@ pub(crate) mod tests {
             softirq_threads: false,
             hardirq_threads: false,
             irq_thread_priority: Default::default(),
+            rt_throttling: None,
         }
     }
 

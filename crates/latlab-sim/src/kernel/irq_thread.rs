@@ -145,6 +145,12 @@ impl IrqThreads {
         out
     }
 
+    /// Does any device interrupt's handler run in a thread?
+    #[inline]
+    pub fn any_threaded(&self) -> bool {
+        self.ide.is_some() || self.rtc.is_some()
+    }
+
     /// Record a started thread's pid by its name.
     pub fn register(&mut self, comm: &str, pid: u32) {
         if let Some(t) = Line::ALL.into_iter().find(|l| l.comm() == comm) {

@@ -17,5 +17,6 @@ pub mod eevdf;
 pub mod goodness24;
 pub mod o1;
 pub mod rt;
+pub mod rt_bandwidth;
 
 pub use crate::kernel::sched_class::{Placement, Scheduler};
