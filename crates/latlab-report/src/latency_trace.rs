@@ -110,11 +110,11 @@ mod tests {
             "{out}"
         );
         let noted = render(&LatencyTrace {
-            note: "SP, HP: not modelled".into(),
+            note: "SP: softirqs run in ksoftirqd/0".into(),
             ..t.clone()
         });
         assert!(
-            noted.contains("[VP:0 KP:1 #CPUS:1]\n    (SP, HP: not modelled)\n"),
+            noted.contains("[VP:0 KP:1 #CPUS:1]\n    (SP: softirqs run in ksoftirqd/0)\n"),
             "{noted}"
         );
         let old = render(&LatencyTrace {

@@ -7,7 +7,7 @@
 //!
 //! | subsystem       | built here from          | interface                                  |
 //! |-----------------|--------------------------|--------------------------------------------|
-//! | scheduler       | `sched`, `cfs`, `eevdf`  | [`crate::sched::Scheduler`] (trait object) |
+//! | scheduler       | `sched`, `cfs`, `eevdf`, `rt_throttling` | [`crate::sched::Scheduler`] (trait object) |
 //! | timers          | `timer`, `hz`            | [`crate::kernel::state::TimerBase`]        |
 //! | block layer     | `block`, `elevator`      | [`crate::dev::disk::Disk`]                 |
 //! | writeback       | `writeback`, `dirty`     | [`crate::mm::writeback::DirtyWriteback`]   |
@@ -16,6 +16,7 @@
 //! | ext3            | `writeback`              | [`crate::fs::ext3::Ext3`]                  |
 //! | swap allocator  | `swap_allocator`         | `latlab_swap::SwapAllocator` (trait object)|
 //! | kernel threads  | the subsystems that own them: reclaim's kswapd, writeback's threads, the journal's kjournald |
+//! | irq threads     | `hardirq_threads`, `irq_thread_priority`, `softirq_threads` | [`crate::kernel::irq_thread::IrqThreads`] |
 //!
 //! The preemption model stays with the code that acts on it, in one place
 //! (`kernel/preempt.rs`): it is a rule of the CPU loop, not a subsystem with state.
@@ -26,12 +27,14 @@ use crate::dev::disk::Disk;
 use crate::fs::ext3::Ext3;
 use crate::fs::jbd::Journal;
 use crate::fs::state::{FsState, Subsystems};
+use crate::kernel::irq_thread::{IrqThreads, Line, IRQ_THREAD_PRIORITY};
 use crate::kernel::state::{Kthread, TimerBase};
 use crate::machine::MachineProfile;
 use crate::mm::page_writeback::PageWriteback;
 use crate::mm::reclaim::{self, PageReclaim};
 use crate::mm::writeback::DirtyWriteback;
 use crate::mm::Mm;
+use crate::sched::rt_bandwidth::RtBandwidth;
 use crate::sched::{cfs, eevdf, goodness24, o1, rt, smp, Scheduler};
 use crate::variant::{Block, Elevator, Reclaim, SchedClass, TimerSubsystem, Variant, Writeback};
 use latlab_core::Nanos;
@@ -47,7 +50,8 @@ pub struct Assembled {
 /// Build the kernel variant `v` names on machine `m` (a validated variant).
 pub fn assemble(v: &Variant, m: &MachineProfile) -> Result<Assembled, latlab_swap::SwapError> {
     let swap = latlab_swap::by_name(&v.swap_allocator, m.swap_slots().max(latlab_swap::MIN_SLOTS))?;
-    let st = FsState::assembled(m, subsystems(v, m, swap));
+    let mut st = FsState::assembled(m, subsystems(v, m, swap));
+    st.irq_threads = irq_threads(v, m);
     let mut kthreads = vec![st.reclaim.kswapd()];
     kthreads.extend(st.writeback.threads());
     kthreads.push(st.jbd.thread());
@@ -58,12 +62,28 @@ pub fn assemble(v: &Variant, m: &MachineProfile) -> Result<Assembled, latlab_swa
     })
 }
 
+/// The interrupt threads (HP) and ksoftirqd (SP) the variant runs
+/// (`kernel/irq_thread.rs`): under the voluntary-preempt patch the IDE line's thread only
+/// (the RTC's handler is SA_NODELAY), under mainline's `threadirqs` (`cfs`, `eevdf`) the
+/// RTC's too; each at the variant's `irq_thread_priority`, else SCHED_FIFO 50.
+pub fn irq_threads(v: &Variant, m: &MachineProfile) -> IrqThreads {
+    let prio = |l: Line| {
+        v.irq_thread_priority
+            .get(l.name())
+            .copied()
+            .unwrap_or(IRQ_THREAD_PRIORITY)
+    };
+    let ide = v.hardirq_threads.then(|| prio(Line::Ide));
+    let rtc = (v.hardirq_threads && v.vp_patch.is_none()).then(|| prio(Line::Rtc));
+    IrqThreads::new(ide, rtc, v.softirq_threads, m)
+}
+
 /// The scheduler the variant names on machine `m`: on several CPUs, CFS and EEVDF with a
 /// runqueue per CPU ([`smp::PerCpu`]), goodness24 and O(1) with one they share.
 pub fn scheduler(v: &Variant, m: &MachineProfile) -> Box<dyn Scheduler> {
     let smp = m.cpus > 1;
-    let cfs = || rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()));
-    let eevdf = || rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz));
+    let cfs = || rt_throttled(v, rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables())), true);
+    let eevdf = || rt_throttled(v, rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz)), false);
     match v.sched {
         SchedClass::Goodness24 => Box::new(goodness24::Goodness24::new(v.hz)),
         SchedClass::O1 => Box::new(o1::O1::new(v.hz)),
@@ -71,6 +91,17 @@ pub fn scheduler(v: &Variant, m: &MachineProfile) -> Box<dyn Scheduler> {
         SchedClass::Cfs => Box::new(cfs()),
         SchedClass::Eevdf if smp => Box::new(smp::PerCpu::new(m, v.hz, eevdf)),
         SchedClass::Eevdf => Box::new(eevdf()),
+    }
+}
+
+/// The RT class with RT throttling unless the variant turns it off (`sched/rt_bandwidth.rs`):
+/// a CPU throttled with no fair task waiting idles (`idle_when`: 2.6.25-6.11's
+/// `rt_bandwidth`) or runs the RT task on (6.12+'s fair deadline server).
+fn rt_throttled<F: rt::FairClass>(v: &Variant, s: rt::WithRt<F>, idle_when: bool) -> rt::WithRt<F> {
+    if v.rt_throttling.unwrap_or(true) {
+        s.with_bandwidth(RtBandwidth::new(idle_when))
+    } else {
+        s
     }
 }
 

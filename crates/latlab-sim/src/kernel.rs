@@ -5,6 +5,7 @@
 pub mod catalog;
 pub mod futex;
 pub mod irq;
+pub mod irq_thread;
 pub mod lock;
 pub mod path;
 pub mod pipe;

@@ -431,6 +431,7 @@ fn run<S: tracepoint::Sink>(
         let pid = k.spawn(TaskSpec::kthread(kind.comm(), KthreadProg::new(kind)), None);
         k.st.register_kthread(kind, pid);
     }
+    k.start_irq_threads();
     if cfg.workload.preload.cache_full && cfg.workload.preload.reclaimed_before {
         run_history(&mut k, cfg);
     }

@@ -5,6 +5,7 @@
 use crate::kernel::catalog::PointSet;
 use latlab_core::Nanos;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Where a woken task can get the CPU from kernel code (kernel-facts.md, "Preemption models").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,20 +313,27 @@ pub struct Variant {
     /// (mainline's CONFIG_PREEMPT_VOLUNTARY, 2.6.13+) they are on too.
     #[serde(default, skip_serializing_if = "is_default")]
     pub voluntary: bool,
-    /// SP: the patch's `softirq_preemption` (softirqs run in the ksoftirqd thread, never on
-    /// the way out of an interrupt). **Recorded, not modelled:** the model runs no softirq
-    /// in a thread yet, so this switch moves no work; it is printed in the tracer's header
-    /// (with a note saying so) because seed 003's kernels had it on.
+    /// SP: the patch's `softirq_preemption`: every softirq runs in the `ksoftirqd/0` thread
+    /// (SCHED_FIFO 24), never on the way out of an interrupt (`kernel/irq_thread.rs` says
+    /// which kernel's threads the model follows).
     #[serde(default, skip_serializing_if = "is_default")]
     pub softirq_threads: bool,
-    /// HP: the patch's `hardirq_preemption` (hard interrupt handlers, all but the timer's and
-    /// the RTC's, which the patch marks SA_NODELAY, run in per-IRQ threads; the interrupt
-    /// itself only acknowledges and wakes the thread). **Recorded, not modelled:** every
-    /// handler still runs in hard-interrupt context, so this switch moves no work; it is
-    /// printed in the tracer's header (with a note saying so) because seed 003's kernels had
-    /// it on.
+    /// HP: the patch's `hardirq_preemption` (mainline's `threadirqs`): a device interrupt's
+    /// handler runs in its `irq/<n>-<name>` thread (SCHED_FIFO 50 unless
+    /// `irq_thread_priority` says otherwise), the interrupt itself only acknowledging it and
+    /// waking the thread. The timer's (and the hrtimer expiry's) stay in hard context; under
+    /// the voluntary-preempt patch the RTC's too (SA_NODELAY).
     #[serde(default, skip_serializing_if = "is_default")]
     pub hardirq_threads: bool,
+    /// The SCHED_FIFO priority (1-99) of an interrupt thread, by line (`ide0`, `rtc0`), as
+    /// `chrt -f -p` set it; needs `hardirq_threads`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub irq_thread_priority: BTreeMap<String, u32>,
+    /// RT throttling (`sched_rt_runtime_us` 950000 of `sched_rt_period_us` 1000000, 2.6.25+;
+    /// on 6.x kernels the fair deadline server: `sched/rt_bandwidth.rs`). Default: on for
+    /// `cfs` and `eevdf` kernels, absent (refused) on `o1` and `goodness24`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_throttling: Option<bool>,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -564,6 +572,33 @@ impl Variant {
                 ),
             ));
         }
+        if self.rt_throttling == Some(true) && !matches!(self.sched, Cfs | Eevdf) {
+            return Err((
+                "rt_throttling",
+                "RT throttling (sched_rt_runtime_us) arrived in 2.6.25 with the CFS scheduler: sched = \"cfs\" or \"eevdf\" only".into(),
+            ));
+        }
+        for (line, &prio) in &self.irq_thread_priority {
+            if !self.hardirq_threads {
+                return Err((
+                    "irq_thread_priority",
+                    "sets an interrupt thread's priority, but `hardirq_threads` is off (no handler runs in a thread)"
+                        .into(),
+                ));
+            }
+            if !crate::kernel::irq_thread::Line::ALL.iter().any(|l| l.name() == line) {
+                return Err((
+                    "irq_thread_priority",
+                    format!("unknown interrupt line `{line}` (threaded lines: ide0, rtc0)"),
+                ));
+            }
+            if !(1..=99).contains(&prio) {
+                return Err((
+                    "irq_thread_priority",
+                    format!("`{line}`: SCHED_FIFO priority {prio} is outside 1-99"),
+                ));
+            }
+        }
         if self.voluntary && self.vp_patch.is_none() {
             return Err((
                 "voluntary",
@@ -617,20 +652,20 @@ impl Variant {
         .collect()
     }
 
-    /// What the tracer's header says beside its switches: the ones set here that the model
-    /// does not implement (SP, HP move no work), or nothing.
+    /// What the tracer's header says beside its switches: where SP and HP move the work
+    /// when set, or nothing.
     pub fn trace_note(&self) -> String {
-        let unmodelled: Vec<&str> = [("SP", self.softirq_threads), ("HP", self.hardirq_threads)]
-            .into_iter()
-            .filter_map(|(n, on)| on.then_some(n))
-            .collect();
-        if unmodelled.is_empty() {
-            return String::new();
-        }
-        format!(
-            "{}: set in the variant, not modelled (no interrupt or softirq runs in a thread: no work moves)",
-            unmodelled.join(", ")
-        )
+        let moved: Vec<&str> = [
+            (self.softirq_threads, "SP: softirqs run in ksoftirqd/0"),
+            (
+                self.hardirq_threads,
+                "HP: device interrupt handlers run in irq/<n>-<name> threads",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(on, what)| on.then_some(what))
+        .collect();
+        moved.join("; ")
     }
 
     /// The layout of the patch release's `/proc/latency_trace` (`1.0.6` in the R series,
@@ -659,17 +694,48 @@ mod tests {
     use crate::cpu::tests::variant_with;
 
     #[test]
-    fn the_trace_note_names_the_switches_that_move_no_work() {
+    fn the_trace_note_says_where_sp_and_hp_move_the_work() {
         let mut v = variant_with(SchedClass::O1, PreemptModel::Full, &[]);
         assert_eq!(v.trace_note(), "");
         v.hardirq_threads = true;
         assert!(
-            v.trace_note().starts_with("HP: set in the variant, not modelled"),
+            v.trace_note().starts_with("HP: device interrupt handlers"),
             "{}",
             v.trace_note()
         );
         v.softirq_threads = true;
-        assert!(v.trace_note().starts_with("SP, HP: "), "{}", v.trace_note());
+        assert!(
+            v.trace_note().starts_with("SP: softirqs run in ksoftirqd/0; HP: "),
+            "{}",
+            v.trace_note()
+        );
+    }
+
+    #[test]
+    fn an_interrupt_thread_priority_outside_1_to_99_is_refused_naming_the_field() {
+        let mut v = variant_with(SchedClass::O1, PreemptModel::Full, &[]);
+        v.vp_patch = Some("S0".into());
+        assert!(v.validate().is_ok());
+        v.irq_thread_priority.insert("ide0".into(), 0);
+        let (f, why) = v.validate().unwrap_err();
+        assert_eq!(f, "irq_thread_priority");
+        assert!(why.contains("hardirq_threads"), "{why}");
+        v.hardirq_threads = true;
+        let (f, why) = v.validate().unwrap_err();
+        assert_eq!(f, "irq_thread_priority");
+        assert!(why.contains("ide0") && why.contains("1-99"), "{why}");
+        v.irq_thread_priority.insert("ide0".into(), 99);
+        v.irq_thread_priority.insert("eth0".into(), 50);
+        assert!(v.validate().unwrap_err().1.contains("eth0"));
+    }
+
+    #[test]
+    fn rt_throttling_is_refused_on_a_kernel_before_2_6_25() {
+        let mut v = variant_with(SchedClass::O1, PreemptModel::Full, &[]);
+        v.rt_throttling = Some(true);
+        assert_eq!(v.validate().unwrap_err().0, "rt_throttling");
+        v.rt_throttling = Some(false);
+        assert!(v.validate().is_ok());
     }
 
     #[test]

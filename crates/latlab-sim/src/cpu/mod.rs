@@ -65,6 +65,8 @@ macro_rules! trace_event {
 
 // Per-CPU runqueues' side of the CPU loop (after the macro, which it uses).
 mod smp;
+// Threaded interrupts and softirqs (HP, SP): declared after `trace_event!`, which it uses.
+pub mod irq_thread;
 
 /// Queue events: interrupts and software wakeups.
 #[derive(Clone, Copy, Debug)]
@@ -974,6 +976,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
     fn event(&mut self, at: Nanos, ev: Ev) {
         match ev {
+            // SP: the softirq runs in ksoftirqd instead (cpu/irq_thread.rs).
+            Ev::Wake(chan) if self.softirq_to_thread(chan) => {}
             Ev::Wake(chan) => {
                 self.irq_ctx = IrqCtx::Softirq;
                 trace_event!(self, SOFTIRQ, Event::SoftirqEntry);
@@ -988,6 +992,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
     }
 
     fn irq(&mut self, at: Nanos, irq: Irq) {
+        // HP: a threaded line's primary handler only acknowledges and wakes its thread
+        // (cpu/irq_thread.rs).
+        if self.irq_to_thread(at, irq) {
+            return;
+        }
         self.stats.irqs += 1;
         let body = match irq {
             Irq::Tick => self.m.tick_handler_ns,
@@ -1229,6 +1238,8 @@ pub(crate) mod tests {
             voluntary: false,
             softirq_threads: false,
             hardirq_threads: false,
+            irq_thread_priority: Default::default(),
+            rt_throttling: None,
         }
     }
 
@@ -1303,7 +1314,7 @@ pub(crate) mod tests {
         kstate_on(&m, latlab_swap::by_name("scan-2.4", m.swap_slots()).unwrap())
     }
 
-    fn kernel(v: Variant) -> Kernel {
+    pub(crate) fn kernel(v: Variant) -> Kernel {
         let m = machine();
         let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
         let st = kstate_on(&m, swap);
@@ -1408,7 +1419,7 @@ pub(crate) mod tests {
     }
 
     /// A sink keeping every event it is given, with its time and CPU.
-    struct Log(std::rc::Rc<std::cell::RefCell<Vec<(Nanos, usize, Event)>>>);
+    pub(crate) struct Log(pub(crate) std::rc::Rc<std::cell::RefCell<Vec<(Nanos, usize, Event)>>>);
 
     impl tracepoint::Sink for Log {
         fn kinds(&self) -> u32 {

@@ -46,6 +46,8 @@ pub struct Core {
     pub posix: super::posix_timer::PosixTimers,
     /// `current->mm` of the task whose path runs (0: a kernel thread's, none).
     pub current_mm: u32,
+    /// Interrupt threads and ksoftirqd (HP, SP), and the work left for them.
+    pub irq_threads: super::irq_thread::IrqThreads,
 }
 
 impl Core {
@@ -61,6 +63,7 @@ impl Core {
             timers,
             posix: Default::default(),
             current_mm: 0,
+            irq_threads: Default::default(),
         }
     }
 

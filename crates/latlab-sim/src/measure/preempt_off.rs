@@ -194,7 +194,8 @@ impl PreemptOffTracer {
         let Some(o) = &mut self.open else { return };
         let (running, parent) = o.last;
         Self::push(o, now, HARDIRQ | 1, "do_IRQ", running);
-        // Every handler runs in hard-interrupt context (HP is recorded, not modelled).
+        // The line's handler; with HP its thread runs the handler's body, and this entry's
+        // time (`h`) is only the acknowledgement and the thread's wakeup (cpu/irq_thread.rs).
         let handler = match irq {
             Irq::Tick => "timer_interrupt",
             Irq::Rtc => "rtc_interrupt",

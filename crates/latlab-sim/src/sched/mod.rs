@@ -22,6 +22,7 @@ pub mod eevdf;
 pub mod goodness24;
 pub mod o1;
 pub mod rt;
+pub mod rt_bandwidth;
 pub mod rt_smp;
 pub mod select;
 pub mod smp;

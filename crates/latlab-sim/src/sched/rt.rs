@@ -9,6 +9,7 @@
 //! runqueues ([`super::smp`]) each CPU has one `WithRt` and RT push/pull move tasks between
 //! them ([`super::rt_smp`]).
 
+use super::rt_bandwidth::RtBandwidth;
 use super::{Placement, Scheduler};
 use crate::kernel::task::{Policy, Task, TaskId};
 use crate::machine::MachineProfile;
@@ -85,6 +86,8 @@ pub struct WithRt<F> {
     rr_left: Vec<Nanos>,
     /// When each running RT task's time was last charged, by task.
     rt_since: Vec<Nanos>,
+    /// RT throttling (`sched/rt_bandwidth.rs`), if the kernel has it.
+    bw: Option<RtBandwidth>,
 }
 
 fn is_rt(t: &Task) -> bool {
@@ -100,7 +103,19 @@ impl<F: FairClass> WithRt<F> {
             nr_rt: 0,
             rr_left: Vec::new(),
             rt_since: Vec::new(),
+            bw: None,
         }
+    }
+
+    /// The class throttled by `bw` (RT throttling, 2.6.25+).
+    pub fn with_bandwidth(mut self, bw: RtBandwidth) -> Self {
+        self.bw = Some(bw);
+        self
+    }
+
+    /// Is the RT class throttled at `now`?
+    fn throttled(&mut self, now: Nanos) -> bool {
+        self.bw.as_mut().is_some_and(|b| b.throttled(now))
     }
 
     fn prio(t: &Task) -> usize {
@@ -243,7 +258,11 @@ impl<F: FairClass> Scheduler for WithRt<F> {
             self.fair.put_prev(tasks, prev, now);
         }
         let mut cost = m.schedule_base_ns + m.cost(RT_PICK_INSTR, 0.0);
-        if let Some(t) = self.highest(busy) {
+        // RT throttling: a throttled class is passed over for the fair class's task (or,
+        // before 6.12, for none: the CPU idles).
+        let rt_ok = !self.throttled(now)
+            || (!self.bw.as_ref().is_some_and(|b| b.idle_when_throttled) && self.fair.nr_running() == 0);
+        if let Some(t) = self.highest(busy).filter(|_| rt_ok) {
             if self.rt_since.len() <= t {
                 self.rt_since.resize(t + 1, 0);
             }
@@ -256,11 +275,13 @@ impl<F: FairClass> Scheduler for WithRt<F> {
     }
 
     fn tick(&mut self, tasks: &[Task], curr: TaskId, now: Nanos) -> bool {
+        // RT throttling's period timer: a lifted throttle lets waiting RT tasks run.
+        let freed = self.nr_rt > 0 && self.bw.as_mut().is_some_and(|b| b.period_timer(now));
         if curr == 0 {
-            return false;
+            return freed;
         }
         if !is_rt(&tasks[curr]) {
-            return self.fair.tick(tasks, curr, now);
+            return self.fair.tick(tasks, curr, now) || freed;
         }
         let since = self.rt_since.get(curr).copied().unwrap_or(0);
         let ran = now.saturating_sub(since);
@@ -268,6 +289,10 @@ impl<F: FairClass> Scheduler for WithRt<F> {
             self.rt_since.resize(curr + 1, 0);
         }
         self.rt_since[curr] = now;
+        // sched_rt_runtime_exceeded: the class used its runtime; resched_task(curr).
+        if self.bw.as_mut().is_some_and(|b| b.charge(ran, now)) {
+            return true;
+        }
         if tasks[curr].policy != Policy::Rr {
             return false;
         }
@@ -297,7 +322,7 @@ impl<F: FairClass> Scheduler for WithRt<F> {
         match (is_rt(&tasks[p]), is_rt(&tasks[curr])) {
             // check_preempt_curr_rt: `if (p->prio < rq->curr->prio) resched_task`.
             (true, true) => tasks[p].rt_priority > tasks[curr].rt_priority,
-            (true, false) => true,
+            (true, false) => !self.throttled(now),
             (false, true) => false,
             (false, false) => self.fair.wakeup_preempt(tasks, p, curr, now),
         }
