@@ -385,6 +385,9 @@ make = { jobs = 2, cc_ms = [50, 200] }
         let e = err(&OK.replace("period_us = 1000,", "period_us = -1,"));
         assert_eq!(field(&e).1, "task.steps.periodic.period_us");
         assert!(field(&e).2.contains("got -1"), "{e}");
+        // A huge number is said as written, not as 300 digits.
+        let e = err(&OK.replace("period_us = 1000,", "period_us = 1e300,"));
+        assert!(field(&e).2.ends_with("got 1e300"), "{e}");
         let e = err(&OK.replace("jobs = 2", "jobs = 0"));
         assert_eq!(field(&e), (16, "load.make.jobs", "must be 1..=256 (make -jN), got 0"));
         let e = err(&OK.replace("cc_ms = [50, 200]", "cc_ms = [300, 200]"));

@@ -214,7 +214,10 @@ impl Dur {
         };
         for v in [lo, hi] {
             if !(v.is_finite() && v > 0.0 && v * scale <= MAX_NS) {
-                return Err((k, format!("must be a length above 0 and at most an hour, got {v} {k}")));
+                return Err((
+                    k,
+                    format!("must be a length above 0 and at most an hour, got {v:?} {k}"),
+                ));
             }
         }
         if lo > hi {
@@ -347,7 +350,7 @@ impl Checker<'_> {
             return Err(self.err(
                 "start_ms",
                 "start_ms",
-                format!("must be 0 ..= 3600000 ms, got {}", t.start_ms),
+                format!("must be 0 ..= 3600000 ms, got {:?}", t.start_ms),
             ));
         }
         if let Some(cpus) = &t.affinity {
@@ -423,7 +426,7 @@ impl Checker<'_> {
                     return Err(self.err(
                         "period_us",
                         &format!("{field}.period_us"),
-                        format!("must be 10 ..= 10000000 us, got {}", p.period_us),
+                        format!("must be 10 ..= 10000000 us, got {:?}", p.period_us),
                     ));
                 }
                 if p.loops == Some(0) {
