@@ -307,6 +307,9 @@ pub fn thread_loop(ctx: &mut ThreadCtx, after: Option<After>) {
     loop {
         match rx.recv_timeout(Duration::from_secs(1)) {
             Ok((over, at, tid)) => {
+                let back = periods_past(next, at, interval);
+                next -= back * interval;
+                ctx.missed_not(back);
                 ctx.record_woken(next, at, tid);
                 ctx.missed(over);
                 next += interval * (1 + over);
@@ -330,6 +333,20 @@ pub fn thread_loop(ctx: &mut ThreadCtx, after: Option<After>) {
     }
 }
 
+/// How many periods `next` (the expiry the next notification is paired with) ran past a
+/// notification that came at `at`. glibc's helper thread starts a notification thread per
+/// expiry signal, and each reads the timer's overrun count when it runs: when the helper
+/// falls behind, two can read the same count, and `next` moves past expiries that did fire.
+/// A notification never comes before its expiry, so one that would is paired with the latest
+/// expiry at or before it (and the expiries skipped were not missed).
+fn periods_past(next: u64, at: u64, interval: u64) -> u64 {
+    if at < next {
+        (next - at).div_ceil(interval.max(1))
+    } else {
+        0
+    }
+}
+
 /// The calling thread's real-time policy (SCHED_FIFO or SCHED_RR) and priority, if it runs
 /// one.
 fn current_rt_policy() -> Option<(libc::c_int, i32)> {
@@ -349,6 +366,16 @@ fn current_rt_policy() -> Option<(libc::c_int, i32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_notification_before_its_paired_expiry_goes_back_to_the_latest_one_before_it() {
+        // Paired with the expiry at 3000 (period 1000) but come at 2100: the expiry at 2000.
+        assert_eq!(periods_past(3000, 2100, 1000), 1);
+        assert_eq!(periods_past(5000, 2000, 1000), 3);
+        // On or after its expiry: stays.
+        assert_eq!(periods_past(3000, 3000, 1000), 0);
+        assert_eq!(periods_past(3000, 9000, 1000), 0);
+    }
 
     fn cfg() -> PeriodicConfig {
         PeriodicConfig {
