@@ -49,21 +49,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
         let Some(pid) = self.st.irq_threads.defer(line, work) else {
             return false;
         };
-        self.stats.irqs += 1;
-        let h = self.m.irq_entry_exit_ns + self.st.irq_threads.wake_ns;
-        self.irq_ctx = IrqCtx::Hardirq;
-        trace_event!(
-            self,
-            IRQ_ENTRY,
-            Event::IrqEntry {
-                irq,
-                raised: at,
-                len: h,
-                ran_since: self.cpus[self.cpu].ran_since,
-            }
-        );
-        self.now += h;
-        self.stats.irq_ns += h;
+        self.hardirq_entry(at, irq, self.m.irq_entry_exit_ns + self.st.irq_threads.wake_ns);
         if let Some(period) = self.rtc_period.filter(|_| irq == Irq::Rtc) {
             self.q.schedule(at + period, Ev::Irq(Irq::Rtc));
         }

@@ -991,20 +991,10 @@ impl<S: tracepoint::Sink> Kernel<S> {
         }
     }
 
-    fn irq(&mut self, at: Nanos, irq: Irq) {
-        // HP: a threaded line's primary handler only acknowledges and wakes its thread
-        // (cpu/irq_thread.rs).
-        if self.irq_to_thread(at, irq) {
-            return;
-        }
+    /// A hard interrupt raised at `at` taken now: its handler runs `h` (entry, the handler's
+    /// body, exit) in hard context, charged as interrupt time.
+    fn hardirq_entry(&mut self, at: Nanos, irq: Irq, h: Nanos) {
         self.stats.irqs += 1;
-        let body = match irq {
-            Irq::Tick => self.m.tick_handler_ns,
-            Irq::Rtc => self.m.rtc_handler_ns,
-            Irq::Disk(_) => self.m.disk_handler_ns,
-            Irq::Hrtimer(_) => self.m.hrtimer_handler_ns,
-        };
-        let h = self.m.irq_entry_exit_ns + body;
         self.irq_ctx = IrqCtx::Hardirq;
         trace_event!(
             self,
@@ -1018,6 +1008,21 @@ impl<S: tracepoint::Sink> Kernel<S> {
         );
         self.now += h;
         self.stats.irq_ns += h;
+    }
+
+    fn irq(&mut self, at: Nanos, irq: Irq) {
+        // HP: a threaded line's primary handler only acknowledges and wakes its thread
+        // (cpu/irq_thread.rs).
+        if self.irq_to_thread(at, irq) {
+            return;
+        }
+        let body = match irq {
+            Irq::Tick => self.m.tick_handler_ns,
+            Irq::Rtc => self.m.rtc_handler_ns,
+            Irq::Disk(_) => self.m.disk_handler_ns,
+            Irq::Hrtimer(_) => self.m.hrtimer_handler_ns,
+        };
+        self.hardirq_entry(at, irq, self.m.irq_entry_exit_ns + body);
         match irq {
             Irq::Tick => {
                 self.st.jiffies += 1;
