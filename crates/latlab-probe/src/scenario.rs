@@ -927,16 +927,7 @@ fn child_main(spec: &str) -> Result<bool, String> {
         ns_per_loop: c.ns_per_loop,
         exe: Some(c.exe),
     };
-    let task = TaskDef {
-        comm: c.comm,
-        policy: PolicyName::Other,
-        priority: None,
-        nice: 0,
-        affinity: None,
-        count: 1,
-        start_ms: 0.0,
-        steps: Vec::new(),
-    };
+    let task = TaskDef::new(c.comm, Vec::new());
     let mut x = Exec::new(Arc::new(env), task, 0, c.deadline_ns, c.seed);
     let done = x.steps(&c.steps);
     x.end_children();

@@ -355,14 +355,8 @@ impl Reader<'_> {
     fn task(&self, name: &str, t: &J, default_policy: PolicyName) -> Result<TaskDef, ScenarioError> {
         let at = format!("tasks.{name}");
         let mut def = TaskDef {
-            comm: name.into(),
             policy: default_policy,
-            priority: None,
-            nice: 0,
-            affinity: None,
-            count: 1,
-            start_ms: 0.0,
-            steps: Vec::new(),
+            ..TaskDef::new(name, Vec::new())
         };
         let mut priority = None;
         let mut thread_loop = -1;

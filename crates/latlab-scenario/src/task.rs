@@ -47,6 +47,23 @@ pub struct TaskDef {
     pub steps: Vec<StepDef>,
 }
 
+impl TaskDef {
+    /// A task named `comm` as a file gives it with only its name and steps: one
+    /// SCHED_OTHER copy at nice 0 on every CPU, started with the run.
+    pub fn new(comm: impl Into<String>, steps: Vec<StepDef>) -> Self {
+        TaskDef {
+            comm: comm.into(),
+            policy: PolicyName::Other,
+            priority: None,
+            nice: 0,
+            affinity: None,
+            count: 1,
+            start_ms: 0.0,
+            steps,
+        }
+    }
+}
+
 fn one() -> u32 {
     1
 }

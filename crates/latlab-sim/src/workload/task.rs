@@ -619,16 +619,7 @@ mod tests {
     }
 
     fn task(comm: &str, steps: Vec<StepDef>) -> TaskDef {
-        TaskDef {
-            comm: comm.into(),
-            policy: PolicyName::Other,
-            priority: None,
-            nice: 0,
-            affinity: None,
-            count: 1,
-            start_ms: 0.0,
-            steps,
-        }
+        TaskDef::new(comm, steps)
     }
 
     fn forever(steps: Vec<StepDef>) -> StepDef {
