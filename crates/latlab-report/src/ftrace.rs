@@ -33,6 +33,15 @@ use crate::timeline::{Task, Window};
 use latlab_core::Nanos;
 use std::fmt::Write;
 
+/// The legend of the five flag columns of ftrace's `trace` file header (kernel/trace/trace.c
+/// `print_func_help_header_irq`, 6.x), shared by every trace this crate writes in that format.
+pub(crate) const FLAGS_LEGEND: &str = "#\n#                                _-----=> irqs-off/BH-disabled\n\
+     #                               / _----=> need-resched\n\
+     #                              | / _---=> hardirq/softirq\n\
+     #                              || / _--=> preempt-depth\n\
+     #                              ||| / _-=> migrate-disable\n\
+     #                              |||| /     delay\n";
+
 /// `secs.usecs` as ftrace prints a timestamp (the result's ns truncated to us).
 pub fn timestamp(ns: Nanos) -> String {
     format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000)
@@ -170,14 +179,9 @@ pub fn render(title: &str, windows: &[Window]) -> String {
         lines.len(),
         { windows.iter().map(|w| w.cpu + 1).max().unwrap_or(1) }
     );
+    out.push_str(FLAGS_LEGEND);
     out.push_str(
-        "#\n#                                _-----=> irqs-off/BH-disabled\n\
-         #                               / _----=> need-resched\n\
-         #                              | / _---=> hardirq/softirq\n\
-         #                              || / _--=> preempt-depth\n\
-         #                              ||| / _-=> migrate-disable\n\
-         #                              |||| /     delay\n\
-         #                TASK-PID  CPU#  |||||   TIMESTAMP  FUNCTION\n\
+        "#                TASK-PID  CPU#  |||||   TIMESTAMP  FUNCTION\n\
          #                   | |      |   |||||      |         |\n",
     );
     for (_, _, _, _, l) in lines {

@@ -25,7 +25,7 @@
 //! track never overlap.
 
 use crate::chrome_trace::{complete, cpu_tracks, instant};
-use crate::ftrace::timestamp;
+use crate::ftrace::{timestamp, FLAGS_LEGEND};
 use crate::summary;
 use latlab_core::{RecordedEvent, RecordedEvents, RunResult, Sample, Stream};
 use serde_json::{json, Value};
@@ -172,14 +172,9 @@ pub fn ftrace(title: &str, system: &[(&str, &str)], picked: &[Picked]) -> String
         "# entries-in-buffer/entries-written: {0}/{0}   #P:{ncpu}",
         events.len()
     );
+    out.push_str(FLAGS_LEGEND);
     out.push_str(
-        "#\n#                                _-----=> irqs-off/BH-disabled\n\
-         #                               / _----=> need-resched\n\
-         #                              | / _---=> hardirq/softirq\n\
-         #                              || / _--=> preempt-depth\n\
-         #                              ||| / _-=> migrate-disable\n\
-         #                              |||| /     delay\n\
-         #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
+        "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
          #              | |         |   |||||     |         |\n",
     );
     for e in events {
