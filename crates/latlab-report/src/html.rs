@@ -10,6 +10,9 @@
 //! - per run, its worst samples with their attribution (in [`crate::summary`]'s words) and,
 //!   when the run has one, its `/proc/latency_trace` ([`crate::latency_trace`]) in a `<pre>`.
 //!
+//! `latlab validate --html` ([`render_validate`]) writes the same sections once per scenario
+//! (the model's run beside the machine's), after its verdict table.
+//!
 //! Every text taken from a result (task names, paths, settings, labels) is HTML-escaped.
 
 use crate::{compare, input, latency_trace, plot, summary};
@@ -44,7 +47,10 @@ table.kv td{text-align:left}table.kv th{white-space:nowrap}
 figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.5em;overflow-x:auto;font-size:.85em}
 details{margin:.3em 0 1em}summary{cursor:pointer}
-footer{margin-top:2em;color:#777;font-size:.85em}";
+footer{margin-top:2em;color:#777;font-size:.85em}
+table.verdicts td.inside{background:#e3f3e6}table.verdicts td.outside{background:#fbe0e0;font-weight:bold}
+table.verdicts td.noise{color:#777;font-style:italic}table.verdicts tbody{border-top:2px solid #999}
+p.pass,p.fail{padding:.5em .8em;border-radius:4px}p.pass{background:#e3f3e6}p.fail{background:#fbe0e0}";
 
 /// A table from rows of cells: the first row is the header, every other row starts with
 /// its name (a row header).
@@ -80,12 +86,13 @@ fn kv_table(rows: &[(String, String)]) -> String {
     out
 }
 
-/// A run's header: what ran, where, how long, and its settings (collapsed).
-fn run_header(i: usize, label: &str, r: &RunResult) -> String {
+/// A run's header: what ran, where, how long, and its settings (collapsed); its heading
+/// at level `h`, its element id `{id}run-N`.
+fn run_header(i: usize, label: &str, r: &RunResult, h: u8, id: &str) -> String {
     let m = &r.meta;
     let first = if i == 0 { " (first: ratios are to it)" } else { "" };
     let mut out = format!(
-        "<section class=\"run\" id=\"run-{}\">\n<h3>run {}: {}{first}</h3>\n",
+        "<section class=\"run\" id=\"{id}run-{}\">\n<h{h}>run {}: {}{first}</h{h}>\n",
         i + 1,
         i + 1,
         escape(label)
@@ -121,10 +128,11 @@ fn run_header(i: usize, label: &str, r: &RunResult) -> String {
     out
 }
 
-/// One worst sample: its headline and tags, then its attribution, a row per part.
-fn sample(stream: &str, s: &Sample) -> String {
+/// One worst sample (heading level `h`): its headline and tags, then its attribution, a row
+/// per part.
+fn sample(stream: &str, s: &Sample, h: u8) -> String {
     let a = &s.attribution;
-    let mut out = format!("<h4>{}: {}</h4>\n", escape(stream), escape(&summary::headline(s)));
+    let mut out = format!("<h{h}>{}: {}</h{h}>\n", escape(stream), escape(&summary::headline(s)));
     let mut rows: Vec<(String, String)> = s.tag.iter().map(|(k, v)| (format!("tag {k}"), v.clone())).collect();
     if let Some(c) = &a.cause {
         let secs = |ns: u64| format!("{:.6} s", ns as f64 / 1e9);
@@ -169,9 +177,14 @@ fn sample(stream: &str, s: &Sample) -> String {
     out
 }
 
-/// A run's `n` worst samples over all its streams, worst first, and its latency trace.
-fn worst(i: usize, label: &str, r: &RunResult, n: usize) -> String {
-    let mut out = format!("<section class=\"worst\">\n<h3>run {}: {}</h3>\n", i + 1, escape(label));
+/// A run's `n` worst samples over all its streams, worst first, and its latency trace; its
+/// heading at level `h`.
+fn worst(i: usize, label: &str, r: &RunResult, n: usize, h: u8) -> String {
+    let mut out = format!(
+        "<section class=\"worst\">\n<h{h}>run {}: {}</h{h}>\n",
+        i + 1,
+        escape(label)
+    );
     let mut samples: Vec<(&str, &Sample)> = r
         .streams
         .iter()
@@ -182,7 +195,7 @@ fn worst(i: usize, label: &str, r: &RunResult, n: usize) -> String {
         out.push_str("<p>the result keeps no worst samples</p>\n");
     }
     for (stream, s) in samples.into_iter().take(n) {
-        out.push_str(&sample(stream, s));
+        out.push_str(&sample(stream, s, h + 1));
     }
     if let Some(t) = &r.trace {
         let _ = writeln!(
@@ -204,68 +217,76 @@ fn figure(svg: Result<String, String>) -> String {
     }
 }
 
-/// The whole page for `runs` (at least one), with up to `samples` worst samples per run.
-pub fn render(runs: &[RunResult], samples: usize) -> String {
-    render_with(runs, samples, None)
+/// The page's start: its title (escaped here) and the style, up to `<body>`.
+fn head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>\n{STYLE}\n</style>\n</head>\n<body>\n",
+        escape(title)
+    )
 }
 
-/// [`render`], with a section of preformatted text before the runs: its heading and text
-/// (`latlab validate`'s verdicts).
-pub fn render_with(runs: &[RunResult], samples: usize, preface: Option<(&str, &str)>) -> String {
+/// The page's end.
+fn foot() -> String {
+    format!(
+        "<footer>written by latlab-report {} from saved results; nothing was run.</footer>\n</body>\n</html>\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The runs' labels in a sentence: all of them, or, past six, behind a `<details>`.
+fn run_list(labels: &[&str]) -> String {
+    let n = labels.len();
+    let s = if n == 1 { "" } else { "s" };
+    let list = escape(&labels.join(", "));
+    if n <= 6 {
+        format!("<p>{n} saved result{s}: {list}.</p>\n")
+    } else {
+        format!("<details>\n<summary>{n} saved results</summary>\n<p>{list}.</p>\n</details>\n")
+    }
+}
+
+/// The sections of `runs` (at least one), with up to `samples` worst samples per run: the
+/// runs' headers, rates, latency per stream, plots and worst samples. Their headings are at
+/// level `h` (2 on a page of their own), element ids start with `id`.
+fn sections(runs: &[RunResult], samples: usize, h: u8, id: &str) -> String {
     let labels = input::labels(runs);
     let l: Vec<&str> = labels.iter().map(String::as_str).collect();
     let refs: Vec<&RunResult> = runs.iter().collect();
-    let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    let _ = writeln!(out, "<title>latlab report: {}</title>", escape(&l.join(", ")));
-    let _ = writeln!(
-        out,
-        "<style>\n{STYLE}\n</style>\n</head>\n<body>\n<h1>latlab report</h1>"
-    );
-    let _ = writeln!(
-        out,
-        "<p>{} saved result{}: {}.</p>",
-        runs.len(),
-        if runs.len() == 1 { "" } else { "s" },
-        escape(&l.join(", "))
-    );
-
-    if let Some((heading, text)) = preface {
-        let _ = writeln!(
-            out,
-            "<section id=\"preface\">\n<h2>{}</h2>\n<pre>{}</pre>\n</section>",
-            escape(heading),
-            escape(text)
-        );
-    }
-    out.push_str("<section id=\"runs\">\n<h2>Runs</h2>\n");
+    let sub = h + 1;
+    let mut out = format!("<section id=\"{id}runs\">\n<h{h}>Runs</h{h}>\n");
     for (i, (label, r)) in l.iter().zip(runs).enumerate() {
-        out.push_str(&run_header(i, label, r));
+        out.push_str(&run_header(i, label, r, sub, id));
     }
     out.push_str("</section>\n");
 
     let c = compare::compare(&l, &refs);
     if !c.rates.is_empty() {
-        out.push_str("<section id=\"rates\">\n<h2>Rates</h2>\n");
+        let _ = writeln!(out, "<section id=\"{id}rates\">\n<h{h}>Rates</h{h}>");
         out.push_str(&table("num rates", &c.rates));
         out.push_str("</section>\n");
     }
-    out.push_str("<section id=\"compare\">\n<h2>Latency per stream</h2>\n");
+    let _ = writeln!(out, "<section id=\"{id}compare\">\n<h{h}>Latency per stream</h{h}>");
     if let Some(n) = &c.note {
         let _ = writeln!(out, "<p class=\"note\">note: {}</p>", escape(n));
     }
     for g in &c.groups {
-        let _ = writeln!(out, "<h3>stream {} ({})</h3>", escape(&g.title), escape(&g.measures));
+        let _ = writeln!(
+            out,
+            "<h{sub}>stream {} ({})</h{sub}>",
+            escape(&g.title),
+            escape(&g.measures)
+        );
         out.push_str(&table("num figures", &g.figures));
         out.push_str(&table("num histogram", &g.histogram));
     }
     out.push_str("</section>\n");
     if !c.cgroups.is_empty() {
-        out.push_str("<section id=\"cgroups\">\n<h2>Spikes by cgroup</h2>\n");
+        let _ = writeln!(out, "<section id=\"{id}cgroups\">\n<h{h}>Spikes by cgroup</h{h}>");
         out.push_str(&table("cgroups", &c.cgroups));
         out.push_str("</section>\n");
     }
 
-    out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
+    let _ = writeln!(out, "<section id=\"{id}plots\">\n<h{h}>Plots</h{h}>");
     let series = plot::series(runs, &labels, None);
     out.push_str(&figure(plot::distribution_svg("Latency distribution", &series)));
     out.push_str(&figure(plot::percentiles_svg("Latency by percentile", &series)));
@@ -273,17 +294,49 @@ pub fn render_with(runs: &[RunResult], samples: usize, preface: Option<(&str, &s
 
     let _ = writeln!(
         out,
-        "<section id=\"worst\">\n<h2>Worst samples (up to {samples} per run)</h2>"
+        "<section id=\"{id}worst\">\n<h{h}>Worst samples (up to {samples} per run)</h{h}>"
     );
     for (i, (label, r)) in l.iter().zip(runs).enumerate() {
-        out.push_str(&worst(i, label, r, samples));
+        out.push_str(&worst(i, label, r, samples, sub));
     }
     out.push_str("</section>\n");
+    out
+}
+
+/// The whole page for `runs` (at least one), with up to `samples` worst samples per run.
+pub fn render(runs: &[RunResult], samples: usize) -> String {
+    let labels = input::labels(runs);
+    let l: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let mut out = head(&format!("latlab report: {}", l.join(", ")));
+    out.push_str("<h1>latlab report</h1>\n");
+    out.push_str(&run_list(&l));
+    out.push_str(&sections(runs, samples, 2, ""));
+    out.push_str(&foot());
+    out
+}
+
+/// `latlab validate`'s page: its verdicts (`verdicts`, HTML made by
+/// [`crate::validate::render_html`]), then for each scenario, named, its runs (the model's
+/// first, then the machine's) as [`render`] shows runs, in a section with id `sc-NAME`
+/// (the verdict table links there).
+pub fn render_validate(title: &str, verdicts: &str, scenarios: &[(String, Vec<RunResult>)], samples: usize) -> String {
+    let mut out = head(&format!("latlab validate: {title}"));
+    let _ = writeln!(out, "<h1>latlab validate: {}</h1>", escape(title));
     let _ = writeln!(
         out,
-        "<footer>written by latlab-report {} from saved results; nothing was run.</footer>\n</body>\n</html>",
-        env!("CARGO_PKG_VERSION")
+        "<section id=\"verdicts\">\n<h2>Model beside machine</h2>\n{verdicts}</section>"
     );
+    for (name, runs) in scenarios.iter().filter(|(_, r)| !r.is_empty()) {
+        let id = crate::validate::anchor(name);
+        let _ = writeln!(
+            out,
+            "<section class=\"scenario\" id=\"{id}\">\n<h2>scenario {}</h2>",
+            escape(name)
+        );
+        out.push_str(&sections(runs, samples, 3, &format!("{id}-")));
+        out.push_str("</section>\n");
+    }
+    out.push_str(&foot());
     out
 }
 

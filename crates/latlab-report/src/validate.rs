@@ -354,6 +354,90 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
     out
 }
 
+/// The element id of scenario `name`'s section on the HTML page: `sc-` and the name with
+/// anything but ASCII letters, digits, `-` and `_` as `-`.
+pub fn anchor(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("sc-{safe}")
+}
+
+/// [`render`] as HTML for the report page: the tally first (PASS or FAIL), then the table,
+/// a row group per stream whose name links to its scenario's section ([`anchor`]), each
+/// verdict's cell classed `inside`, `outside` or `noise`; then what one engine alone measured.
+pub fn render_html(scenarios: &[ScenarioRows], runs: usize) -> String {
+    use crate::html::escape;
+    let all: Vec<FigureRow> = scenarios.iter().flat_map(|s| s.rows.iter().cloned()).collect();
+    let t = Tally::of(&all);
+    let class = match t.passes() {
+        Some(true) => "pass",
+        Some(false) => "fail",
+        None => "note",
+    };
+    let mut out = format!("<p class=\"{class}\">{}</p>\n", escape(&t.line()));
+    let _ = writeln!(
+        out,
+        "<table class=\"num verdicts\">\n<thead><tr><th>scenario / stream</th><th>figure</th><th>model</th><th>machine (median of {runs})</th><th>machine spread</th><th>model/machine</th><th>verdict</th></tr></thead>"
+    );
+    for sc in scenarios {
+        let mut streams: Vec<&str> = sc.rows.iter().map(|r| r.stream.as_str()).collect();
+        streams.dedup();
+        for stream in streams {
+            let rows: Vec<&FigureRow> = sc.rows.iter().filter(|r| r.stream == stream).collect();
+            out.push_str("<tbody>\n");
+            for (k, r) in rows.iter().enumerate() {
+                out.push_str("<tr>");
+                if k == 0 {
+                    let _ = write!(
+                        out,
+                        "<th rowspan=\"{}\"><a href=\"#{}\">{}</a> / {}</th>",
+                        rows.len(),
+                        anchor(&sc.scenario),
+                        escape(&sc.scenario),
+                        escape(stream)
+                    );
+                }
+                let v = match r.verdict {
+                    Verdict::Inside => "inside",
+                    Verdict::Outside => "outside",
+                    Verdict::Noise => "noise",
+                    Verdict::NotJudged => "",
+                };
+                let _ = writeln!(
+                    out,
+                    "<td>{}</td><td>{}</td><td>{}</td><td>{} - {}</td><td>{}</td><td class=\"{v}\">{}</td></tr>",
+                    r.figure.name(),
+                    cell(r.figure, r.model),
+                    cell(r.figure, r.machine),
+                    cell(r.figure, r.machine_spread[0]),
+                    cell(r.figure, r.machine_spread[1]),
+                    r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
+                    r.verdict.mark()
+                );
+            }
+            out.push_str("</tbody>\n");
+        }
+    }
+    out.push_str("</table>\n");
+    for sc in scenarios.iter().filter(|s| !s.unpaired.is_empty()) {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}: measured by one engine only, left out: {}</p>",
+            escape(&sc.scenario),
+            escape(&sc.unpaired.join(", "))
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,5 +563,25 @@ mod tests {
         t.maxima_inside = 1;
         assert_eq!(t.passes(), Some(false));
         assert_eq!(Tally::default().passes(), None);
+    }
+
+    #[test]
+    fn the_html_table_links_each_stream_and_classes_each_verdict() {
+        let model = run(Engine::Sim, &[("t<0>", &[1_000; 100])]);
+        let runs = vec![run(Engine::Probe, &[("t<0>", &[5_000; 100])])];
+        let rows = scenario_rows("idle & co", &model, &runs, None);
+        let html = render_html(&[rows], 1);
+        assert!(html.starts_with("<p class=\"fail\">0 of 3 p50/p99/avg"), "{html}");
+        assert!(
+            html.contains("<th rowspan=\"7\"><a href=\"#sc-idle---co\">idle &amp; co</a> / t&lt;0&gt;</th>"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<td class=\"outside\">OUTSIDE</td>").count(), 3, "{html}");
+        assert_eq!(
+            html.matches("<td class=\"inside\">inside</td>").count(),
+            1,
+            "the max, within 10x"
+        );
+        assert_eq!(html.matches("<tbody>").count(), 1);
     }
 }

@@ -207,7 +207,8 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         exe: Some("/proc/self/exe".into()),
     };
     let mut rows = Vec::new();
-    let mut saved: Vec<RunResult> = Vec::new();
+    // Each scenario's runs, the model's first, for the HTML page.
+    let mut saved: Vec<(String, Vec<RunResult>)> = Vec::new();
     for (n, model) in scenarios.iter().zip(models) {
         let mut runs = Vec::new();
         for i in 1..=a.runs {
@@ -230,8 +231,7 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
                 write_json(&d.join(format!("{}-machine-{}.json", n.s.name, i + 1)), r)?;
             }
         }
-        saved.push(model);
-        saved.extend(runs);
+        saved.push((n.s.name.clone(), std::iter::once(model).chain(runs).collect()));
     }
 
     let all: Vec<_> = rows.iter().flat_map(|s| s.rows.iter().cloned()).collect();
@@ -250,7 +250,9 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         out!("{table}")?;
     }
     if let Some(p) = &a.html {
-        let page = latlab_report::html::render_with(&saved, 10, Some(("Model beside machine", &table)));
+        let title = format!("{} beside {}", variant.name, machine.name);
+        let verdicts = validate::render_html(&rows, a.runs as usize);
+        let page = latlab_report::html::render_validate(&title, &verdicts, &saved, 10);
         std::fs::write(p, page).map_err(|e| anyhow::anyhow!("--html {}: {e}", p.display()))?;
     }
     Ok(match tally.passes() {

@@ -66,9 +66,10 @@ fn a_scenario_is_judged_figure_by_figure_with_the_models_side_repeatable() {
     }
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
-        page.contains("Model beside machine") && page.contains("idle / "),
+        page.contains("Model beside machine") && page.contains("<a href=\"#sc-idle\">idle</a> / "),
         "{page}"
     );
+    assert!(page.contains("<section class=\"scenario\" id=\"sc-idle\">"), "{page}");
 
     // The model's side is the same run again: its figures do not move.
     let again = latlab(&args[..args.len() - 4]);
