@@ -697,7 +697,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             // A system call becomes its code path here, in the one match on the action.
             let path = match action {
-                Action::Call(call) => call.path(&mut self.st, &self.m, self.tasks[cur].mm),
+                Action::Call(call) => call.path(&mut self.st, &self.m, &self.tasks[cur]),
                 Action::Syscall(path) => path,
                 action => {
                     self.drain_requests();

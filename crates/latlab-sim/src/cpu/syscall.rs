@@ -15,6 +15,7 @@ use crate::kernel::path::{once, point, Chan, Ctx, LoopStep, Path, Script, Step, 
 use crate::kernel::pipe;
 use crate::kernel::posix_timer;
 use crate::kernel::state::KReq;
+use crate::kernel::task::Task;
 use crate::machine::MachineProfile;
 use crate::workload::syscall::Syscall;
 use latlab_core::Nanos;
@@ -23,9 +24,10 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 impl Syscall {
-    /// The code path this call runs for the caller, whose address space is `mm`.
+    /// The code path this call runs for the caller `t`.
     #[inline]
-    pub(crate) fn path(self, k: &mut FsState, m: &MachineProfile, mm: u32) -> Box<dyn Path<FsState>> {
+    pub(crate) fn path(self, k: &mut FsState, m: &MachineProfile, t: &Task) -> Box<dyn Path<FsState>> {
+        let mm = t.mm;
         match self {
             Syscall::Fault { pages } => crate::mm::memory::fault_in(mm, pages),
             Syscall::TouchWorkingSet => crate::mm::swap_in::touch_working_set(mm),
@@ -74,7 +76,7 @@ impl Syscall {
             Syscall::Select { queued, chan } => Box::new(Select { queued, chan }),
             Syscall::PipeRecv { pipe, bytes } => pipe::sys_pipe_read(pipe, bytes),
             Syscall::PipeSend { pipe, bytes } => pipe::sys_pipe_write(pipe, bytes),
-            Syscall::FutexWait { futex } => futex::sys_futex_wait(futex),
+            Syscall::FutexWait { futex } => futex::sys_futex_wait(futex, futex::plist_prio(t.policy, t.rt_priority)),
             Syscall::FutexWake { futex, n } => futex::sys_futex_wake(futex, n),
             Syscall::ForkExec => once("do_fork", k.c.fork_exec),
         }

@@ -3,14 +3,17 @@
 //! `sem_wait` takes one in user space when the count is above zero and otherwise calls
 //! `futex_wait`, which checks the word again under the hash bucket's lock and sleeps only if
 //! it is still zero (so no wake-up is lost); `sem_post` adds one and, when a waiter is
-//! queued, calls `futex_wake` for one of them. Waiters are woken in the order they queued
-//! (the bucket's plist orders equal priorities so; an RT waiter's priority is not modelled).
+//! queued, calls `futex_wake` for one of them. Waiters are woken in the order of the bucket's
+//! plist: by priority, `min(normal_prio, MAX_RT_PRIO)` (`futex_q_init`/`__futex_queue`), so an
+//! RT waiter before every SCHED_OTHER one and a higher RT priority first, and in the order
+//! they queued among equals.
 //!
 //! The futex word and its queue live here, shared by the tasks that use the word (as they
 //! share the memory it is in); the paths below are the system calls.
 
 use super::path::{Chan, CoreK, Ctx, Path, Step, Work};
 use super::state::KReq;
+use super::task::Policy;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -21,8 +24,8 @@ pub struct Futex {
     id: u64,
     /// The word: posts not yet taken.
     val: Cell<u32>,
-    /// The queued waiters' wait channels, oldest first.
-    queue: RefCell<VecDeque<Chan>>,
+    /// The queued waiters' plist priorities and wait channels, in wake order.
+    queue: RefCell<VecDeque<(u32, Chan)>>,
     /// Waits so far (each sleeper gets a channel of its own, so a wake of one wakes one).
     waits: Cell<u64>,
 }
@@ -54,19 +57,30 @@ impl Futex {
     }
 }
 
-/// `futex(FUTEX_WAIT_PRIVATE, 0)`: sleep unless a post came meanwhile (-EAGAIN); the caller
-/// then tries to take a post again.
-pub fn sys_futex_wait<K: CoreK>(futex: Rc<Futex>) -> Box<dyn Path<K>> {
-    Box::new(FutexWait { futex, stage: 0 })
+/// A waiter's place in the bucket's plist (`__futex_queue`: `min(current->normal_prio,
+/// MAX_RT_PRIO)`, lower first): `99 - rt_priority` for a SCHED_FIFO/RR task, 100
+/// (MAX_RT_PRIO) for any SCHED_OTHER one, whatever its nice.
+pub fn plist_prio(policy: Policy, rt_priority: u32) -> u32 {
+    match policy {
+        Policy::Fifo | Policy::Rr => 99u32.saturating_sub(rt_priority),
+        Policy::Other => 100,
+    }
 }
 
-/// `futex(FUTEX_WAKE_PRIVATE, n)`: wake up to `n` queued waiters, oldest first.
+/// `futex(FUTEX_WAIT_PRIVATE, 0)` by a task of plist priority `prio` ([`plist_prio`]):
+/// sleep unless a post came meanwhile (-EAGAIN); the caller then tries to take a post again.
+pub fn sys_futex_wait<K: CoreK>(futex: Rc<Futex>, prio: u32) -> Box<dyn Path<K>> {
+    Box::new(FutexWait { futex, prio, stage: 0 })
+}
+
+/// `futex(FUTEX_WAKE_PRIVATE, n)`: wake up to `n` queued waiters, the plist's first.
 pub fn sys_futex_wake<K: CoreK>(futex: Rc<Futex>, n: u32) -> Box<dyn Path<K>> {
     Box::new(FutexWake { futex, n, woke: false })
 }
 
 struct FutexWait {
     futex: Rc<Futex>,
+    prio: u32,
     stage: u8,
 }
 
@@ -85,7 +99,10 @@ impl<K: CoreK> Path<K> for FutexWait {
                 let f = &self.futex;
                 f.waits.set(f.waits.get() + 1);
                 let chan = Chan::Futex((f.id << 32) | (f.waits.get() & 0xffff_ffff));
-                f.queue.borrow_mut().push_back(chan);
+                // plist_add: after every waiter of the same or a higher priority.
+                let mut q = f.queue.borrow_mut();
+                let at = q.partition_point(|&(p, _)| p <= self.prio);
+                q.insert(at, (self.prio, chan));
                 Step::Block(chan)
             }
             // -EAGAIN, or woken (futex_wake took it off the queue).
@@ -111,7 +128,7 @@ impl<K: CoreK> Path<K> for FutexWake {
         }
         let mut q = self.futex.queue.borrow_mut();
         for _ in 0..self.n {
-            let Some(c) = q.pop_front() else { break };
+            let Some((_, c)) = q.pop_front() else { break };
             k.out.push(KReq::Wake(c));
         }
         Work::plain("futex_wake", k.c.futex_wake)
@@ -127,8 +144,9 @@ mod tests {
     fn a_wait_sleeps_only_while_the_word_is_zero_and_a_wake_wakes_one_waiter() {
         let mut k = kstate();
         let f = Futex::new(2);
-        let first = run_to_sleep(&mut k, sys_futex_wait(f.clone())).expect("zero: sleeps");
-        let second = run_to_sleep(&mut k, sys_futex_wait(f.clone())).expect("sleeps");
+        let other = plist_prio(Policy::Other, 0);
+        let first = run_to_sleep(&mut k, sys_futex_wait(f.clone(), other)).expect("zero: sleeps");
+        let second = run_to_sleep(&mut k, sys_futex_wait(f.clone(), other)).expect("sleeps");
         assert_ne!(first, second, "each waiter on a channel of its own");
         assert!(f.post(), "waiters queued: post calls futex_wake");
         assert_eq!(run_to_sleep(&mut k, sys_futex_wake(f.clone(), 1)), None);
@@ -139,7 +157,29 @@ mod tests {
         // A post already there: futex_wait returns at once (-EAGAIN), the post stays.
         let g = Futex::new(3);
         assert!(!g.post(), "no waiter: no system call");
-        assert_eq!(run_to_sleep(&mut k, sys_futex_wait(g.clone())), None);
+        assert_eq!(run_to_sleep(&mut k, sys_futex_wait(g.clone(), other)), None);
         assert!(g.try_take() && !g.try_take());
+    }
+
+    #[test]
+    fn a_wake_takes_the_highest_priority_waiter_and_equals_in_queue_order() {
+        let mut k = kstate();
+        let f = Futex::new(4);
+        let wait = |k: &mut _, p| run_to_sleep(k, sys_futex_wait(f.clone(), p)).expect("sleeps");
+        let other = wait(&mut k, plist_prio(Policy::Other, 0));
+        let fifo10 = wait(&mut k, plist_prio(Policy::Fifo, 10));
+        let fifo90 = wait(&mut k, plist_prio(Policy::Fifo, 90));
+        let rr10 = wait(&mut k, plist_prio(Policy::Rr, 10));
+        let mut woken = Vec::new();
+        for _ in 0..4 {
+            assert!(f.post());
+            k.out.clear();
+            assert_eq!(run_to_sleep(&mut k, sys_futex_wake(f.clone(), 1)), None);
+            let [KReq::Wake(c)] = k.out.as_slice() else {
+                panic!("one wake: {:?}", k.out)
+            };
+            woken.push(*c);
+        }
+        assert_eq!(woken, [fifo90, fifo10, rr10, other]);
     }
 }
