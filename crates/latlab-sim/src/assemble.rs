@@ -83,7 +83,10 @@ pub fn irq_threads(v: &Variant, m: &MachineProfile) -> IrqThreads {
 pub fn scheduler(v: &Variant, m: &MachineProfile) -> Box<dyn Scheduler> {
     let smp = m.cpus > 1;
     let cfs = || rt_throttled(v, rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables())), true);
-    let eevdf = || rt_throttled(v, rt::WithRt::new(eevdf::Eevdf::new(v.eevdf_tunables(), v.hz)), false);
+    let eevdf = || {
+        let fair = eevdf::Eevdf::new(v.eevdf_tunables(), v.hz).on_cpus(m.cpus);
+        rt_throttled(v, rt::WithRt::new(fair), false)
+    };
     match v.sched {
         SchedClass::Goodness24 => Box::new(goodness24::Goodness24::new(v.hz)),
         SchedClass::O1 => Box::new(o1::O1::new(v.hz)),

@@ -58,8 +58,16 @@ pub struct MachineProfile {
     pub ram_mib: u64,
     /// Online swap space in MiB.
     pub swap_mib: u64,
-    /// Hardware interrupt entry + exit (do_IRQ, mask_and_ack, iret), ns.
+    /// Hardware interrupt entry + exit (do_IRQ, mask_and_ack, iret), ns: what an interrupt
+    /// costs the code it interrupts.
     pub irq_entry_exit_ns: Nanos,
+    /// Interrupt entry + exit when the interrupt finds the CPU in its idle loop, ns: leaving
+    /// the idle state (a bare-metal CPU's cpuidle exit latency; a halted vCPU woken by its
+    /// host) and the way back out of idle to `schedule()`. `latlab probe calibrate` measures
+    /// it (docs/probe.md "Calibration"); absent, an idle CPU pays `irq_entry_exit_ns` like a
+    /// busy one (every profile under machines/ leaves it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_irq_entry_exit_ns: Option<Nanos>,
     /// Timer tick handler body (do_timer, update_process_times), ns.
     pub tick_handler_ns: Nanos,
     /// RTC interrupt handler body (rtc_interrupt: read CMOS status, wake_up_interruptible), ns.
@@ -305,6 +313,16 @@ impl MachineProfile {
         round_ns(ns)
     }
 
+    /// A hardware interrupt's entry and exit on a CPU that was `idle` (in its idle loop) or
+    /// not: `idle_irq_entry_exit_ns` for an idle one when the profile has it, else
+    /// `irq_entry_exit_ns`.
+    pub fn irq_entry_exit(&self, idle: bool) -> Nanos {
+        match (idle, self.idle_irq_entry_exit_ns) {
+            (true, Some(ns)) => ns,
+            _ => self.irq_entry_exit_ns,
+        }
+    }
+
     /// Time to copy `bytes` between user and page cache.
     pub fn copy_ns(&self, bytes: u64) -> Nanos {
         round_ns(bytes as f64 * 1000.0 / self.copy_mb_s)
@@ -365,6 +383,11 @@ impl MachineProfile {
         // A second for one handler, switch or system call entry; a minute to position a head.
         for (f, v, max) in [
             ("irq_entry_exit_ns", self.irq_entry_exit_ns, 1_000_000_000),
+            (
+                "idle_irq_entry_exit_ns",
+                self.idle_irq_entry_exit_ns.unwrap_or(0),
+                1_000_000_000,
+            ),
             ("tick_handler_ns", self.tick_handler_ns, 1_000_000_000),
             ("rtc_handler_ns", self.rtc_handler_ns, 1_000_000_000),
             ("disk_handler_ns", self.disk_handler_ns, 1_000_000_000),

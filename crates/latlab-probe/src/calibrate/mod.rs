@@ -7,6 +7,7 @@
 
 mod bench;
 mod disk;
+mod idle;
 mod noise;
 mod stats;
 mod sys;
@@ -165,6 +166,9 @@ struct Plan {
     spin_ms: u64,
     loopback_bytes: usize,
     noise_ns: u64,
+    /// Timer wakeups of a thread on an idle CPU, and their period (`idle.rs`).
+    idle_wakeups: usize,
+    idle_period_ns: u64,
     write_mib: usize,
     write_runs: u32,
     fsyncs: u32,
@@ -187,6 +191,8 @@ impl Plan {
                 spin_ms: 50,
                 loopback_bytes: 16 << 20,
                 noise_ns: 500_000_000,
+                idle_wakeups: 100,
+                idle_period_ns: 2_000_000,
                 write_mib: 16,
                 write_runs: 3,
                 fsyncs: 10,
@@ -205,6 +211,8 @@ impl Plan {
                 spin_ms: 300,
                 loopback_bytes: 128 << 20,
                 noise_ns: 5_000_000_000,
+                idle_wakeups: 1000,
+                idle_period_ns: 2_000_000,
                 write_mib: 256,
                 write_runs: 5,
                 fsyncs: 30,
@@ -583,6 +591,32 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
             ee
         }
     };
+    if root {
+        step(
+            progress,
+            "interrupt entry and exit on an idle CPU (timer wakeups, traced)",
+        )?;
+        let schedule_ns = yield_.less(syscall.median, 1.0).median;
+        let idle = idle::measure(bench_cpu as u32, p.idle_wakeups, p.idle_period_ns, schedule_ns);
+        match idle.as_ref().map(|(c, n)| (Stat::of(c), c.len(), *n)) {
+            Ok((Some(s), idle_n, n)) => fields.push(measured(
+                "idle_irq_entry_exit_ns",
+                s,
+                "ns",
+                &format!(
+                    "measured: {idle_n} of {n} timer wakeups of a thread pinned to CPU {bench_cpu} (clock_nanosleep TIMER_ABSTIME every {} ms, timer slack 1 ns) whose interrupt found the CPU idle: the intended expiry to irq_vectors:local_timer_entry, plus local_timer_exit to the switch from the idle task less a schedule() (schedule_base_ns), traced on the same clock; the figure's runs are the wakeups",
+                    p.idle_period_ns / 1_000_000
+                ),
+                true,
+            )),
+            Ok((None, _, n)) => notes.push(format!(
+                "idle_irq_entry_exit_ns not measured: none of {n} timer wakeups on CPU {bench_cpu} found it idle (the machine is busy); the model charges an idle CPU irq_entry_exit_ns"
+            )),
+            Err(why) => notes.push(format!(
+                "idle_irq_entry_exit_ns not measured ({why}); the model charges an idle CPU irq_entry_exit_ns"
+            )),
+        }
+    }
     let handler = match traced(|t| &t.handler_ns) {
         Some(s) => measured(
             "tick_handler_ns",
@@ -864,7 +898,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
 }
 
 /// The profile's own field order (machine.rs), so the file reads like machines/*.toml.
-const ORDER: [&str; 28] = [
+const ORDER: [&str; 29] = [
     "cpu_mhz",
     "cpus",
     "sibling_speed",
@@ -874,6 +908,7 @@ const ORDER: [&str; 28] = [
     "ram_mib",
     "swap_mib",
     "irq_entry_exit_ns",
+    "idle_irq_entry_exit_ns",
     "tick_handler_ns",
     "rtc_handler_ns",
     "disk_handler_ns",

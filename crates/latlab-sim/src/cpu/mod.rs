@@ -1022,7 +1022,9 @@ impl<S: tracepoint::Sink> Kernel<S> {
             Irq::Disk(_) => self.m.disk_handler_ns,
             Irq::Hrtimer(_) => self.m.hrtimer_handler_ns,
         };
-        self.hardirq_entry(at, irq, self.m.irq_entry_exit_ns + body);
+        // An interrupt that finds the CPU idle leaves the idle state on its way in.
+        let entry_exit = self.m.irq_entry_exit(self.is_idle(self.cpus[self.cpu].current));
+        self.hardirq_entry(at, irq, entry_exit + body);
         match irq {
             Irq::Tick => {
                 self.st.jiffies += 1;
@@ -1189,6 +1191,7 @@ pub(crate) mod tests {
             ram_mib: 256,
             swap_mib: 64,
             irq_entry_exit_ns: 1000,
+            idle_irq_entry_exit_ns: None,
             tick_handler_ns: 1000,
             rtc_handler_ns: 1000,
             disk_handler_ns: 1000,

@@ -25,15 +25,16 @@ use latlab_core::Nanos;
 /// `sysvec_reschedule_ipi` -> `scheduler_ipi` and `sched_ttwu_pending`: about 300, with 2
 /// cache misses (the target runqueue's wake list and `ttwu_pending` lines). Arithmetic from
 /// 6.18 kernel/sched/core.c and arch/x86/kernel/smp.c; the target's interrupt entry and exit
-/// is the machine's `irq_entry_exit_ns`.
+/// is the machine's (`MachineProfile::irq_entry_exit`: an idle target's when it is idle).
 const RESCHED_IPI_INSTR: f64 = 300.0;
 /// Cache misses of a reschedule IPI (see [`RESCHED_IPI_INSTR`]).
 const RESCHED_IPI_MISSES: f64 = 2.0;
 
 /// From a remote `resched_curr` to the target CPU running its interrupt's return: the IPI's
-/// instructions and misses at the machine's speed, and the target's interrupt entry and exit.
-fn resched_ipi_ns(m: &MachineProfile) -> Nanos {
-    m.cost(RESCHED_IPI_INSTR, RESCHED_IPI_MISSES) + m.irq_entry_exit_ns
+/// instructions and misses at the machine's speed, and the interrupt entry and exit of the
+/// target, `idle` or not.
+fn resched_ipi_ns(m: &MachineProfile, idle: bool) -> Nanos {
+    m.cost(RESCHED_IPI_INSTR, RESCHED_IPI_MISSES) + m.irq_entry_exit(idle)
 }
 
 impl<S: tracepoint::Sink> Kernel<S> {
@@ -71,7 +72,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
         if cpu == self.cpu || lazy {
             self.resched_curr(cpu, lazy);
         } else {
-            let at = self.now + resched_ipi_ns(&self.m);
+            let idle = self.is_idle(self.cpus[cpu].current);
+            let at = self.now + resched_ipi_ns(&self.m, idle);
             self.q.schedule(at, Ev::Ipi(cpu));
         }
     }
@@ -100,5 +102,20 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
         }
         self.send_kicks();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ipi_to_an_idle_cpu_pays_the_idle_entry_when_the_machine_has_one() {
+        let mut m = crate::cpu::tests::machine();
+        let (busy, sent) = (resched_ipi_ns(&m, false), resched_ipi_ns(&m, true));
+        assert_eq!(busy, sent, "no idle cost: the busy one everywhere");
+        m.idle_irq_entry_exit_ns = Some(m.irq_entry_exit_ns + 7_000);
+        assert_eq!(resched_ipi_ns(&m, true), busy + 7_000);
+        assert_eq!(resched_ipi_ns(&m, false), busy);
     }
 }

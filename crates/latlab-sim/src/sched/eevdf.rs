@@ -1,19 +1,30 @@
 //! EEVDF, the fair class of Linux 6.6+ (`kernel/sched/fair.c`, `kernel/sched/features.h`
 //! of 6.6-6.18; kernel-facts.md), one CPU's runqueue (on several CPUs each has its own,
 //! [`super::smp`]), no group scheduling. The formula each function follows is
-//! quoted above its code.
+//! quoted above its code; checked line by line against 6.18's fair.c (the tree
+//! `gfunkmonk/linux-6.18.2`, its mainline code outside `CONFIG_CACULE_SCHED`).
 //!
+//! - The request size is `sysctl_sched_base_slice`, which `update_sysctl` sets at boot to
+//!   `normalized_sysctl_sched_base_slice` (the variant's `base_slice_ns`, 0.70 ms in 6.18)
+//!   times `get_update_sysctl_factor()`: `1 + ilog2(min(num_online_cpus(), 8))` under the
+//!   default SCHED_TUNABLESCALING_LOG ([`Eevdf::on_cpus`]): 1.4 ms on 2 CPUs, 2.8 ms on 8
+//!   or more.
 //! - Every task has a `vruntime` (run time scaled by `NICE_0_LOAD / weight`, as CFS) and a
 //!   virtual deadline `vd_i = v_i + calc_delta_fair(slice, se)`. The queue's weighted
 //!   average `V = \Sum v_i * w_i / W` (`avg_vruntime`) decides eligibility: a task is
 //!   eligible iff `V >= v_i` (its lag `w_i * (V - v_i)` is not negative).
-//! - `pick_eevdf`: the eligible task with the earliest deadline; with RUN_TO_PARITY the
-//!   running task keeps the CPU, while eligible, until its deadline moves (`protect_slice`).
+//! - `pick_eevdf`: the eligible task with the earliest deadline; the running task keeps
+//!   the CPU, while eligible, until its virtual time reaches `vprot` (`protect_slice`), which
+//!   `set_protect_slice` sets at each pick: its deadline with RUN_TO_PARITY (every task here
+//!   has the same slice, so `cfs_rq_min_slice` is that slice), else at most
+//!   `normalized_sysctl_sched_base_slice` of run time.
 //! - `update_curr` -> `update_deadline`: once a task's vruntime passes its deadline it gets
-//!   a new one a slice later and, if others are queued, a reschedule, whichever
-//!   `update_curr` saw it (the tick's, an enqueue's, a dequeue's); the model hands it to the
-//!   task's next wakeup check or tick, where the kernel's `resched_curr_lazy` sets the flag
-//!   at once (HRTICK is off by default).
+//!   a new one a slice later; when that happens or its protection ends, and others are
+//!   queued, a reschedule, whichever `update_curr` saw it (the tick's, an enqueue's, a
+//!   dequeue's); the model hands it to the task's next wakeup check or tick, where the
+//!   kernel's `resched_curr_lazy` sets the flag at once. HRTICK is off by default, so
+//!   nothing but the tick and other tasks' wakeups looks: a protected task runs on past its
+//!   slice until one of them comes (at HZ 250, up to 4 ms).
 //! - `place_entity` with PLACE_LAG: a task is placed at `V - vlag * (W + w) / W`, the lag it
 //!   had when it left (`update_entity_lag`, clamped to a slice or a tick); a new task has
 //!   no lag and, with PLACE_DEADLINE_INITIAL, half a slice to its first deadline.
@@ -21,8 +32,9 @@
 //!   `pick_eevdf` would now choose.
 //!
 //! Not modelled: DELAY_DEQUEUE (6.12+: a sleeper with negative lag stays queued until it
-//! is paid off), PREEMPT_SHORT (every task here has the base slice, so it never applies),
-//! group scheduling, `sched_yield`. Per-CPU runqueues and load balancing: [`super::smp`]
+//! is paid off), custom slices (`sched_attr.sched_runtime`) and with them PREEMPT_SHORT and
+//! `update_protect_slice` (every task here has the base slice, so they never apply), the
+//! NEXT_BUDDY (off by default), group scheduling, `sched_yield`. Per-CPU runqueues and load balancing: [`super::smp`]
 //! (one `Eevdf` per CPU).
 
 use super::cfs::{calc_delta_fair, weight, PICK_FIXED_INSTR, RB_LEVEL_INSTR, RB_LEVEL_MISSES};
@@ -50,14 +62,17 @@ struct Entity {
     known: bool,
     /// Forked and not yet enqueued.
     new: bool,
-    /// RUN_TO_PARITY: the slice is protected until the deadline moves (`se->vlag ==
-    /// se->deadline` in 6.6-6.12's `set_next_entity`).
-    protect: bool,
+    /// `se->vprot` (6.18): the virtual time up to which the running task is protected
+    /// (`protect_slice`: `vprot > vruntime`), set at each pick (`set_protect_slice`).
+    vprot: i128,
 }
 
 /// One CPU's fair runqueue under EEVDF.
 pub struct Eevdf {
     tun: EevdfTunables,
+    /// `sysctl_sched_base_slice`: `tun.base_slice_ns` (the normalized value) times the
+    /// CPU-count factor ([`Eevdf::on_cpus`]).
+    slice_ns: Nanos,
     tick_ns: Nanos,
     se: Vec<Entity>,
     /// Queued tasks but the running one, by (deadline, enqueue order, task).
@@ -81,6 +96,7 @@ impl Eevdf {
     pub fn new(tun: EevdfTunables, hz: u32) -> Self {
         Eevdf {
             tun,
+            slice_ns: tun.base_slice_ns,
             tick_ns: 1_000_000_000 / Nanos::from(hz.max(1)),
             se: Vec::new(),
             tree: BTreeSet::new(),
@@ -92,6 +108,15 @@ impl Eevdf {
             curr: SmallVec::new(),
             resched_pending: SmallVec::new(),
         }
+    }
+
+    /// The queue of a machine with `ncpus` CPUs online: `update_sysctl`'s
+    /// `sysctl_sched_base_slice = factor * normalized_sysctl_sched_base_slice`, `factor = 1 +
+    /// ilog2(min(ncpus, 8))` (`get_update_sysctl_factor`, SCHED_TUNABLESCALING_LOG).
+    pub fn on_cpus(mut self, ncpus: u32) -> Self {
+        let factor = 1 + Nanos::from(ncpus.clamp(1, 8).ilog2());
+        self.slice_ns = factor * self.tun.base_slice_ns;
+        self
     }
 
     fn ensure(&mut self, tasks: &[Task], t: TaskId) {
@@ -144,7 +169,29 @@ impl Eevdf {
     }
 
     fn vslice(&self, t: TaskId) -> i128 {
-        calc_delta_fair(self.tun.base_slice_ns, self.se[t].weight) as i128
+        calc_delta_fair(self.slice_ns, self.se[t].weight) as i128
+    }
+
+    /// `protect_slice`: `(s64)(se->vprot - se->vruntime) > 0`.
+    fn protect_slice(&self, t: TaskId) -> bool {
+        self.se[t].vprot > self.se[t].vruntime
+    }
+
+    /// `set_protect_slice` at a pick: `slice = RUN_TO_PARITY ? cfs_rq_min_slice(cfs_rq) :
+    /// normalized_sysctl_sched_base_slice; slice = min(slice, se->slice); vprot = slice !=
+    /// se->slice ? min(se->deadline, se->vruntime + calc_delta_fair(slice, se)) :
+    /// se->deadline`. Every task has the same slice, so `cfs_rq_min_slice` is `se->slice`.
+    fn set_protect_slice(&mut self, t: TaskId) {
+        let quantum = match self.tun.run_to_parity {
+            true => self.slice_ns,
+            false => self.tun.base_slice_ns.min(self.slice_ns),
+        };
+        let e = &self.se[t];
+        let vprot = match quantum == self.slice_ns {
+            true => e.deadline,
+            false => e.deadline.min(e.vruntime + calc_delta_fair(quantum, e.weight) as i128),
+        };
+        self.se[t].vprot = vprot;
     }
 
     /// `update_curr` for every running task (an enqueue's, a dequeue's, a put_prev's): a
@@ -173,8 +220,12 @@ impl Eevdf {
     }
 
     /// `update_curr` with `update_deadline` for running task `c`: charge it; true when its
-    /// deadline passed and others are queued.
+    /// deadline passed or its protection ended here, and others are queued: 6.18's `resched
+    /// = update_deadline(cfs_rq, curr); ... if (cfs_rq->nr_queued == 1) return; if (resched
+    /// || !protect_slice(curr)) resched_curr_lazy(rq)`. The kernel asks again at each later
+    /// `update_curr` until the task is picked anew; the flag it sets is already set then.
     fn update_one(&mut self, c: TaskId, now: Nanos) -> bool {
+        let was_protected = self.protect_slice(c);
         let delta = now.saturating_sub(self.se[c].exec_start);
         let on_rq = self.se[c].on_rq;
         if on_rq {
@@ -191,14 +242,13 @@ impl Eevdf {
         // update_deadline: `if ((s64)(se->vruntime - se->deadline) < 0) return false;
         // se->deadline = se->vruntime + calc_delta_fair(se->slice, se); if
         // (cfs_rq->nr_running > 1) { resched_curr(rq); clear_buddies(cfs_rq, se); }`.
-        if self.se[c].vruntime < self.se[c].deadline {
-            return false;
+        let expired = self.se[c].vruntime >= self.se[c].deadline;
+        if expired {
+            let vs = self.vslice(c);
+            let e = &mut self.se[c];
+            e.deadline = e.vruntime + vs;
         }
-        let vs = self.vslice(c);
-        let e = &mut self.se[c];
-        e.deadline = e.vruntime + vs;
-        e.protect = false;
-        self.nr_running > 1
+        (expired || (was_protected && !self.protect_slice(c))) && self.nr_running > 1
     }
 
     /// `place_entity(cfs_rq, se, flags)` with PLACE_LAG and PLACE_DEADLINE_INITIAL.
@@ -220,9 +270,9 @@ impl Eevdf {
     }
 
     /// `update_entity_lag`: `vlag = clamp(V - v_i, -limit, limit)`, `limit =
-    /// calc_delta_fair(max(2 * slice, TICK_NSEC), se)`.
+    /// calc_delta_fair(max(2 * se->slice, TICK_NSEC), se)`.
     fn update_entity_lag(&mut self, t: TaskId) {
-        let limit = calc_delta_fair((2 * self.tun.base_slice_ns).max(self.tick_ns), self.se[t].weight) as i128;
+        let limit = calc_delta_fair((2 * self.slice_ns).max(self.tick_ns), self.se[t].weight) as i128;
         let lag = self.avg_vruntime() - self.se[t].vruntime;
         self.se[t].vlag = lag.clamp(-limit, limit);
     }
@@ -240,12 +290,13 @@ impl Eevdf {
         }
     }
 
-    /// `pick_eevdf`: the eligible entity with the earliest deadline (running task `curr`
-    /// included while queued and eligible); RUN_TO_PARITY keeps a protected running task.
+    /// `pick_eevdf` (`__pick_eevdf(cfs_rq, true)`): the eligible entity with the earliest
+    /// deadline (running task `curr` included while queued and eligible); `if (curr &&
+    /// protect && protect_slice(curr)) return curr;` keeps a protected running task.
     fn pick_eevdf(&self, curr: Option<TaskId>) -> Option<TaskId> {
         let curr = curr.filter(|&c| self.se[c].on_rq && self.eligible(c));
         if let Some(c) = curr {
-            if self.tun.run_to_parity && self.se[c].protect {
+            if self.protect_slice(c) {
                 return Some(c);
             }
         }
@@ -327,10 +378,9 @@ impl FairClass for Eevdf {
             return (None, 0);
         };
         self.tree_remove(se);
-        let e = &mut self.se[se];
-        e.exec_start = now;
-        // set_next_entity: RUN_TO_PARITY protects the slice just begun.
-        e.protect = true;
+        self.se[se].exec_start = now;
+        // set_next_entity: `set_protect_slice(cfs_rq, se)` for the slice just begun.
+        self.set_protect_slice(se);
         self.curr.push(se);
         (Some(se), m.cost(PICK_FIXED_INSTR, 0.0) + 2 * Self::tree_cost(m, n))
     }
@@ -431,6 +481,78 @@ mod tests {
         assert_eq!(s.avg_vruntime() - VRUNTIME_BASE, 2_250_000);
         assert!(s.eligible(1), "left of V");
         assert!(!s.eligible(2), "right of V");
+    }
+
+    fn tunables(run_to_parity: bool) -> EevdfTunables {
+        EevdfTunables {
+            base_slice_ns: 700_000,
+            run_to_parity,
+            place_lag: true,
+        }
+    }
+
+    #[test]
+    fn the_base_slice_scales_with_one_plus_ilog2_of_the_cpus_up_to_eight() {
+        // update_sysctl: factor 1 + ilog2(min(ncpus, 8)): 1, 2, 2, 3, 3, 4, 4 (capped).
+        for (cpus, factor) in [(1, 1), (2, 2), (3, 2), (4, 3), (7, 3), (8, 4), (256, 4)] {
+            let s = Eevdf::new(tunables(true), 250).on_cpus(cpus);
+            assert_eq!(s.slice_ns, factor * 700_000, "{cpus} CPUs");
+        }
+    }
+
+    /// Two nice-0 tasks forked at 0 on a queue of `cpus` CPUs, the second moved 20 ms of
+    /// virtual time to the right (so the average stays right of the first while it runs a
+    /// little): the queue, its tasks, and the task picked (the first).
+    fn two_tasks(run_to_parity: bool, cpus: u32) -> (Eevdf, Vec<Task>, TaskId) {
+        let ts: Vec<Task> = (0..=3).map(|_| crate::kernel::task::tests_task()).collect();
+        let m = crate::cpu::tests::machine();
+        let mut s = Eevdf::new(tunables(run_to_parity), 250).on_cpus(cpus);
+        for t in 1..=2 {
+            s.fork(&ts, None, t, 0);
+            s.enqueue(&ts, t, 0);
+        }
+        s.tree_remove(2);
+        s.account(2, false);
+        s.se[2].vruntime += 20_000_000;
+        s.se[2].deadline += 20_000_000;
+        s.account(2, true);
+        s.tree_insert(2);
+        let (cur, _) = s.pick_next(&ts, &m, 0);
+        assert_eq!(cur, Some(1));
+        (s, ts, 1)
+    }
+
+    #[test]
+    fn a_protected_task_is_not_preempted_by_a_wakeup_until_its_scaled_slice_ends() {
+        // The first task's deadline is half a slice after its start (PLACE_DEADLINE_INITIAL):
+        // 0.7 ms on 2 CPUs (1.4 ms slices), 0.35 ms on 1. Task 3 wakes at 0.5 ms with a lag
+        // that places it left of everything, the running task still eligible: on 2 CPUs the
+        // running task is protected (RUN_TO_PARITY) and keeps the CPU; on 1 CPU its deadline
+        // has passed and the wakeup reschedules.
+        for (cpus, preempts) in [(2, false), (1, true)] {
+            let (mut s, ts, cur) = two_tasks(true, cpus);
+            s.fork(&ts, None, 3, 0);
+            s.se[3].new = false;
+            s.se[3].vlag = 8_000_000;
+            s.enqueue(&ts, 3, 500_000);
+            assert!(s.eligible(cur));
+            assert!(s.se[3].deadline < s.se[cur].deadline.max(s.se[cur].vprot));
+            assert_eq!(s.wakeup_preempt(&ts, 3, cur, 500_000), preempts, "{cpus} CPU(s)");
+        }
+    }
+
+    #[test]
+    fn without_run_to_parity_the_protection_is_the_normalized_slice() {
+        // NO_RUN_TO_PARITY on 4 CPUs: set_protect_slice protects min(0.70 ms, 2.1 ms) of run
+        // time, not the whole slice; the tick past it reschedules although the deadline
+        // (half a 2.1 ms slice after the start, PLACE_DEADLINE_INITIAL) has not passed.
+        let (mut s, ts, cur) = two_tasks(false, 4);
+        let e = s.se[cur];
+        assert_eq!(e.vprot, e.vruntime + 700_000);
+        assert!(e.deadline > e.vprot, "the deadline is further than the protection");
+        assert!(!s.tick(&ts, cur, 600_000), "still protected");
+        assert!(s.tick(&ts, cur, 750_000), "protection over: resched");
+        assert!(s.se[cur].vruntime < s.se[cur].deadline, "the deadline did not pass");
     }
 
     #[test]
