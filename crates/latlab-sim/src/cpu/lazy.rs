@@ -4,7 +4,7 @@
 //! The eager loop ([`Kernel::run_until`] on one CPU or on HT siblings) brings every CPU's
 //! context up to the present at every event. Here a CPU's context is exact only up to its
 //! `at`, in *virtual time* ([`Kernel::vnow`]: simulated time less the time every CPU stood
-//! still while CPU 0 ran a hard interrupt handler, `Kernel::stalled`, which is what the
+//! still while CPU 0 ran a hard interrupt handler, `Stats::irq_ns`, which is what the
 //! eager loop does too). Whoever reads or changes a CPU's context settles it first
 //! ([`Kernel::touch`]): its boundary, an interrupt, IPI or wakeup aimed at it, a scheduler
 //! decision about its current task, the end of [`Kernel::run_until`]. Between two touches a
@@ -27,6 +27,12 @@ use crate::kernel::tracepoint::{self, kind};
 use latlab_core::Nanos;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// The fewest CPUs stepped lazily: on fewer, the heap and the settling cost more than the
+/// eager loop's scan (callgrind of benches/short/smp.toml, eager against lazy: 2 CPUs 22.4
+/// against 27.2 M instructions, 4 CPUs 29.7 against 33.3 M, 8 CPUs 43.5 against 43.8 M,
+/// 64 CPUs 414 against 139 M).
+pub(super) const LAZY_FROM_CPUS: usize = 8;
 
 /// The CPU-time event kinds, which the eager loop splits at every event.
 const CPU_TIME: u32 = kind::RUNTIME | kind::SCHED_TIME;
@@ -72,13 +78,15 @@ impl Lazy {
 
 impl<S: tracepoint::Sink> Kernel<S> {
     /// Virtual time: simulated time less the time all CPUs stood still in CPU 0's hard
-    /// interrupt handlers.
+    /// interrupt handlers (`Kernel::hardirq_entry` adds a handler's time to both `now` and
+    /// `irq_ns`).
     #[inline]
     fn vnow(&self) -> Nanos {
-        self.now - self.stalled
+        self.now - self.stats.irq_ns
     }
 
     /// [`Kernel::run_until`] on a lazily stepped machine.
+    #[inline(never)]
     pub(super) fn run_lazy(&mut self, end: Nanos, mut progress: impl FnMut(Nanos)) {
         // Anything may have changed since the last run: every CPU's boundary afresh.
         for c in 0..self.cpus.len() {
@@ -143,7 +151,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
         let l = self.lazy.as_mut().expect("lazy");
         if on && !l.cpu_time {
             let me = self.cpu;
-            let v = self.now - self.stalled;
+            let v = self.vnow();
             for c in 0..self.cpus.len() {
                 let l = self.lazy.as_mut().expect("lazy");
                 let d = v - std::mem::replace(&mut l.at[c], v);
@@ -183,6 +191,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
         }
     }
 
+    #[inline(never)]
     fn touch_lazy(&mut self, c: usize) {
         self.settle(c);
         let l = self.lazy.as_mut().expect("lazy");
@@ -197,9 +206,14 @@ impl<S: tracepoint::Sink> Kernel<S> {
     #[inline]
     pub(super) fn flag(&mut self, c: usize) {
         if self.lazy.is_some() {
-            self.touch_lazy(c);
-            self.lazy.as_mut().expect("lazy").flagged.insert(c);
+            self.flag_lazy(c);
         }
+    }
+
+    #[inline(never)]
+    fn flag_lazy(&mut self, c: usize) {
+        self.touch_lazy(c);
+        self.lazy.as_mut().expect("lazy").flagged.insert(c);
     }
 
     /// The first boundary of any CPU's context: how far off, and whose (the lowest CPU on a
@@ -250,10 +264,25 @@ impl<S: tracepoint::Sink> Kernel<S> {
         }
     }
 
+    /// The checks at interrupt return (`from` None) or after CPU `from`'s boundary (of the
+    /// CPUs whose task has `need_resched`, `from` excepted) on the flagged CPUs only.
+    #[inline(never)]
+    pub(super) fn preempt_flagged(&mut self, from: Option<usize>) {
+        let mut c = 0;
+        while let Some(x) = self.next_flagged(c) {
+            if from.is_none_or(|f| x != f && self.tasks[self.cpus[x].current].need_resched) {
+                self.touch(x);
+                self.cpu = x;
+                self.maybe_preempt_after_irq();
+            }
+            c = x + 1;
+        }
+    }
+
     /// The flagged CPUs from `from` on, in increasing order, each looked up after the one
     /// before was handled (a CPU flagged meanwhile is visited if it comes later, as in the
     /// eager loop's visit of every CPU); CPUs whose task has no flag left are dropped.
-    pub(super) fn next_flagged(&mut self, from: usize) -> Option<usize> {
+    fn next_flagged(&mut self, from: usize) -> Option<usize> {
         loop {
             let l = self.lazy.as_mut().expect("lazy");
             let c = l.flagged.next_from(from)?;
@@ -357,14 +386,8 @@ mod tests {
             st,
             crate::engine::rng_for(7, crate::engine::RngStream::Workload),
         );
-        assert_eq!(
-            k.lazy.is_some(),
-            cpus > 1,
-            "several CPUs at full speed are stepped lazily"
-        );
-        if !lazy {
-            k.lazy = None;
-        }
+        assert_eq!(k.lazy.is_some(), cpus as usize >= LAZY_FROM_CPUS);
+        k.lazy = lazy.then(|| Box::new(Lazy::new(cpus as usize)));
         let log = Rc::new(RefCell::new(Vec::new()));
         let periodic = |compute, sleep| {
             Box::new(Periodic {

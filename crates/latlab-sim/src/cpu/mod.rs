@@ -125,9 +125,7 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
     cpu: usize,
     /// Several CPUs at full speed each are stepped lazily (cpu/lazy.rs); None: every CPU's
     /// context is brought up to the present at every event.
-    lazy: Option<lazy::Lazy>,
-    /// Time every CPU stood still while CPU 0 ran a hard interrupt handler.
-    stalled: Nanos,
+    lazy: Option<Box<lazy::Lazy>>,
     /// Each CPU's Hyper-Threading siblings, itself not included (`cpu_smt_mask`), when a
     /// busy sibling slows a CPU down (`sibling_speed` < 1); else empty.
     smt: Vec<CpuSet>,
@@ -205,7 +203,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
         };
         // A CPU's speed never depends on another's: each can be brought up to the present
         // when touched alone.
-        let lazy = (ncpus > 1 && smt.iter().all(|s| s.is_empty())).then(|| lazy::Lazy::new(ncpus));
+        let lazy = (ncpus >= lazy::LAZY_FROM_CPUS && smt.iter().all(|s| s.is_empty()))
+            .then(|| Box::new(lazy::Lazy::new(ncpus)));
         let mut k = Kernel {
             now: 0,
             q: EventQueue::new(),
@@ -215,7 +214,6 @@ impl<S: tracepoint::Sink> Kernel<S> {
             cpus,
             cpu: 0,
             lazy,
-            stalled: 0,
             smt,
             sched,
             v,
@@ -396,6 +394,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// The share of its own speed CPU `self.cpu` runs at now: the machine's `sibling_speed`
     /// while a sibling is busy (Hyper-Threading siblings share one core's units: the CPUs of
     /// one of [`MachineProfile::cores`], as the scheduler's SMT domains group them), else 1.
+    /// Out of line: the loop's hot functions call it only on such a machine.
+    #[inline(never)]
     fn speed(&self) -> f64 {
         if self.m.sibling_speed >= 1.0 {
             return 1.0;
@@ -1049,7 +1049,6 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
         );
         self.now += h;
-        self.stalled += h;
         self.stats.irq_ns += h;
     }
 
@@ -1124,21 +1123,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// CPU `from`'s code may have asked another CPU to reschedule (`resched_task` on a
     /// remote CPU sends the reschedule IPI): that CPU takes the interrupt now and reschedules
     /// if its context allows it.
+    #[inline]
     fn ipi_others(&mut self, from: usize) {
         if self.cpus.len() == 1 {
             return;
         }
         if self.lazy.is_some() {
-            // The flagged CPUs only (cpu/lazy.rs).
-            let mut c = 0;
-            while let Some(x) = self.next_flagged(c) {
-                if x != from && self.tasks[self.cpus[x].current].need_resched {
-                    self.touch(x);
-                    self.cpu = x;
-                    self.maybe_preempt_after_irq();
-                }
-                c = x + 1;
-            }
+            self.preempt_flagged(Some(from));
             return;
         }
         for c in (0..self.cpus.len()).filter(|&c| c != from) {
@@ -1158,14 +1149,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             return;
         }
         if self.lazy.is_some() {
-            // The flagged CPUs only (cpu/lazy.rs).
-            let mut c = 0;
-            while let Some(x) = self.next_flagged(c) {
-                self.touch(x);
-                self.cpu = x;
-                self.maybe_preempt_after_irq();
-                c = x + 1;
-            }
+            self.preempt_flagged(None);
             return;
         }
         for c in 0..self.cpus.len() {
