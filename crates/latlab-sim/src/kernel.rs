@@ -3,6 +3,7 @@
 //! POSIX timers, the tracepoints and the scheduler class the CPU loop ([`crate::cpu`]) sees.
 
 pub mod catalog;
+pub mod cpumask;
 pub mod futex;
 pub mod irq;
 pub mod irq_thread;

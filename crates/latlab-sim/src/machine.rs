@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The most logical CPUs a profile may give: the per-CPU runqueues' limit
-/// ([`crate::sched::topology::MAX_CPUS`]); a kernel whose CPUs share one runqueue (2.4,
+/// ([`crate::kernel::cpumask::MAX_CPUS`]); a kernel whose CPUs share one runqueue (2.4,
 /// O(1)) runs on at most [`crate::MAX_SHARED_QUEUE_CPUS`].
-pub const MAX_CPUS: u32 = crate::sched::topology::MAX_CPUS as u32;
+pub const MAX_CPUS: u32 = crate::kernel::cpumask::MAX_CPUS as u32;
 
 fn one_cpu() -> u32 {
     1
@@ -306,7 +306,33 @@ fn round_ns(ns: f64) -> Nanos {
     (ns + 0.5) as Nanos
 }
 
+/// Group ids of CPUs `0..n` by `lists`: each CPU listed in a group takes that group's id;
+/// a CPU in no group is a group of its own.
+pub fn cpu_groups(lists: &[Vec<u32>], n: usize) -> Vec<usize> {
+    let mut id: Vec<usize> = (0..n).map(|c| lists.len() + c).collect();
+    for (g, l) in lists.iter().enumerate() {
+        for &c in l {
+            if (c as usize) < n {
+                id[c as usize] = g;
+            }
+        }
+    }
+    id
+}
+
 impl MachineProfile {
+    /// The core each of CPUs `0..n` belongs to (group ids: the CPUs of one core, its
+    /// hardware threads, share one): `[host.topology]`'s `smt_siblings` when the profile has
+    /// it; else Hyper-Threading pairs, CPUs 2k and 2k+1, when `sibling_speed` < 1; else a
+    /// core per CPU.
+    pub fn cores(&self, n: usize) -> Vec<usize> {
+        match self.host.as_ref().and_then(|h| h.topology.as_ref()) {
+            Some(t) => cpu_groups(&t.smt_siblings, n),
+            None if self.sibling_speed < 1.0 => (0..n).map(|c| c / 2).collect(),
+            None => (0..n).collect(),
+        }
+    }
+
     /// Time for a code stretch of `instr` instructions and `misses` cache misses.
     pub fn cost(&self, instr: f64, misses: f64) -> Nanos {
         let ns = instr * self.kernel_cpi * 1000.0 / self.cpu_mhz + misses * self.mem_latency_ns;

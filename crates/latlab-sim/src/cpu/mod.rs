@@ -25,6 +25,7 @@ pub mod syscall;
 
 use crate::engine::{EventQueue, Rng};
 use crate::fs::state::FsState;
+use crate::kernel::cpumask::CpuSet;
 use crate::kernel::lock::Lock;
 use crate::kernel::path::{self, Chan, Ctx, Path, Step};
 use crate::kernel::posix_timer;
@@ -65,6 +66,8 @@ macro_rules! trace_event {
 
 // Per-CPU runqueues' side of the CPU loop (after the macro, which it uses).
 mod smp;
+// Lazy stepping of several CPUs (after the macro, which `advance_cpu` uses).
+mod lazy;
 // Threaded interrupts and softirqs (HP, SP): declared after `trace_event!`, which it uses.
 pub mod irq_thread;
 
@@ -120,6 +123,12 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
     cpus: Vec<Cpu>,
     /// The CPU whose context the code below runs in (0 on a uniprocessor).
     cpu: usize,
+    /// Several CPUs at full speed each are stepped lazily (cpu/lazy.rs); None: every CPU's
+    /// context is brought up to the present at every event.
+    lazy: Option<Box<lazy::Lazy>>,
+    /// Each CPU's Hyper-Threading siblings, itself not included (`cpu_smt_mask`), when a
+    /// busy sibling slows a CPU down (`sibling_speed` < 1); else empty.
+    smt: Vec<CpuSet>,
     sched: Box<dyn Scheduler>,
     pub v: Variant,
     pub m: MachineProfile,
@@ -178,6 +187,24 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 ran_since: 0,
             })
             .collect();
+        let smt: Vec<CpuSet> = if m.sibling_speed < 1.0 {
+            let core = m.cores(ncpus);
+            (0..ncpus)
+                .map(|c| {
+                    let mut s = CpuSet::default();
+                    (0..ncpus)
+                        .filter(|&o| o != c && core[o] == core[c])
+                        .for_each(|o| s.insert(o));
+                    s
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // A CPU's speed never depends on another's: each can be brought up to the present
+        // when touched alone.
+        let lazy = (ncpus >= lazy::LAZY_FROM_CPUS && smt.iter().all(|s| s.is_empty()))
+            .then(|| Box::new(lazy::Lazy::new(ncpus)));
         let mut k = Kernel {
             now: 0,
             q: EventQueue::new(),
@@ -186,6 +213,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
             paths,
             cpus,
             cpu: 0,
+            lazy,
+            smt,
             sched,
             v,
             m,
@@ -276,6 +305,10 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
     /// Run until simulated time `end` (or until nothing is left to do).
     pub fn run_until(&mut self, end: Nanos, mut progress: impl FnMut(Nanos)) {
+        if self.lazy.is_some() {
+            self.run_lazy(end, progress);
+            return;
+        }
         let mut next_report = self.now;
         while self.now < end {
             if self.now >= next_report {
@@ -359,17 +392,20 @@ impl<S: tracepoint::Sink> Kernel<S> {
     }
 
     /// The share of its own speed CPU `self.cpu` runs at now: the machine's `sibling_speed`
-    /// while its sibling is busy (Hyper-Threading siblings share one core's units: CPUs 2k
-    /// and 2k+1, as sched/topology.rs pairs them), else 1.
+    /// while a sibling is busy (Hyper-Threading siblings share one core's units: the CPUs of
+    /// one of [`MachineProfile::cores`], as the scheduler's SMT domains group them), else 1.
+    /// Out of line: the loop's hot functions call it only on such a machine.
+    #[inline(never)]
     fn speed(&self) -> f64 {
         if self.m.sibling_speed >= 1.0 {
             return 1.0;
         }
-        let sibling = self.cpu ^ 1;
-        let other_busy = self
-            .cpus
-            .get(sibling)
-            .is_some_and(|c| !self.is_idle(c.current) || c.overhead > 0);
+        let other_busy = self.smt.get(self.cpu).is_some_and(|s| {
+            s.iter().any(|o| {
+                let c = &self.cpus[o];
+                !self.is_idle(c.current) || c.overhead > 0
+            })
+        });
         if other_busy {
             self.m.sibling_speed
         } else {
@@ -425,17 +461,18 @@ impl<S: tracepoint::Sink> Kernel<S> {
         self.now += d;
         if self.cpus.len() == 1 {
             self.cpu = 0;
-            self.advance_cpu(d);
+            self.advance_cpu::<true>(d);
             return;
         }
         for c in 0..self.cpus.len() {
             self.cpu = c;
-            self.advance_cpu(d);
+            self.advance_cpu::<true>(d);
         }
     }
 
-    /// Let `d` ns of CPU time pass in CPU `self.cpu`'s context.
-    fn advance_cpu(&mut self, d: Nanos) {
+    /// Let `d` ns of CPU time pass in CPU `self.cpu`'s context (its CPU-time tracepoints
+    /// with `TRACE`).
+    fn advance_cpu<const TRACE: bool>(&mut self, d: Nanos) {
         // The work `d` ns of this CPU's time does (less than `d` on a busy HT core).
         let work = if self.m.sibling_speed >= 1.0 {
             d
@@ -448,7 +485,9 @@ impl<S: tracepoint::Sink> Kernel<S> {
             let x = d;
             c.overhead -= work.min(c.overhead);
             self.stats.sched_ns += x;
-            trace_event!(self, SCHED_TIME, Event::SchedTime { ns: x });
+            if TRACE {
+                trace_event!(self, SCHED_TIME, Event::SchedTime { ns: x });
+            }
             return;
         }
         let cur = self.cur();
@@ -472,16 +511,18 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             _ => {}
         }
-        trace_event!(
-            self,
-            RUNTIME,
-            Event::Runtime {
-                task: if idle { 0 } else { cur },
-                ns: d,
-                func: at.0,
-                lock: at.1,
-            }
-        );
+        if TRACE {
+            trace_event!(
+                self,
+                RUNTIME,
+                Event::Runtime {
+                    task: if idle { 0 } else { cur },
+                    ns: d,
+                    func: at.0,
+                    lock: at.1,
+                }
+            );
+        }
     }
 
     // ----- boundaries -------------------------------------------------------------------
@@ -893,6 +934,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// the waker's, 2.6's `resched_task` sends it a reschedule IPI, which the CPU loop's
     /// check after every event stands for).
     fn resched_curr(&mut self, cpu: usize, lazy: bool) {
+        self.flag(cpu);
         let c = &mut self.tasks[self.cpus[cpu].current];
         if lazy {
             c.need_resched_lazy = true;
@@ -1035,7 +1077,9 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 for c in 0..self.cpus.len() {
                     let cur = self.cpus[c].current;
                     // Lazy preemption: a NEED_RESCHED_LAZY left from before is promoted.
-                    if std::mem::take(&mut self.tasks[cur].need_resched_lazy) {
+                    if self.tasks[cur].need_resched_lazy {
+                        self.flag(c);
+                        self.tasks[cur].need_resched_lazy = false;
                         self.tasks[cur].need_resched = true;
                     }
                     let cur = self.ext(cur);
@@ -1081,8 +1125,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// CPU `from`'s code may have asked another CPU to reschedule (`resched_task` on a
     /// remote CPU sends the reschedule IPI): that CPU takes the interrupt now and reschedules
     /// if its context allows it.
+    #[inline]
     fn ipi_others(&mut self, from: usize) {
         if self.cpus.len() == 1 {
+            return;
+        }
+        if self.lazy.is_some() {
+            self.preempt_flagged(Some(from));
             return;
         }
         for c in (0..self.cpus.len()).filter(|&c| c != from) {
@@ -1099,6 +1148,10 @@ impl<S: tracepoint::Sink> Kernel<S> {
         if self.cpus.len() == 1 {
             self.cpu = 0;
             self.maybe_preempt_after_irq();
+            return;
+        }
+        if self.lazy.is_some() {
+            self.preempt_flagged(None);
             return;
         }
         for c in 0..self.cpus.len() {
@@ -1584,7 +1637,11 @@ pub(crate) mod tests {
 
     /// A 2.6-style kernel (O(1) at HZ 100, no preemption) on the test machine with `cpus` CPUs.
     fn smp_kernel(cpus: u32) -> Kernel {
-        let m = MachineProfile { cpus, ..machine() };
+        smp_kernel_on(MachineProfile { cpus, ..machine() })
+    }
+
+    /// [`smp_kernel`] on machine `m`.
+    fn smp_kernel_on(m: MachineProfile) -> Kernel {
         let st = kstate_on(&m, latlab_swap::by_name("scan-2.4", 16_384).unwrap());
         let v = variant_with(SchedClass::O1, PreemptModel::None, &[]);
         Kernel::new(
@@ -1674,8 +1731,11 @@ pub(crate) mod tests {
 
     #[test]
     fn busy_siblings_share_one_core() {
-        let mut k = smp_kernel(2);
-        k.m.sibling_speed = 0.6;
+        let mut k = smp_kernel_on(MachineProfile {
+            cpus: 2,
+            sibling_speed: 0.6,
+            ..machine()
+        });
         let a = k.spawn(TaskSpec::user("a", Box::new(Hog)), None);
         let b = k.spawn(
             TaskSpec::user(

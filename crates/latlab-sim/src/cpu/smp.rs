@@ -82,6 +82,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// reschedule and does at the interrupt's return if its context allows.
     pub(super) fn resched_ipi(&mut self, cpu: usize) {
         self.cpu = cpu;
+        self.touch(cpu);
         self.resched_curr(cpu, false);
         self.maybe_preempt_after_irq();
     }

@@ -99,7 +99,7 @@ fn select_idle_sibling(v: &impl Rqs, p: TaskId, prev: usize, target: usize) -> u
             return c;
         }
     }
-    let idle = llc.iter_wrap(start).find(|&c| ok(c));
+    let idle = llc.and(&v.idle_cpus()).iter_wrap(start).find(|&c| v.allowed(p, c));
     idle.unwrap_or(target)
 }
 

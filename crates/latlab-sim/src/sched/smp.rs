@@ -42,6 +42,14 @@ pub trait Rqs {
     fn idle(&self, c: usize) -> bool {
         self.curr(c) == 0 && self.nr(c) == 0
     }
+    /// The CPUs [`Rqs::idle`] holds for.
+    fn idle_cpus(&self) -> CpuSet {
+        let mut s = CpuSet::default();
+        (0..self.topo().ncpus())
+            .filter(|&c| self.idle(c))
+            .for_each(|c| s.insert(c));
+        s
+    }
 }
 
 /// Is `t` of the RT class?
@@ -69,6 +77,9 @@ pub struct PerCpu<F> {
     pub(crate) balance_failed: Vec<Vec<u32>>,
     /// CPUs to be sent a reschedule IPI.
     pub(crate) kicks: Vec<usize>,
+    /// The idle CPUs ([`Rqs::idle`]), kept as their queues and current tasks change, so
+    /// that a wakeup's search for one does not test every CPU.
+    idle: CpuSet,
 }
 
 impl<F: FairClass> PerCpu<F> {
@@ -87,6 +98,16 @@ impl<F: FairClass> PerCpu<F> {
             affinity: Vec::new(),
             last_ran: Vec::new(),
             kicks: Vec::new(),
+            idle: CpuSet::first(n),
+        }
+    }
+
+    /// CPU `c`'s queue or current task changed: is it idle now?
+    fn sync_idle(&mut self, c: usize) {
+        if self.curr[c] == 0 && self.rqs[c].nr_running() == 0 {
+            self.idle.insert(c);
+        } else {
+            self.idle.remove(c);
         }
     }
 
@@ -118,6 +139,8 @@ impl<F: FairClass> PerCpu<F> {
         };
         a.migrate(b, tasks, t, queued, now);
         self.task_cpu[t] = to as u8;
+        self.sync_idle(from);
+        self.sync_idle(to);
     }
 
     /// `task_hot`: did `t` run within `sysctl_sched_migration_cost` of `now`?
@@ -164,6 +187,9 @@ impl<F: FairClass> Rqs for PerCpu<F> {
             .flatten()
             .map_or(self.topo.ncpus(), |s| s.len())
     }
+    fn idle_cpus(&self) -> CpuSet {
+        self.idle
+    }
 }
 
 impl<F: FairClass> Scheduler for PerCpu<F> {
@@ -178,16 +204,19 @@ impl<F: FairClass> Scheduler for PerCpu<F> {
         let cpu = parent.map_or(0, |p| self.cpu_of(p));
         self.task_cpu[child] = cpu as u8;
         self.rqs[cpu].fork(tasks, parent, child, now);
+        self.sync_idle(cpu);
     }
 
     fn enqueue(&mut self, tasks: &[Task], t: TaskId, now: Nanos) {
         let c = self.cpu_of(t);
         self.rqs[c].enqueue(tasks, t, now);
+        self.sync_idle(c);
     }
 
     fn dequeue(&mut self, tasks: &[Task], t: TaskId, now: Nanos) {
         let c = self.cpu_of(t);
         self.rqs[c].dequeue(tasks, t, now);
+        self.sync_idle(c);
     }
 
     fn pick(&mut self, tasks: &[Task], prev: TaskId, m: &MachineProfile, now: Nanos) -> (TaskId, Nanos) {
@@ -262,6 +291,7 @@ impl<F: FairClass> Scheduler for PerCpu<F> {
         }
         let (next, c) = self.rqs[cpu].pick(tasks, prev, m, now);
         self.curr[cpu] = next;
+        self.sync_idle(cpu);
         // The balance callback `set_next_task_rt` queues: push the RT tasks left waiting.
         if self.rqs[cpu].nr_rt() > 1 {
             rt_smp::push_rt_tasks(self, tasks, cpu, now);
@@ -516,5 +546,46 @@ mod tests {
         assert_eq!((s.nr(0), s.nr(1)), (3, 2), "half the difference, rounded down");
         s.balance_tick(&ts, 1, 2 * MS);
         assert_eq!((s.nr(0), s.nr(1)), (3, 2), "not before the interval");
+    }
+
+    #[test]
+    fn the_idle_cpus_are_kept_as_the_queues_change() {
+        let mut ts = tasks(12);
+        fifo(&mut ts, 12, 50);
+        let mut s = cfs(8);
+        let m = machine(8);
+        let check = |s: &PerCpu<Cfs>| {
+            let mut want = CpuSet::default();
+            (0..8)
+                .filter(|&c| s.curr(c) == 0 && s.nr(c) == 0)
+                .for_each(|c| want.insert(c));
+            assert_eq!(s.idle_cpus(), want);
+        };
+        check(&s);
+        for t in 1..=12 {
+            let c = start(&mut s, &ts, t, t % 3, 0);
+            check(&s);
+            if t % 2 == 0 {
+                s.pick_on(&ts, c, s.curr(c), &m, 0);
+                check(&s);
+            }
+        }
+        // The running tasks of half the CPUs sleep; each CPU picks again and balances.
+        for c in 0..8 {
+            let t = s.curr(c);
+            if t != 0 && c % 2 == 0 {
+                s.dequeue(&ts, t, MS);
+                check(&s);
+                s.pick_on(&ts, c, t, &m, MS);
+                check(&s);
+            }
+        }
+        for c in 0..8 {
+            s.balance_tick(&ts, c, 50 * MS);
+            check(&s);
+            let prev = s.curr(c);
+            s.pick_on(&ts, c, prev, &m, 50 * MS);
+            check(&s);
+        }
     }
 }

@@ -19,65 +19,7 @@
 use crate::machine::MachineProfile;
 use latlab_core::Nanos;
 
-/// Most CPUs a per-CPU-runqueue kernel runs on (a task's CPU is a `u8`).
-pub const MAX_CPUS: usize = 256;
-
-/// A set of CPUs (`struct cpumask` of `NR_CPUS` = [`MAX_CPUS`] bits).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuSet([u64; MAX_CPUS / 64]);
-
-impl CpuSet {
-    /// CPUs `0..n`.
-    pub fn first(n: usize) -> Self {
-        let mut s = CpuSet::default();
-        (0..n.min(MAX_CPUS)).for_each(|c| s.insert(c));
-        s
-    }
-
-    pub fn insert(&mut self, c: usize) {
-        self.0[c / 64] |= 1 << (c % 64);
-    }
-
-    #[inline]
-    pub fn contains(&self, c: usize) -> bool {
-        c < MAX_CPUS && self.0[c / 64] & (1 << (c % 64)) != 0
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.iter().map(|w| w.count_ones() as usize).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|&w| w == 0)
-    }
-
-    pub fn and(&self, o: &CpuSet) -> CpuSet {
-        let mut s = *self;
-        s.0.iter_mut().zip(o.0).for_each(|(a, b)| *a &= b);
-        s
-    }
-
-    /// The CPUs in increasing order.
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..MAX_CPUS / 64).flat_map(move |w| {
-            let mut bits = self.0[w];
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    w * 64 + b
-                })
-            })
-        })
-    }
-
-    /// The CPUs in increasing order from `start`, wrapping (`for_each_cpu_wrap`).
-    pub fn iter_wrap(&self, start: usize) -> impl Iterator<Item = usize> + '_ {
-        self.iter()
-            .filter(move |&c| c >= start)
-            .chain(self.iter().filter(move |&c| c < start))
-    }
-}
+pub use crate::kernel::cpumask::{CpuSet, MAX_CPUS};
 
 /// A scheduling domain level (`struct sched_domain_topology_level`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -140,21 +82,10 @@ impl Topology {
     pub fn of(m: &MachineProfile) -> Self {
         let n = (m.cpus.max(1) as usize).min(MAX_CPUS);
         let host = m.host.as_ref().and_then(|h| h.topology.as_ref());
-        // Group ids per CPU: each CPU listed in a group takes that group's id; a CPU in no
-        // group is a group of its own.
-        let groups = |lists: &[Vec<u32>]| -> Vec<usize> {
-            let mut id: Vec<usize> = (0..n).map(|c| lists.len() + c).collect();
-            for (g, l) in lists.iter().enumerate() {
-                for &c in l {
-                    if (c as usize) < n {
-                        id[c as usize] = g;
-                    }
-                }
-            }
-            id
-        };
+        let groups = |lists: &[Vec<u32>]| crate::machine::cpu_groups(lists, n);
         let all = vec![0; n];
-        let (core, llc, node) = match host {
+        let core = m.cores(n);
+        let (llc, node) = match host {
             Some(t) => {
                 // The last-level cache: the highest level's caches (their `shared_cpus`).
                 let top = t.caches.iter().map(|c| c.level).max();
@@ -170,16 +101,9 @@ impl Topology {
                 } else {
                     groups(&t.numa_nodes)
                 };
-                (groups(&t.smt_siblings), llc, node)
+                (llc, node)
             }
-            None => {
-                let core = if m.sibling_speed < 1.0 {
-                    (0..n).map(|c| c / 2).collect()
-                } else {
-                    (0..n).collect()
-                };
-                (core, all.clone(), all)
-            }
+            None => (all.clone(), all),
         };
         let span_of = |ids: &[usize], c: usize| {
             let mut s = CpuSet::default();
