@@ -60,6 +60,9 @@ pub enum TableKind {
     /// the run's window of swap fill), its `get_swap_page` stretch, and how that grows with
     /// swap fill.
     PreemptOff,
+    /// A what-if's wakeup latency per run (rt-vs-lazy): p99, p99.99, maximum and missed
+    /// periods of the first measured stream, and what each run's worst sample waited for.
+    Percentiles,
 }
 
 #[derive(Deserialize)]

@@ -95,11 +95,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{kstate_on, machine, variant_with};
+    use super::super::tests::{kstate_on, machine, variant_with, Log};
     use super::super::Kernel;
     use crate::kernel::lock::Lock;
     use crate::kernel::path::{Script, Work};
     use crate::kernel::task::Policy;
+    use crate::kernel::task::TaskId;
+    use crate::kernel::tracepoint::Event;
     use crate::sched::eevdf::Eevdf;
     use crate::sched::rt::WithRt;
     use crate::variant::{EevdfTunables, LockFlavour, PreemptModel, SchedClass};
@@ -157,7 +159,8 @@ mod tests {
     /// How long a SCHED_FIFO 90 task, woken at the 10 ms tick, waits for a sleeping lock a
     /// SCHED_OTHER task has held since 0 for a 30 ms critical section, while a SCHED_FIFO 50
     /// task woken at the same tick computes for 200 ms; with or without priority
-    /// inheritance, on one CPU under PREEMPT_RT.
+    /// inheritance, on one CPU under PREEMPT_RT. The `PiBlock` tracepoint names the lock and
+    /// its owner.
     fn inversion(pi: bool) -> Nanos {
         let mut v = variant_with(SchedClass::Eevdf, PreemptModel::Full, &[]);
         let tun = EevdfTunables {
@@ -183,10 +186,22 @@ mod tests {
         let (low, _) = task("low", Policy::Other, 0, 0, vec![locked("low_cs", 30_000_000)]);
         let (high, high_done) = task("high", Policy::Fifo, 90, 1_000_000, vec![locked("high_cs", 10_000)]);
         let (hog, _) = task("hog", Policy::Fifo, 50, 1_000_000, vec![Action::Compute(200_000_000)]);
-        k.spawn(low, None);
-        k.spawn(high, None);
+        let log = Rc::new(std::cell::RefCell::new(Vec::new()));
+        k.tp.attach(Box::new(Log(log.clone())));
+        let low = k.spawn(low, None);
+        let high = k.spawn(high, None);
         k.spawn(hog, None);
         k.run_until(2_000_000_000, |_| {});
+        // The high task blocked once, on the test lock, owned by the low one.
+        let blocks: Vec<(TaskId, Lock, TaskId)> = log
+            .borrow()
+            .iter()
+            .filter_map(|(_, _, e)| match *e {
+                Event::PiBlock { task, lock, owner } => Some((task, lock, owner)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(blocks, [(k.pids[&high], Lock::Test, k.pids[&low])]);
         assert!(high_done.get() > 0, "the high task finished");
         // Woken at the first tick after its 1 ms sleep.
         high_done.get() - k.tick_ns
