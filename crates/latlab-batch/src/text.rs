@@ -58,7 +58,6 @@ pub fn report(
         TableKind::Percentiles => {
             let mut t = render_percentiles(&title, &views, rows);
             t.push_str(&verdict::summary_line(rows));
-            t.push_str(&seed_table::render_bands(rows));
             t
         }
         TableKind::PreemptOff => {
@@ -188,25 +187,26 @@ pub fn percentile_rows(views: &[RunView], source: &str) -> Vec<CompareRow> {
     rows
 }
 
-/// A `percentiles` table: a row of figures per run (its `rows`), then what each run's
-/// worst sample waited for (the model's attribution says it after `waited for: `).
+/// A `percentiles` table: a row of figures per run (its `rows`; the maximum's band where one
+/// is stored), then what each run's worst sample waited for (the model's attribution says
+/// it after `waited for: `).
 fn render_percentiles(title: &str, views: &[RunView], rows: &[CompareRow]) -> String {
     let mut out = format!("{title}\n\n{PERCENTILES_HEAD}\n");
     let width = views.iter().map(|v| v.label.len()).max().unwrap_or(0).max(3) + 2;
     let _ = writeln!(
         out,
-        "{:<width$}{:>10}{:>10}{:>12}{:>8}",
+        "{:<width$}{:>10}{:>10}{:>12}{:>8}  max's band (p5-p95)",
         "Run", "p99", "p99.99", "max", "missed"
     );
-    let figure = |run: &str, f: &str| {
-        rows.iter()
-            .find(|r| r.run == run && r.figure == f)
-            .map_or(f64::NAN, |r| r.model)
-    };
+    let row = |run: &str, f: &str| rows.iter().find(|r| r.run == run && r.figure == f);
+    let figure = |run: &str, f: &str| row(run, f).map_or(f64::NAN, |r| r.model);
     for v in views {
+        let band = row(v.label, "max_latency")
+            .and_then(|r| r.band)
+            .map_or("-".to_string(), |[lo, _, hi]| format!("{lo:.1}-{hi:.1}"));
         let _ = writeln!(
             out,
-            "{:<width$}{:>10.1}{:>10.1}{:>12.1}{:>8}",
+            "{:<width$}{:>10.1}{:>10.1}{:>12.1}{:>8}  {band}",
             v.label,
             figure(v.label, "p99_latency"),
             figure(v.label, "p9999_latency"),
