@@ -192,7 +192,8 @@ pub fn percentile_rows(views: &[RunView], source: &str) -> Vec<CompareRow> {
 /// it after `waited for: `).
 fn render_percentiles(title: &str, views: &[RunView], rows: &[CompareRow]) -> String {
     let mut out = format!("{title}\n\n{PERCENTILES_HEAD}\n");
-    let width = views.iter().map(|v| v.label.len()).max().unwrap_or(0).max(3) + 2;
+    // A width beyond u16::MAX is a formatting error (a label that long is a user's file).
+    let width = (views.iter().map(|v| v.label.len()).max().unwrap_or(0).max(3) + 2).min(u16::MAX as usize);
     let _ = writeln!(
         out,
         "{:<width$}{:>10}{:>10}{:>12}{:>8}  max's band (p5-p95)",
