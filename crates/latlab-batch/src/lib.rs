@@ -58,7 +58,11 @@ pub fn views<'a>(exp: &'a Experiment, results: &'a [RunResult]) -> Vec<RunView<'
 
 /// The comparison rows of `results` (`reproduce --json`'s `rows`), run by run.
 pub fn rows(exp: &Experiment, results: &[RunResult]) -> Vec<CompareRow> {
-    seed_table::compare_rows(&views(exp, results), &exp.seed_file)
+    let views = views(exp, results);
+    if exp.table == latlab_exp::TableKind::Percentiles {
+        return text::percentile_rows(&views, &exp.seed_file);
+    }
+    seed_table::compare_rows(&views, &exp.seed_file)
 }
 
 /// The comparison rows of `results`, each with its stored band where the band was made with

@@ -7,7 +7,7 @@
 use crate::bands::Attached;
 use latlab_core::RunResult;
 use latlab_exp::{Experiment, TableKind};
-use latlab_report::seed_table::{self, CompareRow};
+use latlab_report::seed_table::{self, CompareRow, RunView};
 use latlab_report::{latency_trace, preempt_off, summary, verdict};
 use std::fmt::Write;
 
@@ -53,6 +53,11 @@ pub fn report(
             t.push_str(&verdict::summary_line(rows));
             t.push_str(&seed_table::render_bands(rows));
             t.push_str(&seed_table::render_slowest_writes(&views));
+            t
+        }
+        TableKind::Percentiles => {
+            let mut t = render_percentiles(&title, &views, rows);
+            t.push_str(&verdict::summary_line(rows));
             t
         }
         TableKind::PreemptOff => {
@@ -160,5 +165,67 @@ pub fn report(
     for n in &exp.notes {
         let _ = writeln!(out, "\nnote: {n}");
     }
+    out
+}
+
+/// The heading of a `percentiles` table's block of figures.
+pub const PERCENTILES_HEAD: &str = "Wakeup latency (us)";
+
+/// A `percentiles` table's rows, run by run: the first measured stream's p99, p99.99 and
+/// maximum (us) and its missed periods.
+pub fn percentile_rows(views: &[RunView], source: &str) -> Vec<CompareRow> {
+    let mut rows = Vec::new();
+    for v in views {
+        let Some(s) = v.result.streams.first() else { continue };
+        let base = CompareRow::of_run(v, None, source);
+        let us = |ns: u64| ns as f64 / 1e3;
+        rows.push(base.with("p99_latency", "us", us(s.hist.quantile(0.99)), None, None));
+        rows.push(base.with("p9999_latency", "us", us(s.hist.quantile(0.9999)), None, None));
+        rows.push(base.with("max_latency", "us", us(s.hist.max()), None, None));
+        rows.push(base.with("missed_events", "count", s.missed as f64, None, None));
+    }
+    rows
+}
+
+/// A `percentiles` table: a row of figures per run (its `rows`; the maximum's band where one
+/// is stored), then what each run's worst sample waited for (the model's attribution says
+/// it after `waited for: `).
+fn render_percentiles(title: &str, views: &[RunView], rows: &[CompareRow]) -> String {
+    let mut out = format!("{title}\n\n{PERCENTILES_HEAD}\n");
+    // A width beyond u16::MAX is a formatting error (a label that long is a user's file).
+    let width = (views.iter().map(|v| v.label.len()).max().unwrap_or(0).max(3) + 2).min(u16::MAX as usize);
+    let _ = writeln!(
+        out,
+        "{:<width$}{:>10}{:>10}{:>12}{:>8}  max's band (p5-p95)",
+        "Run", "p99", "p99.99", "max", "missed"
+    );
+    let row = |run: &str, f: &str| rows.iter().find(|r| r.run == run && r.figure == f);
+    let figure = |run: &str, f: &str| row(run, f).map_or(f64::NAN, |r| r.model);
+    for v in views {
+        let band = row(v.label, "max_latency")
+            .and_then(|r| r.band)
+            .map_or("-".to_string(), |[lo, _, hi]| format!("{lo:.1}-{hi:.1}"));
+        let _ = writeln!(
+            out,
+            "{:<width$}{:>10.1}{:>10.1}{:>12.1}{:>8}  {band}",
+            v.label,
+            figure(v.label, "p99_latency"),
+            figure(v.label, "p9999_latency"),
+            figure(v.label, "max_latency"),
+            figure(v.label, "missed_events"),
+        );
+    }
+    let _ = writeln!(out, "\nWhat each run's worst sample waited for");
+    for v in views {
+        let waited = v
+            .result
+            .streams
+            .first()
+            .and_then(|s| s.worst.first())
+            .and_then(|w| w.attribution.note.split_once("waited for: "))
+            .map_or("(not attributed)", |(_, rest)| rest.split("; ").next().unwrap_or(rest));
+        let _ = writeln!(out, "{:<width$}{waited}", format!("{}:", v.label));
+    }
+    out.push('\n');
     out
 }

@@ -19,6 +19,7 @@ fn block_of(table: TableKind, r: &CompareRow) -> Option<&'static str> {
         (TableKind::LogHistogram | TableKind::MaxLatency, "max_latency") => Some("Worst case, model vs seed"),
         (TableKind::PosixTimer, "max_latency" | "avg_latency" | "missed_events") => Some("maximum latency (us)"),
         (TableKind::PreemptOff, "max_latency" | "swap_max_latency") => Some("max model"),
+        (TableKind::Percentiles, _) => Some(latlab_batch::text::PERCENTILES_HEAD),
         (
             TableKind::WriteLatency,
             "max_request_latency" | "requests_per_sec" | "mix_throughput" | "throughput_gain",

@@ -60,6 +60,9 @@ pub enum TableKind {
     /// the run's window of swap fill), its `get_swap_page` stretch, and how that grows with
     /// swap fill.
     PreemptOff,
+    /// A what-if's wakeup latency per run (rt-vs-lazy): p99, p99.99, maximum and missed
+    /// periods of the first measured stream, and what each run's worst sample waited for.
+    Percentiles,
 }
 
 #[derive(Deserialize)]
@@ -182,6 +185,10 @@ struct RunRepr {
     /// beside its iozone rows).
     #[serde(default)]
     workload: Option<String>,
+    /// This run's machine, where it is not the experiment's (rt-vs-lazy's 2010 uniprocessor
+    /// rows beside its rows on the twin of this box): a built-in name or a file's path.
+    #[serde(default)]
+    machine: Option<String>,
     /// The measurement window as a sample count: the model runs (idle after the workload)
     /// at least as long as collecting this many samples at `rtc_hz` takes. The built-in
     /// experiments give the seed's own count (the seed's run length); the model never reads
@@ -837,6 +844,19 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
             None => workload.clone(),
             Some(name) => workload_named(name)?,
         };
+        let machine = match &r.machine {
+            None => machine.clone(),
+            Some(name) => {
+                let m = self::machine(origin, name, line_of_value(text, "machine", name), files)?;
+                named.workload.preload.validate(&m).map_err(|(f, why)| {
+                    field(
+                        "machine",
+                        format!("the starting state's preload.{f} does not fit `{name}`: {why}"),
+                    )
+                })?;
+                m
+            }
+        };
         // The tasks on this run's kernel: the CPUs it brings up, its POSIX timers.
         named.check_kernel(
             r.maxcpus.unwrap_or(machine.cpus).clamp(1, machine.cpus.max(1)),
@@ -908,7 +928,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
             case,
             max_seconds: r.max_seconds,
             config: SimConfig {
-                machine: machine.clone(),
+                machine,
                 variant: v,
                 workload: run_workload,
                 rtc_hz: f.rtc_hz,
@@ -1006,7 +1026,7 @@ pub const VARY_KEYS: &[&str] = &[
 /// Besides [`VARY_KEYS`], `key` may be `machine.FIELD` (any number or flag of the machine
 /// profile, `disk.*` included: [`machine_fields`]) or `catalog.NAME.instr` /
 /// `catalog.NAME.misses` (one item of the code-path catalog, `latlab_sim::kernel::catalog::
-/// COST_ITEMS`): the experiment's one machine changed, for every run.
+/// COST_ITEMS`): each run's machine changed.
 pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Experiment, ExpError> {
     let bad = |why: String| ExpError::Field {
         origin: origin.into(),
@@ -1016,22 +1036,20 @@ pub fn vary(exp: &Experiment, origin: &str, key: &str, value: &str) -> Result<Ex
     };
     if key.starts_with("machine.") || key.starts_with("catalog.") {
         let mut out = exp.clone();
-        let Some(first) = exp.runs.first() else {
-            return Ok(out);
-        };
-        let m = if let Some(field) = key.strip_prefix("machine.") {
-            set_machine_field(origin, &first.config.machine, field, value)?
-        } else {
-            set_catalog_cost(origin, &first.config.machine, key, value)?
-        };
+        // Each run's own machine (an experiment may run on more than one).
         for run in &mut out.runs {
+            let m = if let Some(field) = key.strip_prefix("machine.") {
+                set_machine_field(origin, &run.config.machine, field, value)?
+            } else {
+                set_catalog_cost(origin, &run.config.machine, key, value)?
+            };
             // A smaller machine may no longer hold the starting state.
             run.config
                 .workload
                 .preload
                 .validate(&m)
                 .map_err(|(f, why)| bad(format!("the starting state's preload.{f} no longer fits: {why}")))?;
-            run.config.machine = m.clone();
+            run.config.machine = m;
         }
         return Ok(out);
     }
@@ -1347,6 +1365,21 @@ label = "Stock"
 variant = "2.4.18"
 published_max_ms = 84.0
 "#;
+
+    #[test]
+    fn a_run_may_name_its_own_machine_and_vary_changes_each_runs() {
+        let two = format!("{GOOD}\n[[run]]\nlabel = \"UP 2010\"\nvariant = \"2.6.35\"\nmachine = \"pentium-m-2000\"\n");
+        let e = crate::load("x.toml", &two).unwrap();
+        let names: Vec<&str> = e.runs.iter().map(|r| r.config.machine.name.as_str()).collect();
+        assert_eq!(names, ["piii-850", "pentium-m-2000"]);
+        let v = vary(&e, "--vary", "machine.cpu_mhz", "1000").unwrap();
+        let names: Vec<&str> = v.runs.iter().map(|r| r.config.machine.name.as_str()).collect();
+        assert_eq!(names, ["piii-850", "pentium-m-2000"], "each run keeps its own machine");
+        assert!(v.runs.iter().all(|r| r.config.machine.cpu_mhz == 1000.0));
+        let bad = two.replace("machine = \"pentium-m-2000\"", "machine = \"pentium-n\"");
+        let err = crate::load("x.toml", &bad).unwrap_err().to_string();
+        assert!(err.contains("pentium-n") && err.contains("pentium-m-2000"), "{err}");
+    }
 
     #[test]
     fn builtins_parse() {

@@ -259,7 +259,7 @@ sync = {}
 
     #[test]
     fn every_builtin_workload_parses_and_is_named_by_its_file() {
-        assert_eq!(builtin::WORKLOADS.len(), 10);
+        assert_eq!(builtin::WORKLOADS.len(), 11);
         for (n, text) in builtin::WORKLOADS {
             let w = parse(&format!("workloads/{n}.toml"), text).unwrap();
             assert_eq!(&w.name, n);

@@ -12,6 +12,7 @@ pub mod path;
 pub mod pipe;
 pub mod posix_timer;
 pub mod preempt;
+pub mod rtmutex;
 pub mod sched_class;
 pub mod state;
 pub mod task;

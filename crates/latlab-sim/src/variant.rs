@@ -29,6 +29,20 @@ pub enum PreemptModel {
     Lazy,
 }
 
+/// What the kernel's `spinlock_t` is (`locks`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockFlavour {
+    /// Every modelled lock spins with preemption off (every mainline kernel without
+    /// PREEMPT_RT).
+    #[default]
+    Spinning,
+    /// CONFIG_PREEMPT_RT (mainline since 6.12): a `spinlock_t` is an rt_mutex with priority
+    /// inheritance, and a step holding one stays preemptible; `raw_spinlock_t` still spins
+    /// (`kernel::lock::Lock::kind`, `kernel::rtmutex`).
+    Sleeping,
+}
+
 /// Which scheduler class runs SCHED_OTHER tasks (SCHED_FIFO/RR always above it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -334,6 +348,12 @@ pub struct Variant {
     /// `cfs` and `eevdf` kernels, absent (refused) on `o1` and `goodness24`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rt_throttling: Option<bool>,
+    /// What `spinlock_t` is: `spinning` (default) or `sleeping` (PREEMPT_RT's rt_mutex-based
+    /// locks). Sleeping locks need `hardirq_threads` (PREEMPT_RT forces threaded
+    /// interrupts: a handler may take a sleeping lock only in a thread) and kernel
+    /// preemption (`full` or `lazy`), on a `cfs` or `eevdf` kernel.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub locks: LockFlavour,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -599,6 +619,26 @@ impl Variant {
                 ));
             }
         }
+        if self.locks == LockFlavour::Sleeping {
+            if !matches!(self.sched, Cfs | Eevdf) {
+                return Err((
+                    "locks",
+                    "sleeping spinlocks (PREEMPT_RT) need a cfs or eevdf kernel (the -rt patch from 2.6.24, mainline 6.12)".into(),
+                ));
+            }
+            if !self.hardirq_threads {
+                return Err((
+                    "locks",
+                    "sleeping spinlocks need `hardirq_threads = true`: PREEMPT_RT forces threaded interrupts, since a handler in hard context may not sleep on a lock".into(),
+                ));
+            }
+            if !matches!(self.preempt, PreemptModel::Full | PreemptModel::Lazy) {
+                return Err((
+                    "locks",
+                    "sleeping spinlocks need kernel preemption: PREEMPT_RT selects PREEMPTION (preempt = \"full\" or \"lazy\")".into(),
+                ));
+            }
+        }
         if self.voluntary && self.vp_patch.is_none() {
             return Err((
                 "voluntary",
@@ -631,6 +671,11 @@ impl Variant {
     /// [`crate::sched::smp`])? The 2.4 and O(1) schedulers share one.
     pub fn per_cpu_runqueues(&self) -> bool {
         matches!(self.sched, SchedClass::Cfs | SchedClass::Eevdf)
+    }
+
+    /// Is `spinlock_t` a sleeping lock (PREEMPT_RT)?
+    pub fn sleeping_locks(&self) -> bool {
+        self.locks == LockFlavour::Sleeping
     }
 
     /// Are the voluntary-preempt patch's `might_sleep()` points rescheduling points (VP)?
@@ -727,6 +772,33 @@ mod tests {
         v.irq_thread_priority.insert("ide0".into(), 99);
         v.irq_thread_priority.insert("eth0".into(), 50);
         assert!(v.validate().unwrap_err().1.contains("eth0"));
+    }
+
+    #[test]
+    fn sleeping_spinlocks_without_threaded_interrupts_are_refused_naming_the_field() {
+        let mut v = variant_618();
+        v.preempt = PreemptModel::Full;
+        v.locks = LockFlavour::Sleeping;
+        let (f, why) = v.validate().unwrap_err();
+        assert_eq!(f, "locks");
+        assert!(why.contains("hardirq_threads"), "{why}");
+        v.hardirq_threads = true;
+        assert!(v.validate().is_ok(), "{:?}", v.validate());
+        // PREEMPT_RT selects kernel preemption, and needs a cfs or eevdf kernel.
+        v.preempt = PreemptModel::Voluntary;
+        let (f, why) = v.validate().unwrap_err();
+        assert_eq!(f, "locks");
+        assert!(why.contains("full"), "{why}");
+        let mut o1 = variant_with(SchedClass::O1, PreemptModel::Full, &[]);
+        o1.vp_patch = Some("S0".into());
+        o1.hardirq_threads = true;
+        o1.locks = LockFlavour::Sleeping;
+        assert_eq!(o1.validate().unwrap_err().0, "locks");
+        // An unknown flavour is refused by name.
+        let mut j = serde_json::to_value(variant_618()).unwrap();
+        j["locks"] = "mutex".into();
+        let err = serde_json::from_value::<Variant>(j).unwrap_err().to_string();
+        assert!(err.contains("mutex") && err.contains("sleeping"), "{err}");
     }
 
     #[test]

@@ -112,6 +112,14 @@ fn one_place_asks_which_preemption_model() {
         Vec::<String>::new(),
         "`PreemptModel::` outside kernel/preempt.rs (docs/ARCHITECTURE.md, Architecture invariants)"
     );
+    // Whether spinlocks sleep (PREEMPT_RT) is part of the same rule (`preempt::spins`).
+    for pattern in ["LockFlavour::", ".sleeping_locks()"] {
+        assert_eq!(
+            offenders(pattern, &["variant.rs", "kernel/preempt.rs"]),
+            Vec::<String>::new(),
+            "`{pattern}` outside kernel/preempt.rs (docs/ARCHITECTURE.md, Architecture invariants)"
+        );
+    }
 }
 
 /// Issue 30, item 1: the assembly is the only code that reads which implementation of each

@@ -30,7 +30,8 @@ pub struct Constant {
 }
 
 /// The constants `exp` rests on that its sources let vary, in a fixed order (machine fields
-/// in the profile's order, catalog items in the catalog's, sizes in `SIZES`'). An error names
+/// in the profile's order, when every run has the same machine; catalog items in the
+/// catalog's, sizes in `SIZES`'). An error names
 /// a machine field without a spread (a user's machine file) or bounds that miss a value.
 pub fn constants(exp: &Experiment) -> Result<Vec<Constant>, String> {
     let Some(first) = exp.runs.first() else {
@@ -53,7 +54,11 @@ pub fn constants(exp: &Experiment) -> Result<Vec<Constant>, String> {
         }
         Ok(())
     };
-    for (field, v) in latlab_exp::machine_values(m) {
+    // An experiment on more than one machine (rt-vs-lazy) draws no machine field: a drawn
+    // value would be set on every run's machine, and each machine's fields have their own
+    // values and sources. Its bands span the catalog's and the workload's constants only.
+    let one_machine = exp.runs.iter().all(|r| r.config.machine.name == m.name);
+    for (field, v) in latlab_exp::machine_values(m).into_iter().filter(|_| one_machine) {
         let (value, whole) = match v {
             FieldValue::Whole(i) => (i as f64, true),
             FieldValue::Number(x) => (x, false),

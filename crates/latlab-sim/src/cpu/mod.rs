@@ -70,6 +70,8 @@ mod smp;
 mod lazy;
 // Threaded interrupts and softirqs (HP, SP): declared after `trace_event!`, which it uses.
 pub mod irq_thread;
+// PREEMPT_RT's sleeping locks at step boundaries (after `trace_event!`, which it uses).
+mod rtmutex;
 
 /// Queue events: interrupts and software wakeups.
 #[derive(Clone, Copy, Debug)]
@@ -538,6 +540,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
         if matches!(self.tasks[cur].exec, Exec::User { left } if left > 0) {
             return;
         }
+        // So does straight-line work preempted inside a sleeping lock (PREEMPT_RT: it still
+        // owns the lock; cpu/rtmutex.rs).
+        if self.resumes_in_sleeping_lock(cur) {
+            return;
+        }
         let exec = std::mem::replace(&mut self.tasks[cur].exec, Exec::Ready);
         match exec {
             Exec::Idle => {
@@ -566,6 +573,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 let mut resched_here: Option<SwitchReason> = None;
                 let bkl = path!().holds_bkl();
                 if let Some(r) = step {
+                    // PREEMPT_RT: a sleeping lock's step that ran to its end unlocks it (one
+                    // stopped early was preempted inside the lock and keeps it).
+                    if let Some(l) = step_lock(&r.step).filter(|&l| !preempt::spins(&self.v, l)) {
+                        if r.left == 0 && step_releases(&r.step, 0) {
+                            self.rt_unlock(cur, l);
+                        }
+                    }
                     if step_releases(&r.step, r.left) {
                         trace_event!(
                             self,
@@ -633,6 +647,9 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 // Next step.
                 let next = path!().next(&mut self.st, &cx);
                 self.drain_requests();
+                if matches!(next, Step::Block(_) | Step::Done) {
+                    self.rt_unlock_all(cur);
+                }
                 match next {
                     Step::Block(chan) => {
                         self.tasks[cur].exec = Exec::Kernel { step: None, from_user };
@@ -665,6 +682,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                                 preempt_off: step_locked(&s),
                             }
                         );
+                        let lock = step_lock(&s);
                         self.tasks[cur].exec = Exec::Kernel {
                             step: Some(Running {
                                 step: s,
@@ -674,6 +692,10 @@ impl<S: tracepoint::Sink> Kernel<S> {
                             }),
                             from_user,
                         };
+                        // PREEMPT_RT: a sleeping lock is taken, or waited for (cpu/rtmutex.rs).
+                        if let Some(l) = lock.filter(|&l| !preempt::spins(&self.v, l)) {
+                            self.rt_lock(cur, l);
+                        }
                     }
                 }
             }
@@ -1301,6 +1323,7 @@ pub(crate) mod tests {
             hardirq_threads: false,
             irq_thread_priority: Default::default(),
             rt_throttling: None,
+            locks: Default::default(),
         }
     }
 

@@ -18,8 +18,8 @@
 //!
 //! Which lines are threaded follows the kernel: under the voluntary-preempt patch the IDE
 //! line only (the RTC's handler is SA_NODELAY); on a `cfs`/`eevdf` kernel (`threadirqs`)
-//! the RTC's too. The tick, the hrtimer expiry and IPIs stay in hard context in both. A
-//! later `6.18-rt` variant is `hardirq_threads = true` on an `eevdf` kernel.
+//! the RTC's too. The tick, the hrtimer expiry and IPIs stay in hard context in both. The
+//! `6.18-rt` variant (PREEMPT_RT) is `hardirq_threads = true` on an `eevdf` kernel.
 //!
 //! **Softirqs in a thread** (the variant's `softirq_threads`, SP). With VP's
 //! `softirq_preemption` every softirq runs in `ksoftirqd/0`, never on the way out of an
@@ -28,9 +28,12 @@
 //! Hallinan, *Embedded Linux Primer*, 2006, listing 17-3, beside `set_user_nice(current, -10)`
 //! without it); the model runs VP's ksoftirqd at that priority, as the patch's line did
 //! (VP's own setting was not found: an assumption). 6.x PREEMPT_RT instead runs a softirq in
-//! the task that raised it under the per-CPU BH lock: not modelled (no variant asks it).
-//! The softirq work the model has is the timer softirq's and the network receive's wakeups
-//! (`Ev::Wake`).
+//! the task that raised it under the per-CPU BH lock (kernel/softirq.c, `softirq_ctrl.lock`,
+//! a `local_lock_t`): the model's one softirq raised in a task, `net_rx_action` on a
+//! loopback send (net/mod.rs), runs in the sender's path holding `Lock::Softirq`, which is
+//! a per-CPU sleeping lock under `locks = "sleeping"` (kernel/rtmutex.rs), so it stays
+//! preemptible there. The softirq work the model runs as wakeups at no modelled cost (the
+//! timer softirq's and a network arrival's, `Ev::Wake`) goes to ksoftirqd under SP only.
 
 use crate::kernel::path::Chan;
 use crate::machine::MachineProfile;

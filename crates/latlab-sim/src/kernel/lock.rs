@@ -2,6 +2,14 @@
 //! their kernel variables, the big kernel lock, and softirq context (preemption is off there as
 //! under a spinlock). A step holding one is not preemptible under any model; releasing it is an
 //! opportunity under kernel preemption (`kernel::preempt`).
+//!
+//! Under PREEMPT_RT (a variant's `locks = "sleeping"`) a `spinlock_t` is an rt_mutex-based
+//! sleeping lock (include/linux/spinlock_rt.h, kernel/locking/spinlock_rt.c): a step holding
+//! one stays preemptible, and a task that needs one another task owns blocks on it with
+//! priority inheritance ([`super::rtmutex`]). A `raw_spinlock_t` still spins with preemption
+//! off. [`Lock::kind`] says which each modelled lock is in 6.x, with the file that declares
+//! it; a 2.4-only lock is classed as its 6.x successor, and keeps its 2.4 meaning (a
+//! spinlock) on every variant with spinning locks.
 
 /// A lock a step can hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,7 +48,59 @@ impl std::fmt::Display for Lock {
     }
 }
 
+/// What a lock is under PREEMPT_RT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    /// `raw_spinlock_t`, or the big kernel lock in its own meaning: spins with preemption
+    /// off under every model.
+    Raw,
+    /// `spinlock_t` (or a `local_lock_t`): an rt_mutex under PREEMPT_RT.
+    Sleeping,
+}
+
 impl Lock {
+    /// What the lock (or its 6.x successor) is declared as in 6.x.
+    pub fn kind(self) -> LockKind {
+        match self {
+            // 6.x: `spinlock_t lru_lock` in `struct lruvec` (include/linux/mmzone.h), which
+            // replaced zone->lru_lock in 5.11 and 2.4's global pagemap_lru_lock.
+            Lock::PagemapLru | Lock::ZoneLru => LockKind::Sleeping,
+            // 2.4's buffer LRU is gone; a mapping's buffer list is guarded by
+            // `spinlock_t i_private_lock` (include/linux/fs.h `struct address_space`).
+            Lock::LruList => LockKind::Sleeping,
+            // jbd2's `spinlock_t j_list_lock` (include/linux/jbd2.h `struct journal_s`).
+            Lock::JournalDatalist => LockKind::Sleeping,
+            // dcache_lock left in 2.6.38: `d_lock`, a `spinlock_t` in each dentry's lockref
+            // (include/linux/dcache.h).
+            Lock::Dcache => LockKind::Sleeping,
+            // inode_lock left in 2.6.39: `spinlock_t i_lock` (include/linux/fs.h) and
+            // `sb->s_inode_list_lock` (include/linux/fs.h `struct super_block`).
+            Lock::Inode => LockKind::Sleeping,
+            // `spinlock_t page_table_lock` (include/linux/mm_types.h `struct mm_struct`) and
+            // the split PTE locks (`ptlock_ptr`, include/linux/mm.h), both `spinlock_t`.
+            Lock::PageTable => LockKind::Sleeping,
+            // pagecache_lock became the mapping's `i_pages` xarray lock, a `spinlock_t xa_lock`
+            // (include/linux/xarray.h).
+            Lock::Pagecache => LockKind::Sleeping,
+            // mm/swapfile.c: `static DEFINE_SPINLOCK(swap_lock)`, and the per-device
+            // `spinlock_t lock` of `struct swap_info_struct` (include/linux/swap.h).
+            Lock::SwapList => LockKind::Sleeping,
+            // The big kernel lock left in 2.6.39; it keeps the meaning its kernels gave it.
+            Lock::Bkl => LockKind::Raw,
+            // 6.x PREEMPT_RT: `local_bh_disable()` takes the per-CPU `softirq_ctrl.lock`, a
+            // `local_lock_t` (kernel/softirq.c), itself a `spinlock_t` under RT.
+            Lock::Softirq => LockKind::Sleeping,
+            #[cfg(test)]
+            Lock::Test => LockKind::Sleeping,
+        }
+    }
+
+    /// One lock per CPU (`local_lock_t`), not one for the machine: the softirq context's
+    /// BH lock.
+    pub fn per_cpu(self) -> bool {
+        self == Lock::Softirq
+    }
+
     /// The kernel's name for it, as traces print it.
     pub fn name(self) -> &'static str {
         match self {

@@ -55,6 +55,9 @@ pub enum Chan {
     Pipe(u64),
     /// A futex's hash-bucket queue ([`super::futex`]).
     Futex(u64),
+    /// A sleeping lock another task owns (PREEMPT_RT's `rt_spin_lock` -> `rt_mutex`,
+    /// [`super::rtmutex`]): woken only by the owner's unlock handing it over.
+    RtMutex(Lock),
 }
 
 impl Chan {
@@ -76,6 +79,7 @@ impl Chan {
             Chan::RequestSlot(_) => "get_request_wait",
             Chan::Pipe(_) => "pipe_read/pipe_write",
             Chan::Futex(_) => "futex_wait",
+            Chan::RtMutex(_) => "rt_spin_lock (a sleeping lock)",
         }
     }
 }

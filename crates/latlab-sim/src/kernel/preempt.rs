@@ -12,9 +12,15 @@
 //!   fair-class wakeup or slice end sets only NEED_RESCHED_LAZY ([`resched_is_lazy`]),
 //!   which return to user space honours and the next tick promotes (kernel/sched/core.c
 //!   `resched_curr_lazy`, `sched_tick`).
+//! - PREEMPT_RT (a variant's `locks = "sleeping"`, with `full` or `lazy`): as kernel
+//!   preemption, except that a step holding a sleeping lock (`spinlock_t`, [`Lock::kind`])
+//!   stays preemptible: `rt_spin_lock` takes `migrate_disable()` where `spin_lock` took
+//!   `preempt_disable()` (kernel/locking/spinlock_rt.c). Only a `raw_spinlock_t` or an
+//!   interrupts-off stretch is atomic. Who owns a sleeping lock and who waits for it is
+//!   [`super::rtmutex`]'s.
 
 use super::catalog::{Origin, Point};
-use super::lock::Lock;
+use super::lock::{Lock, LockKind};
 use super::path::{LoopStep, Step};
 use super::task::{Exec, Task};
 use crate::variant::{PreemptModel, Variant};
@@ -48,6 +54,21 @@ pub fn unlock_preempts(v: &Variant, bkl: bool) -> bool {
 /// wakeup or an idle CPU gets NEED_RESCHED at once.
 pub fn resched_is_lazy(v: &Variant, curr_fair: bool, wakee_fair: bool) -> bool {
     v.preempt == PreemptModel::Lazy && curr_fair && wakee_fair
+}
+
+/// Does holding `lock` keep preemption off under variant `v`? Every lock does with spinning
+/// locks; under PREEMPT_RT only a raw one.
+#[inline(always)]
+pub fn spins(v: &Variant, lock: Lock) -> bool {
+    !v.sleeping_locks() || lock.kind() == LockKind::Raw
+}
+
+/// Is a step holding `lock` (if any), with `hold` (a lock stays held after it) and
+/// `irqs_off`, atomic under variant `v`: no preemption inside it? A held lock not named is
+/// taken to spin.
+#[inline(always)]
+pub fn atomic(v: &Variant, lock: Option<Lock>, hold: bool, irqs_off: bool) -> bool {
+    irqs_off || lock.map_or(hold, |l| spins(v, l))
 }
 
 /// How a loop gets to schedule.
@@ -93,8 +114,13 @@ fn has(v: &Variant, p: Point) -> bool {
 /// variant has, or, under kernel preemption, every item of a loop that drops its lock per item
 /// (or holds none) in a path that does not hold the big kernel lock (`bkl`).
 pub fn loop_point(l: &LoopStep, v: &Variant, bkl: bool) -> Option<LoopChance> {
-    if unlock_preempts(v, bkl) && (l.unlock_each || l.lock.is_none()) {
-        let at = l.lock.map_or(Resched::Preempt, Resched::Unlock);
+    if unlock_preempts(v, bkl) && (l.unlock_each || !l.lock.is_some_and(|k| spins(v, k))) {
+        // A lock that spins is dropped per item (preempted at that spin_unlock); a sleeping
+        // one is kept, preempted inside it.
+        let at = match l.lock {
+            Some(k) if spins(v, k) => Resched::Unlock(k),
+            _ => Resched::Preempt,
+        };
         return Some(LoopChance { at, every: 1 });
     }
     l.points
@@ -130,8 +156,8 @@ pub fn at_irq_return(e: &Exec, v: &Variant, bkl: impl FnOnce() -> bool) -> Bound
             }
             let atomic = match step {
                 Some(r) => match &r.step {
-                    Step::Work(w) => w.lock.is_some() || w.irqs_off || w.hold,
-                    Step::Loop(l) => l.lock.is_some() || l.hold,
+                    Step::Work(w) => atomic(v, w.lock, w.hold, w.irqs_off),
+                    Step::Loop(l) => atomic(v, l.lock, l.hold, false),
                     _ => false,
                 },
                 None => false,

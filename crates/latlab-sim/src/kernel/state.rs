@@ -48,6 +48,8 @@ pub struct Core {
     pub current_mm: u32,
     /// Interrupt threads and ksoftirqd (HP, SP), and the work left for them.
     pub irq_threads: super::irq_thread::IrqThreads,
+    /// Sleeping locks' owners and waiters (PREEMPT_RT, [`super::rtmutex`]).
+    pub rtmutex: super::rtmutex::RtMutexes,
 }
 
 impl Core {
@@ -64,6 +66,7 @@ impl Core {
             posix: Default::default(),
             current_mm: 0,
             irq_threads: Default::default(),
+            rtmutex: Default::default(),
         }
     }
 

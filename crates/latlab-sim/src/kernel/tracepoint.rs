@@ -153,6 +153,13 @@ pub enum Event {
         lock: Option<Lock>,
         swap_fill_pct: u64,
     },
+    /// `task` blocks on sleeping lock `lock`, owned by `owner` (PREEMPT_RT's rt_mutex; the
+    /// kernel's `contention_begin` in include/trace/events/lock.h); its `Sleep` came first.
+    PiBlock {
+        task: TaskId,
+        lock: Lock,
+        owner: TaskId,
+    },
     /// A user program's mark (`tracing_mark_write`).
     Mark {
         task: TaskId,
@@ -177,7 +184,8 @@ pub mod kind {
     pub const RESCHED_POINT: u32 = 1 << 12;
     pub const PREEMPT_ON: u32 = 1 << 13;
     pub const MARK: u32 = 1 << 14;
-    pub const ALL: u32 = (1 << 15) - 1;
+    pub const PI_BLOCK: u32 = 1 << 15;
+    pub const ALL: u32 = (1 << 16) - 1;
 }
 
 impl Event {
@@ -199,6 +207,7 @@ impl Event {
             Event::ReschedPoint { .. } => kind::RESCHED_POINT,
             Event::PreemptOn { .. } => kind::PREEMPT_ON,
             Event::Mark { .. } => kind::MARK,
+            Event::PiBlock { .. } => kind::PI_BLOCK,
         }
     }
 }

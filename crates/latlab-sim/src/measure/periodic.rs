@@ -10,9 +10,17 @@
 //! (each by name), schedule()'s, and the woken task's own kernel return. A window opens at
 //! the wakeup of a task waiting in a periodic step (`Mark::PeriodicTask`) and closes at its
 //! next sample; CPU time is tallied only while one is open.
+//!
+//! The note also says what the sample waited for, the largest of: the timer's delivery
+//! (expiry to wakeup), a sleeping lock it blocked on (PREEMPT_RT: the lock and its owner,
+//! whose priority the rt_mutex raised), hard-interrupt handlers that ran in the window, a
+//! higher-priority task, or another task's kernel stretch that could not be preempted (its
+//! function and the spinlock it held), or a fair task in user space ahead of an RT wakee
+//! (RT throttling lets one run there, or, on another CPU, the reschedule IPI's delay).
 
 use super::Mark;
-use crate::kernel::task::{Task, TaskId};
+use crate::kernel::lock::Lock;
+use crate::kernel::task::{Policy, Task, TaskId};
 use crate::kernel::tracepoint::{kind, Cx, Event, Sink};
 use latlab_core::{Attribution, Nanos, RunResult, Sample, Stream};
 use std::collections::BTreeMap;
@@ -22,8 +30,12 @@ const KEEP_WORST: usize = 10;
 
 /// The kinds it takes always: a task's wakeups and the program's marks.
 const ALWAYS: u32 = kind::MARK | kind::SCHED_WAKING;
-/// The kinds it takes while a window is open: what ran ahead of the woken task.
-const IN_WINDOW: u32 = kind::RUNTIME | kind::SCHED_TIME;
+/// The kinds it takes while a window is open: what ran ahead of the woken task, the
+/// interrupts taken, a sleeping lock it blocked on.
+const IN_WINDOW: u32 = kind::RUNTIME | kind::SCHED_TIME | kind::IRQ_ENTRY | kind::PI_BLOCK;
+
+/// Another task's CPU time in one kernel function holding one lock (or none).
+type Stretch = (TaskId, &'static str, Option<Lock>);
 
 /// A measured task's wait from its wakeup to its sample.
 struct Window {
@@ -35,6 +47,12 @@ struct Window {
     own: Nanos,
     /// Every other task's CPU time, in the order they first ran.
     others: Vec<(TaskId, Nanos)>,
+    /// The same by task, function and lock held.
+    stretches: Vec<(Stretch, Nanos)>,
+    /// Hard-interrupt handlers' time.
+    handlers: Nanos,
+    /// The sleeping lock it blocked on and the lock's owner then, and when.
+    pi: Option<(Lock, TaskId, Nanos)>,
 }
 
 /// The periodic steps' streams.
@@ -74,15 +92,19 @@ impl PeriodicTracker {
             sched: 0,
             own: 0,
             others: Vec::new(),
+            stretches: Vec::new(),
+            handlers: 0,
+            pi: None,
         });
     }
 
-    fn on_run(&mut self, task: TaskId, ns: Nanos) {
+    fn on_run(&mut self, task: TaskId, ns: Nanos, func: &'static str, lock: Option<Lock>) {
         for w in &mut self.open {
             if w.task == task {
                 w.own += ns;
             } else if task != 0 {
                 super::tally(&mut w.others, task, ns);
+                super::tally(&mut w.stretches, (task, func, lock), ns);
             }
         }
     }
@@ -126,15 +148,17 @@ impl PeriodicTracker {
                     .map(|&(o, ns)| format!("{} {:.3} ms", cx.tasks[o].label(), ns as f64 / 1e6))
                     .collect();
                 attribution.irq_off_ns = w.woken - due;
+                attribution.handler_ns = w.handlers;
                 attribution.ran_ahead_ns = ahead;
                 attribution.sched_ns = w.sched;
                 attribution.wakee_kernel_ns = w.own;
                 attribution.tasks = super::task_slices(cx.tasks, &w.others);
                 format!(
-                    "model ({}): {} woken {:.3} ms after the expiry; {} task(s) ran {:.3} ms before it: {}",
+                    "model ({}): {} woken {:.3} ms after the expiry; waited for: {}; {} task(s) ran {:.3} ms before it: {}",
                     cx.sched.name(),
                     t.label(),
                     (w.woken - due) as f64 / 1e6,
+                    waited_for(&w, due, cx, t),
                     w.others.len(),
                     ahead as f64 / 1e6,
                     if names.is_empty() {
@@ -162,6 +186,59 @@ impl PeriodicTracker {
     }
 }
 
+/// What window `w` of task `t` (its expiry due at `due`, its sample now) waited for most:
+/// one phrase for the note.
+fn waited_for(w: &Window, due: Nanos, cx: &Cx, t: &Task) -> String {
+    let ms = |ns: Nanos| ns as f64 / 1e6;
+    let mut best = (
+        w.woken - due,
+        format!("the timer's delivery {:.3} ms", ms(w.woken - due)),
+    );
+    let mut offer = |ns: Nanos, what: String| {
+        if ns > best.0 {
+            best = (ns, what);
+        }
+    };
+    if let Some((lock, owner, at)) = w.pi {
+        let o = &cx.tasks[owner];
+        offer(
+            cx.now.saturating_sub(at),
+            format!(
+                "a PI chain: sleeping lock {lock} owned by {} (boosted), {:.3} ms",
+                o.label(),
+                ms(cx.now.saturating_sub(at))
+            ),
+        );
+    }
+    offer(
+        w.handlers,
+        format!("hard-IRQ handlers (not threaded) {:.3} ms", ms(w.handlers)),
+    );
+    if let Some(&((o, func, lock), ns)) = w.stretches.iter().max_by_key(|(_, ns)| *ns) {
+        let other = &cx.tasks[o];
+        let rt = |x: &Task| x.policy != Policy::Other;
+        let what = if rt(other) && other.rt_priority >= t.rt_priority {
+            format!("higher-priority {} {:.3} ms", other.label(), ms(ns))
+        } else if let Some(l) = lock {
+            format!(
+                "{l} held by {} in {func}, not preemptible, {:.3} ms",
+                other.label(),
+                ms(ns)
+            )
+        } else if func == "user" && rt(t) && !rt(other) {
+            format!(
+                "{} in user space {:.3} ms (RT throttling, or a reschedule IPI on its way)",
+                other.label(),
+                ms(ns)
+            )
+        } else {
+            format!("{} in {func}, not preemptible, {:.3} ms", other.label(), ms(ns))
+        };
+        offer(ns, what);
+    }
+    best.1
+}
+
 impl Sink for PeriodicTracker {
     #[inline(always)]
     fn interest() -> u32 {
@@ -182,7 +259,17 @@ impl Sink for PeriodicTracker {
         let was = self.open.is_empty();
         match *ev {
             Event::SchedWaking { task } => self.on_waking(task, cx.now),
-            Event::Runtime { task, ns, .. } => self.on_run(task, ns),
+            Event::Runtime { task, ns, func, lock } => self.on_run(task, ns, func, lock),
+            Event::IrqEntry { len, .. } => {
+                for w in &mut self.open {
+                    w.handlers += len;
+                }
+            }
+            Event::PiBlock { task, lock, owner } => {
+                if let Some(w) = self.open.iter_mut().find(|w| w.task == task) {
+                    w.pi = Some((lock, owner, cx.now));
+                }
+            }
             Event::SchedTime { ns } => {
                 for w in &mut self.open {
                     w.sched += ns;
