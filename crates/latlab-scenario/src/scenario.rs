@@ -14,6 +14,8 @@ use std::path::Path;
 pub struct Scenario {
     /// Its name (results' workload).
     pub name: String,
+    /// The file it was read from, as errors name it.
+    pub file: String,
     pub description: String,
     /// How long it runs by default, ns (a run may ask for another length); None for an
     /// rt-app file whose `global.duration` is -1 or missing (until the threads end): a run
@@ -29,9 +31,40 @@ pub struct Scenario {
     /// What reading the file left out, for the run's settings (rt-app's keys that change
     /// nothing here: `logdir`, `calibration`, ...). Empty for a TOML file.
     pub ignored: Vec<String>,
+    /// (task, line) of each task giving `count_per_cpu`, for [`Scenario::on_cpus`]'s errors.
+    pub(crate) per_cpu_lines: Vec<(usize, usize)>,
 }
 
 impl Scenario {
+    /// The scenario as an engine with `cpus` CPUs runs it: each task's `count_per_cpu`
+    /// turned into its `count` (that many copies per CPU). Both engines call it before they
+    /// run: the model with its machine file's CPUs, the probe with the CPUs it may run on.
+    /// An error names the file, line and field when a task's copies exceed
+    /// [`task::MAX_COPIES`].
+    pub fn on_cpus(&self, cpus: u32) -> Result<Scenario, ScenarioError> {
+        let mut out = self.clone();
+        for &(i, line) in &self.per_cpu_lines {
+            let t = &mut out.tasks[i];
+            let Some(n) = t.count_per_cpu.take() else { continue };
+            let copies = u64::from(n) * u64::from(cpus);
+            if !(1..=u64::from(task::MAX_COPIES)).contains(&copies) {
+                return Err(ScenarioError::Field {
+                    file: self.file.clone(),
+                    line,
+                    field: "task.count_per_cpu".into(),
+                    why: format!(
+                        "task `{}`: {n} per CPU on {cpus} CPU(s) is {copies} copies: more threads than the machine allows (1..={} copies of a task)",
+                        t.comm,
+                        task::MAX_COPIES
+                    ),
+                });
+            }
+            t.count = copies as u32;
+        }
+        out.per_cpu_lines.clear();
+        Ok(out)
+    }
+
     /// A run's length: `asked`, or the scenario's own; an error naming the scenario when
     /// neither is.
     pub fn duration(&self, asked: Option<u64>) -> Result<u64, String> {
@@ -202,7 +235,8 @@ pub fn parse_toml(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
             "a scenario needs at least one [[task]] or [[load]] (an idle machine: a task that sleeps, measured by a periodic one)".into(),
         ));
     }
-    task::check(&r.task).map_err(|e| task_error(file, text, e))?;
+    task::check_per_cpu(&r.task).map_err(|e| task_error(file, text, e))?;
+    let per_cpu_lines = per_cpu_lines(file, text, &r.task)?;
     for (i, l) in r.load.iter().enumerate() {
         let nth = r.load[..i].iter().filter(|o| o.kind() == l.kind()).count();
         l.check().map_err(|(f, why)| {
@@ -236,13 +270,50 @@ pub fn parse_toml(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     };
     Ok(Scenario {
         name: r.name,
+        file: file.into(),
         description: r.description,
         duration_ns: Some((r.duration_s * 1e9) as u64),
         tasks: r.task,
         loads: r.load,
         measure,
         ignored: Vec::new(),
+        per_cpu_lines,
     })
+}
+
+/// (task, line) of each task giving `count_per_cpu`; an error when one gives `count` too
+/// (even `count = 1`, the default, which the checks cannot tell from none).
+fn per_cpu_lines(file: &str, text: &str, tasks: &[TaskDef]) -> Result<Vec<(usize, usize)>, ScenarioError> {
+    // The file as written (it parsed already): which keys each task sets.
+    let raw: toml::Table = toml::from_str(text).unwrap_or_default();
+    let sets_count = |i: usize| {
+        raw.get("task")
+            .and_then(|t| t.as_array())
+            .and_then(|a| a.get(i))
+            .and_then(|t| t.as_table())
+            .is_some_and(|t| t.contains_key("count"))
+    };
+    let mut out = Vec::new();
+    for (i, t) in tasks.iter().enumerate().filter(|(_, t)| t.count_per_cpu.is_some()) {
+        let line = TaskError {
+            task: i,
+            key: "count_per_cpu",
+            nth: 0,
+            field: String::new(),
+            why: String::new(),
+        }
+        .line(text);
+        if sets_count(i) {
+            return Err(ScenarioError::Field {
+                file: file.into(),
+                line,
+                field: "task.count_per_cpu".into(),
+                why: format!("task `{}`: give `count` or `count_per_cpu`, not both", t.comm),
+            });
+        }
+        out.push((i, line));
+    }
+    Ok(out)
 }
 
 /// A task's mistake as a scenario error at its line.
