@@ -963,6 +963,34 @@ mod tests {
         }
     }
 
+    /// `count_per_cpu` runs as many copies per CPU as this process may use: each copy posts
+    /// once.
+    #[test]
+    fn copies_per_cpu_are_per_cpu_this_process_may_run_on() {
+        let s = scenario(
+            r#"name = "t"
+duration_s = 1
+[[task]]
+comm = "post"
+count_per_cpu = 3
+steps = [{ futex-wake = { word = "w" } }]
+"#,
+        );
+        let out = run(&s, &cfg(50)).unwrap();
+        let copies = 3 * crate::parse::allowed_cpus().len();
+        assert_eq!(
+            out.result.counters.get("scenario futex_posts"),
+            Some(&(copies as u64)),
+            "{:?}",
+            out.warnings
+        );
+        assert!(
+            out.result.meta.settings["task post"].starts_with(&format!("{copies} x ")),
+            "{:?}",
+            out.result.meta.settings
+        );
+    }
+
     #[test]
     fn periodic_tasks_are_streams_named_as_the_model_names_them() {
         let s = scenario(

@@ -52,11 +52,14 @@ impl Scenario {
                     file: self.file.clone(),
                     line,
                     field: "task.count_per_cpu".into(),
-                    why: format!(
-                        "task `{}`: {n} per CPU on {cpus} CPU(s) is {copies} copies: more threads than the machine allows (1..={} copies of a task)",
-                        t.comm,
-                        task::MAX_COPIES
-                    ),
+                    why: match copies {
+                        0 => format!("task `{}`: the engine gives no CPU to run copies per CPU on", t.comm),
+                        _ => format!(
+                            "task `{}`: {n} per CPU on {cpus} CPU(s) is {copies} copies: more threads than the machine allows (1..={} copies of a task)",
+                            t.comm,
+                            task::MAX_COPIES
+                        ),
+                    },
                 });
             }
             t.count = copies as u32;
@@ -477,6 +480,158 @@ make = { jobs = 2, cc_ms = [50, 200] }
         assert!(e.to_string().contains("ninja"), "{e}");
         let e = err("name = \"x\"\nduration_s = 1\n");
         assert!(field(&e).2.contains("at least one [[task]] or [[load]]"), "{e}");
+    }
+
+    const PER_CPU: &str = r#"name = "hogs"
+duration_s = 1
+
+[[task]]
+comm = "cyc"
+steps = [{ periodic = { period_us = 1000 } }]
+
+[[task]]
+comm = "hog"
+count_per_cpu = 2
+steps = [{ loop = { steps = [{ compute = { ms = 50 } }] } }]
+"#;
+
+    #[test]
+    fn count_per_cpu_is_read_and_refused_naming_file_line_field_and_reason() {
+        let s = parse_toml("s.toml", PER_CPU).unwrap();
+        assert_eq!(s.tasks[1].count_per_cpu, Some(2));
+        assert_eq!(s.measure, ["cyc"]);
+        let refused = |to: &str| err(&PER_CPU.replace("count_per_cpu = 2", to));
+        for both in ["count = 3\ncount_per_cpu = 2", "count = 1\ncount_per_cpu = 2"] {
+            assert_eq!(
+                field(&refused(both)),
+                (
+                    11,
+                    "task.count_per_cpu",
+                    "task `hog`: give `count` or `count_per_cpu`, not both"
+                ),
+                "{both}"
+            );
+        }
+        assert_eq!(
+            field(&refused("count_per_cpu = 0")),
+            (10, "task.count_per_cpu", "task `hog`: must be 1..=4000, got 0")
+        );
+        assert_eq!(
+            field(&refused("count_per_cpu = 4001")),
+            (10, "task.count_per_cpu", "task `hog`: must be 1..=4000, got 4001")
+        );
+        let e = err(&PER_CPU.replace("comm = \"cyc\"", "comm = \"cyc\"\ncount_per_cpu = 1"));
+        assert_eq!((field(&e).0, field(&e).1), (6, "task.count_per_cpu"), "{e}");
+        assert!(field(&e).2.contains("a task with a periodic step is measured"), "{e}");
+        assert!(
+            e.to_string().starts_with("s.toml:6: field `task.count_per_cpu`: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn tasks_that_meet_need_the_same_copies_on_every_machine() {
+        let pair = |ping: &str, pong: &str| {
+            format!(
+                "name = \"p\"\nduration_s = 1\n[[task]]\ncomm = \"ping\"\n{ping}\nsteps = [{{ futex-wake = {{ word = \"w\" }} }}]\n[[task]]\ncomm = \"pong\"\n{pong}\nsteps = [{{ futex-wait = {{ word = \"w\" }} }}]\n"
+            )
+        };
+        let s = parse_toml("p.toml", &pair("count_per_cpu = 1", "count_per_cpu = 1")).unwrap();
+        assert_eq!(
+            s.on_cpus(3).unwrap().tasks.iter().map(|t| t.count).collect::<Vec<_>>(),
+            [3, 3]
+        );
+        // Equal on 2 CPUs only: refused.
+        let e = err(&pair("count_per_cpu = 1", "count = 2"));
+        assert!(
+            field(&e)
+                .2
+                .contains("shared with task `ping`, which has count_per_cpu 1, this task count 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn count_per_cpu_resolves_to_copies_per_cpu_within_the_cap() {
+        let s = parse_toml("s.toml", PER_CPU).unwrap();
+        for (cpus, copies) in [(1, 2), (2, 4), (64, 128)] {
+            let r = s.on_cpus(cpus).unwrap();
+            assert_eq!(
+                (r.tasks[1].count, r.tasks[1].count_per_cpu),
+                (copies, None),
+                "{cpus} CPUs"
+            );
+            assert_eq!(r.tasks[0], s.tasks[0], "a task with a count is left alone");
+            // Resolved: what an engine's own check takes.
+            crate::task::check(&r.tasks).unwrap();
+        }
+        // Unresolved: no engine takes it.
+        let e = crate::task::check(&s.tasks).unwrap_err();
+        assert_eq!(e.field, "task.count_per_cpu");
+        assert!(e.why.contains("resolved for the engine's CPUs"), "{}", e.why);
+        // 100 per CPU on 64 CPUs is 6400 threads of one task, past the cap.
+        let many = parse_toml("s.toml", &PER_CPU.replace("count_per_cpu = 2", "count_per_cpu = 100")).unwrap();
+        assert_eq!(many.on_cpus(40).unwrap().tasks[1].count, 4000);
+        let e = many.on_cpus(64).unwrap_err();
+        assert_eq!(
+            field(&e),
+            (
+                10,
+                "task.count_per_cpu",
+                "task `hog`: 100 per CPU on 64 CPU(s) is 6400 copies: more threads than the machine allows (1..=4000 copies of a task)"
+            )
+        );
+        assert!(e.to_string().starts_with("s.toml:10: "), "{e}");
+        assert!(field(&many.on_cpus(0).unwrap_err()).2.contains("no CPU"));
+    }
+
+    /// The suite's per-CPU scenarios on 2 CPUs are the files as they were written for the
+    /// 2-CPU machine (`count` = 2 x `count_per_cpu`), but for their description.
+    #[test]
+    fn the_suite_on_two_cpus_is_its_old_two_cpu_files() {
+        let files = [
+            ("hogs-1pc", include_str!("../../../scenarios/hogs-1pc.toml")),
+            (
+                "hogs-1pc-nice19",
+                include_str!("../../../scenarios/hogs-1pc-nice19.toml"),
+            ),
+            ("hogs-2pc", include_str!("../../../scenarios/hogs-2pc.toml")),
+            (
+                "hogs-2pc-nice19",
+                include_str!("../../../scenarios/hogs-2pc-nice19.toml"),
+            ),
+            ("hogs-8pc", include_str!("../../../scenarios/hogs-8pc.toml")),
+            (
+                "hogs-8pc-nice19",
+                include_str!("../../../scenarios/hogs-8pc-nice19.toml"),
+            ),
+            (
+                "fifo-prios-beside-hogs",
+                include_str!("../../../scenarios/fifo-prios-beside-hogs.toml"),
+            ),
+        ];
+        for (name, text) in files {
+            let now = parse_toml(name, text).unwrap();
+            let n: u32 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("count_per_cpu = "))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: no count_per_cpu"));
+            let old = parse_toml(
+                name,
+                &text.replace(&format!("count_per_cpu = {n}\n"), &format!("count = {}\n", 2 * n)),
+            )
+            .unwrap();
+            let two = now.on_cpus(2).unwrap();
+            assert_eq!(
+                Scenario {
+                    description: old.description.clone(),
+                    ..two
+                },
+                old,
+                "{name}"
+            );
+        }
     }
 
     #[test]

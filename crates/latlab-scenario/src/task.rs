@@ -413,7 +413,8 @@ impl Checker<'_> {
             Some(n) => {
                 self.see("count_per_cpu");
                 let why = if !self.per_cpu {
-                    "copies per CPU are a scenario file's, resolved for the engine's CPUs before it runs: give `count`".into()
+                    "copies per CPU are a scenario file's, resolved for the engine's CPUs before it runs: give `count`"
+                        .into()
                 } else if t.count != 1 {
                     "give `count` or `count_per_cpu`, not both".into()
                 } else if !(1..=MAX_COPIES).contains(&n) {
