@@ -72,7 +72,7 @@ pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String
     // The callers name the file before the error.
     let s = &s.on_cpus(cpus).map_err(|e| match e {
         ScenarioError::Field { line, field, why, .. } => {
-            format!("line {line}: field `{field}`: {why} (this process may run on {cpus} CPU(s))")
+            format!("line {line}: field `{field}`: {why} (the CPUs this process may run on)")
         }
         ScenarioError::Syntax { msg, .. } => msg,
     })?;
