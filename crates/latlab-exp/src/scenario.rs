@@ -50,7 +50,9 @@ pub fn workload(s: &Scenario) -> Workload {
 
 /// A model run of `s` on `machine` under `variant`: `duration_ns` (default the scenario's)
 /// of simulated time from seed `seed`, the scenario's periodic tasks its streams (no
-/// realfeel); an error when neither gives a duration (an rt-app file's -1).
+/// realfeel), its `count_per_cpu` tasks resolved for the machine's CPUs
+/// ([`Scenario::on_cpus`]); an error when neither gives a duration (an rt-app file's -1) or
+/// a task's copies exceed the cap on this machine.
 /// `latlab_sim::simulate` checks the tasks against the kernel (its CPUs, its POSIX timers)
 /// and refuses, naming the scenario and field, what this one cannot run.
 pub fn config(
@@ -66,10 +68,24 @@ pub fn config(
         field: "duration_s".into(),
         why,
     })?;
+    let s = s.on_cpus(machine.cpus).map_err(|e| match e {
+        latlab_scenario::ScenarioError::Field { file, line, field, why } => ExpError::Field {
+            origin: file,
+            line,
+            field,
+            why: format!("{why} (machine `{}`)", machine.name),
+        },
+        latlab_scenario::ScenarioError::Syntax { file, line, msg } => ExpError::Syntax {
+            origin: file,
+            line,
+            col: 0,
+            msg,
+        },
+    })?;
     Ok(SimConfig {
+        workload: workload(&s),
         machine,
         variant,
-        workload: workload(s),
         rtc_hz: 2048,
         rt_priority: 99,
         seed,

@@ -58,3 +58,27 @@ fn a_scenario_the_model_cannot_run_is_refused_naming_it_and_the_field() {
         .to_string();
     assert!(e.contains("pinned") && e.contains("task.affinity"), "{e}");
 }
+
+/// The model runs `count_per_cpu` as that many copies per CPU of its machine file
+/// (`hogs-2pc`: 2 per CPU), and refuses, naming the file and field, more than a task may have.
+#[test]
+fn copies_per_cpu_follow_the_machine_files_cpus() {
+    let s =
+        latlab_scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/hogs-2pc.toml")).unwrap();
+    let v = variant("test", "6.18-eevdf-none", 0, &no_files).unwrap();
+    let mut m = machine("test", "p4-2006", 0, &no_files).unwrap();
+    let hogs = |m: &latlab_sim::MachineProfile| {
+        let cfg = scenario::config(&s, m.clone(), v.clone(), None, 1).unwrap();
+        let t = cfg.workload.tasks.iter().find(|t| t.comm == "hog").unwrap();
+        (t.count, t.count_per_cpu)
+    };
+    assert_eq!(hogs(&m), (4, None));
+    m.cpus = 64;
+    assert_eq!(hogs(&m), (128, None));
+    m.cpus = 2001;
+    let e = scenario::config(&s, m, v, None, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("hogs-2pc.toml:") && e.contains("field `task.count_per_cpu`") && e.contains("4002 copies"),
+        "{e}"
+    );
+}

@@ -23,7 +23,7 @@ use crate::signals;
 use crate::timer::{self, ThreadCtx};
 use latlab_core::result::{RunResult, Stream};
 use latlab_scenario::task::{has_periodic, stream_names, PolicyName, StepDef, TaskDef, TimerKind};
-use latlab_scenario::{Load, Scenario};
+use latlab_scenario::{Load, Scenario, ScenarioError};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -65,8 +65,17 @@ const TASK_STACK: usize = 256 * 1024;
 /// How often a blocked step (pipe, futex) looks at the run's end, ms.
 const POLL_MS: i32 = 100;
 
-/// Run `s` on this machine.
+/// Run `s` on this machine, its `count_per_cpu` tasks resolved for the CPUs this process may
+/// run on (its affinity mask: [`Scenario::on_cpus`]).
 pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String> {
+    let cpus = u32::try_from(crate::parse::allowed_cpus().len()).unwrap_or(u32::MAX);
+    // The callers name the file before the error.
+    let s = &s.on_cpus(cpus).map_err(|e| match e {
+        ScenarioError::Field { line, field, why, .. } => {
+            format!("line {line}: field `{field}`: {why} (the CPUs this process may run on)")
+        }
+        ScenarioError::Syntax { msg, .. } => msg,
+    })?;
     refuse_unsupported(&s.tasks, cfg.exe.is_some())?;
     let duration = s.duration(cfg.duration_ns)?;
     signals::install();
@@ -952,6 +961,34 @@ mod tests {
             keep_worst: 5,
             exe: None,
         }
+    }
+
+    /// `count_per_cpu` runs as many copies per CPU as this process may use: each copy posts
+    /// once.
+    #[test]
+    fn copies_per_cpu_are_per_cpu_this_process_may_run_on() {
+        let s = scenario(
+            r#"name = "t"
+duration_s = 1
+[[task]]
+comm = "post"
+count_per_cpu = 3
+steps = [{ futex-wake = { word = "w" } }]
+"#,
+        );
+        let out = run(&s, &cfg(50)).unwrap();
+        let copies = 3 * crate::parse::allowed_cpus().len();
+        assert_eq!(
+            out.result.counters.get("scenario futex_posts"),
+            Some(&(copies as u64)),
+            "{:?}",
+            out.warnings
+        );
+        assert!(
+            out.result.meta.settings["task post"].starts_with(&format!("{copies} x ")),
+            "{:?}",
+            out.result.meta.settings
+        );
     }
 
     #[test]

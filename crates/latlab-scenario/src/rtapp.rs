@@ -327,12 +327,14 @@ impl Reader<'_> {
         })?;
         Ok(Scenario {
             name: stem.into(),
+            file: self.file.into(),
             description: format!("rt-app file {}", self.file),
             duration_ns,
             measure: task::stream_names(&tasks),
             tasks,
             loads: Vec::new(),
             ignored: std::mem::take(&mut self.ignored),
+            per_cpu_lines: Vec::new(),
         })
     }
 

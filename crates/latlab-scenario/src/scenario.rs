@@ -14,6 +14,8 @@ use std::path::Path;
 pub struct Scenario {
     /// Its name (results' workload).
     pub name: String,
+    /// The file it was read from, as errors name it.
+    pub file: String,
     pub description: String,
     /// How long it runs by default, ns (a run may ask for another length); None for an
     /// rt-app file whose `global.duration` is -1 or missing (until the threads end): a run
@@ -29,9 +31,43 @@ pub struct Scenario {
     /// What reading the file left out, for the run's settings (rt-app's keys that change
     /// nothing here: `logdir`, `calibration`, ...). Empty for a TOML file.
     pub ignored: Vec<String>,
+    /// (task, line) of each task giving `count_per_cpu`, for [`Scenario::on_cpus`]'s errors.
+    pub(crate) per_cpu_lines: Vec<(usize, usize)>,
 }
 
 impl Scenario {
+    /// The scenario as an engine with `cpus` CPUs runs it: each task's `count_per_cpu`
+    /// turned into its `count` (that many copies per CPU). Both engines call it before they
+    /// run: the model with its machine file's CPUs, the probe with the CPUs it may run on.
+    /// An error names the file, line and field when a task's copies exceed
+    /// [`task::MAX_COPIES`].
+    pub fn on_cpus(&self, cpus: u32) -> Result<Scenario, ScenarioError> {
+        let mut out = self.clone();
+        for &(i, line) in &self.per_cpu_lines {
+            let t = &mut out.tasks[i];
+            let Some(n) = t.count_per_cpu.take() else { continue };
+            let copies = u64::from(n) * u64::from(cpus);
+            if !(1..=u64::from(task::MAX_COPIES)).contains(&copies) {
+                return Err(ScenarioError::Field {
+                    file: self.file.clone(),
+                    line,
+                    field: "task.count_per_cpu".into(),
+                    why: match copies {
+                        0 => format!("task `{}`: the engine gives no CPU to run copies per CPU on", t.comm),
+                        _ => format!(
+                            "task `{}`: {n} per CPU on {cpus} CPU(s) is {copies} copies: more threads than the machine allows (1..={} copies of a task)",
+                            t.comm,
+                            task::MAX_COPIES
+                        ),
+                    },
+                });
+            }
+            t.count = copies as u32;
+        }
+        out.per_cpu_lines.clear();
+        Ok(out)
+    }
+
     /// A run's length: `asked`, or the scenario's own; an error naming the scenario when
     /// neither is.
     pub fn duration(&self, asked: Option<u64>) -> Result<u64, String> {
@@ -202,7 +238,8 @@ pub fn parse_toml(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
             "a scenario needs at least one [[task]] or [[load]] (an idle machine: a task that sleeps, measured by a periodic one)".into(),
         ));
     }
-    task::check(&r.task).map_err(|e| task_error(file, text, e))?;
+    task::check_per_cpu(&r.task).map_err(|e| task_error(file, text, e))?;
+    let per_cpu_lines = per_cpu_lines(file, text, &r.task)?;
     for (i, l) in r.load.iter().enumerate() {
         let nth = r.load[..i].iter().filter(|o| o.kind() == l.kind()).count();
         l.check().map_err(|(f, why)| {
@@ -236,13 +273,50 @@ pub fn parse_toml(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     };
     Ok(Scenario {
         name: r.name,
+        file: file.into(),
         description: r.description,
         duration_ns: Some((r.duration_s * 1e9) as u64),
         tasks: r.task,
         loads: r.load,
         measure,
         ignored: Vec::new(),
+        per_cpu_lines,
     })
+}
+
+/// (task, line) of each task giving `count_per_cpu`; an error when one gives `count` too
+/// (even `count = 1`, the default, which the checks cannot tell from none).
+fn per_cpu_lines(file: &str, text: &str, tasks: &[TaskDef]) -> Result<Vec<(usize, usize)>, ScenarioError> {
+    // The file as written (it parsed already): which keys each task sets.
+    let raw: toml::Table = toml::from_str(text).unwrap_or_default();
+    let sets_count = |i: usize| {
+        raw.get("task")
+            .and_then(|t| t.as_array())
+            .and_then(|a| a.get(i))
+            .and_then(|t| t.as_table())
+            .is_some_and(|t| t.contains_key("count"))
+    };
+    let mut out = Vec::new();
+    for (i, t) in tasks.iter().enumerate().filter(|(_, t)| t.count_per_cpu.is_some()) {
+        let line = TaskError {
+            task: i,
+            key: "count_per_cpu",
+            nth: 0,
+            field: String::new(),
+            why: String::new(),
+        }
+        .line(text);
+        if sets_count(i) {
+            return Err(ScenarioError::Field {
+                file: file.into(),
+                line,
+                field: "task.count_per_cpu".into(),
+                why: format!("task `{}`: give `count` or `count_per_cpu`, not both", t.comm),
+            });
+        }
+        out.push((i, line));
+    }
+    Ok(out)
 }
 
 /// A task's mistake as a scenario error at its line.
@@ -406,6 +480,158 @@ make = { jobs = 2, cc_ms = [50, 200] }
         assert!(e.to_string().contains("ninja"), "{e}");
         let e = err("name = \"x\"\nduration_s = 1\n");
         assert!(field(&e).2.contains("at least one [[task]] or [[load]]"), "{e}");
+    }
+
+    const PER_CPU: &str = r#"name = "hogs"
+duration_s = 1
+
+[[task]]
+comm = "cyc"
+steps = [{ periodic = { period_us = 1000 } }]
+
+[[task]]
+comm = "hog"
+count_per_cpu = 2
+steps = [{ loop = { steps = [{ compute = { ms = 50 } }] } }]
+"#;
+
+    #[test]
+    fn count_per_cpu_is_read_and_refused_naming_file_line_field_and_reason() {
+        let s = parse_toml("s.toml", PER_CPU).unwrap();
+        assert_eq!(s.tasks[1].count_per_cpu, Some(2));
+        assert_eq!(s.measure, ["cyc"]);
+        let refused = |to: &str| err(&PER_CPU.replace("count_per_cpu = 2", to));
+        for both in ["count = 3\ncount_per_cpu = 2", "count = 1\ncount_per_cpu = 2"] {
+            assert_eq!(
+                field(&refused(both)),
+                (
+                    11,
+                    "task.count_per_cpu",
+                    "task `hog`: give `count` or `count_per_cpu`, not both"
+                ),
+                "{both}"
+            );
+        }
+        assert_eq!(
+            field(&refused("count_per_cpu = 0")),
+            (10, "task.count_per_cpu", "task `hog`: must be 1..=4000, got 0")
+        );
+        assert_eq!(
+            field(&refused("count_per_cpu = 4001")),
+            (10, "task.count_per_cpu", "task `hog`: must be 1..=4000, got 4001")
+        );
+        let e = err(&PER_CPU.replace("comm = \"cyc\"", "comm = \"cyc\"\ncount_per_cpu = 1"));
+        assert_eq!((field(&e).0, field(&e).1), (6, "task.count_per_cpu"), "{e}");
+        assert!(field(&e).2.contains("a task with a periodic step is measured"), "{e}");
+        assert!(
+            e.to_string().starts_with("s.toml:6: field `task.count_per_cpu`: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn tasks_that_meet_need_the_same_copies_on_every_machine() {
+        let pair = |ping: &str, pong: &str| {
+            format!(
+                "name = \"p\"\nduration_s = 1\n[[task]]\ncomm = \"ping\"\n{ping}\nsteps = [{{ futex-wake = {{ word = \"w\" }} }}]\n[[task]]\ncomm = \"pong\"\n{pong}\nsteps = [{{ futex-wait = {{ word = \"w\" }} }}]\n"
+            )
+        };
+        let s = parse_toml("p.toml", &pair("count_per_cpu = 1", "count_per_cpu = 1")).unwrap();
+        assert_eq!(
+            s.on_cpus(3).unwrap().tasks.iter().map(|t| t.count).collect::<Vec<_>>(),
+            [3, 3]
+        );
+        // Equal on 2 CPUs only: refused.
+        let e = err(&pair("count_per_cpu = 1", "count = 2"));
+        assert!(
+            field(&e)
+                .2
+                .contains("shared with task `ping`, which has count_per_cpu 1, this task count 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn count_per_cpu_resolves_to_copies_per_cpu_within_the_cap() {
+        let s = parse_toml("s.toml", PER_CPU).unwrap();
+        for (cpus, copies) in [(1, 2), (2, 4), (64, 128)] {
+            let r = s.on_cpus(cpus).unwrap();
+            assert_eq!(
+                (r.tasks[1].count, r.tasks[1].count_per_cpu),
+                (copies, None),
+                "{cpus} CPUs"
+            );
+            assert_eq!(r.tasks[0], s.tasks[0], "a task with a count is left alone");
+            // Resolved: what an engine's own check takes.
+            crate::task::check(&r.tasks).unwrap();
+        }
+        // Unresolved: no engine takes it.
+        let e = crate::task::check(&s.tasks).unwrap_err();
+        assert_eq!(e.field, "task.count_per_cpu");
+        assert!(e.why.contains("resolved for the engine's CPUs"), "{}", e.why);
+        // 100 per CPU on 64 CPUs is 6400 threads of one task, past the cap.
+        let many = parse_toml("s.toml", &PER_CPU.replace("count_per_cpu = 2", "count_per_cpu = 100")).unwrap();
+        assert_eq!(many.on_cpus(40).unwrap().tasks[1].count, 4000);
+        let e = many.on_cpus(64).unwrap_err();
+        assert_eq!(
+            field(&e),
+            (
+                10,
+                "task.count_per_cpu",
+                "task `hog`: 100 per CPU on 64 CPU(s) is 6400 copies: more threads than the machine allows (1..=4000 copies of a task)"
+            )
+        );
+        assert!(e.to_string().starts_with("s.toml:10: "), "{e}");
+        assert!(field(&many.on_cpus(0).unwrap_err()).2.contains("no CPU"));
+    }
+
+    /// The suite's per-CPU scenarios on 2 CPUs are the files as they were written for the
+    /// 2-CPU machine (`count` = 2 x `count_per_cpu`), but for their description.
+    #[test]
+    fn the_suite_on_two_cpus_is_its_old_two_cpu_files() {
+        let files = [
+            ("hogs-1pc", include_str!("../../../scenarios/hogs-1pc.toml")),
+            (
+                "hogs-1pc-nice19",
+                include_str!("../../../scenarios/hogs-1pc-nice19.toml"),
+            ),
+            ("hogs-2pc", include_str!("../../../scenarios/hogs-2pc.toml")),
+            (
+                "hogs-2pc-nice19",
+                include_str!("../../../scenarios/hogs-2pc-nice19.toml"),
+            ),
+            ("hogs-8pc", include_str!("../../../scenarios/hogs-8pc.toml")),
+            (
+                "hogs-8pc-nice19",
+                include_str!("../../../scenarios/hogs-8pc-nice19.toml"),
+            ),
+            (
+                "fifo-prios-beside-hogs",
+                include_str!("../../../scenarios/fifo-prios-beside-hogs.toml"),
+            ),
+        ];
+        for (name, text) in files {
+            let now = parse_toml(name, text).unwrap();
+            let n: u32 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("count_per_cpu = "))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: no count_per_cpu"));
+            let old = parse_toml(
+                name,
+                &text.replace(&format!("count_per_cpu = {n}\n"), &format!("count = {}\n", 2 * n)),
+            )
+            .unwrap();
+            let two = now.on_cpus(2).unwrap();
+            assert_eq!(
+                Scenario {
+                    description: old.description.clone(),
+                    ..two
+                },
+                old,
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -10,7 +10,12 @@
 //! to the task in user space again, one stream per task copy ([`stream_names`]).
 //!
 //! Pipes and futex words join the copies of the tasks naming them one by one: copy `i` of
-//! `ping` writes to copy `i` of `pong` (tasks that meet have the same `count`).
+//! `ping` writes to copy `i` of `pong` (tasks that meet have the same `count`, or the same
+//! `count_per_cpu`).
+//!
+//! A scenario's task may give its copies per CPU (`count_per_cpu`): the engine that runs the
+//! scenario turns it into a `count` for its CPUs (`Scenario::on_cpus`) before it runs; a
+//! task with `count_per_cpu` left reaches no engine ([`check`] refuses it).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -40,6 +45,10 @@ pub struct TaskDef {
     /// Copies of the task (default 1), 1..=[`MAX_COPIES`].
     #[serde(default = "one")]
     pub count: u32,
+    /// Copies per CPU of the engine that runs it, 1..=[`MAX_COPIES`], instead of `count`
+    /// (a scenario's only; resolved into `count` by `Scenario::on_cpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count_per_cpu: Option<u32>,
     /// Delay from the run's start to the task's first step, ms (default 0).
     #[serde(default)]
     pub start_ms: f64,
@@ -58,6 +67,7 @@ impl TaskDef {
             nice: 0,
             affinity: None,
             count: 1,
+            count_per_cpu: None,
             start_ms: 0.0,
             steps,
         }
@@ -66,6 +76,29 @@ impl TaskDef {
 
 fn one() -> u32 {
     1
+}
+
+/// How many copies a task asks for: a number, or a number per CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Copies {
+    Count(u32),
+    PerCpu(u32),
+}
+
+impl std::fmt::Display for Copies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Copies::Count(n) => write!(f, "count {n}"),
+            Copies::PerCpu(n) => write!(f, "count_per_cpu {n}"),
+        }
+    }
+}
+
+impl TaskDef {
+    /// The copies it asks for (`count_per_cpu` when given).
+    pub fn copies(&self) -> Copies {
+        self.count_per_cpu.map_or(Copies::Count(self.count), Copies::PerCpu)
+    }
 }
 
 /// Most copies of one task: as many as the model's `cpu-hogs` may start.
@@ -244,22 +277,32 @@ impl Dur {
     }
 }
 
-/// Check the tasks of a workload or scenario on their own (what the machine decides is each
-/// engine's: the model's `check_machine`).
+/// Check the tasks an engine runs, on their own (what the machine decides is each engine's:
+/// the model's `check_machine`): every count resolved (no `count_per_cpu`).
 pub fn check(tasks: &[TaskDef]) -> Result<(), TaskError> {
-    let comms: BTreeMap<&str, (usize, u32)> = tasks
+    check_tasks(tasks, false)
+}
+
+/// Check a scenario file's tasks as written: as [`check`], with `count_per_cpu` allowed.
+pub fn check_per_cpu(tasks: &[TaskDef]) -> Result<(), TaskError> {
+    check_tasks(tasks, true)
+}
+
+fn check_tasks(tasks: &[TaskDef], per_cpu: bool) -> Result<(), TaskError> {
+    let comms: BTreeMap<&str, (usize, Copies)> = tasks
         .iter()
         .enumerate()
-        .map(|(i, t)| (t.comm.as_str(), (i, t.count)))
+        .map(|(i, t)| (t.comm.as_str(), (i, t.copies())))
         .collect();
     let written: Vec<&str> = tasks.iter().flat_map(|t| files_written(&t.steps)).collect();
     // Futex words by name: the first task naming each, for the count check.
-    let mut words: BTreeMap<String, (String, u32)> = BTreeMap::new();
+    let mut words: BTreeMap<String, (String, Copies)> = BTreeMap::new();
     for (i, t) in tasks.iter().enumerate() {
         let mut c = Checker {
             task: i,
             comm: &t.comm,
-            count: t.count,
+            count: t.copies(),
+            per_cpu,
             seen: BTreeMap::new(),
             comms: &comms,
             written: &written,
@@ -287,12 +330,14 @@ fn files_written(steps: &[StepDef]) -> Vec<&str> {
 struct Checker<'a> {
     task: usize,
     comm: &'a str,
-    count: u32,
+    count: Copies,
+    /// May a task give `count_per_cpu` (a scenario file as written)?
+    per_cpu: bool,
     /// Places met so far in this task, by key.
     seen: BTreeMap<&'static str, usize>,
-    comms: &'a BTreeMap<&'a str, (usize, u32)>,
+    comms: &'a BTreeMap<&'a str, (usize, Copies)>,
     written: &'a [&'a str],
-    words: &'a mut BTreeMap<String, (String, u32)>,
+    words: &'a mut BTreeMap<String, (String, Copies)>,
 }
 
 impl Checker<'_> {
@@ -358,9 +403,31 @@ impl Checker<'_> {
         if !(-20..=19).contains(&t.nice) {
             return Err(self.err("nice", "nice", format!("must be -20..=19, got {}", t.nice)));
         }
-        self.see("count");
-        if !(1..=MAX_COPIES).contains(&t.count) {
-            return Err(self.err("count", "count", format!("must be 1..={MAX_COPIES}, got {}", t.count)));
+        match t.count_per_cpu {
+            None => {
+                self.see("count");
+                if !(1..=MAX_COPIES).contains(&t.count) {
+                    return Err(self.err("count", "count", format!("must be 1..={MAX_COPIES}, got {}", t.count)));
+                }
+            }
+            Some(n) => {
+                self.see("count_per_cpu");
+                let why = if !self.per_cpu {
+                    "copies per CPU are a scenario file's, resolved for the engine's CPUs before it runs: give `count`"
+                        .into()
+                } else if t.count != 1 {
+                    "give `count` or `count_per_cpu`, not both".into()
+                } else if !(1..=MAX_COPIES).contains(&n) {
+                    format!("must be 1..={MAX_COPIES}, got {n}")
+                } else if has_periodic(&t.steps) {
+                    "a task with a periodic step is measured, one stream per copy (COMM, COMM.N): copies per CPU would name other streams on another machine, and `measure` and `latlab validate` hold the model's streams against the machine's by name; give `count`".into()
+                } else {
+                    String::new()
+                };
+                if !why.is_empty() {
+                    return Err(self.err("count_per_cpu", "count_per_cpu", why));
+                }
+            }
         }
         self.see("start_ms");
         if !(t.start_ms.is_finite() && (0.0..=MAX_NS / 1e6).contains(&t.start_ms)) {
@@ -524,7 +591,7 @@ impl Checker<'_> {
                     .or_insert_with(|| (self.comm.to_string(), self.count));
                 if first.1 != self.count {
                     let why = format!(
-                        "word `{word}` is shared with task `{}`, which has count {}, this task {}: copy i of each meets copy i of the other, so the counts must be equal",
+                        "word `{word}` is shared with task `{}`, which has {}, this task {}: copy i of each meets copy i of the other, so the counts must be equal",
                         first.0, first.1, self.count
                     );
                     return Err(self.err("word", &field, why));
@@ -560,7 +627,7 @@ impl Checker<'_> {
                 key,
                 &field,
                 format!(
-                    "task `{name}` has count {n}, this task {}: copy i of each meets copy i of the other, so the counts must be equal",
+                    "task `{name}` has {n}, this task {}: copy i of each meets copy i of the other, so the counts must be equal",
                     self.count
                 ),
             )),
