@@ -873,7 +873,9 @@ impl<S: tracepoint::Sink> Kernel<S> {
         self.q.schedule(at, Ev::Irq(Irq::Hrtimer(HrTimer::Posix { id, due })));
     }
 
-    fn sleep_on(&mut self, t: TaskId, chan: Chan) {
+    /// Task `t` goes to sleep on `chan` and leaves its runqueue; who wakes it is the
+    /// caller's (a wait queue, [`Kernel::sleep_on`]; an rt_mutex's hand-off).
+    fn block_on(&mut self, t: TaskId, chan: Chan) {
         trace_event!(
             self,
             SLEEP,
@@ -884,6 +886,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
         );
         self.tasks[t].state = TaskState::Sleeping(chan);
         self.sched.dequeue(&self.tasks, t, self.now);
+    }
+
+    /// Task `t` sleeps on wait channel `chan` until [`Kernel::wake`] wakes it.
+    fn sleep_on(&mut self, t: TaskId, chan: Chan) {
+        self.block_on(t, chan);
         self.waiters.entry(chan).or_default().push(t);
     }
 

@@ -21,18 +21,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
         let Acquire::Blocked { owner, boosts } = self.st.rtmutex.lock(lock, t, self.tasks[t].cpu, &self.tasks) else {
             return;
         };
-        let chan = Chan::RtMutex(lock);
-        trace_event!(
-            self,
-            SLEEP,
-            Event::Sleep {
-                task: t,
-                wait: chan.wait_name()
-            }
-        );
+        self.block_on(t, Chan::RtMutex(lock));
         trace_event!(self, PI_BLOCK, Event::PiBlock { task: t, lock, owner });
-        self.tasks[t].state = TaskState::Sleeping(chan);
-        self.sched.dequeue(&self.tasks, t, self.now);
         self.setprio(&boosts);
         self.schedule(SwitchReason::Block);
     }
