@@ -45,7 +45,11 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let root = root.canonicalize().expect("the repository root");
     let mut experiments = files(&root.join("experiments"), "toml");
-    experiments.sort_by_cached_key(|(name, path)| (seed_file(path), name.clone()));
+    // The seeds' experiments in seed order, then the what-ifs that reproduce no seed.
+    experiments.sort_by_cached_key(|(name, path)| {
+        let seed = seed_file(path);
+        (seed.is_empty(), seed, name.clone())
+    });
     let mut out = String::new();
     registry(
         &mut out,
@@ -67,7 +71,7 @@ fn main() {
     );
     registry(
         &mut out,
-        "Built-in experiments: `experiments/*.toml`, by seed file, then name.",
+        "Built-in experiments: `experiments/*.toml`, by seed file (what-ifs without one last), then name.",
         "EXPERIMENTS",
         &experiments,
     );
