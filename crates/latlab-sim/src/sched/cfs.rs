@@ -20,10 +20,12 @@
 //!   `sched_nr_latency_max`, and `check_preempt_tick` tests `__sched_gran(nr_running)`
 //!   (`sched_latency / nr` bounded below by `min_granularity`, `std_granularity` for
 //!   `sched_nr_latency` tasks or fewer) instead of `min_granularity`.
+//! - The tunables are the normalized ones times `1 + ilog2(min(ncpus, 8))` on a machine of
+//!   several CPUs ([`Cfs::on_cpus`], `update_sysctl`).
 //!
 //! Features as 2.6.35's defaults: GENTLE_FAIR_SLEEPERS, START_DEBIT, WAKEUP_PREEMPT,
 //! LAST_BUDDY on; NEXT_BUDDY off; HRTICK off (slices are checked at the tick). Not
-//! modelled: per-CPU runqueues and their load balancing, group scheduling, SCHED_BATCH/SCHED_IDLE, the
+//! modelled: group scheduling, SCHED_BATCH/SCHED_IDLE, the
 //! CACHE_HOT_BUDDY and ASYM_GRAN refinements, `sched_yield`.
 
 use super::rt::{FairClass, Migrant};
@@ -126,6 +128,23 @@ impl Cfs {
             curr: SmallVec::new(),
             last: None,
         }
+    }
+
+    /// The queue of a machine with `ncpus` CPUs online: `update_sysctl()` (2.6.33+, as in
+    /// 2.6.35's kernel/sched.c) sets `sysctl_sched_latency`, `sysctl_sched_min_granularity`
+    /// and `sysctl_sched_wakeup_granularity` to the normalized values (the variant's `[cfs]`)
+    /// times [`super::sysctl_factor`]; seed 004's patch declares its std granularity with a
+    /// normalized twin too ("default: 2 msec * (1 + ilog(ncpus))"). `sched_nr_latency` keeps
+    /// its ratio. One CPU: factor 1, the tunables as given.
+    pub fn on_cpus(mut self, ncpus: u32) -> Self {
+        let f = super::sysctl_factor(ncpus);
+        self.tun.latency_ns *= f;
+        self.tun.min_granularity_ns *= f;
+        self.tun.wakeup_granularity_ns *= f;
+        if let Some(g) = &mut self.tun.gran_patch {
+            g.std_granularity_ns *= f;
+        }
+        self
     }
 
     fn ensure(&mut self, tasks: &[Task], t: TaskId) {
@@ -527,6 +546,18 @@ pub(crate) mod tests {
         c.se[2].vruntime = 0;
         c.enqueue(&ts, 2, 20 * MS);
         assert_eq!(c.se[2].vruntime, c.min_vruntime - 3 * MS);
+    }
+
+    #[test]
+    fn the_tunables_scale_with_the_cpus_online() {
+        let one = Cfs::new(patched()).on_cpus(1);
+        assert_eq!(one.tun, patched(), "one CPU: factor 1");
+        let two = Cfs::new(patched()).on_cpus(2);
+        assert_eq!(two.sched_period(8), 12 * MS, "6 ms x (1 + ilog2 2)");
+        assert_eq!(two.tun.wakeup_granularity_ns, 2 * MS);
+        assert_eq!(two.sched_gran(3), 4 * MS, "the patch's std granularity too");
+        let many = Cfs::new(patched()).on_cpus(64);
+        assert_eq!(many.tun.min_granularity_ns, 4 * 750_000, "capped at 8 CPUs: 1 + 3");
     }
 
     #[test]

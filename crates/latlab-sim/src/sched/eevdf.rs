@@ -114,8 +114,7 @@ impl Eevdf {
     /// `sysctl_sched_base_slice = factor * normalized_sysctl_sched_base_slice`, `factor = 1 +
     /// ilog2(min(ncpus, 8))` (`get_update_sysctl_factor`, SCHED_TUNABLESCALING_LOG).
     pub fn on_cpus(mut self, ncpus: u32) -> Self {
-        let factor = 1 + Nanos::from(ncpus.clamp(1, 8).ilog2());
-        self.slice_ns = factor * self.tun.base_slice_ns;
+        self.slice_ns = super::sysctl_factor(ncpus) * self.tun.base_slice_ns;
         self
     }
 

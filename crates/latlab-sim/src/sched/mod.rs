@@ -29,3 +29,11 @@ pub mod smp;
 pub mod topology;
 
 pub use crate::kernel::sched_class::{Placement, Scheduler};
+
+/// `get_update_sysctl_factor()` under the default SCHED_TUNABLESCALING_LOG (kernel/sched/fair.c
+/// since 2.6.33, unchanged in 6.18): `1 + ilog2(min(num_online_cpus(), 8))`, by which
+/// `update_sysctl()` multiplies each normalized granularity at boot (CFS: latency, min and
+/// wakeup granularity; EEVDF: the base slice).
+pub fn sysctl_factor(ncpus: u32) -> latlab_core::Nanos {
+    1 + latlab_core::Nanos::from(ncpus.clamp(1, 8).ilog2())
+}
