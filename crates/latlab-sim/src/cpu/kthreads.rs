@@ -73,6 +73,12 @@ impl Program for KthreadProg {
                 // Sleep until woken, or dirty_writeback_interval for old data.
                 Action::Syscall(WaitOn::new(me, Some(WRITEBACK_INTERVAL_NS)))
             }
+            Kthread::Ext4RsvConversion => {
+                if st.ext4.as_ref().is_some_and(|e| e.conversions_pending()) {
+                    return Action::Syscall(crate::fs::ext4::ext4_end_io_rsv_work(st));
+                }
+                Action::Syscall(WaitOn::new(me, None))
+            }
             Kthread::Bdflush | Kthread::Kupdated | Kthread::Kswapd | Kthread::Kswapd0 => {
                 self.slept = !self.slept;
                 if self.slept {
