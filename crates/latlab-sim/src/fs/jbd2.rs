@@ -136,9 +136,12 @@ mod tests {
     use crate::fs::ext4::{ext4_write, ext4_writepages};
     use crate::kernel::path::LoopStep;
 
+    /// A step that holds a lock: (function, lock, items or 1, held after it).
+    type Locked = (&'static str, Lock, u64, bool);
+
     /// Run kjournald's commit; each sleep on a disk request ends with every write done.
-    /// Returns its steps that hold a lock: (function, lock, items or 1, held after).
-    fn commit_locked_steps(k: &mut FsState) -> (Vec<(&'static str, Lock, u64, bool)>, Vec<LoopStep>) {
+    /// Returns its steps that hold a lock, and its loops.
+    fn commit_locked_steps(k: &mut FsState) -> (Vec<Locked>, Vec<LoopStep>) {
         let cx = Ctx { now: 0, pid: 4 };
         let mut p = journal_commit_transaction(false);
         let (mut locked, mut loops) = (Vec::new(), Vec::new());
