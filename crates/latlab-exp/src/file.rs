@@ -1889,11 +1889,13 @@ published_max_ms = 84.0
     }
 
     #[test]
-    fn the_builtin_2_6_and_later_kernels_name_2_6s_journal() {
+    fn the_builtin_kernels_name_their_generations_journal() {
         for (name, _) in builtin::VARIANTS {
             let v = variant("t", name, 1, &no_files).unwrap();
             let want = if v.base.starts_with("2.4") {
                 latlab_sim::variant::Journal::Jbd24
+            } else if v.base.starts_with("6.") {
+                latlab_sim::variant::Journal::Jbd2
             } else {
                 latlab_sim::variant::Journal::Jbd26
             };

@@ -14,8 +14,9 @@
 //! | reclaim         | `reclaim`                | [`crate::mm::reclaim::PageReclaim`]        |
 //! | journal         | `journal`                | [`crate::fs::jbd::Journal`]                |
 //! | ext3            | `writeback`              | [`crate::fs::ext3::Ext3`]                  |
+//! | file system     | `fs`                     | [`crate::fs::ext4::Ext4`] (`FsState::ext4`; none: ext3) |
 //! | swap allocator  | `swap_allocator`         | `latlab_swap::SwapAllocator` (trait object)|
-//! | kernel threads  | the subsystems that own them: reclaim's kswapd, writeback's threads, the journal's kjournald |
+//! | kernel threads  | the subsystems that own them: reclaim's kswapd, writeback's threads, the journal's kjournald, ext4's conversion kworker |
 //! | irq threads     | `hardirq_threads`, `irq_thread_priority`, `softirq_threads` | [`crate::kernel::irq_thread::IrqThreads`] |
 //!
 //! The preemption model stays with the code that acts on it, in one place
@@ -25,6 +26,7 @@
 use crate::dev::blk_mq::BlkMq;
 use crate::dev::disk::Disk;
 use crate::fs::ext3::Ext3;
+use crate::fs::ext4::Ext4;
 use crate::fs::jbd::Journal;
 use crate::fs::state::{FsState, Subsystems};
 use crate::kernel::irq_thread::{IrqThreads, Line, IRQ_THREAD_PRIORITY};
@@ -36,7 +38,7 @@ use crate::mm::writeback::DirtyWriteback;
 use crate::mm::Mm;
 use crate::sched::rt_bandwidth::RtBandwidth;
 use crate::sched::{cfs, eevdf, goodness24, o1, rt, smp, Scheduler};
-use crate::variant::{Block, Elevator, Reclaim, SchedClass, TimerSubsystem, Variant, Writeback};
+use crate::variant::{Block, Elevator, Fs, Reclaim, SchedClass, TimerSubsystem, Variant, Writeback};
 use latlab_core::Nanos;
 
 /// A kernel as the variant assembles it, before the model boots it.
@@ -55,6 +57,7 @@ pub fn assemble(v: &Variant, m: &MachineProfile) -> Result<Assembled, latlab_swa
     let mut kthreads = vec![st.reclaim.kswapd()];
     kthreads.extend(st.writeback.threads());
     kthreads.push(st.jbd.thread());
+    kthreads.extend(st.ext4.as_ref().map(|e| e.thread()));
     Ok(Assembled {
         sched: scheduler(v, m),
         st,
@@ -124,7 +127,7 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
         TimerSubsystem::Hrtimer => TimerBase::Hrtimer,
     };
     let disk = block_layer(v, m);
-    let jbd = Journal::new(v.journal.kjournald_holds_bkl());
+    let jbd = Journal::new(v.journal.kjournald_holds_bkl(), v.journal.orders_by_inode());
     // 2.6.16+'s ext3 (file_update_time, block-group allocation) goes with 2.6's page cache.
     let ext3_26 = writeback.counts_dirty_pages();
     Subsystems {
@@ -133,6 +136,7 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
         mm,
         jbd,
         ext3: Ext3::new(ext3_26),
+        ext4: (v.fs == Fs::Ext4).then(Ext4::new),
         writeback,
         reclaim,
     }

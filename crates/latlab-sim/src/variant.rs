@@ -175,6 +175,14 @@ pub enum Journal {
     /// of 2.6; read in the index, id 31722133).
     #[serde(rename = "jbd-2.6")]
     Jbd26,
+    /// 6.18's jbd2 under ext4 (`fs = "ext4-6.18"`): ordered data by inode, not by buffer.
+    /// The committing transaction keeps a list of `jbd2_inode`s, and
+    /// `journal_submit_data_buffers` (fs/jbd2/commit.c) holds `j_list_lock` only for its
+    /// list steps, dropping it across each inode's data submission
+    /// (`ext4_journal_submit_inode_data_buffers`); `journal_finish_inode_data_buffers`
+    /// waits for that data the same way ([`crate::fs::jbd2`]).
+    #[serde(rename = "jbd2-6.x")]
+    Jbd2,
 }
 
 impl Journal {
@@ -182,6 +190,26 @@ impl Journal {
     pub(crate) fn kjournald_holds_bkl(self) -> bool {
         self == Journal::Jbd24
     }
+    /// Does the journal order data by inode (jbd2's `t_inode_list`) rather than by buffer
+    /// (jbd's `t_sync_datalist`)?
+    pub(crate) fn orders_by_inode(self) -> bool {
+        self == Journal::Jbd2
+    }
+}
+
+/// The file system the model's files live on, and with it the page cache's unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fs {
+    /// ext3 in ordered mode over 4 KiB pages, one buffer_head a page (fs/ext3 of 2.4 and
+    /// 2.6; `crate::fs::ext3`).
+    #[default]
+    #[serde(rename = "ext3")]
+    Ext3,
+    /// 6.18's ext4 in its default mount (data=ordered, delalloc, dioread_nolock) over a page
+    /// cache of large folios (ext4 caches regular files in folios of the write's size since
+    /// 6.16): `crate::fs::ext4`. Needs `journal = "jbd2-6.x"`.
+    #[serde(rename = "ext4-6.18")]
+    Ext4,
 }
 
 /// Page reclaim: how the VM finds pages to free and anonymous pages to swap out.
@@ -313,9 +341,13 @@ pub struct Variant {
     /// Page reclaim (default `vmscan-2.4`, the model's reclaim until seed 003).
     #[serde(default, skip_serializing_if = "is_default")]
     pub reclaim: Reclaim,
-    /// ext3's journal layer (default `jbd-2.4`).
+    /// ext3's journal layer (default `jbd-2.4`), or ext4's (`jbd2-6.x`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub journal: Journal,
+    /// The file system (default `ext3`; `ext4-6.18` with its large folios on a 6.16+
+    /// kernel).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fs: Fs,
     /// Ingo Molnar's voluntary-preempt patch applied, by release (`R6`, `S0`; seed 003):
     /// what makes the switches below exist on a 2.6.8-2.6.10 (o1) kernel. Its tracer's
     /// `/proc/latency_trace` layout follows the release (v1.0.6 in the R series, v1.0.7
@@ -530,6 +562,7 @@ impl Variant {
             }
             _ => {}
         }
+        self.validate_fs(gen)?;
         if self.timer == TimerSubsystem::Hrtimer && self.sched == Goodness24 {
             return Err((
                 "timer",
@@ -546,6 +579,31 @@ impl Variant {
             (s, _, Some(_)) if s != Eevdf => Err((
                 "eevdf",
                 format!("an [eevdf] table only goes with sched = \"eevdf\", not a {gen} kernel"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuse a file system or journal the kernel never had, or a pair that never went
+    /// together.
+    fn validate_fs(&self, gen: &str) -> Result<(), (&'static str, String)> {
+        use SchedClass::*;
+        match (self.fs, self.journal, self.sched) {
+            (Fs::Ext4, _, s) if s != Eevdf => Err((
+                "fs",
+                format!("ext4-6.18 (large folios for regular files, 6.16+) runs on a 6.x kernel; a {gen} kernel never had it (valid here: ext3)"),
+            )),
+            (Fs::Ext4, j, _) if !j.orders_by_inode() => Err((
+                "journal",
+                "ext4-6.18 journals through jbd2: journal = \"jbd2-6.x\"".into(),
+            )),
+            (Fs::Ext3, Journal::Jbd2, Goodness24 | O1) => Err((
+                "journal",
+                format!("jbd2 arrived in 2.6.28 with ext4; a {gen} kernel never had it (valid here: jbd-2.4, jbd-2.6)"),
+            )),
+            (Fs::Ext3, Journal::Jbd2, _) => Err((
+                "journal",
+                "jbd2-6.x orders ext4-6.18's data by inode; the model's ext3 files its data on jbd's buffer list: use it with fs = \"ext4-6.18\" (or jbd-2.6)".into(),
             )),
             _ => Ok(()),
         }
@@ -857,6 +915,39 @@ mod tests {
         v.block = Some(Block::BlkMq);
         v.elevator = Elevator::MqDeadline;
         v
+    }
+
+    #[test]
+    fn an_ext4_or_jbd2_on_a_kernel_that_never_had_it_is_refused_naming_the_field() {
+        let mut v = variant_618();
+        (v.fs, v.journal) = (Fs::Ext4, Journal::Jbd2);
+        assert!(v.validate().is_ok(), "{:?}", v.validate());
+        // ext4-6.18 journals through jbd2.
+        v.journal = Journal::Jbd26;
+        let (f, why) = v.validate().unwrap_err();
+        assert_eq!(f, "journal");
+        assert!(why.contains("jbd2-6.x"), "{why}");
+        // jbd2 does not order the model's ext3 data.
+        (v.fs, v.journal) = (Fs::Ext3, Journal::Jbd2);
+        let (f, why) = v.validate().unwrap_err();
+        assert_eq!(f, "journal");
+        assert!(why.contains("ext4-6.18"), "{why}");
+        // A 2.6 kernel never had either.
+        let mut o1 = variant_with(SchedClass::O1, PreemptModel::None, &[]);
+        o1.journal = Journal::Jbd2;
+        let (f, why) = o1.validate().unwrap_err();
+        assert_eq!(f, "journal");
+        assert!(why.contains("2.6.28") && why.contains("o1"), "{why}");
+        let mut cfs = variant_with(SchedClass::Cfs, PreemptModel::None, &[]);
+        (cfs.fs, cfs.journal) = (Fs::Ext4, Journal::Jbd2);
+        let (f, why) = cfs.validate().unwrap_err();
+        assert_eq!(f, "fs");
+        assert!(why.contains("6.16") && why.contains("cfs"), "{why}");
+        // An unknown file system is refused by name.
+        let mut j = serde_json::to_value(variant_618()).unwrap();
+        j["fs"] = "ext2".into();
+        let err = serde_json::from_value::<Variant>(j).unwrap_err().to_string();
+        assert!(err.contains("ext2") && err.contains("ext4-6.18"), "{err}");
     }
 
     #[test]

@@ -132,6 +132,7 @@ fn only_the_assembly_reads_which_implementation_each_subsystem_uses() {
         "Writeback::",
         "Reclaim::",
         "Journal::Jbd",
+        "Fs::Ext",
         "Elevator::",
         "Block::",
         // The variant's capability questions by generation: callers ask the subsystem.

@@ -1,7 +1,8 @@
 //! The kernel threads of an ext3 box: kjournald (fs/jbd/journal.c), the reclaim
 //! implementation's kswapd (2.4's `kswapd`, 2.6's per-node `kswapd0`; mm/vmscan.c) and the
 //! writeback implementation's own: 2.4's bdflush and kupdated (fs/buffer.c), 2.6's pdflush
-//! pool (mm/pdflush.c), 3.2's per-device flusher (fs/fs-writeback.c). Each sleeps on
+//! pool (mm/pdflush.c), 3.2's per-device flusher (fs/fs-writeback.c), and 6.x ext4's
+//! `ext4-rsv-conversion` kworker (fs/ext4/page-io.c). Each sleeps on
 //! its own wait channel and runs one pass of its work per wakeup. Which threads a kernel
 //! starts, the subsystems that own them say ([`crate::assemble`]).
 
@@ -72,6 +73,12 @@ impl Program for KthreadProg {
                 }
                 // Sleep until woken, or dirty_writeback_interval for old data.
                 Action::Syscall(WaitOn::new(me, Some(WRITEBACK_INTERVAL_NS)))
+            }
+            Kthread::Ext4RsvConversion => {
+                if st.ext4.as_ref().is_some_and(|e| e.conversions_pending()) {
+                    return Action::Syscall(crate::fs::ext4::ext4_end_io_rsv_work(st));
+                }
+                Action::Syscall(WaitOn::new(me, None))
             }
             Kthread::Bdflush | Kthread::Kupdated | Kthread::Kswapd | Kthread::Kswapd0 => {
                 self.slept = !self.slept;

@@ -1324,6 +1324,7 @@ pub(crate) mod tests {
             elevator: Default::default(),
             reclaim: Default::default(),
             journal: Default::default(),
+            fs: Default::default(),
             vp_patch: None,
             voluntary: false,
             softirq_threads: false,

@@ -3,12 +3,9 @@
 //! ([`crate::workload::syscall::Syscall`]) into the kernel code path it runs. This is the one
 //! place that builds a workload's system-call paths.
 
-use crate::fs::ext3::{
-    sys_create, sys_ftruncate, sys_lookup, sys_lstat_tree, sys_read, sys_rewrite, sys_unlink, sys_write,
-};
-use crate::fs::flush::sys_sync;
-use crate::fs::nfs;
+use crate::fs::ext3::{sys_create, sys_lookup, sys_lstat_tree, sys_read};
 use crate::fs::state::FsState;
+use crate::fs::{nfs, vfs};
 use crate::kernel::catalog::Point;
 use crate::kernel::futex;
 use crate::kernel::path::{once, point, Chan, Ctx, LoopStep, Path, Script, Step, Work};
@@ -40,13 +37,13 @@ impl Syscall {
                 sys_create(f)
             }
             Syscall::Read { file, page, bytes } => sys_read(file, page, bytes),
-            Syscall::Write { file, bytes } => sys_write(file, bytes),
-            Syscall::Rewrite { file, page, bytes } => sys_rewrite(file, page, bytes),
-            Syscall::Ftruncate { file, pages } => sys_ftruncate(file, pages),
-            Syscall::Unlink { file } => sys_unlink(file),
+            Syscall::Write { file, bytes } => vfs::write(k, file, bytes),
+            Syscall::Rewrite { file, page, bytes } => vfs::rewrite(k, file, page, bytes),
+            Syscall::Ftruncate { file, pages } => vfs::ftruncate(k, file, pages),
+            Syscall::Unlink { file } => vfs::unlink(k, file),
             Syscall::Setattr => once("ext3_setattr", k.c.setattr),
             Syscall::Fstat => once("sys_fstat", k.c.fstat),
-            Syscall::Sync | Syscall::Fsync => sys_sync(k.kthreads.kjournald()),
+            Syscall::Sync | Syscall::Fsync => vfs::sync(k),
             Syscall::NfsCreate { pages, ret } => {
                 let f = nfs::new_file(k, pages);
                 ret(f);

@@ -188,6 +188,16 @@ impl BufferCache {
     pub fn done_hi(&self) -> u64 {
         self.done_hi
     }
+    /// The last of `file`'s submitted buffers still under write, if any (what a wait for
+    /// the file's writeback sleeps on).
+    pub fn last_inflight_of(&self, file: u32) -> Option<u64> {
+        let done_hi = self.done_hi;
+        self.on_locked
+            .iter()
+            .rev()
+            .find(|s| s.file == file && s.hi > done_hi)
+            .map(|s| s.hi - 1)
+    }
     /// Buffers written to disk so far.
     pub fn written(&self) -> u64 {
         self.written

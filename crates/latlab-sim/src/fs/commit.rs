@@ -102,6 +102,11 @@ impl Path<FsState> for Commit {
             k.jbd.start_commit(cx.now);
             // A fresh running transaction: handles waiting for room can start.
             k.wake(Chan::TxnLocked);
+            if k.jbd.orders_by_inode() {
+                // jbd2: the data phase goes by the transaction's inodes
+                // (crate::fs::jbd2); its datalist is empty.
+                self.sub.start(crate::fs::jbd2::commit_data_phase(k));
+            }
             return Work::plain("journal_commit_transaction", k.c.journal_meta);
         }
         let done_hi = k.buf.done_hi;

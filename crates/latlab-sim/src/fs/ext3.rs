@@ -24,7 +24,7 @@ const PTRS_PER_BLOCK: u64 = 1024;
 
 /// Get `n` free pages for the page cache, reclaiming first if the zone is low; `writer`: a
 /// buffered write's allocation (`current->backing_dev_info` set, 2.6 mm/filemap.c).
-fn need_pages(k: &mut FsState, sub: &mut Nested<FsState>, n: u64, writer: bool) -> bool {
+pub(crate) fn need_pages(k: &mut FsState, sub: &mut Nested<FsState>, n: u64, writer: bool) -> bool {
     if k.mm.low() {
         let pid = k.kthreads.kswapd();
         k.wake_kthread(pid);
@@ -38,7 +38,7 @@ fn need_pages(k: &mut FsState, sub: &mut Nested<FsState>, n: u64, writer: bool) 
 
 /// `ext3_journal_start` -> `start_this_handle`: with the running transaction full, the
 /// caller asks kjournald to commit it and sleeps until the commit has begun.
-fn journal_start(k: &mut FsState) -> Option<Step> {
+pub(crate) fn journal_start(k: &mut FsState) -> Option<Step> {
     let pid = k.kthreads.kjournald();
     if pid == 0 || !k.jbd.handle_must_wait() {
         return None;
@@ -498,7 +498,7 @@ pub struct Truncate {
 /// The buffers of `n` of `file`'s `cached` pages a truncate drops leave the buffer lists and
 /// their transactions (`block_flushpage` -> `journal_flushpage`); returns how many of those
 /// pages the committing transaction pins (its buffers stay dirty, for the commit to write).
-fn drop_buffers(k: &mut FsState, file: u32, n: u64, cached: u64) -> u64 {
+pub(crate) fn drop_buffers(k: &mut FsState, file: u32, n: u64, cached: u64) -> u64 {
     let committing = k.jbd.committing_tid();
     let (dropped, kept) = k.buf.pages_truncated(file, n, cached, committing);
     k.jbd.pages_truncated(file, n, cached, &dropped);

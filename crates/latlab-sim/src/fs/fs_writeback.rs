@@ -147,7 +147,11 @@ impl Path<FsState> for WritebackInodes {
             k.writeback.pwb_mut().i_lock.insert(file, cx.pid);
             k.writeback.pwb_mut().wbc = self.wbc;
             self.cur = Some(file);
-            self.sub.start(Box::new(MpageWritepages::new(file)));
+            // The inode's ->writepages: ext4's, or ext3's generic mpage_writepages.
+            self.sub.start(match k.ext4 {
+                Some(_) => crate::fs::ext4::ext4_writepages(file, crate::fs::ext4::Mode::Background),
+                None => Box::new(MpageWritepages::new(file)),
+            });
         }
     }
     fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {

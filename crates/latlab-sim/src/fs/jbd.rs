@@ -157,6 +157,9 @@ pub struct Txn {
     meta32: u64,
     /// Files whose inode (its share of an inode-table block) this transaction already holds.
     inodes: BTreeSet<u32>,
+    /// jbd2's `t_inode_list`: the inodes whose data the commit writes or waits for
+    /// ([`crate::fs::jbd2`]); empty under jbd.
+    pub(super) jinodes: BTreeMap<u32, crate::fs::jbd2::JInode>,
 }
 
 /// Which part of the datalist a commit walk passes.
@@ -227,6 +230,9 @@ pub struct Journal {
     /// kjournald commits under the big kernel lock (2.4's jbd; 2.6's takes none), as
     /// [`crate::assemble`] sets it.
     pub(super) commit_holds_bkl: bool,
+    /// jbd2: data is ordered by inode (`t_inode_list`), not by buffer, as
+    /// [`crate::assemble`] sets it.
+    pub(super) by_inode: bool,
     pub(super) running: Txn,
     pub(super) committing: Option<Txn>,
     next_tid: u64,
@@ -271,10 +277,12 @@ impl Journal {
     pub fn commits(&self) -> u64 {
         self.commits
     }
-    /// An empty journal; `commit_holds_bkl`: kjournald commits under the big kernel lock.
-    pub fn new(commit_holds_bkl: bool) -> Self {
+    /// An empty journal; `commit_holds_bkl`: kjournald commits under the big kernel lock;
+    /// `by_inode`: jbd2's ordered data by inode.
+    pub fn new(commit_holds_bkl: bool, by_inode: bool) -> Self {
         Journal {
             commit_holds_bkl,
+            by_inode,
             ..Default::default()
         }
     }
@@ -380,7 +388,9 @@ impl Journal {
     /// Should kjournald start a commit now?
     pub fn commit_due(&self, now: Nanos) -> bool {
         self.committing.is_none()
-            && (self.running.dirty + self.running.meta > 0 || self.running.submitted_any)
+            && (self.running.dirty + self.running.meta > 0
+                || self.running.submitted_any
+                || !self.running.jinodes.is_empty())
             && (self.commit_requested
                 || now >= self.running.started + COMMIT_INTERVAL_NS
                 || self.running.meta >= MAX_TRANSACTION_BUFFERS)

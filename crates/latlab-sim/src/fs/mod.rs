@@ -7,12 +7,15 @@ pub mod commit;
 pub mod dcache;
 pub mod ext3;
 pub mod ext3_balloc;
+pub mod ext4;
 pub mod flush;
 pub mod fs_writeback;
 pub mod jbd;
+pub mod jbd2;
 pub mod nfs;
 pub mod ops;
 pub mod state;
+pub mod vfs;
 
 /// The part of `all` that `n` of `of` make, things spread evenly over `of` (all of it once
 /// `n` reaches `of`): e.g. the written-out buffers among `n` pages freed of a file's `of`.

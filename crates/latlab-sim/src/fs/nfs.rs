@@ -12,9 +12,10 @@
 //! stretch, the same whichever task runs it. The client writes through (each write is sent at
 //! once, `nfs_wb_all` at close waits for the same work).
 
-use crate::fs::ext3::{cached_read, sys_create, sys_lookup, sys_read, sys_unlink, sys_write};
+use crate::fs::ext3::{cached_read, sys_create, sys_lookup, sys_read};
 use crate::fs::flush::{chain, effect};
 use crate::fs::state::FsState;
+use crate::fs::vfs;
 use crate::kernel::path::{once, under_bkl, Path};
 
 /// A file as the NFS client sees it and as the server stores it.
@@ -86,9 +87,8 @@ pub fn nfs_write(k: &mut FsState, f: NfsFile, bytes: u64) -> Box<dyn Path<FsStat
     let pages = bytes.div_ceil(4096);
     let end = k.mm.files().get(&f.client).map_or(0, |c| c.size);
     k.mm.add_pages(f.client, end, pages);
-    rpc(k, "nfs_proc_write", (bytes, 0), sys_write(f.server, bytes), move |k| {
-        mirror_size(k, f)
-    })
+    let write = vfs::write(k, f.server, bytes);
+    rpc(k, "nfs_proc_write", (bytes, 0), write, move |k| mirror_size(k, f))
 }
 
 /// read() of `bytes` from page `off`: from the client's page cache if it holds them, else a
@@ -114,7 +114,8 @@ pub fn nfs_read(k: &mut FsState, f: NfsFile, off: u64, bytes: u64) -> Box<dyn Pa
 pub fn nfs_unlink(k: &mut FsState, f: NfsFile) -> Box<dyn Path<FsState>> {
     k.mm.delete_file(f.client);
     k.dcache.delete_file(f.client);
-    rpc(k, "nfs_proc_remove", (0, 0), sys_unlink(f.server), |_| {})
+    let unlink = vfs::unlink(k, f.server);
+    rpc(k, "nfs_proc_remove", (0, 0), unlink, |_| {})
 }
 
 #[cfg(test)]

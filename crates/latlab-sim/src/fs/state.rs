@@ -27,6 +27,8 @@ pub struct FsState {
     pub jbd: Journal,
     /// ext3's block groups and generation ([`crate::fs::ext3`]).
     pub ext3: Ext3,
+    /// ext4, when the kernel's file system is 6.18's ([`crate::fs::ext4`]; None: ext3).
+    pub ext4: Option<crate::fs::ext4::Ext4>,
     pub dcache: Dcache,
 }
 
@@ -51,6 +53,7 @@ pub struct Subsystems {
     pub mm: crate::mm::Mm,
     pub jbd: Journal,
     pub ext3: Ext3,
+    pub ext4: Option<crate::fs::ext4::Ext4>,
     pub writeback: crate::mm::writeback::DirtyWriteback,
     pub reclaim: crate::mm::reclaim::PageReclaim,
 }
@@ -72,6 +75,7 @@ impl FsState {
             buf: BufferCache::default(),
             jbd: s.jbd,
             ext3: s.ext3,
+            ext4: s.ext4,
             dcache: Dcache::default(),
         }
     }
@@ -91,6 +95,13 @@ impl FsState {
                 self.buf.io_done(hi, hi - lo);
             }
             self.vm.dev.core.out.push(KReq::Wake(Chan::Io(id)));
+        }
+        // ext4_end_bio: unwritten io_ends go to the conversion kworker.
+        if let Some(e) = self.ext4.as_mut() {
+            if e.io_done(self.buf.done_hi) {
+                let pid = self.vm.dev.core.kthreads.ext4_rsv();
+                self.vm.dev.core.wake_kthread(pid);
+            }
         }
         if let (true, Some(pwb)) = (uncongested, self.vm.writeback.pages_mut()) {
             pwb.congestion_cleared(&mut self.vm.dev.core.out);

@@ -32,6 +32,9 @@ pub enum Origin {
     /// Stock since 2.6.39 (read in 3.x mm/memory.c, unchanged in 6.x): listed by the 6.18
     /// variants.
     Stock339,
+    /// Stock 6.x, read in 6.18's code (ext4, jbd2, the folio page cache): listed by the 6.18
+    /// variants.
+    Stock618,
     /// A `might_sleep()` check that Ingo Molnar's voluntary-preempt patch (seed 003) turns
     /// into a rescheduling point: on with the variant's `voluntary` (VP) or
     /// `preempt = "voluntary"`, never listed.
@@ -203,6 +206,24 @@ points! {
         "2.6.39 and later: zap_pte_range drops the page table's lock after each page table (PTRS_PER_PTE PTEs) and zap_pmd_range calls cond_resched()";
     AllocPages: "__alloc_pages", "mm/page_alloc.c", Voluntary, None,
         "might_sleep_if(wait) per page allocated (do_swap_page's pages in the model)";
+    GenericPerformWrite: "generic_perform_write", "mm/filemap.c", Stock618, None,
+        "6.x: cond_resched() after each folio a buffered write() copies (write_begin, copy, write_end)";
+    MpagePrepareExtentToMap: "mpage_prepare_extent_to_map", "fs/ext4/inode.c", Stock618, None,
+        "6.x: cond_resched() after each batch of FOLIO_BATCH_SIZE (31) dirty folios filemap_get_folios_tag returned, the batch released; reached only when the walk finishes a batch (it stops at an extent of 2048 blocks)";
+    TruncateInodePagesRange: "truncate_inode_pages_range", "mm/truncate.c", Stock618, None,
+        "6.x: cond_resched() after each batch of 31 folios find_lock_entries returned, cleaned, deleted from the page cache and released";
+    WritebackSbInodes: "writeback_sb_inodes", "fs/fs-writeback.c", Stock618, None,
+        "6.x: cond_resched() after each inode the flusher wrote (blk_flush_plug first when need_resched)";
+    FolioLock: "folio_lock", "include/linux/pagemap.h", Voluntary, None,
+        "6.x: might_sleep() in folio_lock(), per folio a walk locks (ext4's writeback walk)";
+    FolioAllocBuffers: "folio_alloc_buffers", "fs/buffer.c", Voluntary, None,
+        "6.x: might_sleep_if(__GFP_DIRECT_RECLAIM) of the slab allocation of each buffer_head a new folio gets (alloc_buffer_head, GFP_NOFS)";
+    LockBuffer: "lock_buffer", "include/linux/buffer_head.h", Voluntary, None,
+        "6.x: might_sleep() in lock_buffer(), per buffer_head block_invalidate_folio's discard_buffer locks";
+    Jbd2JournalStart: "jbd2__journal_start", "fs/jbd2/transaction.c", Voluntary, None,
+        "6.x: might_sleep via the handle's kmem_cache_zalloc(GFP_NOFS), per handle started (ext4's unwritten-extent conversion, one per io_end)";
+    BioAlloc: "bio_alloc", "block/bio.c", Voluntary, None,
+        "6.x: might_sleep via mempool_alloc(GFP_NOIO) when ext4's writeback starts a new bio (io_submit_init_bio), every BIO_MAX_VECS (256) folios";
 }
 
 impl std::fmt::Display for Point {
@@ -694,6 +715,130 @@ catalog_costs! {
     /// futex_q, the woken task's struct and runqueue lines). An estimate from the code path.
     #[spread(Estimate)]
     futex_wake: 600.0, 6.0;
+    /// 6.18 buffered write, per folio besides its blocks (mm/filemap.c
+    /// `generic_perform_write`, fs/ext4/inode.c `ext4_da_write_begin`/`ext4_da_do_write_end`):
+    /// `fault_in_iov_iter_readable` ~50; `__filemap_get_folio(FGP_WRITEBEGIN |
+    /// fgf_set_order(len))` missing the folio: `filemap_alloc_folio` from the buddy
+    /// (`__alloc_pages` of the order, prep_compound for a large one) ~500,
+    /// `filemap_add_folio` (memcg charge ~200, `__filemap_add_folio` xas_store of a
+    /// multi-index entry under xa_lock_irq ~250, `folio_add_lru` ~100) ~550; write_end's
+    /// `folio_mark_dirty` -> `filemap_dirty_folio` (xa tag, dirty accounting) ~200,
+    /// i_size update, `folio_unlock`/`folio_put` ~80; `balance_dirty_pages_ratelimited`
+    /// ~100: ~1,500 instructions. Misses: the new folio's head and second struct page
+    /// lines, the xarray node, the lruvec and memcg counters, the inode: 6.
+    #[spread(Estimate)]
+    ext4_write_folio: 1_500.0, 6.0;
+    /// 6.18 buffered write, per 4 KiB block of a new folio under delalloc (fs/buffer.c
+    /// `folio_alloc_buffers`, fs/ext4/inode.c `ext4_block_write_begin`,
+    /// `ext4_da_get_block_prep` -> `ext4_da_map_blocks`, fs/ext4/extents_status.c,
+    /// `block_write_end`): `alloc_buffer_head` from the slab and its init ~120; the
+    /// per-buffer loop of ext4_block_write_begin ~50; ext4_da_map_blocks: the
+    /// extent-status lookup (`ext4_es_lookup_extent`, read_lock i_es_lock, a short rb-tree)
+    /// ~150, `ext4_map_query_blocks` finding the hole in the in-inode extent tree ~250,
+    /// `ext4_insert_delayed_blocks`: `ext4_da_reserve_space` (quota reservation,
+    /// i_block_reservation_lock, the percpu dirty-clusters counter) ~200 and
+    /// `ext4_es_insert_delayed_extent` merging into the previous delayed extent under
+    /// write_lock i_es_lock ~250; `map_bh`/`set_buffer_new`/`set_buffer_delay` ~30;
+    /// write_end's `__block_commit_write` per buffer (uptodate, `mark_buffer_dirty` of a
+    /// folio already dirty) ~50: ~1,100 instructions. Misses: the new buffer_head's two
+    /// lines, the extent-status node: 3 (the inode's lines stay hot across a folio).
+    #[spread(Estimate)]
+    ext4_write_bh: 1_100.0, 3.0;
+    /// 6.18 ext4 writeback, per folio (fs/ext4/inode.c `mpage_prepare_extent_to_map`,
+    /// `mpage_map_and_submit_buffers`, `mpage_submit_folio`; fs/ext4/page-io.c
+    /// `ext4_bio_write_folio`): its share of `filemap_get_folios_tag` ~40, `folio_lock` ~20,
+    /// the dirty/writeback/mapping tests and `folio_wait_writeback` ~40; in the submit
+    /// walk the folio lookup again ~40, `folio_clear_dirty_for_io` (xa dirty tag under
+    /// xa_lock_irq, the dirty counters of node, memcg and wb) ~250,
+    /// `__folio_start_writeback` (writeback tag, counters) ~250, `bio_add_folio` ~60,
+    /// `folio_unlock` ~20: ~720 instructions. Misses: struct folio (2), the xarray node,
+    /// the memcg and wb counter lines: 5.
+    #[spread(Estimate)]
+    ext4_wb_folio: 720.0, 5.0;
+    /// 6.18 ext4 writeback, per buffer_head of a delalloc folio (fs/ext4/inode.c
+    /// `mpage_process_folio_bufs` -> `mpage_add_bh_to_extent`, `mpage_process_folio`;
+    /// fs/ext4/page-io.c `ext4_bio_write_folio`'s two loops and `io_submit_add_bh`):
+    /// adding the block to the extent ~30; mapping it (`clear_buffer_delay`,
+    /// `set_buffer_mapped`, `set_buffer_unwritten`, `b_blocknr`) ~40; the write loops
+    /// (`buffer_dirty`, `clear_buffer_dirty`, `set_buffer_async_write`, then
+    /// `io_submit_add_bh` merging the block into the folio's bio_vec) ~90: ~160
+    /// instructions. Misses: the buffer_head's two lines on the prepare walk's first touch
+    /// (written seconds ago, long out of cache; the submit walk finds them in L2): 2.
+    #[spread(Estimate)]
+    ext4_wb_bh: 160.0, 2.0;
+    /// 6.18 ext4 block allocation at writeback, per mapped extent (fs/ext4/inode.c
+    /// `mpage_map_one_extent` -> `ext4_map_blocks` with EXT4_GET_BLOCKS_IO_CREATE_EXT,
+    /// fs/ext4/extents.c `ext4_ext_map_blocks`, fs/ext4/mballoc.c `ext4_mb_new_blocks`):
+    /// the jbd2 handle (`ext4_journal_start_with_reserve`, `ext4_init_io_end`) ~800;
+    /// mballoc (`ext4_mb_regular_allocator`: the group's buddy scan, `ext4_lock_group`,
+    /// `mb_mark_used`, the preallocation bookkeeping) ~3,000; the bitmap, group
+    /// descriptor and extent-tree journal accesses (`ext4_journal_get_write_access`,
+    /// `ext4_handle_dirty_metadata`) 3 x ~400; `ext4_ext_insert_extent` of an unwritten
+    /// extent ~800; the extent-status update ~300; `ext4_update_disksize`'s
+    /// `ext4_mark_inode_dirty` ~1,500; `ext4_journal_stop` ~300: ~8,000 instructions,
+    /// 40 misses (handle, transaction, group info and buddy pages, bitmap, descriptor,
+    /// extent block, journal heads, inode).
+    #[spread(Estimate)]
+    ext4_map_extent: 8_000.0, 40.0;
+    /// 6.18 truncate, per folio besides its buffers (mm/truncate.c
+    /// `truncate_inode_pages_range`): its share of `find_lock_entries` (xas walk,
+    /// `folio_trylock`) ~60; `truncate_cleanup_folio` (`folio_mapped`, `folio_invalidate`
+    /// dispatch, `folio_cancel_dirty`) ~100; `filemap_release_folio` ->
+    /// `ext4_release_folio` -> `jbd2_journal_try_to_free_buffers` ~60;
+    /// `delete_from_page_cache_batch`'s `page_cache_delete_batch` (xas_store) and
+    /// `filemap_unaccount_folio` ~250; `folio_unlock` and the batch's `folios_put`
+    /// freeing it to the buddy with memcg uncharge ~450: ~920 instructions. Misses:
+    /// struct folio (2), the xarray node, the memcg counters: 4.
+    #[spread(Estimate)]
+    trunc_folio: 920.0, 4.0;
+    /// 6.18 truncate, per buffer_head outside `i_private_lock` (fs/buffer.c
+    /// `block_invalidate_folio` -> `discard_buffer`: `lock_buffer`, `clear_buffer_dirty`,
+    /// `b_bdev = NULL`, the seven flags cleared, `unlock_buffer` ~80;
+    /// `jbd2_journal_try_to_free_buffers`' per-buffer pass, no journal_head ~20; after
+    /// the lock `free_buffer_head` -> `kmem_cache_free`, `recalc_bh_state` ~80): ~180
+    /// instructions. Misses: the buffer_head's two lines, cold since the write: 2.
+    #[spread(Estimate)]
+    trunc_bh: 180.0, 2.0;
+    /// 6.18 `try_to_free_buffers` -> `drop_buffers` per buffer_head, under the mapping's
+    /// `i_private_lock` (fs/buffer.c): `buffer_busy` test, `b_assoc_map` test, the walk to
+    /// `b_this_page` ~25 instructions; the buffer_head was just touched by
+    /// discard_buffer: 0 misses.
+    #[spread(Estimate)]
+    drop_bh: 25.0, 0.0;
+    /// 6.18 ext4_truncate / evict, per extent freed (fs/ext4/extents.c
+    /// `ext4_ext_remove_space` -> `ext4_ext_rm_leaf` -> `ext4_free_blocks`, fs/ext4/mballoc.c
+    /// `ext4_mb_clear_bb`: the group's bitmap and buddy bits for the run, the journal
+    /// accesses of bitmap and descriptor, the extent-status removal): ~4,000 instructions,
+    /// 25 misses (an estimate from the code path).
+    #[spread(Estimate)]
+    ext4_free_extent: 4_000.0, 25.0;
+    /// jbd2 `journal_submit_data_buffers` / `journal_finish_inode_data_buffers` per inode,
+    /// under `j_list_lock` (fs/jbd2/commit.c): the list step to the next `jbd2_inode`, the
+    /// `JI_COMMIT_RUNNING` flag set or cleared, ~60 instructions; misses: the jbd2_inode and
+    /// its list neighbour: 2.
+    #[spread(Counted)]
+    jbd2_inode_step: 60.0, 2.0;
+    /// 6.18 `ext4_convert_unwritten_io_end_vec` per io_end (fs/ext4/page-io.c,
+    /// fs/ext4/extents.c `ext4_convert_unwritten_extents` -> `ext4_map_blocks` with
+    /// EXT4_GET_BLOCKS_IO_CONVERT_EXT): the reserved handle started ~600; the extent
+    /// lookup, `ext4_ext_convert_to_initialized`'s split or flag flip and merge ~1,200; the
+    /// extent block's journal access and dirtying ~600; the extent-status update ~300;
+    /// `ext4_mark_inode_dirty` ~1,500; `ext4_journal_stop` ~300: ~4,500 instructions, 30
+    /// misses (handle, transaction, extent block, journal head, es tree, inode).
+    #[spread(Estimate)]
+    ext4_convert_extent: 4_500.0, 30.0;
+    /// 6.18 `ext4_finish_bio` per folio besides its buffers (fs/ext4/page-io.c): the
+    /// bio_for_each_folio_all step ~20, `spin_lock_irqsave(&head->b_uptodate_lock)` and its
+    /// release ~40, `folio_end_writeback` (`__folio_end_writeback`: the writeback tag cleared
+    /// under xa_lock_irqsave, the node, memcg and wb counters ~250; `folio_wake_bit` ~40):
+    /// ~350 instructions. Misses: struct folio, the xarray node, the counters: 3.
+    #[spread(Estimate)]
+    end_io_folio: 350.0, 3.0;
+    /// 6.18 `ext4_finish_bio` per buffer_head, under the folio's `b_uptodate_lock`: the
+    /// offset test and `clear_buffer_async_write` ~20 instructions; the buffer_head's line,
+    /// last touched at submission milliseconds before: 1 miss.
+    #[spread(Estimate)]
+    end_io_bh: 20.0, 1.0;
 }
 
 impl Costs {

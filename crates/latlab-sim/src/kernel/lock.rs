@@ -33,6 +33,15 @@ pub enum Lock {
     Pagecache,
     /// `swap_list_lock` (mm/swapfile.c), held with the device's `sdev_lock` by get_swap_page.
     SwapList,
+    /// jbd2's `j_list_lock` (6.x fs/jbd2/commit.c): the committing transaction's lists, its
+    /// `t_inode_list` among them.
+    JList,
+    /// A mapping's `i_private_lock` (6.x fs/buffer.c): its folios' buffer_head lists, held
+    /// by `try_to_free_buffers` around `drop_buffers`.
+    IPrivate,
+    /// A folio's first buffer_head's `b_uptodate_lock` (6.x fs/ext4/page-io.c
+    /// `ext4_finish_bio`: `spin_lock_irqsave` over the folio's buffers).
+    BUptodate,
     /// The big kernel lock (`lock_kernel()`).
     Bkl,
     /// Softirq context (`net_rx_action`): not a lock, but preemption is off as under one.
@@ -85,6 +94,12 @@ impl Lock {
             // mm/swapfile.c: `static DEFINE_SPINLOCK(swap_lock)`, and the per-device
             // `spinlock_t lock` of `struct swap_info_struct` (include/linux/swap.h).
             Lock::SwapList => LockKind::Sleeping,
+            // `spinlock_t j_list_lock` in `struct journal_s` (include/linux/jbd2.h, 6.18).
+            Lock::JList => LockKind::Sleeping,
+            // `spinlock_t i_private_lock` in `struct address_space` (include/linux/fs.h, 6.18).
+            Lock::IPrivate => LockKind::Sleeping,
+            // `spinlock_t b_uptodate_lock` in `struct buffer_head` (include/linux/buffer_head.h).
+            Lock::BUptodate => LockKind::Sleeping,
             // The big kernel lock left in 2.6.39; it keeps the meaning its kernels gave it.
             Lock::Bkl => LockKind::Raw,
             // 6.x PREEMPT_RT: `local_bh_disable()` takes the per-CPU `softirq_ctrl.lock`, a
@@ -113,6 +128,9 @@ impl Lock {
             Lock::PageTable => "page_table_lock",
             Lock::Pagecache => "pagecache_lock",
             Lock::SwapList => "swap_list_lock",
+            Lock::JList => "j_list_lock",
+            Lock::IPrivate => "i_private_lock",
+            Lock::BUptodate => "b_uptodate_lock",
             Lock::Bkl => "BKL",
             Lock::Softirq => "softirq",
             #[cfg(test)]

@@ -90,6 +90,8 @@ pub struct KthreadPids {
     kswapd: u32,
     /// 3.2's per-device flusher (`flush-8:0`).
     flusher: u32,
+    /// 6.x ext4's conversion kworker.
+    ext4_rsv: u32,
 }
 
 impl KthreadPids {
@@ -108,6 +110,10 @@ impl KthreadPids {
     /// 3.2's per-device flusher (`bdi->wb.task`), 0 if absent.
     pub fn flusher(&self) -> u32 {
         self.flusher
+    }
+    /// ext4's `ext4-rsv-conversion` kworker (`queue_work(rsv_conversion_wq)`), 0 if absent.
+    pub fn ext4_rsv(&self) -> u32 {
+        self.ext4_rsv
     }
 }
 
@@ -149,6 +155,9 @@ pub enum Kthread {
     Flusher,
     /// 2.6's kswapd of node 0: `balance_pgdat` per wakeup (mm/vmscan.c, 2.6.9).
     Kswapd0,
+    /// The kworker of 6.x ext4's `ext4-rsv-conversion` workqueue (fs/ext4/page-io.c
+    /// `ext4_end_io_rsv_work`): unwritten-extent conversion and the end of writeback.
+    Ext4RsvConversion,
 }
 
 impl Kthread {
@@ -162,6 +171,7 @@ impl Kthread {
             Kthread::Pdflush => "pdflush",
             Kthread::Flusher => "flush-8:0",
             Kthread::Kswapd0 => "kswapd0",
+            Kthread::Ext4RsvConversion => "kworker/u:ext4-rsv-conversion",
         }
     }
 
@@ -176,6 +186,7 @@ impl Kthread {
             Kthread::Kupdated => {}
             Kthread::Kjournald => pids.kjournald = pid,
             Kthread::Flusher => pids.flusher = pid,
+            Kthread::Ext4RsvConversion => pids.ext4_rsv = pid,
             Kthread::Pdflush => {}
         }
     }

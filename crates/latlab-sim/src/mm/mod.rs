@@ -63,12 +63,19 @@ pub struct FileRec {
     /// `i_mtime` in whole seconds, as 2.6's `file_update_time` last set it (ext3's
     /// `s_time_gran` is a second); `None` before the run's first write under a 2.6 kernel.
     pub mtime_s: Option<u64>,
+    /// The order of its folios (6.x: [`pagecache::write_folio_order`] of the write that
+    /// created them; 0, a folio a page, in the 2.x page cache).
+    pub folio_order: u8,
 }
 
 impl FileRec {
     /// Pages in the page cache.
     pub fn cached(&self) -> u64 {
         self.pages.count()
+    }
+    /// Pages per folio.
+    pub fn folio_pages(&self) -> u64 {
+        1 << self.folio_order
     }
 }
 
@@ -411,6 +418,7 @@ impl Mm {
                 in_use: true,
                 atime_s: None,
                 mtime_s: None,
+                folio_order: 0,
             },
         );
         self.next_block += size.max(1);

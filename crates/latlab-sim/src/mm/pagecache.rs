@@ -8,6 +8,42 @@
 //! without being touched. Stamps of active-list runs are odd, of inactive-list runs even
 //! ([`is_active`]).
 
+/// 6.x's page cache holds a file's pages in folios of 2^order pages, each one entry of the
+/// mapping's xarray, locked, dirtied, written and freed as one (include/linux/pagemap.h,
+/// mm/filemap.c of 6.18). The model keeps one order per file ([`super::FileRec::folio_order`]:
+/// the order of the folios its latest write created; the workloads write each file with one
+/// size, aligned), and the walks over a file's folios count its pages, a folio every
+/// `1 << order` of them.
+///
+/// `MAX_PAGECACHE_ORDER` on x86-64: `min(MAX_XAS_ORDER, PMD_ORDER)` = 9, folios of up to
+/// 2 MiB (include/linux/pagemap.h).
+pub const MAX_PAGECACHE_ORDER: u8 = 9;
+
+/// `FOLIO_BATCH_SIZE` (include/linux/pagevec.h, 6.x: 31): the folios a walk looks up at a
+/// time (`filemap_get_folios_tag`, `find_lock_entries`) before its `cond_resched()`.
+pub const FOLIO_BATCH: u64 = 31;
+
+/// The order of the folio a buffered write of `len` bytes at page `index` gets, as 6.18's
+/// `generic_perform_write` asks for it: `write_begin` gets `len` (at most
+/// `mapping_max_folio_size`, 2 MiB, less the offset inside it), `fgf_set_order(len)` makes
+/// it `ilog2(len) - PAGE_SHIFT` (0 for a page or less), and `__filemap_get_folio` caps it
+/// at the mapping's maximum (`MAX_PAGECACHE_ORDER` for ext4's regular files since 6.16) and
+/// lowers it to the alignment of `index` (`if (index & ((1 << order) - 1)) order =
+/// __ffs(index)`). A mapping without large folios (`large`: false) gets order 0.
+pub fn write_folio_order(index: u64, len: u64, large: bool) -> u8 {
+    if !large || len <= 4096 {
+        return 0;
+    }
+    let chunk = 4096u64 << MAX_PAGECACHE_ORDER;
+    let offset = (index * 4096) % chunk;
+    let len = len.min(chunk - offset);
+    let mut order = (len.ilog2().saturating_sub(12) as u8).min(MAX_PAGECACHE_ORDER);
+    if index & ((1 << order) - 1) != 0 {
+        order = index.trailing_zeros() as u8;
+    }
+    order
+}
+
 /// A stamp of a run on the active list?
 pub fn is_active(stamp: u64) -> bool {
     stamp & 1 == 1
@@ -259,6 +295,21 @@ impl PageSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writes_folio_order_comes_from_its_size_and_alignment() {
+        // A 1 MiB write at an aligned offset: order-8 folios; a 4 KiB one: order 0.
+        assert_eq!(write_folio_order(0, 1 << 20, true), 8);
+        assert_eq!(write_folio_order(256, 1 << 20, true), 8);
+        assert_eq!(write_folio_order(7, 4096, true), 0);
+        // Capped at MAX_PAGECACHE_ORDER (2 MiB), lowered to the index's alignment.
+        assert_eq!(write_folio_order(0, 64 << 20, true), MAX_PAGECACHE_ORDER);
+        assert_eq!(write_folio_order(4, 1 << 20, true), 2);
+        // 1 MiB starting 1.5 MiB into a 2 MiB chunk: only 512 KiB fit before its end.
+        assert_eq!(write_folio_order(384, 1 << 20, true), 7);
+        // A mapping without large folios (ext3's, 2.x's page cache).
+        assert_eq!(write_folio_order(0, 1 << 20, false), 0);
+    }
     use std::collections::BTreeMap;
 
     /// The pages held, one by one, with their stamps and PG_referenced.
