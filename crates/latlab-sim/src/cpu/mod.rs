@@ -544,11 +544,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
             return;
         }
         // So does a kernel step its task was switched away from in the middle, reached again
-        // at the end of the switch back to it.
-        if self.resumes(cur) {
-            return;
-        }
-        if self.preempted_in_loop(cur) {
+        // at the end of the switch back to it; a loop kernel preemption stops at an item's
+        // end is left there, to resume. (A step with no time left is at its end: one test.)
+        if matches!(&self.tasks[cur].exec, Exec::Kernel { step: Some(r), .. } if r.left > 0)
+            && (self.resumes(cur) || self.preempted_in_loop(cur))
+        {
             return;
         }
         let exec = std::mem::replace(&mut self.tasks[cur].exec, Exec::Ready);
@@ -1233,6 +1233,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// interrupted, the rest of the step still to run, and no step, lock or
     /// non-preemptible stretch starts anew. (Any other boundary of a step is its own: its
     /// end, or a loop's rescheduling opportunity.)
+    #[inline(never)]
     fn resumes(&self, cur: TaskId) -> bool {
         matches!(&self.tasks[cur].exec, Exec::Kernel { step: Some(r), .. } if r.resume)
             && self.segment_work().is_some_and(|w| w > 0)
@@ -1245,6 +1246,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// where it stopped. True when it was. (A loop stopped at a rescheduling point, or at
     /// the per-item unlock of a lock that spins, ends there and its path goes on from the
     /// items done: `Path::advanced`.)
+    #[inline(never)]
     fn preempted_in_loop(&mut self, cur: TaskId) -> bool {
         let Exec::Kernel {
             step:
