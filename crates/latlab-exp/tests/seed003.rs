@@ -64,9 +64,10 @@ fn the_scan_grows_with_swap_fill_and_the_later_allocators_bound_it() {
         let p = run(label, 600, 1).preempt_off.unwrap();
         let worst = p.worst_swap.as_ref().unwrap().latency_ns;
         assert!(worst * 20 < high, "{label}: {worst} ns against scan-2.4's {high} ns");
-        // The storm reached the same depth within the experiment's 600 s (with 2.6.9's swap
-        // token the what-if storms pass 90 % later than 240 s).
-        assert!(p.by_fill[9].swap_calls > 0, "{label}");
+        // The storm went deep into swap within the experiment's 600 s, past 80 % (with
+        // 2.6.9's swap token the what-if storms get there later than 240 s; cluster-6.x's,
+        // whose preempted tasks finish all their kernel work, stays below 90 %).
+        assert!(p.by_fill[8].swap_calls > 0, "{label}");
     }
 }
 

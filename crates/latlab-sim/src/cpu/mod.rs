@@ -6,7 +6,8 @@
 //! `need_resched`, and on return either reschedule (when the interrupted context allows it,
 //! see [`preempt`]) or resume. Kernel code gives up the CPU only where the variant lets it:
 //! blocking, return to user space, the rescheduling points it has, and, with kernel
-//! preemption, IRQ return and the unlock that brings `preempt_count` to 0.
+//! preemption, IRQ return and the unlock that brings `preempt_count` to 0. A task preempted
+//! in the middle of a step resumes it where it stopped when it runs again.
 //!
 //! On a machine of several logical CPUs (seed 001's Pentium 4 HT; 2.6.17 SMP facts in
 //! docs/research/smp-ht-2.6.17.md) every CPU steps its own context and the earliest
@@ -501,6 +502,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
             Exec::User { left } => *left -= work.min(*left),
             Exec::Kernel { step: Some(r), .. } => {
                 r.left -= work.min(r.left);
+                // Running again: a boundary from here on is the step's own.
+                r.resume = false;
                 at = match &r.step {
                     Step::Work(w) => (w.func, w.lock),
                     Step::Loop(l) => (l.func, l.lock),
@@ -540,9 +543,12 @@ impl<S: tracepoint::Sink> Kernel<S> {
         if matches!(self.tasks[cur].exec, Exec::User { left } if left > 0) {
             return;
         }
-        // So does straight-line work preempted inside a sleeping lock (PREEMPT_RT: it still
-        // owns the lock; cpu/rtmutex.rs).
-        if self.resumes_in_sleeping_lock(cur) {
+        // So does a kernel step its task was switched away from in the middle, reached again
+        // at the end of the switch back to it; a loop kernel preemption stops at an item's
+        // end is left there, to resume. (A step with no time left is at its end: one test.)
+        if matches!(&self.tasks[cur].exec, Exec::Kernel { step: Some(r), .. } if r.left > 0)
+            && (self.resumes(cur) || self.preempted_in_loop(cur))
+        {
             return;
         }
         let exec = std::mem::replace(&mut self.tasks[cur].exec, Exec::Ready);
@@ -573,8 +579,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 let mut resched_here: Option<SwitchReason> = None;
                 let bkl = path!().holds_bkl();
                 if let Some(r) = step {
-                    // PREEMPT_RT: a sleeping lock's step that ran to its end unlocks it (one
-                    // stopped early was preempted inside the lock and keeps it).
+                    // PREEMPT_RT: a sleeping lock's step that ran to its end unlocks it (a
+                    // loop stopped early at a point keeps it).
                     if let Some(l) = step_lock(&r.step).filter(|&l| !preempt::spins(&self.v, l)) {
                         if r.left == 0 && step_releases(&r.step, 0) {
                             self.rt_unlock(cur, l);
@@ -689,6 +695,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                                 left: total,
                                 total,
                                 since,
+                                resume: false,
                             }),
                             from_user,
                         };
@@ -781,6 +788,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 left: entry,
                 total: entry,
                 since: self.now,
+                resume: false,
             });
             self.enter_kernel(cur, path, step, from_user);
             return;
@@ -1004,6 +1012,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
         let prev = self.cur();
         self.tasks[prev].need_resched = false;
         self.tasks[prev].need_resched_lazy = false;
+        // A kernel step left in the middle (kernel preemption; PREEMPT_RT: a sleeping lock
+        // waited for as the step begins) resumes where it stopped when the task runs again.
+        if let Exec::Kernel { step: Some(r), .. } = &mut self.tasks[prev].exec {
+            r.resume = r.left > 0;
+        }
         self.stats.schedule_calls += 1;
         let (next, cost) = if self.cpus.len() == 1 {
             self.sched.pick(&self.tasks, self.ext(prev), &self.m, self.now)
@@ -1191,20 +1204,81 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
     /// ret_from_intr: reschedule if need_resched and the interrupted context allows it.
     fn maybe_preempt_after_irq(&mut self) {
+        if let Some(reason) = self.preemption() {
+            // The interrupted step stays where it is, to resume (`boundary`); the task is
+            // still runnable.
+            self.schedule(reason);
+        }
+    }
+
+    /// Would the current context be left here for a reschedule, as at an interrupt's
+    /// return: why, or None.
+    fn preemption(&self) -> Option<SwitchReason> {
         let cur = self.cur();
         let t = &self.tasks[cur];
         // Return to user space honours NEED_RESCHED_LAZY too (exit_to_user_mode_loop).
         let to_user = matches!(t.exec, Exec::User { .. } | Exec::Ready);
         if self.cpus[self.cpu].overhead > 0 || !(t.need_resched || (to_user && t.need_resched_lazy)) {
-            return;
+            return None;
         }
-        match preempt::at_irq_return(&self.tasks[cur].exec, &self.v, || self.holds_bkl(cur)) {
-            Boundary::No => {}
-            Boundary::Yes(reason) => {
-                // The interrupted step stays where it is; the task is still runnable.
-                self.schedule(reason);
+        match preempt::at_irq_return(&t.exec, &self.v, || self.holds_bkl(cur)) {
+            Boundary::No => None,
+            Boundary::Yes(reason) => Some(reason),
+        }
+    }
+
+    /// Does task `cur`, back on the CPU, come back to a kernel step it was switched away
+    /// from in the middle (`Running::resume`) with work left before the step's next
+    /// boundary? Then it goes on where it stopped: a preempted task resumes where it was
+    /// interrupted, the rest of the step still to run, and no step, lock or
+    /// non-preemptible stretch starts anew. (Any other boundary of a step is its own: its
+    /// end, or a loop's rescheduling opportunity.)
+    #[inline(never)]
+    fn resumes(&self, cur: TaskId) -> bool {
+        matches!(&self.tasks[cur].exec, Exec::Kernel { step: Some(r), .. } if r.resume)
+            && self.segment_work().is_some_and(|w| w > 0)
+    }
+
+    /// Task `cur`'s loop stopped at an item's end with items left, `need_resched` set and no
+    /// interrupt returning to it (the waker's own `preempt_enable` in the kernel; the loop's
+    /// chance `preempt::loop_point`): under kernel preemption, where the loop's context may
+    /// be left as at an interrupt's return, the task is preempted there and the loop resumes
+    /// where it stopped. True when it was. (A loop stopped at a rescheduling point, or at
+    /// the per-item unlock of a lock that spins, ends there and its path goes on from the
+    /// items done: `Path::advanced`.)
+    #[inline(never)]
+    fn preempted_in_loop(&mut self, cur: TaskId) -> bool {
+        let Exec::Kernel {
+            step:
+                Some(Running {
+                    step: Step::Loop(l),
+                    left,
+                    ..
+                }),
+            ..
+        } = &self.tasks[cur].exec
+        else {
+            return false;
+        };
+        if *left == 0 {
+            return false;
+        }
+        let Some(reason) = self.preemption() else {
+            return false;
+        };
+        let (func, locked) = (l.func, l.lock.is_some());
+        trace_event!(
+            self,
+            RESCHED_POINT,
+            Event::ReschedPoint {
+                task: cur,
+                point: preempt::Resched::Preempt.name(),
+                func,
+                locked,
             }
-        }
+        );
+        self.schedule(reason);
+        true
     }
 
     /// pid of a running task by comm (first match).
@@ -1809,5 +1883,228 @@ pub(crate) mod tests {
         // Two: the other CPU is idle and runs it at once (wake_idle, a reschedule IPI).
         let smp = wake_latency_on(smp_kernel(2), None, None, false);
         assert!(smp < 100_000, "{smp}");
+    }
+
+    /// A system call of one step (its kernel thread woken as the step starts, when `wake`),
+    /// recording the items each end of its loop reports done.
+    struct OneStep {
+        step: Option<Step>,
+        wake: Option<Chan>,
+        done: std::rc::Rc<std::cell::RefCell<Vec<u64>>>,
+    }
+
+    impl Path<FsState> for OneStep {
+        fn name(&self) -> &'static str {
+            "sys_test"
+        }
+        fn next(&mut self, k: &mut FsState, _cx: &Ctx) -> Step {
+            if let Some(c) = self.wake.take() {
+                k.out.push(KReq::Wake(c));
+            }
+            self.step.take().unwrap_or(Step::Done)
+        }
+        fn advanced(&mut self, _k: &mut FsState, _cx: &Ctx, done: u64) {
+            self.done.borrow_mut().push(done);
+        }
+    }
+
+    /// Runs its actions in turn, then exits.
+    struct Actions(Vec<Action>);
+
+    impl Program for Actions {
+        fn next(&mut self, _cx: &mut ProgCx) -> Action {
+            if self.0.is_empty() {
+                Action::Exit
+            } else {
+                self.0.remove(0)
+            }
+        }
+    }
+
+    /// What a task running `step` in one system call went through (see [`preempted`]).
+    struct Preempted {
+        /// CPU time the step got (its `Runtime` events).
+        ran: Nanos,
+        /// Its CPU time before its task was first switched away inside it.
+        ran_before_switch: Nanos,
+        /// Why its task was switched away while the step was under way.
+        switches: Vec<SwitchReason>,
+        /// The items its loop reported done, at each end.
+        advanced: Vec<u64>,
+        /// From the step's entry to the end of its last CPU time, less the time its task was
+        /// off the CPU.
+        on_cpu: Nanos,
+    }
+
+    /// A task running `step` in one system call on kernel `k`, while another task of
+    /// `policy` (priority 50 when real-time) wakes beside it: from a 5 ms sleep (at the
+    /// 10 ms tick), or, with `woken_by_step`, from its kernel thread's channel as the step
+    /// starts; it then computes for 3 ms.
+    fn preempted(mut k: Kernel, step: Step, policy: Policy, woken_by_step: bool) -> Preempted {
+        let func = step_func(&step);
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        k.tp.attach(Box::new(Log(log.clone())));
+        let chan = Chan::Kthread(999);
+        let first = if woken_by_step {
+            Action::Syscall(Box::new(Script {
+                name: "sys_wait",
+                steps: smallvec::smallvec![Step::Block(chan)],
+            }))
+        } else {
+            Action::Sleep(5_000_000)
+        };
+        k.spawn(
+            TaskSpec {
+                policy,
+                rt_priority: if policy == Policy::Other { 0 } else { 50 },
+                ..TaskSpec::user("waker", Box::new(Actions(vec![first, Action::Compute(3_000_000)])))
+            },
+            None,
+        );
+        let advanced = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let path = OneStep {
+            step: Some(step),
+            wake: woken_by_step.then_some(chan),
+            done: advanced.clone(),
+        };
+        k.spawn(
+            TaskSpec::user("hog", Box::new(Actions(vec![Action::Syscall(Box::new(path))]))),
+            None,
+        );
+        k.run_until(1_000_000_000, |_| {});
+        let hog = 2;
+        let log = log.borrow();
+        let mut p = Preempted {
+            ran: 0,
+            ran_before_switch: 0,
+            switches: Vec::new(),
+            advanced: advanced.borrow().clone(),
+            on_cpu: 0,
+        };
+        // The step runs from its entry to the end of its last stretch of CPU time (a
+        // `Runtime` event comes at the end of the time it counts).
+        let mine = |e: &Event| {
+            matches!(*e, Event::FuncEntry { task, func: f, .. } | Event::Runtime { task, func: f, .. }
+                if task == hog && f == func)
+        };
+        let start = log
+            .iter()
+            .find(|(_, _, e)| matches!(e, Event::FuncEntry { .. }) && mine(e))
+            .expect("the step started")
+            .0;
+        let end = log.iter().rfind(|(_, _, e)| mine(e)).expect("the step ran").0;
+        let mut left_at = None;
+        for &(now, _, ev) in log.iter().filter(|&&(t, _, _)| (start..=end).contains(&t)) {
+            match ev {
+                Event::Runtime { task, ns, func: f, .. } if task == hog && f == func => {
+                    p.ran += ns;
+                    if p.switches.is_empty() {
+                        p.ran_before_switch += ns;
+                    }
+                }
+                Event::SchedSwitch { prev, reason, .. } if prev == hog && now < end => {
+                    p.switches.push(reason);
+                    left_at = Some(now);
+                }
+                Event::SchedSwitch { next, .. } if next == hog => {
+                    if let Some(t) = left_at.take() {
+                        p.on_cpu += now - t;
+                    }
+                }
+                _ => {}
+            }
+        }
+        p.on_cpu = end - start - p.on_cpu;
+        p
+    }
+
+    #[test]
+    fn a_step_preempted_at_interrupt_return_still_does_all_its_work() {
+        let work = 30_000_000;
+        // A loop of items of 997 ns: the 10 ms tick's return comes in the middle of one.
+        let (items, per_item) = (30_000, 997);
+        for model in [PreemptModel::None, PreemptModel::Full, PreemptModel::Lazy] {
+            let w = preempted(
+                kernel(variant(model, &[])),
+                path::Work::plain("long_work", work),
+                Policy::Fifo,
+                false,
+            );
+            assert_eq!(w.ran, work, "{model:?}: the work step's CPU time");
+            // Interrupts (the ticks) steal some time from the step without being its own.
+            assert!((work..work + 100_000).contains(&w.on_cpu), "{model:?}: {}", w.on_cpu);
+            let l = preempted(
+                kernel(variant(model, &[])),
+                LoopStep::plain("long_loop", items, per_item, Default::default()),
+                Policy::Fifo,
+                false,
+            );
+            assert_eq!(l.ran, items * per_item, "{model:?}: the loop's CPU time");
+            assert_eq!(l.advanced, [items], "{model:?}: every item, reported once at the end");
+            if model == PreemptModel::None {
+                // No kernel preemption: the woken task waits for the path's end.
+                assert!(w.switches.is_empty() && l.switches.is_empty(), "{model:?}");
+            } else {
+                // Preempted at the tick's return that woke the task, in the middle of an item.
+                assert_eq!(w.switches, [SwitchReason::IrqExit], "{model:?}");
+                assert_eq!(l.switches, [SwitchReason::IrqExit], "{model:?}");
+                assert!(w.ran_before_switch < work / 2, "{model:?}: {}", w.ran_before_switch);
+                assert_ne!(l.ran_before_switch % per_item, 0, "{model:?}: {}", l.ran_before_switch);
+            }
+        }
+    }
+
+    #[test]
+    fn a_loop_preempted_at_an_items_end_resumes_from_there() {
+        // The step's own start wakes the real-time task: with no interrupt returning, kernel
+        // preemption takes the loop at its first item's end; the loop goes on from there.
+        let (items, per_item) = (30_000, 997);
+        for model in [PreemptModel::None, PreemptModel::Full, PreemptModel::Lazy] {
+            let l = preempted(
+                kernel(variant(model, &[])),
+                LoopStep::plain("long_loop", items, per_item, Default::default()),
+                Policy::Fifo,
+                true,
+            );
+            assert_eq!(l.ran, items * per_item, "{model:?}: the loop's CPU time");
+            assert_eq!(l.advanced, [items], "{model:?}");
+            if model == PreemptModel::None {
+                assert!(l.switches.is_empty(), "{model:?}");
+            } else {
+                assert_eq!(l.switches, [SwitchReason::IrqExit], "{model:?}");
+                assert_eq!(l.ran_before_switch, per_item, "{model:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_preempted_after_a_lazy_resched_is_promoted_at_the_tick_still_does_all_its_work() {
+        // On EEVDF, a SCHED_OTHER wakeup or slice end only sets NEED_RESCHED_LAZY against a
+        // SCHED_OTHER task in the kernel: the tick after promotes it, and its return
+        // preempts the step.
+        let work = 50_000_000;
+        let tun = crate::variant::EevdfTunables {
+            base_slice_ns: 3_000_000,
+            run_to_parity: true,
+            place_lag: true,
+        };
+        let mut v = variant_with(SchedClass::Eevdf, PreemptModel::Lazy, &[]);
+        v.eevdf = Some(tun);
+        let k = Kernel::new(
+            v,
+            machine(),
+            Box::new(crate::sched::rt::WithRt::new(crate::sched::eevdf::Eevdf::new(tun, 100))),
+            kstate(),
+            crate::engine::rng_for(7, crate::engine::RngStream::Workload),
+        );
+        let w = preempted(k, path::Work::plain("long_work", work), Policy::Other, false);
+        assert_eq!(w.switches.first(), Some(&SwitchReason::IrqExit));
+        // Set at a tick, promoted at the next, well inside the step.
+        assert!(
+            (10_000_000..40_000_000).contains(&w.ran_before_switch),
+            "{}",
+            w.ran_before_switch
+        );
+        assert_eq!(w.ran, work);
     }
 }

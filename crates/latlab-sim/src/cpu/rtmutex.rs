@@ -6,8 +6,7 @@
 
 use super::Kernel;
 use crate::kernel::lock::Lock;
-use crate::kernel::path::{Chan, Step};
-use crate::kernel::preempt;
+use crate::kernel::path::Chan;
 use crate::kernel::rtmutex::{self, Acquire, Release, Setprio};
 use crate::kernel::task::{Exec, TaskId, TaskState};
 use crate::kernel::tracepoint::{self, Event};
@@ -25,15 +24,6 @@ impl<S: tracepoint::Sink> Kernel<S> {
         trace_event!(self, PI_BLOCK, Event::PiBlock { task: t, lock, owner });
         self.setprio(&boosts);
         self.schedule(SwitchReason::Block);
-    }
-
-    /// Does task `t` come back to a step of straight-line work it was preempted in while
-    /// holding a sleeping lock? That step goes on where it stopped. (Any other kernel step
-    /// a task comes back to the CPU loop ends there, as it always has: a loop restarts from
-    /// the items done, a lock-free work step is taken as done; docs/fidelity.md.)
-    pub(super) fn resumes_in_sleeping_lock(&self, t: TaskId) -> bool {
-        matches!(&self.tasks[t].exec, Exec::Kernel { step: Some(r), .. }
-            if r.left > 0 && matches!(&r.step, Step::Work(w) if w.lock.is_some_and(|l| !preempt::spins(&self.v, l))))
     }
 
     /// `rt_spin_unlock(lock)` by task `t`.

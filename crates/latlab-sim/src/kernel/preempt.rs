@@ -78,7 +78,8 @@ pub enum Resched {
     Point(Point),
     /// Kernel preemption at the per-item spin_unlock of this lock.
     Unlock(Lock),
-    /// Kernel preemption of a lock-free loop (at the next interrupt return).
+    /// Kernel preemption of a loop holding no lock that spins, at an item's end: its task
+    /// is preempted there as at an interrupt's return, and the loop resumes from that item.
     Preempt,
 }
 

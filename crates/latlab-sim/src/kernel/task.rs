@@ -60,6 +60,10 @@ pub struct Running {
     pub total: Nanos,
     /// When this step (or the lock it holds) started: the start of a non-preemptible stretch.
     pub since: Nanos,
+    /// Its task was switched away from it with time left (kernel preemption; under
+    /// PREEMPT_RT also a sleeping lock waited for as it began) and has not run it since: the
+    /// end of the switch back to it resumes the step where it stopped.
+    pub resume: bool,
 }
 
 pub struct Task {
