@@ -943,6 +943,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 maxcpus: r.maxcpus,
                 keep_records: false,
                 record_events: None,
+                replay_noise: false,
             },
             published: Published {
                 samples: r.published_samples,

@@ -687,6 +687,7 @@ mod tests {
             maxcpus: None,
             keep_records: false,
             record_events: None,
+            replay_noise: false,
         }
     }
 
