@@ -723,3 +723,32 @@ impl HostFacts {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replayed_gaps_length_follows_the_measured_quantiles() {
+        let n = Noise {
+            threshold_us: 1.0,
+            gaps: 10,
+            max_us: 1000.0,
+            lengths: Some(GapLengths {
+                p50_us: 4.0,
+                p90_us: 10.0,
+                p99_us: 100.0,
+                p999_us: 400.0,
+            }),
+            ..Default::default()
+        };
+        let r = n.replay().unwrap();
+        let at = |u: f64| r.length_at(u).round();
+        assert_eq!([at(0.0), at(0.5), at(0.9), at(0.99), at(0.999)], [1e3, 4e3, 10e3, 100e3, 400e3]);
+        assert_eq!(at(1.0 - 1e-12), 1e6);
+        // Between two quantiles, geometrically: halfway from p90 to p99 is their geometric mean.
+        assert_eq!(at(0.945), (10e3f64 * 100e3).sqrt().round());
+        let old = Noise { lengths: None, ..n };
+        assert_eq!(old.replay().unwrap_err().0, "host.noise.lengths");
+    }
+}

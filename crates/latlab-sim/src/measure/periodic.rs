@@ -211,8 +211,9 @@ pub(super) fn host_gaps_note(steal: Nanos) -> String {
 /// in host gaps) waited for most: one phrase for the note.
 fn waited_for(w: &Window, due: Nanos, steal: Nanos, cx: &Cx, t: &Task) -> String {
     let ms = |ns: Nanos| ns as f64 / 1e6;
+    // A host gap on CPU 0 holds the timer's interrupt: the delivery's share not the gaps'.
     let mut best = (
-        w.woken - due,
+        (w.woken - due).saturating_sub(steal),
         format!("the timer's delivery {:.3} ms", ms(w.woken - due)),
     );
     let mut offer = |ns: Nanos, what: String| {
