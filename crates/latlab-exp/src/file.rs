@@ -2314,7 +2314,11 @@ p999_us = 70.0
         assert!(host.costs.as_ref().unwrap().fork_exec_ns.is_none());
         assert_eq!(host.noise.as_ref().unwrap().gaps, 30);
         let replay = host.noise.as_ref().unwrap().replay().unwrap();
-        assert_eq!((replay.rate(1), replay.rate(5)), (4.0, 3.0), "a CPU not measured: the mean");
+        assert_eq!(
+            (replay.rate(1), replay.rate(5)),
+            (4.0, 3.0),
+            "a CPU not measured: the mean"
+        );
         assert_eq!(replay.quantiles[3], (0.99, 40_000.0));
         // Neither `--vary machine.host...` nor `[uncertainty]` sees them.
         assert!(machine_fields(&m).iter().all(|f| !f.starts_with("host")));

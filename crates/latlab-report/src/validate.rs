@@ -365,7 +365,10 @@ fn cell(figure: Figure, v: f64) -> String {
 /// gives its figure beside each set aside as the noise's, and a line under the tally says
 /// how many of them come within their bar.
 pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
-    let replayed = scenarios.iter().flat_map(|s| &s.rows).any(|r| r.model_replayed.is_some());
+    let replayed = scenarios
+        .iter()
+        .flat_map(|s| &s.rows)
+        .any(|r| r.model_replayed.is_some());
     let mut table = vec![vec![
         "scenario / stream".to_string(),
         "figure".into(),
@@ -628,9 +631,16 @@ mod tests {
         replayed_spike.push(150_000);
         with_replayed(&mut rows, &run(Engine::Sim, &[("t0", &replayed_spike)]));
         let max = row(&rows, "t0", Figure::Max);
-        assert_eq!((max.verdict, max.model_replayed.map(|v| v.round())), (Verdict::Noise, Some(150_000.0)));
+        assert_eq!(
+            (max.verdict, max.model_replayed.map(|v| v.round())),
+            (Verdict::Noise, Some(150_000.0))
+        );
         assert!(row(&rows, "t0", Figure::P99).model_replayed.is_some());
-        assert_eq!(row(&rows, "t0", Figure::P50).model_replayed, None, "judged: none beside it");
+        assert_eq!(
+            row(&rows, "t0", Figure::P50).model_replayed,
+            None,
+            "judged: none beside it"
+        );
         assert_eq!(Tally::of(&rows.rows), before, "the counting is unchanged");
         let text = render(std::slice::from_ref(&rows), 1);
         assert!(text.contains("model, noise replayed"), "{text}");

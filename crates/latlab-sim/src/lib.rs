@@ -401,7 +401,10 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             });
         }
     }
-    let replay = match (cfg.replay_noise, cfg.machine.host.as_ref().and_then(|h| h.noise.as_ref())) {
+    let replay = match (
+        cfg.replay_noise,
+        cfg.machine.host.as_ref().and_then(|h| h.noise.as_ref()),
+    ) {
         (false, _) => None,
         (true, Some(n)) => Some(n.replay().map_err(|(field, why)| SimError::Machine {
             profile: cfg.machine.name.clone(),
@@ -695,7 +698,13 @@ fn finish<S: tracepoint::Sink>(
         // fills RAM and swap.
         c.insert("oom_kills".into(), k.st.reclaim.oom_kills());
     }
-    if let Some(n) = cfg.machine.host.as_ref().and_then(|h| h.noise.as_ref()).filter(|_| cfg.replay_noise) {
+    if let Some(n) = cfg
+        .machine
+        .host
+        .as_ref()
+        .and_then(|h| h.noise.as_ref())
+        .filter(|_| cfg.replay_noise)
+    {
         // The machine's noise was replayed: its gaps are in every figure of this run.
         r.meta.settings.insert(
             "host_noise".into(),

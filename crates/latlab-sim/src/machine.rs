@@ -353,7 +353,11 @@ impl Noise {
         if !per_cpu.is_empty() && per_cpu.len() != self.cpus as usize {
             return Err((
                 "host.noise.per_cpu_gaps_per_s",
-                format!("must give one rate per CPU measured ({}), got {}", self.cpus, per_cpu.len()),
+                format!(
+                    "must give one rate per CPU measured ({}), got {}",
+                    self.cpus,
+                    per_cpu.len()
+                ),
             ));
         }
         if let Some(v) = per_cpu.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
@@ -744,7 +748,10 @@ mod tests {
         };
         let r = n.replay().unwrap();
         let at = |u: f64| r.length_at(u).round();
-        assert_eq!([at(0.0), at(0.5), at(0.9), at(0.99), at(0.999)], [1e3, 4e3, 10e3, 100e3, 400e3]);
+        assert_eq!(
+            [at(0.0), at(0.5), at(0.9), at(0.99), at(0.999)],
+            [1e3, 4e3, 10e3, 100e3, 400e3]
+        );
         assert_eq!(at(1.0 - 1e-12), 1e6);
         // Between two quantiles, geometrically: halfway from p90 to p99 is their geometric mean.
         assert_eq!(at(0.945), (10e3f64 * 100e3).sqrt().round());

@@ -193,7 +193,11 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         let mut pair = Vec::new();
         for replay in [false, true].into_iter().take(1 + usize::from(a.replay_noise)) {
             cfg.replay_noise = replay;
-            let how = if replay { " with the machine's noise replayed" } else { "" };
+            let how = if replay {
+                " with the machine's noise replayed"
+            } else {
+                ""
+            };
             errln!("latlab validate: {} on the model{how}", n.s.name);
             let mut go_on = |_, _| match latlab_probe::signals::stop_requested() {
                 true => std::ops::ControlFlow::Break(()),

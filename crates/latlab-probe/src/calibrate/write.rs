@@ -185,7 +185,10 @@ impl Calibration {
             }
             None => comment(&mut o, "steal_percent: not read (/proc/stat has no steal column)"),
         }
-        comment(&mut o, "measured: gaps per second of each CPU, in the order of their numbers");
+        comment(
+            &mut o,
+            "measured: gaps per second of each CPU, in the order of their numbers",
+        );
         let rates: Vec<String> = n.per_cpu_gaps_per_s.iter().map(|&v| real(v)).collect();
         let _ = writeln!(o, "per_cpu_gaps_per_s = [{}]", rates.join(", "));
         match n.lengths_us {

@@ -290,7 +290,10 @@ pub(super) mod tests {
     /// Replay one gap of `len` ns on CPU `cpu` at `at`, and no other.
     fn one_gap(k: &mut Kernel, cpu: usize, at: Nanos, len: Nanos) {
         let us = len as f64 / 1e3;
-        k.replay_host_noise(replay(0.0, us, us), crate::engine::rng_for(1, crate::engine::RngStream::HostNoise));
+        k.replay_host_noise(
+            replay(0.0, us, us),
+            crate::engine::rng_for(1, crate::engine::RngStream::HostNoise),
+        );
         let h = k.host_gaps.as_mut().unwrap();
         h.next[cpu] = at;
         h.find_first();
@@ -298,7 +301,11 @@ pub(super) mod tests {
 
     /// The CPU time of the task named `comm` pinned to CPU `cpu`.
     fn cpu_ns(k: &Kernel, comm: &str, cpu: usize) -> Nanos {
-        let t = k.tasks.iter().find(|t| t.comm == comm && usize::from(t.cpu) == cpu).unwrap();
+        let t = k
+            .tasks
+            .iter()
+            .find(|t| t.comm == comm && usize::from(t.cpu) == cpu)
+            .unwrap();
         t.cpu_ns
     }
 
@@ -339,7 +346,11 @@ pub(super) mod tests {
             })
             .collect();
         assert_eq!(ticks[0], (10_000_000, 12_000_000));
-        let gap = log.borrow().iter().find(|e| matches!(e.2, Event::HostGap { .. })).map(|e| e.2);
+        let gap = log
+            .borrow()
+            .iter()
+            .find(|e| matches!(e.2, Event::HostGap { .. }))
+            .map(|e| e.2);
         assert!(
             matches!(
                 gap,

@@ -462,7 +462,12 @@ mod tests {
                 let cpu_ns = |k: &Kernel| k.tasks.iter().map(|t| t.cpu_ns).collect::<Vec<_>>();
                 assert_eq!(cpu_ns(&lk), cpu_ns(&ek), "{what}");
                 assert!(lk.stats.context_switches > 100, "{what}: {:?}", lk.stats);
-                assert_eq!(lk.stats.host_gaps > 100 * u64::from(cpus), noise, "{what}: {:?}", lk.stats);
+                assert_eq!(
+                    lk.stats.host_gaps > 100 * u64::from(cpus),
+                    noise,
+                    "{what}: {:?}",
+                    lk.stats
+                );
                 let windows = lazy_log.iter().filter(|e| e.contains("Runtime")).count();
                 assert!(windows > 100, "{what}: {windows} CPU-time events in the windows");
                 assert_eq!(lazy_log.len(), eager_log.len(), "{what}");

@@ -939,7 +939,11 @@ mod tests {
         cfg.replay_noise = true;
         let on = run(&cfg);
         assert_eq!(json(&on), json(&run(&cfg)), "same seed, same gaps");
-        assert!(on.meta.settings["host_noise"].starts_with("replayed (test)"), "{:?}", on.meta);
+        assert!(
+            on.meta.settings["host_noise"].starts_with("replayed (test)"),
+            "{:?}",
+            on.meta
+        );
         // 2,000 a second for half a second.
         let gaps = on.counters["host_gaps"];
         assert!((800..1200).contains(&gaps), "{gaps}");
@@ -969,7 +973,11 @@ mod tests {
         let w = worst(&run(&cfg));
         assert!(w.latency_ns > 2_000_000, "{w:?}");
         assert!(w.attribution.steal_ns > 2_000_000, "{w:?}");
-        assert!(w.attribution.note.contains("waited for: a host gap"), "{}", w.attribution.note);
+        assert!(
+            w.attribution.note.contains("waited for: a host gap"),
+            "{}",
+            w.attribution.note
+        );
         assert!(w.attribution.note.contains("host gap (the machine's noise, replayed)"));
     }
 
@@ -984,6 +992,9 @@ mod tests {
             n.lengths = None;
         }
         let e = crate::simulate(&cfg, &mut |_, _| {}).unwrap_err().to_string();
-        assert!(e.contains("`host.noise.lengths`") && e.contains("re-run `latlab probe calibrate`"), "{e}");
+        assert!(
+            e.contains("`host.noise.lengths`") && e.contains("re-run `latlab probe calibrate`"),
+            "{e}"
+        );
     }
 }
