@@ -214,7 +214,10 @@ pub(super) mod tests {
     }
 
     /// Every event: (time, CPU, the event).
-    struct Log(Rc<RefCell<Vec<(Nanos, usize, Event)>>>);
+    type Events = Rc<RefCell<Vec<(Nanos, usize, Event)>>>;
+
+    /// A sink keeping [`Events`].
+    struct Log(Events);
 
     impl Sink for Log {
         fn kinds(&self) -> u32 {
@@ -255,7 +258,7 @@ pub(super) mod tests {
 
     /// A 6.x-style kernel (EEVDF runqueue per CPU, hrtimers) on `cpus` CPUs, logging its
     /// events, with a hog pinned to each CPU.
-    fn smp(cpus: u32) -> (Kernel, Rc<RefCell<Vec<(Nanos, usize, Event)>>>) {
+    fn smp(cpus: u32) -> (Kernel, Events) {
         let m = MachineProfile { cpus, ..machine() };
         let mut v = variant_with(SchedClass::Eevdf, PreemptModel::Full, &[]);
         v.timer = TimerSubsystem::Hrtimer;
