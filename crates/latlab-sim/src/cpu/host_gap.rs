@@ -26,15 +26,16 @@ use crate::kernel::tracepoint::{self, Event};
 use crate::machine::GapReplay;
 use latlab_core::Nanos;
 use rand::Rng as _;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// The replay's state: each CPU's next gap, and the draws.
 pub(super) struct HostGaps {
     replay: GapReplay,
     rng: Rng,
-    /// Each CPU's next gap's arrival (`Nanos::MAX`: none, a CPU of rate 0).
-    next: Vec<Nanos>,
-    /// The earliest of `next` and its CPU (the lowest on a tie).
-    first: (Nanos, usize),
+    /// Each CPU's next gap's arrival, earliest first (the lowest CPU on a tie); a CPU of
+    /// rate 0 has none.
+    next: BinaryHeap<Reverse<(Nanos, usize)>>,
 }
 
 impl HostGaps {
@@ -43,46 +44,38 @@ impl HostGaps {
         let mut h = HostGaps {
             replay,
             rng,
-            next: Vec::with_capacity(cpus),
-            first: (Nanos::MAX, 0),
+            next: BinaryHeap::with_capacity(cpus),
         };
         for c in 0..cpus {
-            let at = h.arrival_after(c, now);
-            h.next.push(at);
+            h.arrival_after(c, now);
         }
-        h.find_first();
         h
     }
 
-    /// CPU `c`'s next arrival after `now`: an exponential wait at its rate.
-    fn arrival_after(&mut self, c: usize, now: Nanos) -> Nanos {
+    /// Draw CPU `c`'s next arrival after `now`: an exponential wait at its rate.
+    fn arrival_after(&mut self, c: usize, now: Nanos) {
         let per_ns = self.replay.rate(c) / 1e9;
         if per_ns <= 0.0 {
-            return Nanos::MAX;
+            return;
         }
         let u: f64 = self.rng.gen();
         let wait = -(1.0 - u).ln() / per_ns;
-        now.saturating_add(wait.ceil().max(1.0) as Nanos)
+        let at = now.saturating_add(wait.ceil().max(1.0) as Nanos);
+        self.next.push(Reverse((at, c)));
     }
 
-    fn find_first(&mut self) {
-        self.first = self
-            .next
-            .iter()
-            .enumerate()
-            .map(|(c, &at)| (at, c))
-            .min()
-            .unwrap_or((Nanos::MAX, 0));
+    /// When the next gap arrives (None: never).
+    fn first(&self) -> Option<Nanos> {
+        self.next.peek().map(|Reverse((at, _))| *at)
     }
 
-    /// The gap due first: CPU `first.1`'s, at `first.0`. Its length is drawn, and that
-    /// CPU's next arrival after `now`.
+    /// The gap due first: its CPU and its length, drawn, and that CPU's next arrival after
+    /// `now`.
     fn arrive(&mut self, now: Nanos) -> (usize, Nanos) {
-        let c = self.first.1;
+        let Reverse((_, c)) = self.next.pop().expect("a gap is due");
         let u: f64 = self.rng.gen();
         let len = (self.replay.length_at(u).round() as Nanos).max(1);
-        self.next[c] = self.arrival_after(c, now);
-        self.find_first();
+        self.arrival_after(c, now);
         (c, len)
     }
 }
@@ -99,9 +92,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// step.
     #[inline(never)]
     pub(super) fn host_gap_first(&mut self, seg: Option<Nanos>) -> bool {
-        let at = match &self.host_gaps {
-            Some(h) if h.first.0 < Nanos::MAX => h.first.0,
-            _ => return false,
+        let Some(at) = self.host_gaps.as_ref().and_then(|h| h.first()) else {
+            return false;
         };
         if seg.is_some_and(|d| self.now + d <= at) {
             return false;
@@ -298,8 +290,8 @@ pub(super) mod tests {
             crate::engine::rng_for(1, crate::engine::RngStream::HostNoise),
         );
         let h = k.host_gaps.as_mut().unwrap();
-        h.next[cpu] = at;
-        h.find_first();
+        assert!(h.next.is_empty(), "rate 0: no arrival drawn");
+        h.next.push(Reverse((at, cpu)));
     }
 
     /// The CPU time of the task named `comm` pinned to CPU `cpu`.

@@ -206,9 +206,9 @@ pub(crate) fn task_slices(tasks: &[Task], times: &[(TaskId, Nanos)]) -> Vec<Task
 /// Empty in a run that does not replay the noise.
 #[derive(Default)]
 pub(crate) struct HostGapLog {
-    /// (CPU, start, end), in arrival order; those that ended more than
-    /// [`HOST_GAP_HORIZON`] before the latest began are dropped.
-    gaps: VecDeque<(usize, Nanos, Nanos)>,
+    /// Each CPU's gaps, (start, end) in time order (a CPU's gap follows the one before);
+    /// those that ended more than [`HOST_GAP_HORIZON`] before its latest began are dropped.
+    by_cpu: Vec<VecDeque<(Nanos, Nanos)>>,
 }
 
 /// How far back a sample's window is looked for host gaps.
@@ -219,23 +219,26 @@ impl HostGapLog {
     #[cold]
     #[inline(never)]
     pub(crate) fn push(&mut self, cpu: usize, start: Nanos, ns: Nanos) {
-        while self.gaps.front().is_some_and(|g| g.2 + HOST_GAP_HORIZON < start) {
-            self.gaps.pop_front();
+        if self.by_cpu.len() <= cpu {
+            self.by_cpu.resize_with(cpu + 1, VecDeque::new);
         }
-        self.gaps.push_back((cpu, start, start + ns));
+        let gaps = &mut self.by_cpu[cpu];
+        while gaps.front().is_some_and(|g| g.1 + HOST_GAP_HORIZON < start) {
+            gaps.pop_front();
+        }
+        gaps.push_back((start, start + ns));
     }
 
     /// The time in `[from, to]` that CPU 0 (which takes the interrupts) or CPU `cpu` (where
     /// the sample ran) stood still in a host gap, each instant counted once.
     pub(crate) fn within(&self, from: Nanos, to: Nanos, cpu: usize) -> Nanos {
-        if self.gaps.is_empty() {
-            return 0;
-        }
-        let mut spans: Vec<(Nanos, Nanos)> = self
-            .gaps
+        let mut spans: Vec<(Nanos, Nanos)> = [0, cpu]
             .iter()
-            .filter(|g| g.0 == 0 || g.0 == cpu)
-            .map(|g| (g.1.max(from), g.2.min(to)))
+            .take(if cpu == 0 { 1 } else { 2 })
+            .filter_map(|&c| self.by_cpu.get(c))
+            // From the latest back to the first that ended before the window.
+            .flat_map(|gaps| gaps.iter().rev().take_while(|g| g.1 > from))
+            .map(|g| (g.0.max(from), g.1.min(to)))
             .filter(|(a, b)| a < b)
             .collect();
         spans.sort_unstable();
@@ -262,11 +265,12 @@ mod tests {
         log.push(2, 120, 60); // 120..180, overlapping CPU 0's
         log.push(1, 130, 1_000); // another CPU's: not this sample's
         log.push(2, 400, 100); // 400..500, half inside
+        assert_eq!(log.within(90, 450, 0), 50, "CPU 0's own");
         assert_eq!(log.within(90, 450, 2), 80 + 50);
         assert_eq!(log.within(90, 450, 3), 50, "CPU 0's only");
         assert_eq!(log.within(200, 300, 2), 0);
         // A gap long past is forgotten.
-        log.push(3, 3 * HOST_GAP_HORIZON, 10);
-        assert_eq!(log.within(0, 600, 2), 0);
+        log.push(2, 3 * HOST_GAP_HORIZON, 10);
+        assert_eq!(log.within(0, 600, 2), 50);
     }
 }
