@@ -18,7 +18,8 @@
 //!
 //! Left out: every CPU's `scheduler_tick` still comes with CPU 0's tick (the model fires
 //! them together), so a gap on another CPU delays no tick of its own; CPU 0's hard
-//! interrupt handlers hold every CPU still, a gapped one's gap too.
+//! interrupt handlers hold every CPU still, a gapped one's gap too; a Hyper-Threading
+//! sibling in a gap counts as busy for its sibling's speed.
 
 use super::{Ev, Kernel};
 use crate::engine::Rng;
