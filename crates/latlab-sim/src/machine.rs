@@ -303,16 +303,26 @@ impl GapReplay {
 }
 
 impl Noise {
-    /// The replay the model runs of this noise; `Err` (the field, why) when the file does
-    /// not hold the gaps' lengths.
+    /// The replay the model runs of this noise (none at all when no gap was counted); `Err`
+    /// (the field, why) when gaps were counted but the file does not hold their lengths.
     pub fn replay(&self) -> Result<GapReplay, (&'static str, String)> {
-        let Some(l) = self.lengths else {
-            let why = match self.gaps {
-                0 => "absent: no gap was counted, there is nothing to replay".to_string(),
-                _ => "absent (a machine file from before the gaps' lengths were recorded): re-run `latlab probe calibrate`"
-                    .to_string(),
-            };
-            return Err(("host.noise.lengths", why));
+        let l = match (self.lengths, self.gaps) {
+            (Some(l), _) => l,
+            (None, 0) => {
+                let t = self.threshold_us * 1e3;
+                return Ok(GapReplay {
+                    rate_per_s: Vec::new(),
+                    mean_per_s: 0.0,
+                    quantiles: [(0.0, t), (0.5, t), (0.9, t), (0.99, t), (0.999, t), (1.0, t)],
+                });
+            }
+            (None, _) => {
+                return Err((
+                    "host.noise.lengths",
+                    "absent (a machine file from before the gaps' lengths were recorded): re-run `latlab probe calibrate`"
+                        .into(),
+                ))
+            }
         };
         let us = |v: f64| v * 1e3;
         Ok(GapReplay {
@@ -757,5 +767,8 @@ mod tests {
         assert_eq!(at(0.945), (10e3f64 * 100e3).sqrt().round());
         let old = Noise { lengths: None, ..n };
         assert_eq!(old.replay().unwrap_err().0, "host.noise.lengths");
+        // No gap counted: nothing to replay, at any CPU.
+        let quiet = Noise { gaps: 0, ..old }.replay().unwrap();
+        assert_eq!((quiet.rate(0), quiet.rate(7)), (0.0, 0.0));
     }
 }
