@@ -316,13 +316,11 @@ impl Noise {
                     quantiles: [(0.0, t), (0.5, t), (0.9, t), (0.99, t), (0.999, t), (1.0, t)],
                 });
             }
-            (None, _) => {
-                return Err((
-                    "host.noise.lengths",
-                    "absent (a machine file from before the gaps' lengths were recorded): re-run `latlab probe calibrate`"
-                        .into(),
-                ))
-            }
+            (None, _) => return Err((
+                "host.noise.lengths",
+                "absent (a machine file from before the gaps' lengths were recorded): re-run `latlab probe calibrate`"
+                    .into(),
+            )),
         };
         let us = |v: f64| v * 1e3;
         Ok(GapReplay {

@@ -982,6 +982,25 @@ mod tests {
     }
 
     #[test]
+    fn the_posix_timer_tests_worst_sample_names_the_host_gap_too() {
+        let mut cfg = config(vec![], 1_000, 3);
+        cfg.posix_timer = Some(crate::PosixTest {
+            notify: crate::Notify::Signal,
+            period_ns: 1_000_000,
+        });
+        cfg.machine = noisy(20.0, 3_000.0, 3_000.0, 3_000.0);
+        cfg.replay_noise = true;
+        let r = run(&cfg);
+        let s = r.streams.iter().find(|s| s.name == "posix_timer_signal").unwrap();
+        let w = &s.worst[0];
+        assert!(w.latency_ns > 2_000_000 && w.attribution.steal_ns > 2_000_000, "{w:?}");
+        assert!(
+            w.attribution.note.contains("host gap (the machine's noise, replayed)"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
     fn replaying_a_machine_without_the_gaps_lengths_is_refused_naming_the_field() {
         let mut cfg = config(vec![hogs(1)], 10, 1);
         cfg.replay_noise = true;
