@@ -943,6 +943,7 @@ pub(crate) fn parse(origin: &str, text: &str, files: Files) -> Result<Experiment
                 maxcpus: r.maxcpus,
                 keep_records: false,
                 record_events: None,
+                replay_noise: false,
             },
             published: Published {
                 samples: r.published_samples,
@@ -2294,6 +2295,13 @@ gaps_per_s = 3.0
 max_us = 76.5
 lost_percent = 0.02
 steal_percent = 0.0
+per_cpu_gaps_per_s = [2.0, 4.0]
+
+[host.noise.lengths]
+p50_us = 3.0
+p90_us = 12.0
+p99_us = 40.0
+p999_us = 70.0
 "#;
 
     #[test]
@@ -2307,6 +2315,13 @@ steal_percent = 0.0
         assert_eq!(host.costs.as_ref().unwrap().syscall_ns.unwrap().median, 95.0);
         assert!(host.costs.as_ref().unwrap().fork_exec_ns.is_none());
         assert_eq!(host.noise.as_ref().unwrap().gaps, 30);
+        let replay = host.noise.as_ref().unwrap().replay().unwrap();
+        assert_eq!(
+            (replay.rate(1), replay.rate(5)),
+            (4.0, 3.0),
+            "a CPU not measured: the mean"
+        );
+        assert_eq!(replay.quantiles[3], (0.99, 40_000.0));
         // Neither `--vary machine.host...` nor `[uncertainty]` sees them.
         assert!(machine_fields(&m).iter().all(|f| !f.starts_with("host")));
         let stock = machine("t", "piii-850", 0, &no_files).unwrap();
@@ -2359,6 +2374,31 @@ steal_percent = 0.0
                 "duration_s = 0.0",
                 "host.noise.duration_s",
                 "more than 0",
+            ),
+            (
+                "per_cpu_gaps_per_s = [2.0, 4.0]",
+                "per_cpu_gaps_per_s = [2.0]",
+                "host.noise.per_cpu_gaps_per_s",
+                "one rate per CPU measured (2), got 1",
+            ),
+            (
+                "per_cpu_gaps_per_s = [2.0, 4.0]",
+                "per_cpu_gaps_per_s = [2.0, -4.0]",
+                "host.noise.per_cpu_gaps_per_s",
+                "at least 0",
+            ),
+            (
+                "p99_us = 40.0",
+                "p99_us = 4.0",
+                "host.noise.lengths.p99_us",
+                "must be at least p90_us (12), got 4",
+            ),
+            ("p50_us = 3.0", "p50_us = nan", "host.noise.lengths.p50_us", "NaN"),
+            (
+                "p50_us = 3.0",
+                "p50_us = 0.5",
+                "host.noise.lengths.p50_us",
+                "must be at least threshold_us (1)",
             ),
             (
                 "size_kib = 32768",

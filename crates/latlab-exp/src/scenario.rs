@@ -97,6 +97,7 @@ pub fn config(
         maxcpus: None,
         keep_records: false,
         record_events: None,
+        replay_noise: false,
     })
 }
 

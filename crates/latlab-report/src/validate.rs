@@ -14,7 +14,11 @@
 //! samples) the noise could fill by itself: a wakeup due at a time the CPU is lost to a gap
 //! is late by it, so the share of the time lost (`lost_percent`) is the share of samples
 //! the noise can delay, and a quantile is the noise's when that share is at least `1 - q`.
-//! The average is never the noise's.
+//! The average is never the noise's. With `latlab validate --replay-noise` the model also
+//! runs with that noise replayed (its gaps on every CPU, `SimConfig::replay_noise`), and each
+//! figure set aside as the noise's shows the replayed model's figure beside the kernel-only
+//! one ([`with_replayed`]), still counted on neither side: it says whether the machine's
+//! noise explains the machine's figure.
 //!
 //! Pure: runs are given, nothing is run or read here.
 
@@ -159,6 +163,30 @@ pub struct FigureRow {
     /// model / machine, `None` where the machine's figure is 0.
     pub ratio: Option<f64>,
     pub verdict: Verdict,
+    /// For a figure the noise decides, the model's with the machine's noise replayed
+    /// ([`with_replayed`]); not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_replayed: Option<f64>,
+}
+
+impl FigureRow {
+    /// The replayed model's figure within the figure's bar of the machine's?
+    fn replayed_within(&self) -> Option<bool> {
+        let bar = self.figure.bar()?;
+        bar.holds(self.model_replayed?, Some(self.machine), None)
+    }
+
+    /// The replayed model's figure for a table cell, with its ratio to the machine's.
+    fn replayed_cell(&self) -> String {
+        match self.model_replayed {
+            Some(v) => format!(
+                "{} ({})",
+                cell(self.figure, v),
+                crate::compare::ratio(self.machine, v).map_or("-".into(), |x| format!("{x:.2}x"))
+            ),
+            None => String::new(),
+        }
+    }
 }
 
 /// The median of `v` (the mean of the middle two for an even count); `v` is not empty.
@@ -220,6 +248,7 @@ pub fn scenario_rows(scenario: &str, model: &RunResult, runs: &[RunResult], nois
                 machine_spread: [lo, hi],
                 ratio: crate::compare::ratio(machine, model_v),
                 verdict,
+                model_replayed: None,
             });
         }
     }
@@ -231,6 +260,33 @@ pub fn scenario_rows(scenario: &str, model: &RunResult, runs: &[RunResult], nois
         }
     }
     out
+}
+
+/// Beside each figure of `rows` the noise decides, the figure of the same stream in
+/// `replayed`, the model's run with the machine's noise replayed (a stream it lacks leaves
+/// the figure without one). The verdicts do not change.
+pub fn with_replayed(rows: &mut ScenarioRows, replayed: &RunResult) {
+    for r in rows.rows.iter_mut().filter(|r| r.verdict == Verdict::Noise) {
+        r.model_replayed = replayed
+            .streams
+            .iter()
+            .find(|s| s.name == r.stream)
+            .map(|s| r.figure.of(s));
+    }
+}
+
+/// What the replayed model says of the figures set aside as the noise's, for the line
+/// under the tally; None when the model did not replay the noise.
+pub fn replayed_line(rows: &[FigureRow]) -> Option<String> {
+    let set_aside: Vec<&FigureRow> = rows.iter().filter(|r| r.model_replayed.is_some()).collect();
+    if set_aside.is_empty() {
+        return None;
+    }
+    let within = set_aside.iter().filter(|r| r.replayed_within() == Some(true)).count();
+    Some(format!(
+        "with the machine's noise replayed in the model: {within} of {} figures set aside as the noise's come within their bar of the machine's (shown, not counted)",
+        set_aside.len()
+    ))
 }
 
 /// The verdicts counted, and issue 31's bar: at least 75 % of the judged p50, p99 and
@@ -305,7 +361,14 @@ fn cell(figure: Figure, v: f64) -> String {
 
 /// The table `latlab validate` prints: per stream its figures, model beside the machine's
 /// median, the machine's spread over `runs` runs, the ratio and the verdict; then the tally.
+/// With the model's run replaying the machine's noise ([`with_replayed`]), a last column
+/// gives its figure beside each set aside as the noise's, and a line under the tally says
+/// how many of them come within their bar.
 pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
+    let replayed = scenarios
+        .iter()
+        .flat_map(|s| &s.rows)
+        .any(|r| r.model_replayed.is_some());
     let mut table = vec![vec![
         "scenario / stream".to_string(),
         "figure".into(),
@@ -315,6 +378,9 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
         "model/machine".into(),
         "verdict".into(),
     ]];
+    if replayed {
+        table[0].push("model, noise replayed".into());
+    }
     let mut all = Vec::new();
     let mut notes = String::new();
     for sc in scenarios {
@@ -336,6 +402,9 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
                 r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
                 r.verdict.mark().into(),
             ]);
+            if replayed {
+                table.last_mut().expect("a row").push(r.replayed_cell());
+            }
         }
         all.extend(sc.rows.iter().cloned());
         if !sc.unpaired.is_empty() {
@@ -351,6 +420,10 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
     out.push_str(&notes);
     out.push_str(&Tally::of(&all).line());
     out.push('\n');
+    if let Some(line) = replayed_line(&all) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out
 }
 
@@ -383,9 +456,14 @@ pub fn render_html(scenarios: &[ScenarioRows], runs: usize) -> String {
         None => "note",
     };
     let mut out = format!("<p class=\"{class}\">{}</p>\n", escape(&t.line()));
+    let replayed = replayed_line(&all);
+    if let Some(line) = &replayed {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(line));
+    }
     let _ = writeln!(
         out,
-        "<table class=\"num verdicts\">\n<thead><tr><th>scenario / stream</th><th>figure</th><th>model</th><th>machine (median of {runs})</th><th>machine spread</th><th>model/machine</th><th>verdict</th></tr></thead>"
+        "<table class=\"num verdicts\">\n<thead><tr><th>scenario / stream</th><th>figure</th><th>model</th><th>machine (median of {runs})</th><th>machine spread</th><th>model/machine</th><th>verdict</th>{}</tr></thead>",
+        if replayed.is_some() { "<th>model, noise replayed</th>" } else { "" }
     );
     for sc in scenarios {
         let mut streams: Vec<&str> = sc.rows.iter().map(|r| r.stream.as_str()).collect();
@@ -411,9 +489,9 @@ pub fn render_html(scenarios: &[ScenarioRows], runs: usize) -> String {
                     Verdict::Noise => "noise",
                     Verdict::NotJudged => "",
                 };
-                let _ = writeln!(
+                let _ = write!(
                     out,
-                    "<td>{}</td><td>{}</td><td>{}</td><td>{} - {}</td><td>{}</td><td class=\"{v}\">{}</td></tr>",
+                    "<td>{}</td><td>{}</td><td>{}</td><td>{} - {}</td><td>{}</td><td class=\"{v}\">{}</td>",
                     r.figure.name(),
                     cell(r.figure, r.model),
                     cell(r.figure, r.machine),
@@ -422,6 +500,10 @@ pub fn render_html(scenarios: &[ScenarioRows], runs: usize) -> String {
                     r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
                     r.verdict.mark()
                 );
+                if replayed.is_some() {
+                    let _ = write!(out, "<td>{}</td>", escape(&r.replayed_cell()));
+                }
+                out.push_str("</tr>\n");
             }
             out.push_str("</tbody>\n");
         }
@@ -529,6 +611,48 @@ mod tests {
         // The spike triples the average, and the average is never put down to the noise.
         assert_eq!(row(&rows, "t0", Figure::Avg).verdict, Verdict::Outside);
         assert_eq!(Tally::of(&rows.rows).noise, 2, "p99 and the max");
+    }
+
+    #[test]
+    fn the_replayed_models_figure_stands_beside_those_the_noise_decides_and_counts_for_nothing() {
+        let model = run(Engine::Sim, &[("t0", &[1_000; 100])]);
+        let mut spike: Vec<Nanos> = vec![1_000; 99];
+        spike.push(200_000);
+        let runs = vec![run(Engine::Probe, &[("t0", &spike)])];
+        let noise = Noise {
+            max_gap_ns: 250_000,
+            lost_fraction: 0.025,
+        };
+        let mut rows = scenario_rows("s", &model, &runs, Some(noise));
+        let before = Tally::of(&rows.rows);
+        let plain = render(std::slice::from_ref(&rows), 1);
+        assert!(!plain.contains("noise replayed"), "{plain}");
+        let mut replayed_spike = vec![1_000; 99];
+        replayed_spike.push(150_000);
+        with_replayed(&mut rows, &run(Engine::Sim, &[("t0", &replayed_spike)]));
+        let max = row(&rows, "t0", Figure::Max);
+        assert_eq!(
+            (max.verdict, max.model_replayed.map(|v| v.round())),
+            (Verdict::Noise, Some(150_000.0))
+        );
+        assert!(row(&rows, "t0", Figure::P99).model_replayed.is_some());
+        assert_eq!(
+            row(&rows, "t0", Figure::P50).model_replayed,
+            None,
+            "judged: none beside it"
+        );
+        assert_eq!(Tally::of(&rows.rows), before, "the counting is unchanged");
+        let text = render(std::slice::from_ref(&rows), 1);
+        assert!(text.contains("model, noise replayed"), "{text}");
+        assert!(text.contains("150.0 us (0.75x)"), "{text}");
+        assert!(
+            text.contains("noise replayed in the model: 2 of 2 figures set aside"),
+            "{text}"
+        );
+        let json = serde_json::to_string(&rows).unwrap();
+        assert_eq!(json.matches("\"model_replayed\"").count(), 2, "{json}");
+        let html = render_html(&[rows], 1);
+        assert!(html.contains("<th>model, noise replayed</th>"), "{html}");
     }
 
     #[test]

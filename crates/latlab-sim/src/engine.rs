@@ -27,13 +27,16 @@ pub type Rng = ChaCha8Rng;
 
 /// The model's streams of randomness, one per subsystem that draws. Each is its own ChaCha
 /// stream of the run seed, so a draw added in one subsystem does not shift another's.
-/// Today only the workloads draw (file sizes, compile times, which file a job reads: the
-/// kernel itself is deterministic given its inputs); a subsystem that starts drawing adds
-/// its variant here rather than sharing the workloads' stream.
+/// The workloads draw (file sizes, compile times, which file a job reads: the kernel
+/// itself is deterministic given its inputs), and so does the replay of the machine's host
+/// noise when a run asks for it; a subsystem that starts drawing adds its variant here
+/// rather than sharing another's stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RngStream {
     /// Every workload's draws (`workload::ProgCx::rng`), in the order the programs run.
     Workload = 1,
+    /// The replayed host gaps' arrivals and lengths (`cpu/host_gap.rs`), in arrival order.
+    HostNoise = 2,
 }
 
 /// The PRNG of one stream of randomness, derived from the run seed.

@@ -193,6 +193,11 @@ pub struct SimConfig {
     /// most this many events per sample (`Stream::recorded`, what `latlab report trace`
     /// exports); None: nothing is recorded.
     pub record_events: Option<usize>,
+    /// Replay the machine's host noise (`[host.noise]`: gaps that are not the kernel's,
+    /// `cpu/host_gap.rs`) from the run's start; off, the model never reads it. A run that
+    /// replays it says so in its metadata (`host_noise`) and counts the gaps (`host_gaps`,
+    /// `host_gap_us`).
+    pub replay_noise: bool,
 }
 
 impl SimConfig {
@@ -396,6 +401,24 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             });
         }
     }
+    let replay = match (
+        cfg.replay_noise,
+        cfg.machine.host.as_ref().and_then(|h| h.noise.as_ref()),
+    ) {
+        (false, _) => None,
+        (true, Some(n)) => Some(n.replay().map_err(|(field, why)| SimError::Machine {
+            profile: cfg.machine.name.clone(),
+            field,
+            why,
+        })?),
+        (true, None) => {
+            return Err(SimError::Machine {
+                profile: cfg.machine.name.clone(),
+                field: "host.noise",
+                why: "absent: the host noise to replay comes from a machine file `latlab probe calibrate` wrote".into(),
+            })
+        }
+    };
     let rng = engine::rng_for(cfg.seed, engine::RngStream::Workload);
     // A run with periodic streams takes their measurement; one without runs a kernel whose
     // emitting sites hold none of its code (`measure::Sinks<false>`).
@@ -406,23 +429,25 @@ pub fn simulate_stoppable(cfg: &SimConfig, progress: StoppableProgress) -> Resul
             cfg,
             k,
             kthreads,
+            replay,
             |epoch| measure::Sinks::<false>::new(cfg, epoch),
             progress,
         )
     } else {
         let k = Kernel::new(cfg.variant.clone(), machine, sched, st, rng);
         let sinks = |epoch| measure::Sinks::<true>::new(cfg, epoch).with_periodic(&periodic, epoch);
-        run(cfg, k, kthreads, sinks, progress)
+        run(cfg, k, kthreads, replay, sinks, progress)
     })
 }
 
 /// Boot kernel `k` (its subsystems' threads `kthreads`), run the box's history if it has
 /// one, attach the run's measurements (`sinks`, their clocks from the run's start), start the
-/// measuring task and the workload, and run.
+/// host noise's `replay` if asked, the measuring task and the workload, and run.
 fn run<S: tracepoint::Sink>(
     cfg: &SimConfig,
     mut k: Kernel<S>,
     kthreads: Vec<Kthread>,
+    replay: Option<machine::GapReplay>,
     sinks: impl FnOnce(Nanos) -> S,
     progress: StoppableProgress,
 ) -> (RunResult, EngineStats) {
@@ -439,6 +464,9 @@ fn run<S: tracepoint::Sink>(
     let before = counters(&k);
     // The measurements, subscribed to the kernel's tracepoints.
     k.tp.attach(sinks(epoch));
+    if let Some(r) = replay {
+        k.replay_host_noise(r, engine::rng_for(cfg.seed, engine::RngStream::HostNoise));
+    }
     match cfg.posix_timer {
         Some(p) => {
             k.spawn(
@@ -669,6 +697,24 @@ fn finish<S: tracepoint::Sink>(
         // Tasks 2.6.9's OOM killer sent SIGKILL ([`mm::oom_kill`]); none on a box that never
         // fills RAM and swap.
         c.insert("oom_kills".into(), k.st.reclaim.oom_kills());
+    }
+    if let Some(n) = cfg
+        .machine
+        .host
+        .as_ref()
+        .and_then(|h| h.noise.as_ref())
+        .filter(|_| cfg.replay_noise)
+    {
+        // The machine's noise was replayed: its gaps are in every figure of this run.
+        r.meta.settings.insert(
+            "host_noise".into(),
+            format!(
+                "replayed ({}): {} gaps/s per CPU, {} % of the time lost, the longest {} us",
+                n.source, n.gaps_per_s, n.lost_percent, n.max_us
+            ),
+        );
+        c.insert("host_gaps".into(), k.stats.host_gaps);
+        c.insert("host_gap_us".into(), k.stats.host_gap_ns / 1000);
     }
     if let Some(t) = k.st.workload_done {
         // How long the script itself ran (the run may idle on to the seed's length).

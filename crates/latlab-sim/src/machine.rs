@@ -223,7 +223,8 @@ pub struct Storage {
 
 /// `[host.noise]`: gaps in a CPU's execution that are not the kernel's scheduling (the
 /// hypervisor's steal, SMIs, interrupts), as hwlat/osnoise or a user-space loop saw them.
-/// Reported apart from the kernel's latency; a source the model may replay later.
+/// Reported apart from the kernel's latency. The model replays them only when asked
+/// (`SimConfig::replay_noise`, from [`Noise::replay`]): off, it never reads them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Noise {
@@ -246,6 +247,157 @@ pub struct Noise {
     /// The hypervisor's steal time over the measurement (/proc/stat), percent of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_percent: Option<f64>,
+    /// Gaps per second of each CPU measured, in the order of their numbers (empty in a file
+    /// from before they were recorded: every CPU then has `gaps_per_s`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_cpu_gaps_per_s: Vec<f64>,
+    /// The gaps' lengths (`[host.noise.lengths]`), absent when no gap was counted or in a
+    /// file from before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lengths: Option<GapLengths>,
+}
+
+/// `[host.noise.lengths]`: quantiles of the gaps' lengths over the whole measurement, us
+/// (with `threshold_us` below and `max_us` above them, the distribution the model draws a
+/// replayed gap's length from).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GapLengths {
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+}
+
+/// What the model replays of a machine's noise ([`Noise::replay`]): each CPU's gaps arrive
+/// as a Poisson process at its rate, each gap's length drawn from the measured distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GapReplay {
+    /// Gaps per second of the model's CPU `i` (`rate_per_s[i]`; a CPU past the list has
+    /// `mean_per_s`).
+    pub rate_per_s: Vec<f64>,
+    pub mean_per_s: f64,
+    /// The length distribution as (cumulative share, length ns) points, the share rising
+    /// from 0 (the threshold) to 1 (the longest gap); a length between two points is
+    /// interpolated geometrically (the lengths are heavy-tailed).
+    pub quantiles: [(f64, f64); 6],
+}
+
+impl GapReplay {
+    /// The gaps per second of CPU `cpu`.
+    pub fn rate(&self, cpu: usize) -> f64 {
+        self.rate_per_s.get(cpu).copied().unwrap_or(self.mean_per_s)
+    }
+
+    /// The length, ns, at cumulative share `u` (0 <= u < 1) of the distribution.
+    pub fn length_at(&self, u: f64) -> f64 {
+        let q = &self.quantiles;
+        let i = q.partition_point(|&(p, _)| p <= u).clamp(1, q.len() - 1);
+        let ((p0, a), (p1, b)) = (q[i - 1], q[i]);
+        let f = ((u - p0) / (p1 - p0)).clamp(0.0, 1.0);
+        match a > 0.0 {
+            true => a * (b / a).powf(f),
+            false => a + (b - a) * f,
+        }
+    }
+}
+
+impl Noise {
+    /// The replay the model runs of this noise (none at all when no gap was counted); `Err`
+    /// (the field, why) when gaps were counted but the file does not hold their lengths.
+    pub fn replay(&self) -> Result<GapReplay, (&'static str, String)> {
+        let l = match (self.lengths, self.gaps) {
+            (Some(l), _) => l,
+            (None, 0) => {
+                let t = self.threshold_us * 1e3;
+                return Ok(GapReplay {
+                    rate_per_s: Vec::new(),
+                    mean_per_s: 0.0,
+                    quantiles: [(0.0, t), (0.5, t), (0.9, t), (0.99, t), (0.999, t), (1.0, t)],
+                });
+            }
+            (None, _) => return Err((
+                "host.noise.lengths",
+                "absent (a machine file from before the gaps' lengths were recorded): re-run `latlab probe calibrate`"
+                    .into(),
+            )),
+        };
+        let us = |v: f64| v * 1e3;
+        Ok(GapReplay {
+            rate_per_s: self.per_cpu_gaps_per_s.clone(),
+            mean_per_s: self.gaps_per_s,
+            quantiles: [
+                (0.0, us(self.threshold_us)),
+                (0.5, us(l.p50_us)),
+                (0.9, us(l.p90_us)),
+                (0.99, us(l.p99_us)),
+                (0.999, us(l.p999_us)),
+                (1.0, us(self.max_us)),
+            ],
+        })
+    }
+
+    /// Its numbers in range and in order; the offending field and why.
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        for (field, v) in [
+            ("host.noise.duration_s", self.duration_s),
+            ("host.noise.threshold_us", self.threshold_us),
+            ("host.noise.gaps_per_s", self.gaps_per_s),
+            ("host.noise.max_us", self.max_us),
+            ("host.noise.lost_percent", self.lost_percent),
+            ("host.noise.steal_percent", self.steal_percent.unwrap_or(0.0)),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err((field, format!("must be a number of at least 0, got {v:?}")));
+            }
+        }
+        if self.duration_s == 0.0 {
+            return Err(("host.noise.duration_s", "must be more than 0".into()));
+        }
+        if self.cpus == 0 {
+            return Err(("host.noise.cpus", "must be at least 1".into()));
+        }
+        let per_cpu = &self.per_cpu_gaps_per_s;
+        if !per_cpu.is_empty() && per_cpu.len() != self.cpus as usize {
+            return Err((
+                "host.noise.per_cpu_gaps_per_s",
+                format!(
+                    "must give one rate per CPU measured ({}), got {}",
+                    self.cpus,
+                    per_cpu.len()
+                ),
+            ));
+        }
+        if let Some(v) = per_cpu.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+            return Err((
+                "host.noise.per_cpu_gaps_per_s",
+                format!("every rate must be a number of at least 0, got {v:?}"),
+            ));
+        }
+        if let Some(l) = &self.lengths {
+            if self.gaps == 0 {
+                return Err(("host.noise.lengths", "given, but no gap was counted (gaps = 0)".into()));
+            }
+            // From the threshold up to the longest gap, each quantile at least the one before.
+            let mut below = ("threshold_us", self.threshold_us);
+            for (field, name, v) in [
+                ("host.noise.lengths.p50_us", "p50_us", l.p50_us),
+                ("host.noise.lengths.p90_us", "p90_us", l.p90_us),
+                ("host.noise.lengths.p99_us", "p99_us", l.p99_us),
+                ("host.noise.lengths.p999_us", "p999_us", l.p999_us),
+                ("host.noise.max_us", "max_us", self.max_us),
+            ] {
+                if !v.is_finite() {
+                    return Err((field, format!("must be a number, got {v:?}")));
+                }
+                if v < below.1 {
+                    return Err((field, format!("must be at least {} ({}), got {v}", below.0, below.1)));
+                }
+                below = (name, v);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A machine's replacement for one catalog item's numbers; a number not given keeps the
@@ -578,25 +730,43 @@ impl HostFacts {
             s.fsync_us.check("host.storage.fsync_us")?;
         }
         if let Some(n) = &self.noise {
-            for (field, v) in [
-                ("host.noise.duration_s", n.duration_s),
-                ("host.noise.threshold_us", n.threshold_us),
-                ("host.noise.gaps_per_s", n.gaps_per_s),
-                ("host.noise.max_us", n.max_us),
-                ("host.noise.lost_percent", n.lost_percent),
-                ("host.noise.steal_percent", n.steal_percent.unwrap_or(0.0)),
-            ] {
-                if !(v.is_finite() && v >= 0.0) {
-                    return Err((field, format!("must be a number of at least 0, got {v:?}")));
-                }
-            }
-            if n.duration_s == 0.0 {
-                return Err(("host.noise.duration_s", "must be more than 0".into()));
-            }
-            if n.cpus == 0 {
-                return Err(("host.noise.cpus", "must be at least 1".into()));
-            }
+            n.validate()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replayed_gaps_length_follows_the_measured_quantiles() {
+        let n = Noise {
+            threshold_us: 1.0,
+            gaps: 10,
+            max_us: 1000.0,
+            lengths: Some(GapLengths {
+                p50_us: 4.0,
+                p90_us: 10.0,
+                p99_us: 100.0,
+                p999_us: 400.0,
+            }),
+            ..Default::default()
+        };
+        let r = n.replay().unwrap();
+        let at = |u: f64| r.length_at(u).round();
+        assert_eq!(
+            [at(0.0), at(0.5), at(0.9), at(0.99), at(0.999)],
+            [1e3, 4e3, 10e3, 100e3, 400e3]
+        );
+        assert_eq!(at(1.0 - 1e-12), 1e6);
+        // Between two quantiles, geometrically: halfway from p90 to p99 is their geometric mean.
+        assert_eq!(at(0.945), (10e3f64 * 100e3).sqrt().round());
+        let old = Noise { lengths: None, ..n };
+        assert_eq!(old.replay().unwrap_err().0, "host.noise.lengths");
+        // No gap counted: nothing to replay, at any CPU.
+        let quiet = Noise { gaps: 0, ..old }.replay().unwrap();
+        assert_eq!((quiet.rate(0), quiet.rate(7)), (0.0, 0.0));
     }
 }

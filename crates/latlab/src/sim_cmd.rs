@@ -55,6 +55,11 @@ pub struct Opts {
     /// what `latlab report trace` exports as 6.x ftrace text).
     #[arg(long, requires = "out")]
     pub record_events: bool,
+    /// Replay the machine file's host noise in the model (`[host.noise]` of a machine
+    /// `latlab probe calibrate` wrote: gaps that are not the kernel's, on every CPU, from
+    /// its measured rates and lengths); each result says so in its settings (`host_noise`).
+    #[arg(long)]
+    pub replay_noise: bool,
     /// Run the experiment once per value of a setting, the same for every kernel, and print
     /// each kernel's worst case per value: `seed`, `rtc_hz`, `hz`, `timer_period_us`, a
     /// workload size (`hogs`, `video.fps`, `video.decode_us`, `video.x_us`, `make.jobs`,
@@ -254,6 +259,7 @@ fn run_pool(jobs: &[(&Experiment, &str)], o: &Opts) -> anyhow::Result<Vec<RunRes
             }
             cfg.keep_records = o.records.is_some();
             cfg.record_events = o.record_events.then_some(latlab_sim::measure::recorder::RING_EVENTS);
+            cfg.replay_noise = o.replay_noise;
             let mut bar: Option<ProgressBar> = None;
             let t0 = Instant::now();
             let mut said = t0;

@@ -41,6 +41,11 @@ pub struct ValidateArgs {
     /// The model's PRNG seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Also run each scenario on the model with the machine's host noise replayed
+    /// (`[host.noise]`: its gaps on every CPU), and show that figure beside each one the
+    /// noise rule sets aside (not counted either way).
+    #[arg(long)]
+    pub replay_noise: bool,
     /// Print the rows and the tally as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -181,22 +186,34 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         variant.name
     );
 
+    // Each scenario's model run, and with --replay-noise the one replaying the noise.
     let mut models = Vec::new();
     for n in &scenarios {
-        let cfg = latlab_exp::scenario::config(&n.s, machine.clone(), variant.clone(), a.duration, a.seed)?;
-        errln!("latlab validate: {} on the model", n.s.name);
-        let mut go_on = |_, _| match latlab_probe::signals::stop_requested() {
-            true => std::ops::ControlFlow::Break(()),
-            false => std::ops::ControlFlow::Continue(()),
-        };
-        let mut r = latlab_batch::simulate(&cfg, &mut go_on)
-            .map_err(|e| anyhow::anyhow!("{}: the model: {e:#}", n.file.display()))?;
-        if let Some(sig) = latlab_probe::signals::stopped_by() {
-            errln!("latlab validate: stopped by signal {sig}; nothing judged");
-            return Ok(ExitCode::from((128 + sig) as u8));
+        let mut cfg = latlab_exp::scenario::config(&n.s, machine.clone(), variant.clone(), a.duration, a.seed)?;
+        let mut pair = Vec::new();
+        for replay in [false, true].into_iter().take(1 + usize::from(a.replay_noise)) {
+            cfg.replay_noise = replay;
+            let how = if replay {
+                " with the machine's noise replayed"
+            } else {
+                ""
+            };
+            errln!("latlab validate: {} on the model{how}", n.s.name);
+            let mut go_on = |_, _| match latlab_probe::signals::stop_requested() {
+                true => std::ops::ControlFlow::Break(()),
+                false => std::ops::ControlFlow::Continue(()),
+            };
+            let mut r = latlab_batch::simulate(&cfg, &mut go_on)
+                .map_err(|e| anyhow::anyhow!("{}: the model{how}: {e:#}", n.file.display()))?;
+            if let Some(sig) = latlab_probe::signals::stopped_by() {
+                errln!("latlab validate: stopped by signal {sig}; nothing judged");
+                return Ok(ExitCode::from((128 + sig) as u8));
+            }
+            latlab_exp::scenario::keep_measured(&n.s, &mut r);
+            pair.push(r);
         }
-        latlab_exp::scenario::keep_measured(&n.s, &mut r);
-        models.push(r);
+        let replayed = (pair.len() == 2).then(|| pair.pop()).flatten();
+        models.push((pair.pop().expect("the kernel-only run"), replayed));
     }
 
     let cfg = ScenarioConfig {
@@ -209,7 +226,7 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     // Each scenario's runs, the model's first, for the HTML page.
     let mut saved: Vec<(String, Vec<RunResult>)> = Vec::new();
-    for (n, model) in scenarios.iter().zip(models) {
+    for (n, (model, replayed)) in scenarios.iter().zip(models) {
         let mut runs = Vec::new();
         for i in 1..=a.runs {
             errln!("latlab validate: {} on this machine, run {i} of {}", n.s.name, a.runs);
@@ -224,14 +241,24 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
             }
             runs.push(out.result);
         }
-        rows.push(validate::scenario_rows(&n.s.name, &model, &runs, noise));
+        let mut sc = validate::scenario_rows(&n.s.name, &model, &runs, noise);
+        if let Some(r) = &replayed {
+            validate::with_replayed(&mut sc, r);
+        }
+        rows.push(sc);
         if let Some(d) = &a.out {
             write_json(&d.join(format!("{}-model.json", n.s.name)), &model)?;
+            if let Some(r) = &replayed {
+                write_json(&d.join(format!("{}-model-noise.json", n.s.name)), r)?;
+            }
             for (i, r) in runs.iter().enumerate() {
                 write_json(&d.join(format!("{}-machine-{}.json", n.s.name, i + 1)), r)?;
             }
         }
-        saved.push((n.s.name.clone(), std::iter::once(model).chain(runs).collect()));
+        saved.push((
+            n.s.name.clone(),
+            std::iter::once(model).chain(replayed).chain(runs).collect(),
+        ));
     }
 
     let all: Vec<_> = rows.iter().flat_map(|s| s.rows.iter().cloned()).collect();

@@ -1687,6 +1687,9 @@ fn calibrate_writes_a_machine_file_the_model_runs() {
         assert!(storage.write_mb_s.median > 0.0 && storage.fsync_us.median > 0.0);
         let noise = host.noise.as_ref().expect("[host.noise]");
         assert!(noise.duration_s > 0.0 && noise.gaps_per_s.is_finite() && !noise.source.is_empty());
+        // A rate for every CPU measured; the lengths whenever a gap was counted.
+        assert_eq!(noise.per_cpu_gaps_per_s.len(), noise.cpus as usize);
+        assert_eq!(noise.lengths.is_some(), noise.gaps > 0, "{noise:?}");
         assert!(host.kernel.as_ref().expect("[host.kernel]").hz >= 10);
         let topo = host.topology.as_ref().expect("[host.topology]");
         assert_eq!(
@@ -1726,6 +1729,10 @@ fn calibrate_writes_a_machine_file_the_model_runs() {
         let run = common::latlab(&["run", exp.to_str().unwrap()]);
         assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
         assert!(String::from_utf8_lossy(&run.stdout).contains("6.18 EEVDF none"));
+        // And replays the noise measured (none, if no gap was counted).
+        let replayed = common::latlab(&["run", exp.to_str().unwrap(), "--replay-noise"]);
+        let e = String::from_utf8_lossy(&replayed.stderr);
+        assert!(replayed.status.success(), "{who:?}: {e}");
         std::fs::remove_file(&exp).unwrap();
 
         // No overwriting without --force; --force replaces the file (a new inode: renamed

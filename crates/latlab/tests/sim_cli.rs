@@ -132,6 +132,17 @@ fn unknown_experiment_lists_valid_ones() {
 }
 
 #[test]
+fn replaying_the_noise_of_a_machine_without_it_is_refused_naming_the_field() {
+    let out = latlab(&["reproduce", "sched-cost", "--replay-noise"]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("field `host.noise`") && e.contains("latlab probe calibrate"),
+        "{e}"
+    );
+}
+
+#[test]
 fn run_reports_file_line_and_field() {
     let dir = Scratch::new("run");
     let f = dir.file(

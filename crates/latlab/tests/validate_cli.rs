@@ -86,6 +86,69 @@ fn a_scenario_is_judged_figure_by_figure_with_the_models_side_repeatable() {
 }
 
 #[test]
+fn with_the_noise_replayed_its_figures_stand_beside_those_the_noise_decides() {
+    let s = Scratch::new("validate-noise");
+    let base = std::fs::read_to_string(machine(&s, "none")).unwrap();
+    // 2 % of the time lost: every p99 is the noise's.
+    let m = s.file(
+        "m-noise.toml",
+        &format!(
+            "{base}\n[host.noise]\nsource = \"test\"\nduration_s = 5.0\ncpus = 2\nthreshold_us = 1.0\ngaps = 5000\n\
+             gaps_per_s = 500.0\nmax_us = 2000.0\nlost_percent = 2.0\nper_cpu_gaps_per_s = [400.0, 600.0]\n\n\
+             [host.noise.lengths]\np50_us = 5.0\np90_us = 20.0\np99_us = 300.0\np999_us = 1500.0\n"
+        ),
+    );
+    let out_dir = s.path("out");
+    let args = [
+        "validate",
+        IDLE,
+        "--runs",
+        "1",
+        "--duration",
+        "300ms",
+        "--machine",
+        &m,
+        "--json",
+        "--replay-noise",
+        "--out",
+        &out_dir,
+    ];
+    let o = latlab(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{stderr}");
+    assert!(
+        stderr.contains("on the model with the machine's noise replayed"),
+        "{stderr}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json prints JSON");
+    let rows = doc["scenarios"][0]["rows"].as_array().expect("rows");
+    let mut beside = 0;
+    for r in rows {
+        // Beside every figure the noise decides, and no other.
+        assert_eq!(r["verdict"] == "noise", r.get("model_replayed").is_some(), "{r}");
+        beside += usize::from(r["verdict"] == "noise");
+    }
+    assert!(beside >= 2, "each stream's p99: {doc}");
+    let replayed = std::fs::read_to_string(s.path("out/idle-model-noise.json")).unwrap();
+    let r: serde_json::Value = serde_json::from_str(&replayed).unwrap();
+    assert!(r["meta"]["settings"]["host_noise"]
+        .as_str()
+        .unwrap()
+        .starts_with("replayed (test)"));
+    assert!(r["counters"]["host_gaps"].as_u64().unwrap() > 0);
+    let kernel_only: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.path("out/idle-model.json")).unwrap()).unwrap();
+    assert!(kernel_only["meta"]["settings"].get("host_noise").is_none());
+
+    // A machine without [host.noise] has nothing to replay.
+    let bare = machine(&s, "full");
+    let o = latlab(&["validate", IDLE, "--machine", &bare, "--replay-noise"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("field `host.noise`") && e.contains("absent"), "{e}");
+}
+
+#[test]
 fn the_table_ends_with_the_tally_against_the_bar() {
     let s = Scratch::new("validate-table");
     let m = machine(&s, "lazy");

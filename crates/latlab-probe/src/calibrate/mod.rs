@@ -113,6 +113,10 @@ pub struct NoiseOut {
     pub max_us: f64,
     pub lost_percent: f64,
     pub steal_percent: Option<f64>,
+    /// Gaps per second of each CPU measured, in the order of their numbers.
+    pub per_cpu_gaps_per_s: Vec<f64>,
+    /// The gaps' lengths, p50, p90, p99 and p99.9, us; None when no gap was counted.
+    pub lengths_us: Option<[f64; 4]>,
 }
 
 /// `[host.kernel]`.
@@ -685,6 +689,12 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
 
     let lost: u64 = quiet.iter().filter(|g| !g.timer).map(|g| g.len_ns()).sum();
     let noise_gaps: Vec<&&noise::Gap> = quiet.iter().filter(|g| !g.timer).collect();
+    let lens: Vec<u64> = noise_gaps.iter().map(|g| g.len_ns()).collect();
+    let mut by_cpu: Vec<(u32, usize)> = gaps
+        .iter()
+        .map(|(c, g)| (*c, g.iter().filter(|g| !g.switched && !g.timer).count()))
+        .collect();
+    by_cpu.sort_unstable();
     let span_s = secs * cpus.len() as f64;
     let steal_percent = match (steal_before, steal_after) {
         (Some(a), Some(b)) => Some(stats::round_sig((b.saturating_sub(a)) as f64 / 1e9 / span_s * 100.0)),
@@ -715,6 +725,8 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Calibration
         max_us: stats::round_sig(noise_gaps.iter().map(|g| g.len_ns()).max().unwrap_or(0) as f64 / 1000.0),
         lost_percent: stats::round_sig(lost as f64 / 1e9 / span_s * 100.0),
         steal_percent,
+        per_cpu_gaps_per_s: by_cpu.iter().map(|&(_, n)| stats::round_sig(n as f64 / secs)).collect(),
+        lengths_us: noise::length_quantiles(&lens),
     };
 
     step(progress, "disk: buffered writes, fsync")?;

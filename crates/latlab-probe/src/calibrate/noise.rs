@@ -103,6 +103,21 @@ pub fn mark_ticks(gaps: &mut [Gap], period_ns: u64, tol_ns: u64) {
     }
 }
 
+/// The gap-length quantiles `[host.noise.lengths]` keeps, p50, p90, p99 and p99.9 of
+/// `lens_ns`, us (by nearest rank, four significant digits); None when there is no gap.
+pub fn length_quantiles(lens_ns: &[u64]) -> Option<[f64; 4]> {
+    if lens_ns.is_empty() {
+        return None;
+    }
+    let mut v = lens_ns.to_vec();
+    v.sort_unstable();
+    let at = |q: f64| {
+        let rank = (q * v.len() as f64).ceil() as usize;
+        super::stats::round_sig(v[rank.clamp(1, v.len()) - 1] as f64 / 1000.0)
+    };
+    Some([at(0.5), at(0.9), at(0.99), at(0.999)])
+}
+
 /// Handler spans of one CPU from a raw trace: (entry, exit) pairs of the events `entry` and
 /// `exit` (ids), in time order.
 pub fn spans(raw: &str, entry: u32, exit: u32) -> Vec<(u64, u64)> {
@@ -199,6 +214,17 @@ mod tests {
                    1 0 4000 type: 164\n1 0 5000 type: 165\n1 0 5100 type: 7\n1 0 9000 type: 164\n";
         assert_eq!(spans(raw, 165, 164), vec![(1000, 3500), (5000, 9000)]);
         assert!(spans("garbage\n", 1, 2).is_empty());
+    }
+
+    #[test]
+    fn gap_lengths_give_their_quantiles_by_nearest_rank() {
+        // 1..=1000 us: p50 the 500th, p90 the 900th, p99 the 990th, p99.9 the 999th.
+        let lens: Vec<u64> = (1..=1000u64).rev().map(|us| us * 1000).collect();
+        assert_eq!(length_quantiles(&lens), Some([500.0, 900.0, 990.0, 999.0]));
+        // Few gaps: every quantile at or below the longest, in order.
+        assert_eq!(length_quantiles(&[3_000, 1_500]), Some([1.5, 3.0, 3.0, 3.0]));
+        assert_eq!(length_quantiles(&[1_234_567]), Some([1235.0; 4]));
+        assert_eq!(length_quantiles(&[]), None);
     }
 
     #[test]

@@ -167,7 +167,7 @@ impl Calibration {
         let n = &self.noise;
         let _ = writeln!(
             o,
-            "\n# The machine's noise that is not the kernel's scheduling, reported apart from the kernel's latency; a source the model may replay later (it does not yet)."
+            "\n# The machine's noise that is not the kernel's scheduling, reported apart from the kernel's latency; the model replays it only when asked (latlab run --replay-noise)."
         );
         let _ = writeln!(o, "[host.noise]");
         let _ = writeln!(o, "source = {}", quoted(&n.source));
@@ -184,6 +184,22 @@ impl Calibration {
                 let _ = writeln!(o, "steal_percent = {}", real(v));
             }
             None => comment(&mut o, "steal_percent: not read (/proc/stat has no steal column)"),
+        }
+        comment(
+            &mut o,
+            "measured: gaps per second of each CPU, in the order of their numbers",
+        );
+        let rates: Vec<String> = n.per_cpu_gaps_per_s.iter().map(|&v| real(v)).collect();
+        let _ = writeln!(o, "per_cpu_gaps_per_s = [{}]", rates.join(", "));
+        match n.lengths_us {
+            Some([p50, p90, p99, p999]) => {
+                let _ = writeln!(o, "\n[host.noise.lengths]");
+                comment(&mut o, "measured: the gaps' lengths over every CPU, us (nearest rank)");
+                for (k, v) in [("p50_us", p50), ("p90_us", p90), ("p99_us", p99), ("p999_us", p999)] {
+                    let _ = writeln!(o, "{k} = {}", real(v));
+                }
+            }
+            None => comment(&mut o, "lengths: no gap counted"),
         }
         o
     }
@@ -256,6 +272,11 @@ impl Calibration {
         ]);
         if let Some(v) = n.steal_percent {
             rows.push(["host.noise.steal_percent".into(), real(v), "-".into(), "read".into()]);
+        }
+        if let Some([p50, _, p99, _]) = n.lengths_us {
+            for (k, v) in [("host.noise.lengths.p50_us", p50), ("host.noise.lengths.p99_us", p99)] {
+                rows.push([k.into(), real(v), "-".into(), "measured".into()]);
+            }
         }
         let w: Vec<usize> = (0..4)
             .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))

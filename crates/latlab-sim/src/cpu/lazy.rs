@@ -100,7 +100,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             // The CPU whose context reaches its boundary first (the lowest on a tie); every
             // interrupt goes to CPU 0, which takes none while its interrupts are off.
-            match (self.first_boundary(), self.q.peek_time()) {
+            let first = self.first_boundary();
+            if self.host_gaps.is_some() && self.host_gap_first(first.map(|(d, _)| d)) {
+                continue;
+            }
+            match (first, self.q.peek_time()) {
                 (Some((d, cpu)), t) if t.is_none_or(|t| self.now + d <= t) || self.cpu0_irqs_off() => {
                     self.pass(d);
                     self.cpu = cpu;
@@ -114,7 +118,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
                     }
                     let (at, ev) = self.q.pop().expect("peeked");
                     self.cpu = 0;
-                    if !matches!(ev, super::Ev::Ipi(_)) {
+                    if !matches!(ev, super::Ev::Ipi(_) | super::Ev::GapEnd(_)) {
                         self.touch(0);
                     }
                     self.event(at, ev);
@@ -128,13 +132,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
     }
 
     /// Are CPU 0's interrupts off now (it takes every interrupt)?
-    fn cpu0_irqs_off(&mut self) -> bool {
+    pub(super) fn cpu0_irqs_off(&mut self) -> bool {
         self.settle(0);
         self.irqs_off(0)
     }
 
     /// Let `d` ns pass: on every CPU at once while a sink takes CPU time, else on none yet.
-    fn pass(&mut self, d: Nanos) {
+    pub(super) fn pass(&mut self, d: Nanos) {
         if self.cpu_time_taken() {
             self.advance(d);
             let v = self.vnow();
@@ -365,8 +369,15 @@ mod tests {
     /// task's CPU time and the kernel itself; stepped lazily when `lazy`.
     /// The tasks: a SCHED_FIFO thread waking every 2 ms (watched by a [`Window`]), 80 hogs
     /// and 100 tasks computing and sleeping for various times, so that wakeups are placed
-    /// and the CPUs balance.
-    fn run(cpus: u32, preempt: PreemptModel, timer: TimerSubsystem, lazy: bool) -> (Vec<String>, String, Kernel) {
+    /// and the CPUs balance. With `noise`, host gaps are replayed on every CPU (3,000 a
+    /// second, 1 to 400 us long).
+    fn run(
+        cpus: u32,
+        preempt: PreemptModel,
+        timer: TimerSubsystem,
+        noise: bool,
+        lazy: bool,
+    ) -> (Vec<String>, String, Kernel) {
         let m = MachineProfile { cpus, ..machine() };
         let mut v = variant_with(SchedClass::Eevdf, preempt, &[]);
         v.timer = timer;
@@ -415,6 +426,10 @@ mod tests {
             let spec = TaskSpec::user("sleeper", periodic(100_000 + i * 7_000, 1_000_000 + i * 13_000));
             k.spawn(spec, None);
         }
+        if noise {
+            let replay = super::super::host_gap::tests::replay(3_000.0, 1.0, 400.0);
+            k.replay_host_noise(replay, crate::engine::rng_for(7, crate::engine::RngStream::HostNoise));
+        }
         k.run_until(300_000_000, |_| {});
         let counts = format!("{:?} {} {}", k.stats, k.events(), k.now);
         let log = log.borrow().clone();
@@ -423,15 +438,18 @@ mod tests {
 
     #[test]
     fn a_lazily_stepped_run_is_the_eager_one() {
-        for (preempt, timer) in [
-            (PreemptModel::None, TimerSubsystem::Jiffies),
-            (PreemptModel::Full, TimerSubsystem::Hrtimer),
-            (PreemptModel::Lazy, TimerSubsystem::Hrtimer),
+        for (preempt, timer, noise) in [
+            (PreemptModel::None, TimerSubsystem::Jiffies, false),
+            (PreemptModel::Full, TimerSubsystem::Hrtimer, false),
+            (PreemptModel::Lazy, TimerSubsystem::Hrtimer, false),
+            // With the machine's host noise replayed (cpu/host_gap.rs).
+            (PreemptModel::Full, TimerSubsystem::Hrtimer, true),
+            (PreemptModel::None, TimerSubsystem::Jiffies, true),
         ] {
             for cpus in [2, 8, 64] {
-                let (lazy_log, lazy_counts, lk) = run(cpus, preempt, timer, true);
-                let (eager_log, eager_counts, ek) = run(cpus, preempt, timer, false);
-                let what = format!("{cpus} CPUs, {preempt:?}, {timer:?}");
+                let (lazy_log, lazy_counts, lk) = run(cpus, preempt, timer, noise, true);
+                let (eager_log, eager_counts, ek) = run(cpus, preempt, timer, noise, false);
+                let what = format!("{cpus} CPUs, {preempt:?}, {timer:?}, noise {noise}");
                 if let Some(i) = (0..lazy_log.len().min(eager_log.len())).find(|&i| lazy_log[i] != eager_log[i]) {
                     panic!(
                         "{what}: event {i}: {} against {}\n{:#?}",
@@ -444,6 +462,12 @@ mod tests {
                 let cpu_ns = |k: &Kernel| k.tasks.iter().map(|t| t.cpu_ns).collect::<Vec<_>>();
                 assert_eq!(cpu_ns(&lk), cpu_ns(&ek), "{what}");
                 assert!(lk.stats.context_switches > 100, "{what}: {:?}", lk.stats);
+                assert_eq!(
+                    lk.stats.host_gaps > 100 * u64::from(cpus),
+                    noise,
+                    "{what}: {:?}",
+                    lk.stats
+                );
                 let windows = lazy_log.iter().filter(|e| e.contains("Runtime")).count();
                 assert!(windows > 100, "{what}: {windows} CPU-time events in the windows");
                 assert_eq!(lazy_log.len(), eager_log.len(), "{what}");
@@ -453,11 +477,15 @@ mod tests {
 
     #[test]
     fn every_cpu_accounts_for_all_its_time() {
-        let (_, _, k) = run(64, PreemptModel::None, TimerSubsystem::Hrtimer, true);
-        // Each CPU's time goes to a task (its idle task included) or to schedule(), except
-        // while CPU 0's hard interrupt handlers hold every CPU still.
-        let tasks: Nanos = k.tasks.iter().map(|t| t.cpu_ns).sum();
-        assert_eq!(tasks + k.stats.sched_ns, 64 * (k.now - k.stats.irq_ns));
-        assert!(k.stats.idle_ns > 0 && k.stats.idle_ns < 64 * k.now, "{:?}", k.stats);
+        for noise in [false, true] {
+            let (_, _, k) = run(64, PreemptModel::None, TimerSubsystem::Hrtimer, noise, true);
+            // Each CPU's time goes to a task (its idle task included), to schedule() or to a
+            // host gap, except while CPU 0's hard interrupt handlers hold every CPU still.
+            let tasks: Nanos = k.tasks.iter().map(|t| t.cpu_ns).sum();
+            let s = &k.stats;
+            assert_eq!(tasks + s.sched_ns + s.host_gap_ns, 64 * (k.now - s.irq_ns));
+            assert!(s.idle_ns > 0 && s.idle_ns < 64 * k.now, "{s:?}");
+            assert_eq!(s.host_gap_ns > 0, noise, "{s:?}");
+        }
     }
 }

@@ -54,7 +54,7 @@ macro_rules! trace_event {
                 now: $k.now,
                 cpu: $k.cpu,
                 cur: $k.cpus[$k.cpu].current,
-                in_schedule: $k.cpus[$k.cpu].overhead > 0,
+                in_schedule: $k.cpus[$k.cpu].overhead > $k.cpus[$k.cpu].gap,
                 irq: $k.irq_ctx,
                 tasks: &$k.tasks,
                 paths: &$k.paths,
@@ -73,6 +73,8 @@ mod lazy;
 pub mod irq_thread;
 // PREEMPT_RT's sleeping locks at step boundaries (after `trace_event!`, which it uses).
 mod rtmutex;
+// The replay of the machine's host noise (after `trace_event!`, which it uses).
+mod host_gap;
 
 /// Queue events: interrupts and software wakeups.
 #[derive(Clone, Copy, Debug)]
@@ -83,6 +85,8 @@ enum Ev {
     Wake(Chan),
     /// A reschedule IPI reaching CPU `.0` (per-CPU runqueues only, cpu/smp.rs).
     Ipi(usize),
+    /// CPU `.0`'s replayed host gap ends (cpu/host_gap.rs).
+    GapEnd(usize),
 }
 
 /// Counters the kernel keeps for the result.
@@ -96,6 +100,9 @@ pub struct Stats {
     pub idle_ns: Nanos,
     pub syscalls: u64,
     pub tasks_created: u64,
+    /// Replayed host gaps (cpu/host_gap.rs), and the CPU time they took.
+    pub host_gaps: u64,
+    pub host_gap_ns: Nanos,
 }
 
 /// One logical CPU's context.
@@ -106,6 +113,8 @@ struct Cpu {
     /// Time still owed to schedule()/context switch, run with interrupts off before the
     /// current task continues.
     overhead: Nanos,
+    /// The share of `overhead` that is a replayed host gap (cpu/host_gap.rs), run first.
+    gap: Nanos,
     /// When the current task last got the CPU or entered the kernel.
     ran_since: Nanos,
 }
@@ -129,6 +138,8 @@ pub struct Kernel<S = Box<dyn tracepoint::Sink>> {
     /// Several CPUs at full speed each are stepped lazily (cpu/lazy.rs); None: every CPU's
     /// context is brought up to the present at every event.
     lazy: Option<Box<lazy::Lazy>>,
+    /// The replay of the machine's host noise, when the run asks for it.
+    host_gaps: Option<Box<host_gap::HostGaps>>,
     /// Each CPU's Hyper-Threading siblings, itself not included (`cpu_smt_mask`), when a
     /// busy sibling slows a CPU down (`sibling_speed` < 1); else empty.
     smt: Vec<CpuSet>,
@@ -187,6 +198,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             .map(|c| Cpu {
                 current: c,
                 overhead: 0,
+                gap: 0,
                 ran_since: 0,
             })
             .collect();
@@ -217,6 +229,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             cpus,
             cpu: 0,
             lazy,
+            host_gaps: None,
             smt,
             sched,
             v,
@@ -321,6 +334,9 @@ impl<S: tracepoint::Sink> Kernel<S> {
             // The CPU whose context reaches its boundary first (the lowest on a tie); every
             // interrupt goes to CPU 0, which takes none while its interrupts are off.
             let (seg, cpu) = self.next_boundary();
+            if self.host_gaps.is_some() && self.host_gap_first(seg) {
+                continue;
+            }
             let irqs_off = self.irqs_off(0);
             match (seg, self.q.peek_time()) {
                 (Some(d), Some(t)) if irqs_off || self.now + d <= t => {
@@ -421,6 +437,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
         if self.m.sibling_speed >= 1.0 {
             return self.segment_work();
         }
+        // A host gap passes in wall time, whatever the siblings do.
+        let gap = self.cpus[self.cpu].gap;
+        if gap > 0 {
+            return Some(gap);
+        }
         let work = self.segment_work()?;
         let s = self.speed();
         Some(if s < 1.0 {
@@ -484,6 +505,10 @@ impl<S: tracepoint::Sink> Kernel<S> {
         };
         let c = &mut self.cpus[self.cpu];
         if c.overhead > 0 {
+            if c.gap > 0 {
+                self.pass_host_gap::<TRACE>(d);
+                return;
+            }
             // `d` never runs past the overhead's end: it is all schedule() time.
             let x = d;
             c.overhead -= work.min(c.overhead);
@@ -1072,6 +1097,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             Ev::Irq(irq) => self.irq(at, irq),
             Ev::Ipi(cpu) => self.resched_ipi(cpu),
+            Ev::GapEnd(cpu) => self.host_gap_end(cpu),
         }
     }
 

@@ -165,6 +165,15 @@ pub enum Event {
         task: TaskId,
         mark: Mark,
     },
+    /// A replayed gap of the machine's host noise (hypervisor steal, an SMI: not the
+    /// kernel's): CPU `cpu` stands still from `start` for `ns` (no task progress, no
+    /// interrupt taken on it). Emitted when the gap arrives, `start` being later than now
+    /// when the CPU is still in an earlier gap.
+    HostGap {
+        cpu: usize,
+        start: Nanos,
+        ns: Nanos,
+    },
 }
 
 /// Event kinds as mask bits ([`Sink::kinds`]).
@@ -185,7 +194,8 @@ pub mod kind {
     pub const PREEMPT_ON: u32 = 1 << 13;
     pub const MARK: u32 = 1 << 14;
     pub const PI_BLOCK: u32 = 1 << 15;
-    pub const ALL: u32 = (1 << 16) - 1;
+    pub const HOST_GAP: u32 = 1 << 16;
+    pub const ALL: u32 = (1 << 17) - 1;
 }
 
 impl Event {
@@ -208,6 +218,7 @@ impl Event {
             Event::PreemptOn { .. } => kind::PREEMPT_ON,
             Event::Mark { .. } => kind::MARK,
             Event::PiBlock { .. } => kind::PI_BLOCK,
+            Event::HostGap { .. } => kind::HOST_GAP,
         }
     }
 }
@@ -227,7 +238,8 @@ pub struct Cx<'a> {
     pub cpu: usize,
     /// The task current on `cpu` (its idle task: the CPU's number).
     pub cur: TaskId,
-    /// `cur` runs schedule() / the context switch (interrupts off).
+    /// `cur` runs schedule() / the context switch (interrupts off; not while its CPU
+    /// stands still in a host gap).
     pub in_schedule: bool,
     pub irq: IrqCtx,
     pub tasks: &'a [Task],

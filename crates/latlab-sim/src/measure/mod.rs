@@ -17,6 +17,7 @@ use crate::kernel::task::{Task, TaskId};
 use crate::kernel::tracepoint::{Cx, Event, Sink};
 use crate::SimConfig;
 use latlab_core::{Nanos, RunResult, TaskSlice};
+use std::collections::VecDeque;
 
 pub use crate::kernel::tracepoint::Mark;
 
@@ -198,4 +199,78 @@ pub(crate) fn task_slices(tasks: &[Task], times: &[(TaskId, Nanos)]) -> Vec<Task
             ns,
         })
         .collect()
+}
+
+/// The replayed host gaps (`Event::HostGap`, cpu/host_gap.rs) a measurement saw lately, to
+/// tell how much of a sample's window the machine's noise took (`Attribution::steal_ns`).
+/// Empty in a run that does not replay the noise.
+#[derive(Default)]
+pub(crate) struct HostGapLog {
+    /// Each CPU's gaps, (start, end) in time order (a CPU's gap follows the one before);
+    /// those that ended more than [`HOST_GAP_HORIZON`] before its latest began are dropped.
+    by_cpu: Vec<VecDeque<(Nanos, Nanos)>>,
+}
+
+/// How far back a sample's window is looked for host gaps.
+const HOST_GAP_HORIZON: Nanos = 1_000_000_000;
+
+impl HostGapLog {
+    /// CPU `cpu` stands still from `start` for `ns`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn push(&mut self, cpu: usize, start: Nanos, ns: Nanos) {
+        if self.by_cpu.len() <= cpu {
+            self.by_cpu.resize_with(cpu + 1, VecDeque::new);
+        }
+        let gaps = &mut self.by_cpu[cpu];
+        while gaps.front().is_some_and(|g| g.1 + HOST_GAP_HORIZON < start) {
+            gaps.pop_front();
+        }
+        gaps.push_back((start, start + ns));
+    }
+
+    /// The time in `[from, to]` that CPU 0 (which takes the interrupts) or CPU `cpu` (where
+    /// the sample ran) stood still in a host gap, each instant counted once.
+    pub(crate) fn within(&self, from: Nanos, to: Nanos, cpu: usize) -> Nanos {
+        let mut spans: Vec<(Nanos, Nanos)> = [0, cpu]
+            .iter()
+            .take(if cpu == 0 { 1 } else { 2 })
+            .filter_map(|&c| self.by_cpu.get(c))
+            // From the latest back to the first that ended before the window.
+            .flat_map(|gaps| gaps.iter().rev().take_while(|g| g.1 > from))
+            .map(|g| (g.0.max(from), g.1.min(to)))
+            .filter(|(a, b)| a < b)
+            .collect();
+        spans.sort_unstable();
+        let (mut total, mut reached) = (0, from);
+        for (a, b) in spans {
+            let a = a.max(reached);
+            if b > a {
+                total += b - a;
+                reached = b;
+            }
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_windows_host_gaps_are_those_of_cpu_0_and_its_own_counted_once() {
+        let mut log = HostGapLog::default();
+        log.push(0, 100, 50); // 100..150
+        log.push(2, 120, 60); // 120..180, overlapping CPU 0's
+        log.push(1, 130, 1_000); // another CPU's: not this sample's
+        log.push(2, 400, 100); // 400..500, half inside
+        assert_eq!(log.within(90, 450, 0), 50, "CPU 0's own");
+        assert_eq!(log.within(90, 450, 2), 80 + 50);
+        assert_eq!(log.within(90, 450, 3), 50, "CPU 0's only");
+        assert_eq!(log.within(200, 300, 2), 0);
+        // A gap long past is forgotten.
+        log.push(2, 3 * HOST_GAP_HORIZON, 10);
+        assert_eq!(log.within(0, 600, 2), 50);
+    }
 }

@@ -16,7 +16,10 @@
 //! whose priority the rt_mutex raised), hard-interrupt handlers that ran in the window, a
 //! higher-priority task, or another task's kernel stretch that could not be preempted (its
 //! function and the spinlock it held), or a fair task in user space ahead of an RT wakee
-//! (RT throttling lets one run there, or, on another CPU, the reschedule IPI's delay).
+//! (RT throttling lets one run there, or, on another CPU, the reschedule IPI's delay), or,
+//! in a run replaying the machine's host noise, the host gaps between the expiry and the
+//! sample (on CPU 0, which takes the interrupts, or on the task's CPU: `steal_ns`), which
+//! the note always names when there were any.
 
 use super::Mark;
 use crate::kernel::lock::Lock;
@@ -29,7 +32,7 @@ use std::collections::BTreeMap;
 const KEEP_WORST: usize = 10;
 
 /// The kinds it takes always: a task's wakeups and the program's marks.
-const ALWAYS: u32 = kind::MARK | kind::SCHED_WAKING;
+const ALWAYS: u32 = kind::MARK | kind::SCHED_WAKING | kind::HOST_GAP;
 /// The kinds it takes while a window is open: what ran ahead of the woken task, the
 /// interrupts taken, a sleeping lock it blocked on.
 const IN_WINDOW: u32 = kind::RUNTIME | kind::SCHED_TIME | kind::IRQ_ENTRY | kind::PI_BLOCK;
@@ -61,6 +64,8 @@ pub struct PeriodicTracker {
     /// Tasks waiting in periodic steps (whose wakeups open windows), by task id.
     measured: Vec<bool>,
     open: Vec<Window>,
+    /// The replayed host gaps lately.
+    gaps: super::HostGapLog,
     epoch: Nanos,
 }
 
@@ -75,6 +80,7 @@ impl PeriodicTracker {
                 .collect(),
             measured: Vec::new(),
             open: Vec::new(),
+            gaps: Default::default(),
             epoch,
         }
     }
@@ -136,7 +142,11 @@ impl PeriodicTracker {
             return;
         }
         let t = &cx.tasks[task];
-        let mut attribution = Attribution::default();
+        let mut attribution = Attribution {
+            steal_ns: self.gaps.within(due, cx.now, cx.cpu),
+            ..Default::default()
+        };
+        let steal = attribution.steal_ns;
         attribution.note = match window {
             Some(mut w) => {
                 w.others.sort_by_key(|(_, ns)| std::cmp::Reverse(*ns));
@@ -158,7 +168,7 @@ impl PeriodicTracker {
                     cx.sched.name(),
                     t.label(),
                     (w.woken - due) as f64 / 1e6,
-                    waited_for(&w, due, cx, t),
+                    waited_for(&w, due, steal, cx, t),
                     w.others.len(),
                     ahead as f64 / 1e6,
                     if names.is_empty() {
@@ -172,6 +182,9 @@ impl PeriodicTracker {
             // the expiry (it had not slept).
             None => format!("model ({}): {} in user space", cx.sched.name(), t.label()),
         };
+        if steal > 0 {
+            attribution.note += &host_gaps_note(steal);
+        }
         let mut tag = BTreeMap::new();
         tag.insert("thread".into(), t.label());
         s.offer_worst(
@@ -186,12 +199,21 @@ impl PeriodicTracker {
     }
 }
 
-/// What window `w` of task `t` (its expiry due at `due`, its sample now) waited for most:
-/// one phrase for the note.
-fn waited_for(w: &Window, due: Nanos, cx: &Cx, t: &Task) -> String {
+/// The note's words for `steal` ns of replayed host gaps in a sample's window.
+pub(super) fn host_gaps_note(steal: Nanos) -> String {
+    format!(
+        "; host gap (the machine's noise, replayed) {:.3} ms in the window",
+        steal as f64 / 1e6
+    )
+}
+
+/// What window `w` of task `t` (its expiry due at `due`, its sample now, `steal` ns of it
+/// in host gaps) waited for most: one phrase for the note.
+fn waited_for(w: &Window, due: Nanos, steal: Nanos, cx: &Cx, t: &Task) -> String {
     let ms = |ns: Nanos| ns as f64 / 1e6;
+    // A host gap on CPU 0 holds the timer's interrupt: the delivery's share not the gaps'.
     let mut best = (
-        w.woken - due,
+        (w.woken - due).saturating_sub(steal),
         format!("the timer's delivery {:.3} ms", ms(w.woken - due)),
     );
     let mut offer = |ns: Nanos, what: String| {
@@ -214,6 +236,7 @@ fn waited_for(w: &Window, due: Nanos, cx: &Cx, t: &Task) -> String {
         w.handlers,
         format!("hard-IRQ handlers (not threaded) {:.3} ms", ms(w.handlers)),
     );
+    offer(steal, format!("a host gap {:.3} ms", ms(steal)));
     if let Some(&((o, func, lock), ns)) = w.stretches.iter().max_by_key(|(_, ns)| *ns) {
         let other = &cx.tasks[o];
         let rt = |x: &Task| x.policy != Policy::Other;
@@ -275,6 +298,7 @@ impl Sink for PeriodicTracker {
                     w.sched += ns;
                 }
             }
+            Event::HostGap { cpu, start, ns } => self.gaps.push(cpu, start, ns),
             Event::Mark {
                 task,
                 mark: Mark::PeriodicTask { .. },

@@ -7,7 +7,9 @@
 //! Each expiry opens a window, closed by the sample; SIGEV_THREAD windows overlap when a
 //! thread waits longer than a period. While a window is open every task's CPU time is
 //! tallied, so a sample says who ran ahead of the notify function and for how long, and the
-//! scheduler says where it placed the woken or new task (`Scheduler::placement`).
+//! scheduler says where it placed the woken or new task (`Scheduler::placement`). In a run
+//! replaying the machine's host noise, the host gaps between the expiry and the sample are
+//! its `steal_ns`, named in the note.
 
 use super::Mark;
 use crate::kernel::task::{Task, TaskId};
@@ -43,12 +45,14 @@ pub struct PosixTracker {
     /// Every other task's CPU stretches, in order, since the oldest open window opened: a
     /// window's tasks that ran ahead are summed from it when its sample is taken.
     ran: Vec<(TaskId, Nanos)>,
+    /// The replayed host gaps lately.
+    gaps: super::HostGapLog,
     epoch: Nanos,
 }
 
 /// The kinds the tracker takes at all times: an expiry opens a window and its notification
 /// closes it.
-const ALWAYS: u32 = kind::FORK | kind::MARK | kind::IRQ_ENTRY | kind::TIMER_OVERRUN;
+const ALWAYS: u32 = kind::FORK | kind::MARK | kind::IRQ_ENTRY | kind::TIMER_OVERRUN | kind::HOST_GAP;
 /// The kinds it takes only while a window is open: CPU time and placements.
 const IN_WINDOW: u32 = kind::SCHED_WAKEUP | kind::RUNTIME | kind::SCHED_TIME;
 
@@ -84,7 +88,8 @@ impl Sink for PosixTracker {
                 mark: Mark::PosixSample { due },
             } => {
                 let was = self.open.is_empty();
-                self.on_sample(due, cx.now, task, cx.tasks, cx.sched.name());
+                let steal = self.gaps.within(due, cx.now, cx.cpu);
+                self.on_sample(due, cx.now, task, steal, cx.tasks, cx.sched.name());
                 return self.open.is_empty() != was;
             }
             // A thread the test creates is the test's too (its notify thread).
@@ -98,6 +103,7 @@ impl Sink for PosixTracker {
             Event::Runtime { task, ns, .. } if task != 0 => self.on_run(task, ns),
             Event::SchedTime { ns } => self.on_sched(ns),
             Event::TimerOverrun => self.on_overrun(),
+            Event::HostGap { cpu, start, ns } => self.gaps.push(cpu, start, ns),
             Event::Mark {
                 task,
                 mark: Mark::PosixTask,
@@ -122,6 +128,7 @@ impl PosixTracker {
             mine: Vec::new(),
             placed: Vec::new(),
             ran: Vec::new(),
+            gaps: Default::default(),
             epoch,
         }
     }
@@ -203,10 +210,11 @@ impl PosixTracker {
         self.placed[t] = Some(how);
     }
 
-    /// The notify function for the expiry due at `due` runs now, in task `cur`.
+    /// The notify function for the expiry due at `due` runs now, in task `cur`, `steal` ns of
+    /// its window lost to host gaps.
     #[cold]
     #[inline(never)]
-    fn on_sample(&mut self, due: Nanos, now: Nanos, cur: TaskId, tasks: &[Task], sched: &str) {
+    fn on_sample(&mut self, due: Nanos, now: Nanos, cur: TaskId, steal: Nanos, tasks: &[Task], sched: &str) {
         let Some(i) = self.open.iter().position(|w| w.due == due) else {
             return;
         };
@@ -239,7 +247,7 @@ impl PosixTracker {
             .take(6)
             .map(|&(t, ns)| format!("{} {:.3} ms", tasks[t].label(), ns as f64 / 1e6))
             .collect();
-        let note = format!(
+        let mut note = format!(
             "model ({sched}): {placed}{} task(s) ran {:.3} ms ahead of it: {}",
             slices.len(),
             ran_ahead as f64 / 1e6,
@@ -249,6 +257,9 @@ impl PosixTracker {
                 ahead.join(", ")
             }
         );
+        if steal > 0 {
+            note += &super::periodic::host_gaps_note(steal);
+        }
         let attribution = Attribution {
             irq_off_ns: w.irq_delay,
             handler_ns: w.handler,
@@ -260,7 +271,7 @@ impl PosixTracker {
             cause: None,
             tasks: super::task_slices(tasks, &slices),
             irqs: Vec::new(),
-            steal_ns: 0,
+            steal_ns: steal,
             note,
             cgroup: None,
         };

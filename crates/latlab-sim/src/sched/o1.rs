@@ -1038,6 +1038,7 @@ mod tests {
             maxcpus: None,
             keep_records: false,
             record_events: None,
+            replay_noise: false,
         }
     }
 

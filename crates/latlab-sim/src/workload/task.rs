@@ -687,6 +687,7 @@ mod tests {
             maxcpus: None,
             keep_records: false,
             record_events: None,
+            replay_noise: false,
         }
     }
 
@@ -893,5 +894,126 @@ mod tests {
         assert!(e.why.contains("share one runqueue"), "{e:?}");
         // Per-CPU runqueues take a narrower set.
         check_machine(&pinned, 2, true, true).unwrap();
+    }
+
+    /// The test machine with a `[host.noise]` of `gaps_per_s` gaps a second on each CPU,
+    /// `lo_us` (the threshold) to `hi_us` long, half of them `mid_us` or less.
+    fn noisy(gaps_per_s: f64, lo_us: f64, mid_us: f64, hi_us: f64) -> crate::MachineProfile {
+        let noise = crate::machine::Noise {
+            source: "test".into(),
+            duration_s: 5.0,
+            cpus: 1,
+            threshold_us: lo_us,
+            gaps: 100,
+            gaps_per_s,
+            max_us: hi_us,
+            lost_percent: 0.1,
+            steal_percent: None,
+            per_cpu_gaps_per_s: vec![gaps_per_s],
+            lengths: Some(crate::machine::GapLengths {
+                p50_us: mid_us,
+                p90_us: mid_us,
+                p99_us: hi_us,
+                p999_us: hi_us,
+            }),
+        };
+        crate::MachineProfile {
+            host: Some(crate::machine::HostFacts {
+                noise: Some(noise),
+                ..Default::default()
+            }),
+            ..crate::cpu::tests::machine()
+        }
+    }
+
+    fn json(r: &RunResult) -> String {
+        serde_json::to_string(r).unwrap()
+    }
+
+    #[test]
+    fn a_run_replaying_the_host_noise_is_the_same_for_a_seed_and_says_so() {
+        let tasks = vec![cyclic(PolicyName::Fifo, Some(90), TimerKind::Nanosleep), hogs(1)];
+        let mut cfg = config(tasks, 500, 7);
+        cfg.machine = noisy(2_000.0, 1.0, 5.0, 200.0);
+        let off = run(&cfg);
+        cfg.replay_noise = true;
+        let on = run(&cfg);
+        assert_eq!(json(&on), json(&run(&cfg)), "same seed, same gaps");
+        assert!(
+            on.meta.settings["host_noise"].starts_with("replayed (test)"),
+            "{:?}",
+            on.meta
+        );
+        // 2,000 a second for half a second.
+        let gaps = on.counters["host_gaps"];
+        assert!((800..1200).contains(&gaps), "{gaps}");
+        assert!(on.counters["host_gap_us"] > 0);
+        cfg.seed = 8;
+        assert_ne!(run(&cfg).counters["host_gaps"], gaps, "another seed, other gaps");
+        // Off, the noise is not read: the run is the machine's without it.
+        assert!(!off.meta.settings.contains_key("host_noise") && !off.counters.contains_key("host_gaps"));
+        cfg.replay_noise = false;
+        cfg.seed = 7;
+        cfg.machine.host = None;
+        assert_eq!(json(&off), json(&run(&cfg)));
+    }
+
+    #[test]
+    fn a_long_host_gap_is_in_a_timer_threads_latency_and_named_in_its_attribution() {
+        let mut cfg = config(vec![cyclic(PolicyName::Fifo, Some(90), TimerKind::Nanosleep)], 1_000, 3);
+        let quiet = run(&cfg);
+        let worst = |r: &RunResult| r.streams.iter().find(|s| s.name == "cyclic").unwrap().worst[0].clone();
+        let w = worst(&quiet);
+        assert!(w.latency_ns < 500_000, "{w:?}");
+        assert_eq!(w.attribution.steal_ns, 0);
+        assert!(!w.attribution.note.contains("host gap"), "{}", w.attribution.note);
+        // Twenty gaps a second of exactly 3 ms: each holds the expiries due in it.
+        cfg.machine = noisy(20.0, 3_000.0, 3_000.0, 3_000.0);
+        cfg.replay_noise = true;
+        let w = worst(&run(&cfg));
+        assert!(w.latency_ns > 2_000_000, "{w:?}");
+        assert!(w.attribution.steal_ns > 2_000_000, "{w:?}");
+        assert!(
+            w.attribution.note.contains("waited for: a host gap"),
+            "{}",
+            w.attribution.note
+        );
+        assert!(w.attribution.note.contains("host gap (the machine's noise, replayed)"));
+    }
+
+    #[test]
+    fn the_posix_timer_tests_worst_sample_names_the_host_gap_too() {
+        let mut cfg = config(vec![], 1_000, 3);
+        cfg.posix_timer = Some(crate::PosixTest {
+            notify: crate::Notify::Signal,
+            period_ns: 1_000_000,
+        });
+        cfg.machine = noisy(20.0, 3_000.0, 3_000.0, 3_000.0);
+        cfg.replay_noise = true;
+        let r = run(&cfg);
+        let s = r.streams.iter().find(|s| s.name == "posix_timer_signal").unwrap();
+        let w = &s.worst[0];
+        assert!(w.latency_ns > 2_000_000 && w.attribution.steal_ns > 2_000_000, "{w:?}");
+        assert!(
+            w.attribution.note.contains("host gap (the machine's noise, replayed)"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn replaying_a_machine_without_the_gaps_lengths_is_refused_naming_the_field() {
+        let mut cfg = config(vec![hogs(1)], 10, 1);
+        cfg.replay_noise = true;
+        let e = crate::simulate(&cfg, &mut |_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("`host.noise`") && e.contains("absent"), "{e}");
+        cfg.machine = noisy(20.0, 1.0, 2.0, 3.0);
+        if let Some(n) = cfg.machine.host.as_mut().and_then(|h| h.noise.as_mut()) {
+            n.lengths = None;
+        }
+        let e = crate::simulate(&cfg, &mut |_, _| {}).unwrap_err().to_string();
+        assert!(
+            e.contains("`host.noise.lengths`") && e.contains("re-run `latlab probe calibrate`"),
+            "{e}"
+        );
     }
 }
