@@ -71,10 +71,10 @@ pub enum TimerSubsystem {
     Hrtimer,
 }
 
-/// The timer slack every task starts with from 2.6.28 on: `init_task.timer_slack_ns` =
-/// 50000 (init/init_task.c; 2.6.28's include/linux/init_task.h, Arjan van de Ven's range
-/// hrtimers), copied to each child at fork (kernel/fork.c `copy_process`:
-/// `p->default_timer_slack_ns = current->timer_slack_ns`).
+/// The timer slack every task starts with from 2.6.28 on (Arjan van de Ven's range
+/// hrtimers): init_task's `.timer_slack_ns = 50000, /* 50 usec default slack */`
+/// (init/init_task.c; `INIT_TASK` in include/linux/init_task.h before it, both read in the
+/// index), inherited at fork (kernel/fork.c `copy_process`).
 pub const DEFAULT_TIMER_SLACK_NS: Nanos = 50_000;
 
 /// The first kernel with timer slack (hrtimer ranges, `timer_slack_ns`, PR_SET_TIMERSLACK).

@@ -15,8 +15,9 @@
 //! break;`). So a timer with slack fires at its hard expiry, unless an interrupt of the same
 //! CPU comes between its soft and hard expiry with nothing unexpired queued before it (the
 //! tick's next expiry included), and then it expires in that one. (6.18 kernel/time/hrtimer.c,
-//! read in the index: `__hrtimer_run_queues`, `hrtimer_interrupt`, `hrtimer_nanosleep`; 2.6.29's
-//! kernel/hrtimer.c has the same loop and `if (rt_task(current)) slack = 0;`.)
+//! read in the index: `__hrtimer_run_queues`, `hrtimer_interrupt`, `hrtimer_nanosleep`; a
+//! 2.6.29-2.6.32 kernel/hrtimer.c, also read there, has `if (rt_task(current)) slack = 0;`
+//! in `hrtimer_nanosleep`.)
 //!
 //! The model's interrupts all run on CPU 0 (docs/ARCHITECTURE.md); each CPU's queue holds the
 //! timers armed there (`switch_hrtimer_base` keeps a timer on the CPU that starts it while that

@@ -138,10 +138,11 @@ impl TimerBase {
     }
 
     /// The range of a `nanosleep` timer armed by a task of `policy`: its timer slack, none for
-    /// an RT task (`hrtimer_nanosleep`: `if (rt_task(current)) slack = 0;` from 2.6.28, with
-    /// `dl_task` from 3.14; since 6.12, ed4fb6d7ef68, `__setscheduler_params` sets an RT or
-    /// deadline task's `timer_slack_ns` to 0, kernel/sched/syscalls.c, and hrtimer_nanosleep
-    /// takes `current->timer_slack_ns` as it is).
+    /// an RT task (`hrtimer_nanosleep`: `if (rt_task(current)) slack = 0;`, read in a
+    /// 2.6.29-2.6.32 tree, with `dl_task` beside it once SCHED_DEADLINE came; since
+    /// ed4fb6d7ef68, 6.12, `__setscheduler_params` sets an RT or deadline task's
+    /// `timer_slack_ns` to 0, kernel/sched/syscalls.c, and hrtimer_nanosleep takes
+    /// `current->timer_slack_ns` as it is).
     pub fn sleep_slack(self, policy: Policy) -> Nanos {
         match self {
             TimerBase::Hrtimer { slack_ns: Some(ns) } if policy == Policy::Other => ns,
