@@ -8,7 +8,7 @@
 //! | subsystem       | built here from          | interface                                  |
 //! |-----------------|--------------------------|--------------------------------------------|
 //! | scheduler       | `sched`, `cfs`, `eevdf`, `rt_throttling` | [`crate::sched::Scheduler`] (trait object) |
-//! | timers          | `timer`, `hz`            | [`crate::kernel::state::TimerBase`]        |
+//! | timers          | `timer`, `hz`, `timer_slack_ns` and `base` | [`crate::kernel::state::TimerBase`] |
 //! | block layer     | `block`, `elevator`      | [`crate::dev::disk::Disk`]                 |
 //! | writeback       | `writeback`, `dirty`     | [`crate::mm::writeback::DirtyWriteback`]   |
 //! | reclaim         | `reclaim`                | [`crate::mm::reclaim::PageReclaim`]        |
@@ -124,7 +124,9 @@ pub fn subsystems(v: &Variant, m: &MachineProfile, swap: Box<dyn latlab_swap::Sw
         TimerSubsystem::Jiffies => TimerBase::TimerList {
             tick_ns: 1_000_000_000 / Nanos::from(v.hz),
         },
-        TimerSubsystem::Hrtimer => TimerBase::Hrtimer,
+        TimerSubsystem::Hrtimer => TimerBase::Hrtimer {
+            slack_ns: v.timer_slack(),
+        },
     };
     let disk = block_layer(v, m);
     let jbd = Journal::new(v.journal.kjournald_holds_bkl(), v.journal.orders_by_inode());
@@ -183,6 +185,7 @@ pub fn reclaim_kind(r: Reclaim) -> reclaim::Kind {
 mod tests {
     use super::*;
     use crate::cpu::tests::{machine, variant_with};
+    use crate::kernel::task::Policy;
     use crate::variant::{DirtyTunables, Journal, PreemptModel};
 
     fn variant_26(writeback: Writeback, reclaim: Reclaim) -> Variant {
@@ -240,6 +243,19 @@ mod tests {
         let a = assemble(&v, &machine()).unwrap();
         assert_eq!(a.st.timers.fires_at(10_000_001), 10_000_001);
         assert!(a.st.timers.own_interrupt());
+        assert_eq!(
+            a.st.timers,
+            TimerBase::Hrtimer { slack_ns: None },
+            "`base` names no version"
+        );
+        v.base = "2.6.35".into();
+        let a = assemble(&v, &machine()).unwrap();
+        assert_eq!(
+            a.st.timers.sleep_slack(Policy::Other),
+            50_000,
+            "init_task's timer slack"
+        );
+        assert_eq!(a.st.timers.sleep_slack(Policy::Fifo), 0, "none for an RT task");
         assert!(
             a.st.disk.is_26() && a.st.disk.as_counts().is_some(),
             "2.6's queue with AS"

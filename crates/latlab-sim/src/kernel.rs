@@ -5,6 +5,7 @@
 pub mod catalog;
 pub mod cpumask;
 pub mod futex;
+pub mod hrtimer;
 pub mod irq;
 pub mod irq_thread;
 pub mod lock;

@@ -65,10 +65,20 @@ pub enum TimerSubsystem {
     /// The 2.4 timer list (kernel/timer.c): every timeout expires at the next tick after it
     /// is due, run from the timer interrupt.
     Jiffies,
-    /// hrtimers (kernel/hrtimer.c, 2.6.16+ with CONFIG_HIGH_RES_TIMERS): each timer has its
-    /// own expiry event, a local-APIC one-shot interrupt at the exact time.
+    /// hrtimers (kernel/hrtimer.c, 2.6.16+ with CONFIG_HIGH_RES_TIMERS): each CPU's timers
+    /// in a queue by expiry, the local APIC programmed for the first (one-shot); from 2.6.28
+    /// a sleeper's timer has a range, its task's timer slack (`Variant::timer_slack_ns`).
     Hrtimer,
 }
+
+/// The timer slack every task starts with from 2.6.28 on (Arjan van de Ven's range
+/// hrtimers): init_task's `.timer_slack_ns = 50000, /* 50 usec default slack */`
+/// (init/init_task.c; `INIT_TASK` in include/linux/init_task.h before it, both read in the
+/// index), inherited at fork (kernel/fork.c `copy_process`).
+pub const DEFAULT_TIMER_SLACK_NS: Nanos = 50_000;
+
+/// The first kernel with timer slack (hrtimer ranges, `timer_slack_ns`, PR_SET_TIMERSLACK).
+const TIMER_SLACK_SINCE: (u32, u32, u32) = (2, 6, 28);
 
 /// Dirty-data writeback (`mm::writeback`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -386,6 +396,14 @@ pub struct Variant {
     /// preemption (`full` or `lazy`), on a `cfs` or `eevdf` kernel.
     #[serde(default, skip_serializing_if = "is_default")]
     pub locks: LockFlavour,
+    /// The timer slack every task starts with and inherits (`init_task.timer_slack_ns`), ns:
+    /// a SCHED_OTHER task's `nanosleep`/`clock_nanosleep` timer may fire that much after the
+    /// time asked (`hrtimer_nanosleep`: `hrtimer_set_expires_range_ns(&t.timer, rqtp,
+    /// current->timer_slack_ns)`, kernel/time/hrtimer.c); RT tasks get none. Default: the
+    /// kernel's, [`DEFAULT_TIMER_SLACK_NS`] on an `hrtimer` kernel from 2.6.28 (by `base`),
+    /// none before. Refused on a `jiffies` kernel or one before 2.6.28.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ns: Option<Nanos>,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -410,6 +428,7 @@ impl Variant {
         }
         self.validate_combination()?;
         self.validate_vp()?;
+        self.validate_timer_slack()?;
         if let Some(c) = &self.cfs {
             if c.latency_ns == 0 || c.min_granularity_ns == 0 || c.nr_latency == 0 {
                 return Err((
@@ -461,6 +480,61 @@ impl Variant {
             }
         }
         Ok(())
+    }
+
+    /// The kernel version `base` names (`2.6.17-rc` is 2.6.17, `3.2` is 3.2.0); `None` when
+    /// it names none.
+    fn kernel_version(&self) -> Option<(u32, u32, u32)> {
+        let head = self.base.split(|c: char| !(c.is_ascii_digit() || c == '.')).next()?;
+        let mut n = head.split('.').map(|p| p.parse::<u32>().ok());
+        let (major, minor) = (n.next()??, n.next()??);
+        Some((major, minor, n.next().flatten().unwrap_or(0)))
+    }
+
+    /// An explicit `timer_slack_ns` needs a kernel that has timer slack.
+    fn validate_timer_slack(&self) -> Result<(), (&'static str, String)> {
+        let Some(ns) = self.timer_slack_ns else {
+            return Ok(());
+        };
+        if self.timer != TimerSubsystem::Hrtimer {
+            return Err((
+                "timer_slack_ns",
+                "timer slack is a range on an hrtimer's expiry (2.6.28+); a `jiffies` kernel's timers fire from the tick (timer = \"hrtimer\" to have it)".into(),
+            ));
+        }
+        match self.kernel_version() {
+            None => {
+                return Err((
+                    "timer_slack_ns",
+                    format!(
+                        "`base` = \"{}\" names no kernel version, and timer slack arrived in 2.6.28: give base as a version (\"6.18\")",
+                        self.base
+                    ),
+                ))
+            }
+            Some(v) if v < TIMER_SLACK_SINCE => {
+                return Err((
+                    "timer_slack_ns",
+                    format!("timer slack arrived in 2.6.28; a {} kernel has none", self.base),
+                ))
+            }
+            Some(_) => {}
+        }
+        if ns > 1_000_000_000 {
+            return Err(("timer_slack_ns", format!("must be at most 1 s, got {ns} ns")));
+        }
+        Ok(())
+    }
+
+    /// The timer slack a SCHED_OTHER task sleeps with on this kernel (`timer_slack_ns`, or
+    /// the kernel's default: 50 us on an `hrtimer` kernel from 2.6.28); `None` before, on
+    /// `jiffies` timers, or when `base` names no version.
+    pub fn timer_slack(&self) -> Option<Nanos> {
+        if self.timer != TimerSubsystem::Hrtimer {
+            return None;
+        }
+        self.timer_slack_ns
+            .or_else(|| (self.kernel_version()? >= TIMER_SLACK_SINCE).then_some(DEFAULT_TIMER_SLACK_NS))
     }
 
     /// The block layer this kernel runs: `block`, or by default the one that goes with its
@@ -895,6 +969,55 @@ mod tests {
         let (f, why) = rmap2617_bdflush.validate().unwrap_err();
         assert_eq!(f, "reclaim");
         assert!(why.contains("page-based writeback"), "{why}");
+    }
+
+    #[test]
+    fn timer_slack_is_the_kernels_from_2_6_28_on_hrtimers() {
+        let mut v = variant_618();
+        for (base, slack) in [
+            ("6.18", Some(DEFAULT_TIMER_SLACK_NS)),
+            ("3.2", Some(DEFAULT_TIMER_SLACK_NS)),
+            ("2.6.28", Some(DEFAULT_TIMER_SLACK_NS)),
+            ("2.6.27", None),
+            ("2.6.17-rc", None),
+            ("2.6.9-rc1-bk12", None),
+            ("t", None),
+        ] {
+            v.base = base.into();
+            assert_eq!(v.timer_slack(), slack, "{base}");
+        }
+        v.base = "6.18".into();
+        v.timer_slack_ns = Some(1_000);
+        assert!(v.validate().is_ok());
+        assert_eq!(v.timer_slack(), Some(1_000), "PR_SET_TIMERSLACK's value, every task's");
+        v.timer = TimerSubsystem::Jiffies;
+        v.timer_slack_ns = None;
+        assert_eq!(v.timer_slack(), None, "the timer list has no ranges");
+    }
+
+    #[test]
+    fn a_timer_slack_on_a_kernel_without_it_is_refused_naming_the_field() {
+        let mut v = variant_618();
+        v.base = "6.18".into();
+        v.timer_slack_ns = Some(50_000);
+        let refused = |w: &Variant| {
+            let (f, why) = w.validate().unwrap_err();
+            assert_eq!(f, "timer_slack_ns", "{why}");
+            why
+        };
+        let mut jiffies = v.clone();
+        jiffies.timer = TimerSubsystem::Jiffies;
+        assert!(refused(&jiffies).contains("jiffies"));
+        let mut old = v.clone();
+        old.base = "2.6.20".into();
+        assert!(refused(&old).contains("2.6.28"));
+        let mut unnamed = v.clone();
+        unnamed.base = "t".into();
+        assert!(refused(&unnamed).contains("`base`"));
+        let mut huge = v.clone();
+        huge.timer_slack_ns = Some(2_000_000_000);
+        assert!(refused(&huge).contains("at most 1 s"));
+        assert!(v.validate().is_ok());
     }
 
     /// A 6.18-like variant: EEVDF, io-less writeback, blk-mq with mq-deadline.

@@ -141,6 +141,7 @@ fn only_the_assembly_reads_which_implementation_each_subsystem_uses() {
         ".kjournald_holds_bkl()",
         ".use_26_block_layer(",
         ".use_blk_mq(",
+        ".timer_slack(",
         "variant.writeback",
         "variant.reclaim",
         "variant.journal",

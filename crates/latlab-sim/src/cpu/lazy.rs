@@ -381,6 +381,8 @@ mod tests {
         let m = MachineProfile { cpus, ..machine() };
         let mut v = variant_with(SchedClass::Eevdf, preempt, &[]);
         v.timer = timer;
+        // A 6.x kernel: with hrtimers, the sleepers' timers have the default timer slack.
+        v.base = "6.18".into();
         let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
         let st = FsState::assembled(&m, crate::assemble::subsystems(&v, &m, swap));
         let tun = EevdfTunables {

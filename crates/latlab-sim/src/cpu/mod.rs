@@ -35,7 +35,7 @@ use crate::kernel::sched_class::Scheduler;
 use crate::kernel::state::KReq;
 use crate::kernel::task::{Exec, Policy, Running, Task, TaskId, TaskState};
 use crate::kernel::tracepoint::{self, Event, IrqCtx, Tracepoints};
-use crate::kernel::{HrTimer, Irq, SwitchReason};
+use crate::kernel::{Irq, SwitchReason};
 use crate::machine::MachineProfile;
 use crate::variant::Variant;
 use crate::workload::{Action, ProgCx, Program, TaskSpec};
@@ -75,6 +75,9 @@ pub mod irq_thread;
 mod rtmutex;
 // The replay of the machine's host noise (after `trace_event!`, which it uses).
 mod host_gap;
+// Arming and expiring timers: nanosleep, POSIX timers, the hrtimer queues (after
+// `trace_event!`, which it uses).
+mod hrtimer;
 
 /// Queue events: interrupts and software wakeups.
 #[derive(Clone, Copy, Debug)]
@@ -250,6 +253,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
         };
         k.pids.insert(0, 0);
         k.q.schedule(tick_ns, Ev::Irq(Irq::Tick));
+        k.st.hrtimers.tick_armed(tick_ns);
         k
     }
 
@@ -836,7 +840,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             Action::Call(_) | Action::Syscall(_) => unreachable!("dispatch enters system calls"),
             Action::Sleep(ns) => {
-                let chan = self.arm_timer(ns);
+                let chan = self.arm_timer(cur, ns);
                 self.set_exec(cur, Exec::Ready);
                 self.sleep_on(cur, chan);
                 self.schedule(SwitchReason::Block);
@@ -848,7 +852,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             Action::TimerCreate { period } => {
                 let pid = self.tasks[cur].pid;
                 let id = self.st.posix.create(pid, period.max(1));
-                self.arm_posix(id, self.now + period.max(1));
+                self.arm_posix(self.cpu, id, self.now + period.max(1));
             }
             Action::WaitChildren => self.tasks[cur].wait_below = Some(1),
             Action::WaitChildrenBelow(n) => self.tasks[cur].wait_below = Some(n.max(1)),
@@ -878,32 +882,6 @@ impl<S: tracepoint::Sink> Kernel<S> {
             self.wake(chan);
         }
         self.schedule(SwitchReason::Exit);
-    }
-
-    fn arm_timer(&mut self, ns: Nanos) -> Chan {
-        self.next_timer_token += 1;
-        let chan = Chan::Timer(self.next_timer_token);
-        let at = self.st.timers.fires_at(self.now + ns);
-        if self.st.timers.own_interrupt() {
-            // hrtimer_nanosleep: an expiry interrupt of its own, at the time asked.
-            self.q.schedule(at, Ev::Irq(Irq::Hrtimer(HrTimer::Sleep(chan))));
-        } else {
-            // The 2.4 timer list: timers fire from the tick, at the next jiffy.
-            self.q.schedule(at, Ev::Wake(chan));
-        }
-        chan
-    }
-
-    /// When a timer due at `due` fires: at once with hrtimers, at the next tick on the 2.4
-    /// timer list.
-    fn timer_fires_at(&self, due: Nanos) -> Nanos {
-        self.st.timers.fires_at(due)
-    }
-
-    /// Arm POSIX timer `id` for its expiry due at `due`.
-    fn arm_posix(&mut self, id: usize, due: Nanos) {
-        let at = self.timer_fires_at(due);
-        self.q.schedule(at, Ev::Irq(Irq::Hrtimer(HrTimer::Posix { id, due })));
     }
 
     /// Task `t` goes to sleep on `chan` and leaves its runqueue; who wakes it is the
@@ -1126,6 +1104,17 @@ impl<S: tracepoint::Sink> Kernel<S> {
         if self.irq_to_thread(at, irq) {
             return;
         }
+        // An hrtimer expired early, in another's interrupt: the device was programmed past
+        // it, and no interrupt comes for it.
+        let base = match irq {
+            Irq::Hrtimer(t) if self.st.timers.own_interrupt() => match self.st.hrtimers.base_of(t) {
+                None => return,
+                c => c,
+            },
+            _ => None,
+        };
+        // hrtimer_interrupt's `now`, read on entry.
+        let entry = self.now;
         let body = match irq {
             Irq::Tick => self.m.tick_handler_ns,
             Irq::Rtc => self.m.rtc_handler_ns,
@@ -1139,6 +1128,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             Irq::Tick => {
                 self.st.jiffies += 1;
                 self.q.schedule(at + self.tick_ns, Ev::Irq(Irq::Tick));
+                self.st.hrtimers.tick_armed(at + self.tick_ns);
                 // scheduler_tick on every CPU: on SMP each CPU's local APIC timer runs
                 // update_process_times at HZ; the model fires them with CPU 0's tick (one
                 // handler's time stands for all).
@@ -1164,6 +1154,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
                         self.pull_to_idle_cpu();
                     }
                 }
+                // High-resolution mode: the tick is `tick_sched_timer`, and its interrupt runs
+                // every other timer due (each CPU's, at its own tick).
+                if self.st.timers.own_interrupt() {
+                    self.run_hrtimers(None, entry, None);
+                }
             }
             Irq::Rtc => {
                 let period = self.rtc_period.expect("RTC interrupts only when started");
@@ -1175,15 +1170,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
                 self.st.disk_complete(id, self.now);
                 self.drain_requests();
             }
-            Irq::Hrtimer(HrTimer::Sleep(chan)) => self.wake(chan),
-            Irq::Hrtimer(HrTimer::Posix { id, due }) => {
-                // hrtimer_forward: the next expiry a period on.
-                self.arm_posix(id, due + self.st.posix.period(id));
-                match self.st.posix.expire(id, due) {
-                    Some(target) => self.wake(Chan::Signal(target)),
-                    None => trace_event!(self, TIMER_OVERRUN, Event::TimerOverrun),
-                }
-            }
+            Irq::Hrtimer(t) => match base {
+                Some(c) => self.run_hrtimers(Some(c), entry, Some(t)),
+                // A POSIX timer from the tick (the timer list): only its own expiry.
+                None => self.expire_hrtimer(0, t),
+            },
         }
         trace_event!(self, IRQ_EXIT, Event::IrqExit { irq });
         self.irq_ctx = IrqCtx::Task;
@@ -1432,6 +1423,7 @@ pub(crate) mod tests {
             irq_thread_priority: Default::default(),
             rt_throttling: None,
             locks: Default::default(),
+            timer_slack_ns: None,
         }
     }
 

@@ -9,6 +9,7 @@
 
 use crate::kernel::catalog::Costs;
 use crate::kernel::path::Chan;
+use crate::kernel::task::Policy;
 use crate::machine::MachineProfile;
 use latlab_core::Nanos;
 
@@ -42,6 +43,8 @@ pub struct Core {
     pub net_token: u64,
     /// Where timer expiries come from (the timer subsystem).
     pub timers: TimerBase,
+    /// Each CPU's armed hrtimers (with `TimerBase::Hrtimer`).
+    pub hrtimers: super::hrtimer::HrtimerBases,
     /// POSIX timers and the signals they queued.
     pub posix: super::posix_timer::PosixTimers,
     /// `current->mm` of the task whose path runs (0: a kernel thread's, none).
@@ -63,6 +66,7 @@ impl Core {
             workload_done: None,
             net_token: 0,
             timers,
+            hrtimers: Default::default(),
             posix: Default::default(),
             current_mm: 0,
             irq_threads: Default::default(),
@@ -122,23 +126,39 @@ impl KthreadPids {
 pub enum TimerBase {
     /// The 2.4 timer list (kernel/timer.c): a timer fires from the tick after it is due.
     TimerList { tick_ns: Nanos },
-    /// hrtimers (kernel/hrtimer.c): each timer has an expiry interrupt of its own, at the
-    /// exact time.
-    Hrtimer,
+    /// hrtimers (kernel/time/hrtimer.c): each CPU's queue of timers by expiry
+    /// ([`super::hrtimer`]), the interrupt programmed for the first; a SCHED_OTHER sleeper's
+    /// timer has the range `slack_ns` (the timer slack every task inherits from init, 2.6.28+;
+    /// `None` before).
+    Hrtimer { slack_ns: Option<Nanos> },
 }
 
 impl TimerBase {
-    /// When a timer due at `due` fires.
+    /// When a timer due at `due` fires: at the next tick on the timer list; with hrtimers at
+    /// its (hard) expiry.
     pub fn fires_at(self, due: Nanos) -> Nanos {
         match self {
             TimerBase::TimerList { tick_ns } => due.div_ceil(tick_ns) * tick_ns,
-            TimerBase::Hrtimer => due,
+            TimerBase::Hrtimer { .. } => due,
+        }
+    }
+
+    /// The range of a `nanosleep` timer armed by a task of `policy`: its timer slack, none for
+    /// an RT task (`hrtimer_nanosleep`: `if (rt_task(current)) slack = 0;`, read in a
+    /// 2.6.29-2.6.32 tree, with `dl_task` beside it once SCHED_DEADLINE came; since
+    /// ed4fb6d7ef68, 6.12, `__setscheduler_params` sets an RT or deadline task's
+    /// `timer_slack_ns` to 0, kernel/sched/syscalls.c, and hrtimer_nanosleep takes
+    /// `current->timer_slack_ns` as it is).
+    pub fn sleep_slack(self, policy: Policy) -> Nanos {
+        match self {
+            TimerBase::Hrtimer { slack_ns: Some(ns) } if policy == Policy::Other => ns,
+            _ => 0,
         }
     }
 
     /// Does a timer's expiry raise an interrupt of its own, rather than run from the tick?
     pub fn own_interrupt(self) -> bool {
-        self == TimerBase::Hrtimer
+        matches!(self, TimerBase::Hrtimer { .. })
     }
 }
 
