@@ -85,7 +85,13 @@ pub fn irq_threads(v: &Variant, m: &MachineProfile) -> IrqThreads {
 /// runqueue per CPU ([`smp::PerCpu`]), goodness24 and O(1) with one they share.
 pub fn scheduler(v: &Variant, m: &MachineProfile) -> Box<dyn Scheduler> {
     let smp = m.cpus > 1;
-    let cfs = || rt_throttled(v, rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()).on_cpus(m.cpus)), true);
+    let cfs = || {
+        rt_throttled(
+            v,
+            rt::WithRt::new(cfs::Cfs::new(v.cfs_tunables()).on_cpus(m.cpus)),
+            true,
+        )
+    };
     let eevdf = || {
         let fair = eevdf::Eevdf::new(v.eevdf_tunables(), v.hz).on_cpus(m.cpus);
         rt_throttled(v, rt::WithRt::new(fair), false)
