@@ -21,7 +21,7 @@
 //!   unwritten under dioread_nolock, then `mpage_map_and_submit_buffers` ->
 //!   `mpage_process_folio` and `mpage_submit_folio` -> fs/ext4/page-io.c
 //!   `ext4_bio_write_folio` per buffer, no rescheduling point), `ext4_io_submit` with the
-//!   handle still held. fs/fs-writeback.c `writeback_sb_inodes`: `cond_resched()` per inode.
+//!   handle still held. The flusher's walk over the inodes is [`crate::fs::fs_writeback6`].
 //! - truncate: mm/truncate.c `truncate_inode_pages_range` (`find_lock_entries` batches of
 //!   31; per folio `truncate_cleanup_folio` -> `block_invalidate_folio` -> `discard_buffer`
 //!   per buffer (`lock_buffer`), then `filemap_release_folio` -> `ext4_release_folio` ->
@@ -326,8 +326,6 @@ enum Stage {
     Submit(u64),
     /// `ext4_io_submit`: blocks still to hand to the block layer.
     Hand(u64),
-    /// `writeback_sb_inodes`' `cond_resched()` after the inode.
-    Requeue,
     Done,
 }
 
@@ -399,10 +397,7 @@ impl Path<FsState> for Ext4Writepages {
                     }
                     let n = self.next_extent(k);
                     if n == 0 {
-                        self.stage = match self.mode {
-                            Mode::Background => Stage::Requeue,
-                            _ => Stage::Done,
-                        };
+                        self.stage = Stage::Done;
                         continue;
                     }
                     self.extent = n;
@@ -491,15 +486,6 @@ impl Path<FsState> for Ext4Writepages {
                         }
                         Handed::Nothing => self.stage = Stage::Hand(0),
                     }
-                }
-                Stage::Requeue => {
-                    self.stage = Stage::Done;
-                    return LoopStep::plain(
-                        "writeback_sb_inodes",
-                        1,
-                        k.c.sync_one,
-                        smallvec![point(Point::WritebackSbInodes, 1)],
-                    );
                 }
                 Stage::Done => return Step::Done,
             }

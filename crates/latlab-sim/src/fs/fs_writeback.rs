@@ -147,15 +147,21 @@ impl Path<FsState> for WritebackInodes {
             k.writeback.pwb_mut().i_lock.insert(file, cx.pid);
             k.writeback.pwb_mut().wbc = self.wbc;
             self.cur = Some(file);
-            // The inode's ->writepages: ext4's, or ext3's generic mpage_writepages.
-            self.sub.start(match k.ext4 {
-                Some(_) => crate::fs::ext4::ext4_writepages(file, crate::fs::ext4::Mode::Background),
-                None => Box::new(MpageWritepages::new(file)),
-            });
+            self.sub.start(writepages(k, file));
         }
     }
     fn advanced(&mut self, k: &mut FsState, cx: &Ctx, done: u64) {
         self.sub.advanced(k, cx, done);
+    }
+}
+
+/// `do_writepages` of `file` for a `WB_SYNC_NONE` walk, the caller's `wbc` in
+/// `k.writeback.pwb().wbc`: the inode's `->writepages`, ext4's, or ext3's generic
+/// `mpage_writepages`.
+pub(crate) fn writepages(k: &FsState, file: u32) -> Box<dyn Path<FsState>> {
+    match k.ext4 {
+        Some(_) => crate::fs::ext4::ext4_writepages(file, crate::fs::ext4::Mode::Background),
+        None => Box::new(MpageWritepages::new(file)),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod ext3_balloc;
 pub mod ext4;
 pub mod flush;
 pub mod fs_writeback;
+pub mod fs_writeback6;
 pub mod jbd;
 pub mod jbd2;
 pub mod nfs;

@@ -32,6 +32,13 @@ impl MmK for FsState {
     fn writeback_inodes(wbc: Wbc, pdflush: bool) -> Box<dyn Path<FsState>> {
         writeback_inodes(wbc, pdflush)
     }
+    fn flusher_writeback(&self, wbc: Wbc) -> Box<dyn Path<FsState>> {
+        // 6.x's walk comes with 6.x's file system; the 3.2 variant keeps 2.6.17's.
+        match self.ext4 {
+            Some(_) => crate::fs::fs_writeback6::writeback_sb_inodes(wbc.nr_to_write),
+            None => writeback_inodes(wbc, false),
+        }
+    }
     fn writepage_run(&mut self, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed {
         write_dirty_run(self, cx, file, block, want)
     }

@@ -818,6 +818,46 @@ catalog_costs! {
     /// its list neighbour: 2.
     #[spread(Counted)]
     jbd2_inode_step: 60.0, 2.0;
+    /// 6.x flusher `queue_io` -> `move_expired_inodes` per inode moved from `b_dirty` to
+    /// `b_io`, under `wb->list_lock` (fs/fs-writeback.c): `wb_inode(delaying_queue->prev)`,
+    /// `inode_dirtied_after` ~10; `spin_lock(&inode->i_lock)`, `list_move`, `moved++`,
+    /// `I_SYNC_QUEUED` set, `spin_unlock` ~30 (two atomics); the `sb_is_blkdev_sb` and
+    /// `i_sb` tests ~10: ~50 instructions. One file system: no sort by superblock, the list
+    /// is spliced whole onto `b_io` (O(1)). Misses: the inode's `dirtied_when`/`i_io_list`
+    /// line, its `i_lock`/`i_state` line, its `i_sb` line (the list neighbour is the next
+    /// inode's, counted there): 3.
+    #[spread(Counted)]
+    queue_io_inode: 50.0, 3.0;
+    /// 6.x `writeback_sb_inodes` per inode before its write, under `wb->list_lock`
+    /// (fs/fs-writeback.c): `wb_inode(wb->b_io.prev)`, the `i_sb` test,
+    /// `spin_lock(&inode->i_lock)`, the `I_NEW`/`I_FREEING`/`I_SYNC` tests,
+    /// `spin_unlock(&wb->list_lock)`, `I_SYNC` set, `wbc_attach_and_unlock_inode` (no cgroup
+    /// writeback: the unlock), `writeback_chunk_size` ~60 instructions. Misses: the inode's
+    /// `i_io_list` and `i_state` lines, cold since `queue_io`: 2.
+    #[spread(Counted)]
+    wb_pick_inode: 60.0, 2.0;
+    /// 6.x `__writeback_single_inode` after `do_writepages`, its `i_lock` section
+    /// (fs/fs-writeback.c): `spin_lock(&inode->i_lock)`, the `I_DIRTY` flags read and
+    /// cleared, `smp_mb()`, `mapping_tagged(PAGECACHE_TAG_DIRTY)`, `spin_unlock` ~40
+    /// instructions; the inode is hot from the write, the mapping's xarray flags line: 1.
+    #[spread(Counted)]
+    wb_inode_flags: 40.0, 1.0;
+    /// 6.x `writeback_sb_inodes` between `__writeback_single_inode`'s `i_lock` section and
+    /// the requeue, no lock held: `write_inode` (ext4_write_inode returns at once for
+    /// `WB_SYNC_NONE`), `wbc_detach_inode` (no cgroup), the `nr_pages`/`wrote` accounting,
+    /// the `need_resched()` test: ~50 instructions, 0 misses (all just touched).
+    #[spread(Counted)]
+    wb_inode_done: 50.0, 0.0;
+    /// 6.x `writeback_sb_inodes` per inode after its write, under `wb->list_lock`
+    /// (fs/fs-writeback.c): `inode_to_wb_and_lock_list`, `spin_lock(&inode->i_lock)`,
+    /// `requeue_inode` (`mapping_tagged`, the list move or `inode_cgwb_move_to_attached`'s
+    /// `list_del_init`) ~60; `inode_sync_complete`: `I_SYNC` cleared, `inode_add_lru`
+    /// (`list_lru_add` of an unused clean inode: its node lock, the list) ~70, `smp_mb`,
+    /// `wake_up_bit` (hashed wait queue, nobody waiting) ~30; the unlock and the `HZ / 10`
+    /// bail-out test ~10: ~170 instructions. Misses: the `b_io`/`b_dirty` list neighbour,
+    /// the sb's `list_lru` node, the bit wait-queue bucket: 3.
+    #[spread(Counted)]
+    wb_requeue_inode: 170.0, 3.0;
     /// 6.18 `ext4_convert_unwritten_io_end_vec` per io_end (fs/ext4/page-io.c,
     /// fs/ext4/extents.c `ext4_convert_unwritten_extents` -> `ext4_map_blocks` with
     /// EXT4_GET_BLOCKS_IO_CONVERT_EXT): the reserved handle started ~600; the extent

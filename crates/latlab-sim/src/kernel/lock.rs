@@ -42,6 +42,13 @@ pub enum Lock {
     /// A folio's first buffer_head's `b_uptodate_lock` (6.x fs/ext4/page-io.c
     /// `ext4_finish_bio`: `spin_lock_irqsave` over the folio's buffers).
     BUptodate,
+    /// A device's `wb->list_lock` (6.x fs/fs-writeback.c): its writeback's inode lists
+    /// (`b_dirty`, `b_io`, `b_more_io`), held by the flusher's `queue_io` and around each
+    /// inode's list step in `writeback_sb_inodes`.
+    WbList,
+    /// An inode's `i_lock` (6.x fs/fs-writeback.c): its `i_state`, held by
+    /// `__writeback_single_inode` around the dirty flags after `do_writepages`.
+    ILock,
     /// The big kernel lock (`lock_kernel()`).
     Bkl,
     /// Softirq context (`net_rx_action`): not a lock, but preemption is off as under one.
@@ -100,6 +107,10 @@ impl Lock {
             Lock::IPrivate => LockKind::Sleeping,
             // `spinlock_t b_uptodate_lock` in `struct buffer_head` (include/linux/buffer_head.h).
             Lock::BUptodate => LockKind::Sleeping,
+            // `spinlock_t list_lock` in `struct bdi_writeback` (include/linux/backing-dev-defs.h).
+            Lock::WbList => LockKind::Sleeping,
+            // `spinlock_t i_lock` in `struct inode` (include/linux/fs.h).
+            Lock::ILock => LockKind::Sleeping,
             // The big kernel lock left in 2.6.39; it keeps the meaning its kernels gave it.
             Lock::Bkl => LockKind::Raw,
             // 6.x PREEMPT_RT: `local_bh_disable()` takes the per-CPU `softirq_ctrl.lock`, a
@@ -131,6 +142,8 @@ impl Lock {
             Lock::JList => "j_list_lock",
             Lock::IPrivate => "i_private_lock",
             Lock::BUptodate => "b_uptodate_lock",
+            Lock::WbList => "wb->list_lock",
+            Lock::ILock => "i_lock",
             Lock::Bkl => "BKL",
             Lock::Softirq => "softirq",
             #[cfg(test)]

@@ -46,6 +46,12 @@ pub struct IoLess {
     tasks: BTreeMap<u32, (u64, u64)>,
     /// `bdi_start_background_writeback` asked the flusher to run.
     pub background_requested: bool,
+    /// 6.x `wb->b_io`: the inodes `queue_io` moved for the flusher's walk, next first
+    /// ([`crate::fs::fs_writeback6`]).
+    pub b_io: std::collections::VecDeque<u32>,
+    /// 6.x `wb->b_more_io`: inodes whose chunk ran out, spliced ahead of `b_io` by the next
+    /// `queue_io`.
+    pub b_more_io: std::collections::VecDeque<u32>,
 }
 
 impl Default for IoLess {
@@ -56,6 +62,8 @@ impl Default for IoLess {
             written_stamp: 0,
             tasks: BTreeMap::new(),
             background_requested: false,
+            b_io: std::collections::VecDeque::new(),
+            b_more_io: std::collections::VecDeque::new(),
         }
     }
 }
@@ -244,7 +252,7 @@ impl<K: MmK> Path<K> for WbWriteback<K> {
             let pages = ((k.writeback.pwb_mut().ioless.write_bw / 2.0) as u64).min(thresh / DIRTY_SCOPE);
             let chunk = (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES;
             self.passed = true;
-            self.sub.start(K::writeback_inodes(Wbc::new(chunk, false, None), false));
+            self.sub.start(k.flusher_writeback(Wbc::new(chunk, false, None)));
         }
     }
     fn advanced(&mut self, k: &mut K, cx: &Ctx, done: u64) {

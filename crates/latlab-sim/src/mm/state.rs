@@ -44,6 +44,11 @@ pub trait MmK: DevK + std::ops::DerefMut<Target = MmState> {
     /// `writeback_inodes(wbc)` (fs/fs-writeback.c); `pdflush` when a pdflush thread runs it.
     /// When it returns, `k.writeback.pwb_mut().wbc` holds the caller's `wbc`.
     fn writeback_inodes(wbc: Wbc, pdflush: bool) -> Box<dyn Path<Self>>;
+    /// One pass of the IO-less flusher's `wb_writeback` over the inodes, `wbc.nr_to_write`
+    /// its `writeback_chunk_size`: the kernel's file system's walk (2.6.17's
+    /// `writeback_inodes`, or 6.x's `writeback_sb_inodes` with ext4-6.18). When it returns,
+    /// `k.writeback.pwb_mut().wbc` holds what is left of `wbc`.
+    fn flusher_writeback(&self, wbc: Wbc) -> Box<dyn Path<Self>>;
     /// `->writepage` of up to `want` of `file`'s dirty pages from `block` on, as task `cx.pid`
     /// on the 2.6 queue (2.6.17 reclaim's `pageout()`).
     fn writepage_run(&mut self, cx: &Ctx, file: u32, block: u64, want: u64) -> Handed;
