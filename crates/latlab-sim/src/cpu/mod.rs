@@ -192,6 +192,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             exiting: false,
             oom_killed: false,
             wait_below: None,
+            migration_disabled: false,
             cpu: cpu as u8,
         };
         let tasks = (0..ncpus).map(idle).collect();
@@ -302,6 +303,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
             exiting: false,
             oom_killed: false,
             wait_below: None,
+            migration_disabled: false,
             cpu: self.cpu as u8,
         });
         self.programs.push(Some(spec.program));

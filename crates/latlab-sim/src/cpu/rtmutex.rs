@@ -18,6 +18,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// over) and the owners are boosted.
     pub(super) fn rt_lock(&mut self, t: TaskId, lock: Lock) {
         let Acquire::Blocked { owner, boosts } = self.st.rtmutex.lock(lock, t, self.tasks[t].cpu, &self.tasks) else {
+            // Taken: `migrate_disable()` after `rtlock_lock()`.
+            self.tasks[t].migration_disabled = true;
             return;
         };
         self.block_on(t, Chan::RtMutex(lock));
@@ -29,6 +31,8 @@ impl<S: tracepoint::Sink> Kernel<S> {
     /// `rt_spin_unlock(lock)` by task `t`.
     pub(super) fn rt_unlock(&mut self, t: TaskId, lock: Lock) {
         let r = self.st.rtmutex.unlock(lock, t, &self.tasks);
+        // `migrate_enable()` once it owns none.
+        self.tasks[t].migration_disabled = self.st.rtmutex.owns_any(t);
         self.released(r);
     }
 
@@ -40,6 +44,7 @@ impl<S: tracepoint::Sink> Kernel<S> {
         for r in self.st.rtmutex.unlock_all(t, &self.tasks) {
             self.released(r);
         }
+        self.tasks[t].migration_disabled = false;
     }
 
     /// Deboost, and wake the new owner: its step starts now.
@@ -51,7 +56,10 @@ impl<S: tracepoint::Sink> Kernel<S> {
             }
             trace_event!(self, SCHED_WAKING, Event::SchedWaking { task: n });
             self.tasks[n].state = TaskState::Runnable;
+            // Woken in `rtlock_slowlock`, placed as any wakee; it disables migration once
+            // the lock is its own, as it runs on.
             self.enqueue_woken(n, false, self.cpu);
+            self.tasks[n].migration_disabled = true;
         }
     }
 
@@ -171,7 +179,15 @@ mod tests {
         let low = k.spawn(low, None);
         let high = k.spawn(high, None);
         k.spawn(hog, None);
+        // 5 ms in, the low task owns the lock: its migration is disabled (rt_spin_lock's
+        // migrate_disable()) until it unlocks.
+        k.run_until(5_000_000, |_| {});
+        assert!(k.tasks[k.pids[&low]].migration_disabled);
         k.run_until(2_000_000_000, |_| {});
+        assert!(
+            k.tasks.iter().all(|t| !t.migration_disabled),
+            "every lock released, migration enabled"
+        );
         // The high task blocked once, on the test lock, owned by the low one.
         let blocks: Vec<(TaskId, Lock, TaskId)> = log
             .borrow()

@@ -26,8 +26,9 @@
 //! path blocks or ends (every lock it still owns is released). Locks held across steps
 //! (`hold`) nest, so chains can form. Not modelled: `raw_spinlock_t`s the model has no
 //! step for (`rq->lock`: schedule()'s time is charged as interrupts-off time), the
-//! adaptive spin of `rtlock_slowlock` while the owner runs on another CPU, and
-//! `migrate_disable()` (an owner preempted on one CPU may be moved by a balance).
+//! adaptive spin of `rtlock_slowlock` while the owner runs on another CPU. An owner's
+//! `migrate_disable()` is the task's `migration_disabled` (kept by cpu/rtmutex.rs, read by
+//! the SMP scheduler's balance, RT push and pull, and wakeup placement).
 
 use super::lock::Lock;
 use super::sched_class::Scheduler;

@@ -96,6 +96,12 @@ pub struct Task {
     pub oom_killed: bool,
     /// In wait4 until fewer children than this are alive.
     pub wait_below: Option<u32>,
+    /// PREEMPT_RT: it owns a sleeping spinlock, taken with `migrate_disable()`
+    /// (kernel/locking/spinlock_rt.c `rt_spin_lock`; `local_lock` likewise): no balance,
+    /// push, pull or wakeup moves it off its CPU until it unlocks (`is_migration_disabled`
+    /// in kernel/sched/{core,fair,rt}.c; switched out, its `cpus_ptr` is its CPU alone,
+    /// `migrate_disable_switch`). Kept by cpu/rtmutex.rs.
+    pub migration_disabled: bool,
     /// The CPU it last ran on (`task_cpu`), where a wakeup looks first (fewer than
     /// `machine::MAX_CPUS`).
     pub cpu: u8,
@@ -130,6 +136,7 @@ pub(crate) fn tests_task() -> Task {
         exiting: false,
         oom_killed: false,
         wait_below: None,
+        migration_disabled: false,
         cpu: 0,
     }
 }

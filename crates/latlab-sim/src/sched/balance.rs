@@ -168,9 +168,11 @@ fn balance_rq<F: FairClass>(
     while moved.len() < want {
         let running = s.curr(src);
         let sv = &*s;
-        // can_migrate_task: allowed here, not running, not cache-hot (`task_hot`).
-        let pick =
-            sv.rqs[src].fair_queued(&mut |t| t != running && sv.allowed(t, cpu) && (hot_ok || !sv.cache_hot(t, now)));
+        // can_migrate_task: allowed here, migration not disabled, not running, not cache-hot
+        // (`task_hot`).
+        let pick = sv.rqs[src].fair_queued(&mut |t| {
+            t != running && sv.allowed(t, cpu) && !tasks[t].migration_disabled && (hot_ok || !sv.cache_hot(t, now))
+        });
         let Some(t) = pick else { break };
         s.move_task(tasks, t, cpu, true, now);
         moved.push(t);

@@ -76,7 +76,10 @@ pub fn push_rt_tasks<F: FairClass>(s: &mut PerCpu<F>, tasks: &[Task], cpu: usize
     for _ in 0..s.rqs[cpu].nr_rt() {
         let running = s.curr(cpu);
         let sv = &*s;
-        let Some(t) = sv.rqs[cpu].pushable(running, &mut |t| sv.nr_allowed(t) > 1) else {
+        // `pick_next_pushable_task`: a task that can run elsewhere (`nr_cpus_allowed > 1`,
+        // migration not disabled).
+        let Some(t) = sv.rqs[cpu].pushable(running, &mut |t| sv.nr_allowed(t) > 1 && !tasks[t].migration_disabled)
+        else {
             return;
         };
         // "the task should preempt the current one": reschedule here instead.
@@ -113,7 +116,7 @@ pub fn pull_rt_task<F: FairClass>(
         cost += m.cost(PULL_CPU_INSTR, PULL_CPU_MISSES);
         let running = s.curr(src);
         let sv = &*s;
-        let Some(t) = sv.rqs[src].pushable(running, &mut |t| sv.allowed(t, cpu)) else {
+        let Some(t) = sv.rqs[src].pushable(running, &mut |t| sv.allowed(t, cpu) && !tasks[t].migration_disabled) else {
             continue;
         };
         let prio = tasks[t].rt_priority;

@@ -262,7 +262,10 @@ impl<F: FairClass> Scheduler for PerCpu<F> {
     fn select_task_rq(&mut self, tasks: &[Task], p: TaskId, this_cpu: usize, fork: bool, now: Nanos) -> usize {
         self.grow(p);
         let prev = self.cpu_of(p);
-        let mut target = if is_rt(tasks, p) {
+        // `select_task_rq`: a task whose migration is disabled stays where it is.
+        let mut target = if tasks[p].migration_disabled {
+            prev
+        } else if is_rt(tasks, p) {
             rt_smp::select_task_rq_rt(self, tasks, p, prev)
         } else {
             select::select_task_rq_fair(self, p, prev, this_cpu, fork)
@@ -490,6 +493,35 @@ mod tests {
         start(&mut s, &ts, 1, 0, 0);
         s.pick_on(&ts, 0, 0, &m, 0);
         assert_eq!(start(&mut s, &ts, 2, 0, 0), 1);
+    }
+
+    #[test]
+    fn a_task_whose_migration_is_disabled_stays_on_its_cpu() {
+        // PREEMPT_RT: a preempted owner of a sleeping lock (migrate_disable()) waits on
+        // CPU 0 beside the task running there; CPU 1 goes idle and pulls nothing, and a
+        // wakeup leaves it where it was. Without the flag CPU 1 pulls it.
+        let m = machine(2);
+        for disabled in [true, false] {
+            let mut ts = tasks(2);
+            let mut s = cfs(2);
+            for t in 1..=2 {
+                s.set_affinity(t, &[0]);
+                start(&mut s, &ts, t, 0, 0);
+            }
+            let running = s.pick_on(&ts, 0, 0, &m, 0).0;
+            let waiting = 3 - running;
+            for t in 1..=2 {
+                s.set_affinity(t, &[0, 1]);
+            }
+            ts[waiting].migration_disabled = disabled;
+            let got = s.pick_on(&ts, 1, 0, &m, MS).0;
+            assert_eq!(got == waiting, !disabled, "disabled {disabled}");
+            if disabled {
+                assert_eq!(s.cpu_of(waiting), 0);
+                s.dequeue(&ts, waiting, MS);
+                assert_eq!(s.select_task_rq(&ts, waiting, 1, false, 2 * MS), 0, "a wakeup keeps it");
+            }
+        }
     }
 
     #[test]
