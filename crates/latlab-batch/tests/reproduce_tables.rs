@@ -135,7 +135,8 @@ fn bands_vs_model(exp: &Experiment, results: &[RunResult], attached: &Attached, 
     for r in &drawn {
         let same = stored.rows.iter().find(|b| {
             let s = &b.row;
-            s.variant == r.variant && s.stream == r.stream && s.case == r.case && s.figure == r.figure
+            // By run too: one variant may run on several machines (rt-vs-lazy).
+            s.run == r.run && s.variant == r.variant && s.stream == r.stream && s.case == r.case && s.figure == r.figure
         });
         if same.and_then(|b| b.values.first()) != Some(&r.model) {
             problems.push(format!(
