@@ -175,16 +175,13 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::super::tests::{kernel, machine, variant_with};
+    use super::super::tests::{kernel, machine, percpu_eevdf_kernel, variant_with};
     use super::*;
-    use crate::fs::state::FsState;
     use crate::kernel::task::{Policy, Task};
     use crate::kernel::tracepoint::{kind, Cx, Sink};
     use crate::kernel::Irq;
     use crate::machine::MachineProfile;
-    use crate::sched::eevdf::Eevdf;
-    use crate::sched::rt::WithRt;
-    use crate::variant::{EevdfTunables, PreemptModel, SchedClass, TimerSubsystem};
+    use crate::variant::{PreemptModel, SchedClass, TimerSubsystem};
     use crate::workload::{Action, ProgCx, Program, TaskSpec};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -255,22 +252,7 @@ pub(super) mod tests {
         let m = MachineProfile { cpus, ..machine() };
         let mut v = variant_with(SchedClass::Eevdf, PreemptModel::Full, &[]);
         v.timer = TimerSubsystem::Hrtimer;
-        let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
-        let st = FsState::assembled(&m, crate::assemble::subsystems(&v, &m, swap));
-        let tun = EevdfTunables {
-            base_slice_ns: 3_000_000,
-            run_to_parity: true,
-            place_lag: true,
-        };
-        let hz = v.hz;
-        let sched = crate::sched::smp::PerCpu::new(&m, hz, || WithRt::new(Eevdf::new(tun, hz)));
-        let mut k: Kernel = Kernel::new(
-            v,
-            m,
-            Box::new(sched),
-            st,
-            crate::engine::rng_for(7, crate::engine::RngStream::Workload),
-        );
+        let mut k = percpu_eevdf_kernel(m, v);
         let log = Rc::new(RefCell::new(Vec::new()));
         k.tp.attach(Box::new(Log(log.clone())));
         for c in 0..cpus {

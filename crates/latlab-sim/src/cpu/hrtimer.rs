@@ -66,14 +66,11 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{machine, variant_with, Log};
+    use super::super::tests::{machine, percpu_eevdf_kernel, variant_with, Log};
     use super::*;
-    use crate::fs::state::FsState;
     use crate::kernel::task::Policy;
     use crate::machine::MachineProfile;
-    use crate::sched::eevdf::Eevdf;
-    use crate::sched::rt::WithRt;
-    use crate::variant::{EevdfTunables, PreemptModel, SchedClass, TimerSubsystem, DEFAULT_TIMER_SLACK_NS};
+    use crate::variant::{PreemptModel, SchedClass, TimerSubsystem, DEFAULT_TIMER_SLACK_NS};
     use crate::workload::{Action, ProgCx, Program, TaskSpec};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -92,21 +89,7 @@ mod tests {
         v.timer = TimerSubsystem::Hrtimer;
         v.base = base.into();
         v.hz = 250;
-        let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
-        let st = FsState::assembled(&m, crate::assemble::subsystems(&v, &m, swap));
-        let tun = EevdfTunables {
-            base_slice_ns: 3_000_000,
-            run_to_parity: true,
-            place_lag: true,
-        };
-        let sched = crate::sched::smp::PerCpu::new(&m, 250, || WithRt::new(Eevdf::new(tun, 250)));
-        let mut k: Kernel = Kernel::new(
-            v,
-            m,
-            Box::new(sched),
-            st,
-            crate::engine::rng_for(7, crate::engine::RngStream::Workload),
-        );
+        let mut k = percpu_eevdf_kernel(m, v);
         let log = Rc::new(RefCell::new(Vec::new()));
         k.tp.attach(Box::new(Log(log.clone())));
         (k, log)

@@ -301,15 +301,12 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{machine, variant_with};
+    use super::super::tests::{machine, percpu_eevdf_kernel, variant_with};
     use super::*;
-    use crate::fs::state::FsState;
     use crate::kernel::task::{Policy, Task, TaskId};
     use crate::kernel::tracepoint::{Cx, Event, Sink};
     use crate::machine::MachineProfile;
-    use crate::sched::eevdf::Eevdf;
-    use crate::sched::rt::WithRt;
-    use crate::variant::{EevdfTunables, PreemptModel, SchedClass, TimerSubsystem};
+    use crate::variant::{PreemptModel, SchedClass, TimerSubsystem};
     use crate::workload::{Action, ProgCx, Program, TaskSpec};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -383,22 +380,7 @@ mod tests {
         v.timer = timer;
         // A 6.x kernel: with hrtimers, the sleepers' timers have the default timer slack.
         v.base = "6.18".into();
-        let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
-        let st = FsState::assembled(&m, crate::assemble::subsystems(&v, &m, swap));
-        let tun = EevdfTunables {
-            base_slice_ns: 3_000_000,
-            run_to_parity: true,
-            place_lag: true,
-        };
-        let hz = v.hz;
-        let sched = crate::sched::smp::PerCpu::new(&m, hz, || WithRt::new(Eevdf::new(tun, hz)));
-        let mut k: Kernel = Kernel::new(
-            v,
-            m,
-            Box::new(sched),
-            st,
-            crate::engine::rng_for(7, crate::engine::RngStream::Workload),
-        );
+        let mut k = percpu_eevdf_kernel(m, v);
         assert_eq!(k.lazy.is_some(), cpus as usize >= LAZY_FROM_CPUS);
         k.lazy = lazy.then(|| Box::new(Lazy::new(cpus as usize)));
         let log = Rc::new(RefCell::new(Vec::new()));

@@ -1513,6 +1513,28 @@ pub(crate) mod tests {
         )
     }
 
+    /// A 6.x-style kernel of variant `v` on machine `m`: its own subsystems, an EEVDF
+    /// runqueue per CPU (3 ms base slice) under the RT class, at `v.hz`.
+    pub(crate) fn percpu_eevdf_kernel(m: MachineProfile, v: Variant) -> Kernel {
+        use crate::sched::rt::WithRt;
+        let swap = latlab_swap::by_name("scan-2.4", 16_384).unwrap();
+        let st = FsState::assembled(&m, crate::assemble::subsystems(&v, &m, swap));
+        let tun = crate::variant::EevdfTunables {
+            base_slice_ns: 3_000_000,
+            run_to_parity: true,
+            place_lag: true,
+        };
+        let hz = v.hz;
+        let sched = crate::sched::smp::PerCpu::new(&m, hz, || WithRt::new(crate::sched::eevdf::Eevdf::new(tun, hz)));
+        Kernel::new(
+            v,
+            m,
+            Box::new(sched),
+            st,
+            crate::engine::rng_for(7, crate::engine::RngStream::Workload),
+        )
+    }
+
     fn events_for(items: u64, per_item: Nanos) -> u64 {
         let mut k = kernel(variant(PreemptModel::None, &[]));
         k.spawn(
