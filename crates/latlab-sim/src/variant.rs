@@ -866,7 +866,7 @@ impl Variant {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cpu::tests::variant_with;
 
@@ -1021,7 +1021,7 @@ mod tests {
     }
 
     /// A 6.18-like variant: EEVDF, io-less writeback, blk-mq with mq-deadline.
-    fn variant_618() -> Variant {
+    pub(crate) fn variant_618() -> Variant {
         let mut v = variant_with(SchedClass::Eevdf, PreemptModel::None, &[]);
         v.timer = TimerSubsystem::Hrtimer;
         v.eevdf = Some(EevdfTunables {

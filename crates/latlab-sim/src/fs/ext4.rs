@@ -807,38 +807,27 @@ impl Path<FsState> for Ext4Truncate {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cpu::tests::{machine, run_to_sleep, variant_with};
+    use crate::cpu::tests::{machine, run_to_sleep};
     use crate::kernel::path::LoopStep;
     use crate::kernel::preempt::{atomic, loop_point, LoopChance, Resched};
-    use crate::variant::{
-        Block, DirtyTunables, EevdfTunables, Elevator, Fs, Journal, PreemptModel, SchedClass, Variant, Writeback,
-    };
+    use crate::variant::{Fs, Journal, PreemptModel, Variant};
 
-    /// A 6.18 kernel under preemption model `p` (EEVDF, IO-less writeback, blk-mq, ext4 over
-    /// jbd2), with the 6.18 points this module's walks check.
+    /// A 6.18 kernel under preemption model `p` ([`crate::variant::tests::variant_618`]: EEVDF,
+    /// IO-less writeback, blk-mq; here at HZ 250, ext4 over jbd2), with the 6.18 points this
+    /// module's walks check.
     pub(crate) fn variant618(p: PreemptModel) -> Variant {
-        let points = [
+        let mut v = crate::variant::tests::variant_618();
+        v.preempt = p;
+        for pt in [
             Point::GenericPerformWrite,
             Point::MpagePrepareExtentToMap,
             Point::TruncateInodePagesRange,
             Point::WritebackSbInodes,
-        ];
-        let mut v = variant_with(SchedClass::Eevdf, p, &points);
+        ] {
+            v.points.insert(pt);
+        }
         v.hz = 250;
-        v.eevdf = Some(EevdfTunables {
-            base_slice_ns: 700_000,
-            run_to_parity: true,
-            place_lag: true,
-        });
-        v.writeback = Writeback::IoLess32;
-        v.dirty = Some(DirtyTunables {
-            dirty_ratio: 20,
-            dirty_background_ratio: 10,
-        });
-        v.block = Some(Block::BlkMq);
-        v.elevator = Elevator::MqDeadline;
-        v.journal = Journal::Jbd2;
-        v.fs = Fs::Ext4;
+        (v.journal, v.fs) = (Journal::Jbd2, Fs::Ext4);
         v.validate().expect("a valid 6.18 variant");
         v
     }
