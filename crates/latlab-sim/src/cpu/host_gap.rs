@@ -175,14 +175,14 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::super::tests::{kernel, machine, percpu_eevdf_kernel, variant_with};
+    use super::super::tests::{kernel, machine, percpu_eevdf_kernel, periodic, variant_with};
     use super::*;
     use crate::kernel::task::{Policy, Task};
     use crate::kernel::tracepoint::{kind, Cx, Sink};
     use crate::kernel::Irq;
     use crate::machine::MachineProfile;
     use crate::variant::{PreemptModel, SchedClass, TimerSubsystem};
-    use crate::workload::{Action, ProgCx, Program, TaskSpec};
+    use crate::workload::TaskSpec;
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -218,32 +218,6 @@ pub(super) mod tests {
             false
         }
         fn finish(self: Box<Self>, _tasks: &[Task], _r: &mut latlab_core::RunResult) {}
-    }
-
-    /// Computes for `compute` ns, then sleeps `sleep` ns, for ever (`sleep` 0: computes
-    /// for ever).
-    struct Periodic {
-        compute: Nanos,
-        sleep: Nanos,
-        awake: bool,
-    }
-
-    impl Program for Periodic {
-        fn next(&mut self, _cx: &mut ProgCx) -> Action {
-            self.awake = !self.awake || self.sleep == 0;
-            match self.awake {
-                true => Action::Compute(self.compute),
-                false => Action::Sleep(self.sleep),
-            }
-        }
-    }
-
-    fn periodic(compute: Nanos, sleep: Nanos) -> Box<Periodic> {
-        Box::new(Periodic {
-            compute,
-            sleep,
-            awake: false,
-        })
     }
 
     /// A 6.x-style kernel (EEVDF runqueue per CPU, hrtimers) on `cpus` CPUs, logging its

@@ -301,34 +301,15 @@ impl<S: tracepoint::Sink> Kernel<S> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{machine, percpu_eevdf_kernel, variant_with};
+    use super::super::tests::{machine, percpu_eevdf_kernel, periodic, variant_with};
     use super::*;
     use crate::kernel::task::{Policy, Task, TaskId};
     use crate::kernel::tracepoint::{Cx, Event, Sink};
     use crate::machine::MachineProfile;
     use crate::variant::{PreemptModel, SchedClass, TimerSubsystem};
-    use crate::workload::{Action, ProgCx, Program, TaskSpec};
+    use crate::workload::TaskSpec;
     use std::cell::RefCell;
     use std::rc::Rc;
-
-    /// Computes for `compute` ns, then sleeps `sleep` ns, for ever (`sleep` 0: computes for
-    /// ever).
-    struct Periodic {
-        compute: Nanos,
-        sleep: Nanos,
-        awake: bool,
-    }
-
-    impl Program for Periodic {
-        fn next(&mut self, _cx: &mut ProgCx) -> Action {
-            self.awake = !self.awake || self.sleep == 0;
-            if self.awake {
-                Action::Compute(self.compute)
-            } else {
-                Action::Sleep(self.sleep)
-            }
-        }
-    }
 
     /// Every event (time, CPU, current task, the event), CPU time only while a window is open:
     /// from a wakeup of `watched` to its next sleep.
@@ -384,13 +365,6 @@ mod tests {
         assert_eq!(k.lazy.is_some(), cpus as usize >= LAZY_FROM_CPUS);
         k.lazy = lazy.then(|| Box::new(Lazy::new(cpus as usize)));
         let log = Rc::new(RefCell::new(Vec::new()));
-        let periodic = |compute, sleep| {
-            Box::new(Periodic {
-                compute,
-                sleep,
-                awake: false,
-            })
-        };
         let rt = TaskSpec {
             policy: Policy::Fifo,
             rt_priority: 90,

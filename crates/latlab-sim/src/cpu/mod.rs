@@ -1513,6 +1513,34 @@ pub(crate) mod tests {
         )
     }
 
+    /// Computes for `compute` ns, then sleeps `sleep` ns, for ever (`sleep` 0: computes for
+    /// ever).
+    pub(crate) struct Periodic {
+        compute: Nanos,
+        sleep: Nanos,
+        awake: bool,
+    }
+
+    impl Program for Periodic {
+        fn next(&mut self, _cx: &mut ProgCx) -> Action {
+            self.awake = !self.awake || self.sleep == 0;
+            if self.awake {
+                Action::Compute(self.compute)
+            } else {
+                Action::Sleep(self.sleep)
+            }
+        }
+    }
+
+    /// A [`Periodic`] program, starting with its computation.
+    pub(crate) fn periodic(compute: Nanos, sleep: Nanos) -> Box<Periodic> {
+        Box::new(Periodic {
+            compute,
+            sleep,
+            awake: false,
+        })
+    }
+
     /// A 6.x-style kernel of variant `v` on machine `m`: its own subsystems, an EEVDF
     /// runqueue per CPU (3 ms base slice) under the RT class, at `v.hz`.
     pub(crate) fn percpu_eevdf_kernel(m: MachineProfile, v: Variant) -> Kernel {
