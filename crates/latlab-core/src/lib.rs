@@ -20,4 +20,4 @@ pub use attribution::{Attribution, Cause, CgroupOf, Container, TaskSlice};
 pub use histogram::{LatencyHistogram, Summary};
 pub use result::{Engine, IoRecord, LatencySplit, LoadDeath, LoadFate, RunMeta, RunResult, Sample, Stream};
 pub use trace::{FillRow, LatencyTrace, PreemptOff, RecordedEvent, RecordedEvents, TraceEntry};
-pub use units::{ms, us, Nanos};
+pub use units::{covered, ms, us, Nanos};

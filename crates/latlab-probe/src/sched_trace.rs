@@ -27,6 +27,7 @@
 
 use crate::guard::Held;
 use latlab_core::attribution::{Attribution, Cause, TaskSlice};
+use latlab_core::covered;
 use latlab_core::trace::{RecordedEvent, RecordedEvents};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -1051,25 +1052,6 @@ impl Slice {
             end,
         }
     }
-}
-
-/// Length of the union of `spans` inside `[a, b]`.
-fn covered(spans: &[(u64, u64)], a: u64, b: u64) -> u64 {
-    let mut clipped: Vec<(u64, u64)> = spans
-        .iter()
-        .map(|&(s, e)| (s.max(a), e.min(b)))
-        .filter(|(s, e)| s < e)
-        .collect();
-    clipped.sort_unstable();
-    let (mut total, mut reach) = (0, a);
-    for (s, e) in clipped {
-        let s = s.max(reach);
-        if e > s {
-            total += e - s;
-            reach = e;
-        }
-    }
-    total
 }
 
 /// CPU time per task other than `tid`, longest first.

@@ -232,25 +232,14 @@ impl HostGapLog {
     /// The time in `[from, to]` that CPU 0 (which takes the interrupts) or CPU `cpu` (where
     /// the sample ran) stood still in a host gap, each instant counted once.
     pub(crate) fn within(&self, from: Nanos, to: Nanos, cpu: usize) -> Nanos {
-        let mut spans: Vec<(Nanos, Nanos)> = [0, cpu]
+        let spans: Vec<(Nanos, Nanos)> = [0, cpu]
             .iter()
             .take(if cpu == 0 { 1 } else { 2 })
             .filter_map(|&c| self.by_cpu.get(c))
             // From the latest back to the first that ended before the window.
-            .flat_map(|gaps| gaps.iter().rev().take_while(|g| g.1 > from))
-            .map(|g| (g.0.max(from), g.1.min(to)))
-            .filter(|(a, b)| a < b)
+            .flat_map(|gaps| gaps.iter().rev().take_while(|g| g.1 > from).copied())
             .collect();
-        spans.sort_unstable();
-        let (mut total, mut reached) = (0, from);
-        for (a, b) in spans {
-            let a = a.max(reached);
-            if b > a {
-                total += b - a;
-                reached = b;
-            }
-        }
-        total
+        latlab_core::covered(&spans, from, to)
     }
 }
 
