@@ -2388,6 +2388,30 @@ p999_us = 70.0
                 "at least 0",
             ),
             (
+                "per_cpu_gaps_per_s = [2.0, 4.0]",
+                "per_cpu_gaps_per_s = [2.0, 1e300]",
+                "host.noise.per_cpu_gaps_per_s",
+                "gaps of at least 1 us fit at most 1000000 times in a second",
+            ),
+            (
+                "gaps_per_s = 3.0",
+                "gaps_per_s = 2e6",
+                "host.noise.gaps_per_s",
+                "fit at most 1000000 times",
+            ),
+            (
+                "lost_percent = 0.02",
+                "lost_percent = 250",
+                "host.noise.lost_percent",
+                "at most 100",
+            ),
+            (
+                "max_us = 76.5",
+                "max_us = 1e30",
+                "host.noise.max_us",
+                "at most the measurement's 5 s",
+            ),
+            (
                 "p99_us = 40.0",
                 "p99_us = 4.0",
                 "host.noise.lengths.p99_us",

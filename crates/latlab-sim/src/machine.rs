@@ -374,6 +374,39 @@ impl Noise {
                 format!("every rate must be a number of at least 0, got {v:?}"),
             ));
         }
+        // Gaps of at least `threshold_us` (1 ns at the least) each: no more fit in a second.
+        let most = 1e6 / self.threshold_us.max(1e-3);
+        for (field, v) in std::iter::once(("host.noise.gaps_per_s", self.gaps_per_s))
+            .chain(per_cpu.iter().map(|&v| ("host.noise.per_cpu_gaps_per_s", v)))
+        {
+            if v > most {
+                return Err((
+                    field,
+                    format!(
+                        "gaps of at least {} us fit at most {most} times in a second, got {v}",
+                        self.threshold_us
+                    ),
+                ));
+            }
+        }
+        for (field, v) in [
+            ("host.noise.lost_percent", self.lost_percent),
+            ("host.noise.steal_percent", self.steal_percent.unwrap_or(0.0)),
+        ] {
+            if v > 100.0 {
+                return Err((field, format!("must be at most 100, got {v}")));
+            }
+        }
+        // No gap is longer than the measurement that saw it.
+        if self.max_us > self.duration_s * 1e6 {
+            return Err((
+                "host.noise.max_us",
+                format!(
+                    "must be at most the measurement's {} s, got {:e} us",
+                    self.duration_s, self.max_us
+                ),
+            ));
+        }
         if let Some(l) = &self.lengths {
             if self.gaps == 0 {
                 return Err(("host.noise.lengths", "given, but no gap was counted (gaps = 0)".into()));
