@@ -32,7 +32,10 @@ pub struct Attribution {
     pub tasks: Vec<TaskSlice>,
     /// Interrupts and softirqs that fired in the window: (name, count).
     pub irqs: Vec<(String, u64)>,
-    /// Hypervisor steal time in the window (probe only).
+    /// Time in the window outside the kernel: the host's (a hypervisor that did not run the
+    /// vCPU or held its interrupt back, firmware). The model's replayed host gaps; the probe's
+    /// timer interrupt late to a CPU idle or in user space (interrupts on), or /proc/stat's
+    /// steal delta when no trace tells.
     pub steal_ns: Nanos,
     /// How the attribution was obtained, and how precise it is.
     pub note: String,

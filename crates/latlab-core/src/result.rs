@@ -60,6 +60,11 @@ impl RunMeta {
         "latency_tracers",
     ];
 
+    /// The setting of a probe run whose kept samples were explained from the kernel's
+    /// tracepoints: the threshold (µs) above which they were. Such a sample's `steal_ns`
+    /// is then its own host time, as the trace told it.
+    pub const TRACED_ABOVE_US: &'static str = "traced_above_us";
+
     /// The run's system settings that it records, as (key, value), in [`RunMeta::SYSTEM`]'s
     /// order.
     pub fn system(&self) -> Vec<(&'static str, &str)> {

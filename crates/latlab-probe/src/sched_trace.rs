@@ -20,7 +20,9 @@
 //! fall before the oldest recorded event; [`Recorded::attribute`] says so.
 //!
 //! [`Recorded::attribute`] decomposes one late wakeup `intended..woke` of thread T into: the
-//! timer interrupt's delay (to `now` of T's `hrtimer_wakeup` expiry), handler time (hard irqs,
+//! timer interrupt's delay (to `now` of T's `hrtimer_wakeup` expiry: the host's, `steal_ns`,
+//! when the CPU was idle or in user space all along, where interrupts are on; else the
+//! kernel's interrupts-off time), handler time (hard irqs,
 //! hrtimer expiries, softirqs), the task current at the wakeup keeping the CPU (preempt wait),
 //! other tasks switched in ahead of T, idle/scheduler time, and T's own kernel exit path after
 //! its `sched_switch`. The parts add up to the latency.
@@ -29,7 +31,7 @@ use crate::guard::Held;
 use latlab_core::attribution::{Attribution, Cause, TaskSlice};
 use latlab_core::covered;
 use latlab_core::trace::{RecordedEvent, RecordedEvents};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -139,6 +141,46 @@ impl Instance {
         Ok(())
     }
 
+    /// Write through every page of `cpus`' buffers of `buffer_kb` once (`trace_marker`
+    /// writes from a thread on each CPU), then empty them: the pages the kernel allocated
+    /// for the buffers are touched before the run rather than during it. On a virtual
+    /// machine that gives its free pages back to the host (free page reporting), a page's
+    /// first touch stalls the vCPU while the host supplies it: a 144 MiB buffer's pages
+    /// touched during a run stalled a ping-pong CPU of this guest for 23-33 ms.
+    pub(crate) fn prefault(&self, cpus: &[usize], buffer_kb: usize) -> Result<(), String> {
+        let marker = self.dir.join("trace_marker");
+        self.record(true)?;
+        let written: Result<(), String> = std::thread::scope(|sc| {
+            let each: Vec<_> = cpus
+                .iter()
+                .map(|&cpu| {
+                    let marker = &marker;
+                    sc.spawn(move || -> Result<(), String> {
+                        crate::caps::pin_to(cpu)?;
+                        let mut f = std::fs::OpenOptions::new()
+                            .write(true)
+                            .open(marker)
+                            .map_err(|e| format!("{}: {e}", marker.display()))?;
+                        let line = [b'.'; PREFAULT_WRITE];
+                        // Twice round: a write wraps to the buffer's first page when full.
+                        for _ in 0..2 * buffer_kb * 1024 / PREFAULT_WRITE + 1 {
+                            std::io::Write::write_all(&mut f, &line)
+                                .map_err(|e| format!("{}: {e}", marker.display()))?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            each.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a prefault thread panicked".into())))
+                .collect()
+        });
+        self.record(false)?;
+        written?;
+        // Opened for writing with truncation, `trace` empties the buffers, keeping their pages.
+        write(&self.dir, "trace", "")
+    }
+
     /// Turn recording on (`true`) or off.
     pub(crate) fn record(&self, on: bool) -> Result<(), String> {
         write(&self.dir, "tracing_on", if on { "1" } else { "0" })
@@ -191,8 +233,17 @@ pub struct SchedTrace {
 }
 
 impl SchedTrace {
-    /// Start tracing on `cpus`. `buffer_kb` per CPU.
+    /// Start tracing on `cpus`, `buffer_kb` per CPU, with the kernel stacks at the expiries
+    /// that wake a sleeper.
     pub fn start(cpus: &[usize], buffer_kb: usize) -> Result<SchedTrace, String> {
+        SchedTrace::start_with(cpus, buffer_kb, true)
+    }
+
+    /// [`SchedTrace::start`], with `stacks` or without: the unwinding runs inside each such
+    /// expiry's interrupt on a busy CPU and adds µs to every wakeup measured (on this guest a
+    /// SCHED_FIFO thread's p50 beside a hog went from 12-13 to 19-21 µs with it, 13-14 µs
+    /// without), so runs whose figures are compared (`latlab validate`) go without.
+    pub fn start_with(cpus: &[usize], buffer_kb: usize, stacks: bool) -> Result<SchedTrace, String> {
         if cpus.is_empty() {
             return Err("no CPUs to trace".into());
         }
@@ -207,15 +258,19 @@ impl SchedTrace {
             stack_error: None,
         };
         t.inst.setup(&t.cpus, buffer_kb, &EVENTS)?;
+        t.inst.prefault(&t.cpus, buffer_kb)?;
         let dir = &t.inst.dir;
         for e in OPTIONAL_EVENTS {
             let _ = write(dir, &format!("events/{e}/enable"), "1");
         }
-        t.stack_error = STACK_TRIGGERS
-            .iter()
-            .map(|trigger| write(dir, STACK_TRIGGER_FILE, trigger))
-            .find_map(Result::ok)
-            .map_or_else(|| Some(stack_refused(dir)), |()| None);
+        t.stack_error = match stacks {
+            true => STACK_TRIGGERS
+                .iter()
+                .map(|trigger| write(dir, STACK_TRIGGER_FILE, trigger))
+                .find_map(Result::ok)
+                .map_or_else(|| Some(stack_refused(dir)), |()| None),
+            false => Some("not asked for (the unwinding would add µs to the wakeups measured)".into()),
+        };
         t.inst.record(true)?;
         Ok(t)
     }
@@ -232,10 +287,7 @@ impl SchedTrace {
         self.inst.record(false)?;
         let cpus = read_cpus(&self.inst.dir, &self.cpus)?;
         self.inst.remove()?;
-        Ok(Recorded {
-            cpus,
-            stack_error: self.stack_error.take(),
-        })
+        Ok(Recorded::new(cpus, self.stack_error.take()))
     }
 }
 
@@ -323,6 +375,10 @@ fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
+/// Bytes of each `trace_marker` write [`Instance::prefault`] makes: under a page, which is
+/// what one marker event may hold.
+const PREFAULT_WRITE: usize = 3000;
+
 /// `tracing_cpumask` syntax: hex, comma-separated 32-bit groups, most significant first.
 fn cpumask(cpus: &[usize]) -> String {
     let mut words = vec![0u32; cpus.iter().max().map_or(1, |m| m / 32 + 1)];
@@ -391,12 +447,15 @@ enum Kind {
         next_comm: String,
         next_pid: u32,
     },
+    /// A wakeup of `pid`, whose kernel priority is `prio` (0-99 real-time, 100-139 fair).
     Waking {
         pid: u32,
+        prio: u32,
     },
     /// The first wakeup of a thread just created.
     WakeupNew {
         pid: u32,
+        prio: u32,
     },
     IrqEntry {
         irq: u32,
@@ -540,9 +599,11 @@ fn parse_kind(event: &str, fields: &str) -> Option<Kind> {
         }
         "sched_waking" => Kind::Waking {
             pid: value(fields, "pid")?.parse().ok()?,
+            prio: value(fields, "prio")?.parse().ok()?,
         },
         "sched_wakeup_new" => Kind::WakeupNew {
             pid: value(fields, "pid")?.parse().ok()?,
+            prio: value(fields, "prio")?.parse().ok()?,
         },
         "irq_handler_entry" => Kind::IrqEntry {
             irq: value(fields, "irq")?.parse().ok()?,
@@ -735,6 +796,25 @@ impl CpuTrace {
         self.events.partition_point(|e| e.ts < t)
     }
 
+    /// The last instant in `(from, to)` this CPU is known to have had interrupts on: a task
+    /// switch (`finish_task_switch` enables them), a softirq (run with them on) or another
+    /// interrupt taken (the local timer's vector outranks every device's, so a pending timer
+    /// interrupt would have come first).
+    fn last_irqs_on(&self, from: u64, to: u64) -> Option<u64> {
+        self.events[self.at(from)..]
+            .iter()
+            .take_while(|e| e.ts < to)
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    Kind::Switch { .. } | Kind::SoftirqEntry { .. } | Kind::SoftirqExit | Kind::IrqEntry { .. }
+                )
+            })
+            .map(|e| e.ts)
+            .last()
+            .filter(|&t| t > from)
+    }
+
     /// Hard-irq handlers, hrtimer expiries and softirqs overlapping `[from, to]`, clipped to it.
     fn handlers(&self, from: u64, to: u64) -> Vec<Interval> {
         let mut open: [Option<(u64, String)>; 3] = [None, None, None];
@@ -830,7 +910,9 @@ impl CpuTrace {
     /// Index of the wakeup of `tid` (sched_waking, or sched_wakeup_new for a thread just
     /// created) among `range`.
     fn wakeup_in(&self, tid: u32, mut range: std::ops::Range<usize>) -> Option<usize> {
-        range.find(|&i| matches!(self.events[i].kind, Kind::Waking { pid } | Kind::WakeupNew { pid } if pid == tid))
+        range.find(
+            |&i| matches!(self.events[i].kind, Kind::Waking { pid, .. } | Kind::WakeupNew { pid, .. } if pid == tid),
+        )
     }
 
     /// Index of the first switch to `tid` among `range`.
@@ -881,7 +963,14 @@ impl CpuTrace {
 
     /// Explain one late wakeup of `tid` on this CPU; `foreign` is its wakeup when another
     /// CPU recorded it (a waker running there).
-    fn attribute(&self, tid: u32, intended: u64, woke: u64, foreign: Option<&Event>) -> Attribution {
+    fn attribute(
+        &self,
+        tid: u32,
+        intended: u64,
+        woke: u64,
+        foreign: Option<&Event>,
+        (user_space, idle_wakeup): (&BTreeSet<u32>, Option<u64>),
+    ) -> Attribution {
         let ev = &self.events;
         let std::ops::Range { start: lo, end: hi } = self.window(intended, woke);
         // The wakeup: its time, whether it created the thread, and the first local event at
@@ -925,7 +1014,27 @@ impl CpuTrace {
         match waking {
             Some((w, wake)) => {
                 let woken_at = wake.ts.clamp(e, s);
-                a.irq_off_ns = (e - intended) - busy(intended, e);
+                // The expiry's delay: the host's up to the last instant the CPU is known to
+                // have had interrupts on (the timer's, pending, would have come then), the
+                // kernel's interrupts-off time after it.
+                let (on_until, context) = match interrupts_on(&slices, (stack.as_ref(), user_space), intended, e) {
+                    Some(context) => (e, context),
+                    None => (
+                        self.last_irqs_on(intended, e).unwrap_or(intended),
+                        "that switched tasks or took other interrupts meanwhile",
+                    ),
+                };
+                let host = (on_until - intended) - busy(intended, on_until);
+                a.steal_ns = host;
+                a.irq_off_ns = (e - intended) - busy(intended, e) - host;
+                if host > 0 {
+                    warnings.push(format!(
+                        "the timer's interrupt came {:.1} us late to a CPU {context}, where \
+                         interrupts are on: time outside the kernel (the hypervisor's or \
+                         firmware's), counted as the host's",
+                        host as f64 / 1e3
+                    ));
+                }
                 a.wakee_kernel_ns = woke - s;
                 // Until the first switch after the wakeup, the task current at the wakeup kept
                 // the CPU: the idle loop's exit (scheduler) or a wait for a preemption point.
@@ -962,9 +1071,42 @@ impl CpuTrace {
                     split(&mut a, e, woken_at);
                 }
                 let kept = (first_switch - from) - busy(from, first_switch);
+                // A real-time wakeup preempts a fair task in user space at the interrupt's
+                // return to it (need_resched is checked there under every preemption
+                // model): a wait for one that runs only in user space is the host's, the
+                // exit path's µs with it.
+                let rt_woken = matches!(wake.kind, Kind::Waking { prio, .. } if prio < 100);
                 match slices.iter().find(|sl| sl.start <= woken_at && woken_at <= sl.end) {
+                    Some(sl) if rt_woken && !created && foreign.is_none() && user_space.contains(&sl.pid) => {
+                        a.steal_ns += kept;
+                        if kept > 0 {
+                            warnings.push(format!(
+                                "woken with real-time priority, it waited {:.1} us for {}/{}, a fair task \
+                                 running a user-space loop that the interrupt's return to user space \
+                                 preempts at once: counted as the host's",
+                                kept as f64 / 1e3,
+                                sl.comm,
+                                sl.pid
+                            ));
+                        }
+                    }
                     Some(sl) if sl.pid != 0 => a.preempt_wait_ns += kept,
-                    _ => a.sched_ns += kept,
+                    _ => {
+                        // An idle CPU's exit takes the kernel no longer than its median over
+                        // the recording: the excess is the time the host took to run it
+                        // (a halted vCPU woken, its IPI delivered) or the idle state's.
+                        let host = idle_wakeup.map_or(0, |m| kept.saturating_sub(m));
+                        a.sched_ns += kept - host;
+                        a.steal_ns += host;
+                        if host > 0 {
+                            warnings.push(format!(
+                                "the idle CPU took {:.1} us to switch it in, {:.1} us more than its \
+                                 median over the recording: counted as the host's",
+                                kept as f64 / 1e3,
+                                host as f64 / 1e3
+                            ));
+                        }
+                    }
                 }
                 split(&mut a, first_switch, s);
                 a.cause = cause(&slices, &handlers, woken_at, s, woke - intended, stack.as_ref());
@@ -1072,6 +1214,79 @@ fn task_list(slices: &[Slice], tid: u32) -> Vec<TaskSlice> {
     v
 }
 
+/// Whether the CPU had interrupts on while its timer's interrupt was late (`[intended,
+/// expiry]`): one task held the CPU all along and it was the idle loop (which halts with
+/// interrupts on), a task the expiry's stack shows interrupted in user space, or one of
+/// `user_space`, the threads known to run only there. Then the delay is not the kernel's
+/// but the host's (a hypervisor that had not run the vCPU or had not injected the
+/// interrupt, firmware, the idle state's exit; the idle loop's own irqs-off instants before
+/// it halts, and an interrupt's return to user space, are a few µs): `Some` of the context,
+/// in words. `None` when the kernel may have had interrupts off (a task in the kernel, or
+/// nothing to tell).
+fn interrupts_on(
+    slices: &[Slice],
+    (stack, user_space): (Option<&Interrupted>, &BTreeSet<u32>),
+    intended: u64,
+    expiry: u64,
+) -> Option<&'static str> {
+    let mut across = slices.iter().filter(|sl| sl.start < expiry && sl.end > intended);
+    let held = across.next()?;
+    if across.next().is_some() {
+        return None;
+    }
+    match stack {
+        _ if held.pid == 0 => Some("idle"),
+        _ if user_space.contains(&held.pid) => Some("running a user-space loop"),
+        Some((pid, Some(frames))) if *pid == held.pid && frames.is_empty() => Some("in user space"),
+        _ => None,
+    }
+}
+
+/// The median time, over every wakeup recorded on `cpus`, from a task's wakeup (its
+/// `sched_waking` on any CPU) to its switch in from the idle task: the kernel's idle exit
+/// and context switch, with whatever the host adds. `None` when fewer than
+/// [`IDLE_WAKEUPS_FOR_A_MEDIAN`] were recorded.
+fn idle_wakeup_median(cpus: &BTreeMap<usize, CpuTrace>) -> Option<u64> {
+    let mut wakings: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for c in cpus.values() {
+        for e in &c.events {
+            if let Kind::Waking { pid, .. } | Kind::WakeupNew { pid, .. } = e.kind {
+                wakings.entry(pid).or_default().push(e.ts);
+            }
+        }
+    }
+    for v in wakings.values_mut() {
+        v.sort_unstable();
+    }
+    let mut spans: Vec<u64> = cpus
+        .values()
+        .flat_map(|c| &c.events)
+        .filter_map(|e| match e.kind {
+            Kind::Switch {
+                prev_pid: 0, next_pid, ..
+            } => {
+                let w = wakings.get(&next_pid)?;
+                let before = w.partition_point(|&t| t <= e.ts);
+                Some(e.ts - w[before.checked_sub(1)?])
+            }
+            _ => None,
+        })
+        .collect();
+    if spans.len() < IDLE_WAKEUPS_FOR_A_MEDIAN {
+        return None;
+    }
+    spans.sort_unstable();
+    spans.get((spans.len() - 1) / 2).copied()
+}
+
+/// Idle wakeups a recording needs before its median says what the kernel's idle exit
+/// takes: a second of a 1 ms cyclictest thread on an idle CPU gives a thousand.
+const IDLE_WAKEUPS_FOR_A_MEDIAN: usize = 100;
+
+/// The task a timer's expiry interrupted and its kernel frames below the interrupt's entry
+/// ([`interrupted`]; empty frames: user space, `None`: no entry frame to tell by).
+type Interrupted = (u32, Option<Vec<String>>);
+
 /// What a task running in the kernel without a preemption point is said to be doing when no
 /// stack tells the function.
 const IN_KERNEL: &str = "kernel (non-preemptible section)";
@@ -1121,7 +1336,7 @@ fn cause(
     woken_at: u64,
     switch_at: u64,
     latency: u64,
-    stack: Option<&(u32, Option<Vec<String>>)>,
+    stack: Option<&Interrupted>,
 ) -> Option<Cause> {
     let clipped: Vec<(&Slice, u64, u64)> = slices
         .iter()
@@ -1183,9 +1398,33 @@ pub struct Recorded {
     cpus: BTreeMap<usize, CpuTrace>,
     /// Why no kernel stacks were recorded, if none were.
     stack_error: Option<String>,
+    /// Threads known to run in user space whenever they hold a CPU ([`Recorded::in_user_space`]).
+    user_space: BTreeSet<u32>,
+    /// The median time from a wakeup to the switch in of the woken task on an idle CPU, over
+    /// every such wakeup recorded ([`idle_wakeup_median`]).
+    idle_wakeup: Option<u64>,
 }
 
 impl Recorded {
+    /// What was recorded on `cpus`, `stack_error` why no stacks were.
+    fn new(cpus: BTreeMap<usize, CpuTrace>, stack_error: Option<String>) -> Recorded {
+        let idle_wakeup = idle_wakeup_median(&cpus);
+        Recorded {
+            cpus,
+            stack_error,
+            user_space: BTreeSet::new(),
+            idle_wakeup,
+        }
+    }
+
+    /// Threads `tids` are fair (SCHED_OTHER, BATCH, IDLE) tasks that run only in user space
+    /// whenever they hold a CPU (a scenario's compute loops, which make no system call): an
+    /// expiry late while one of them held the CPU all along came late with interrupts on, as
+    /// to an idle CPU, and a real-time task it woke would have preempted it at once.
+    pub fn in_user_space(&mut self, tids: impl IntoIterator<Item = u32>) {
+        self.user_space.extend(tids);
+    }
+
     /// Lost events (ring buffer overruns) on `cpu`.
     pub fn lost(&self, cpu: usize) -> u64 {
         self.cpus.get(&cpu).map_or(0, |c| c.lost)
@@ -1222,7 +1461,13 @@ impl Recorded {
         match self.locate(cpu, tid, intended_ns, woke_ns) {
             Some((ran_on, foreign)) => {
                 let c = &self.cpus[&ran_on];
-                let mut a = c.attribute(tid, intended_ns, woke_ns, foreign.map(|(_, e)| e));
+                let mut a = c.attribute(
+                    tid,
+                    intended_ns,
+                    woke_ns,
+                    foreign.map(|(_, e)| e),
+                    (&self.user_space, self.idle_wakeup),
+                );
                 if let Some(e) = self.stack_error.as_ref().filter(|_| a.cause.is_some()) {
                     a.note.push_str(&format!("; kernel stacks not recorded: {e}"));
                 }
@@ -1271,7 +1516,7 @@ impl Recorded {
                 c.events[c.at(start)..].iter().take_while(|e| e.ts <= end).any(|e| {
                     e.pid == tid
                         || matches!(e.kind, Kind::Switch { prev_pid, next_pid, .. } if prev_pid == tid || next_pid == tid)
-                        || matches!(e.kind, Kind::Waking { pid } if pid == tid)
+                        || matches!(e.kind, Kind::Waking { pid, .. } if pid == tid)
                 })
             })
             .map(|(&k, _)| k)
@@ -1347,7 +1592,7 @@ impl Recorded {
             })
             .filter(|(_, e)| match &e.kind {
                 Kind::Switch { prev_pid, next_pid, .. } => *prev_pid == tid || *next_pid == tid,
-                Kind::Waking { pid } => *pid == tid,
+                Kind::Waking { pid, .. } => *pid == tid,
                 Kind::Throttle { .. } => e.pid == tid,
                 _ => false,
             })
@@ -1442,14 +1687,11 @@ mod tests {
     const RAW: &str = include_str!("../tests/fixtures/sched_trace/cpu0.raw");
 
     fn sum(a: &Attribution) -> u64 {
-        a.irq_off_ns + a.handler_ns + a.preempt_wait_ns + a.ran_ahead_ns + a.sched_ns + a.wakee_kernel_ns
+        a.irq_off_ns + a.steal_ns + a.handler_ns + a.preempt_wait_ns + a.ran_ahead_ns + a.sched_ns + a.wakee_kernel_ns
     }
 
     fn recorded(text: &str) -> Recorded {
-        Recorded {
-            cpus: BTreeMap::from([(0, CpuTrace::parse(text, None, 0))]),
-            stack_error: None,
-        }
+        Recorded::new(BTreeMap::from([(0, CpuTrace::parse(text, None, 0))]), None)
     }
 
     #[test]
@@ -1508,7 +1750,10 @@ mod tests {
              target_cpu=000",
         )
         .unwrap();
-        assert_eq!(parse_kind(h.event, h.fields), Some(Kind::Waking { pid: 15523 }));
+        assert_eq!(
+            parse_kind(h.event, h.fields),
+            Some(Kind::Waking { pid: 15523, prio: 120 })
+        );
         // Without the irq-info flags column, with 9 decimals, and a comm with " [" in it.
         let h =
             parse_head("  a [b]-c-77 [003] 12.000000123: sched_waking: comm=x pid=5 prio=1 target_cpu=003").unwrap();
@@ -1536,15 +1781,15 @@ mod tests {
     #[test]
     fn clean_wakeup_from_idle() {
         // Captured: `chrt -f 50 sleep 0.005` (pid 15524) woken from idle on CPU 0.
-        let rec = Recorded {
-            cpus: BTreeMap::from([(0, CpuTrace::parse(TEXT, Some(RAW), 0))]),
-            stack_error: None,
-        };
+        let rec = Recorded::new(BTreeMap::from([(0, CpuTrace::parse(TEXT, Some(RAW), 0))]), None);
         let intended = 9_121_128_100_000;
         let woke = 9_121_128_140_000;
         let a = rec.attribute(0, 15524, intended, woke);
         assert_eq!(sum(&a), woke - intended, "{a:?}");
-        assert_eq!(a.irq_off_ns, 1_321);
+        // The expiry came 1.3 us late to the idle loop, which halts with interrupts on: the
+        // host's time (here the halted vCPU's wakeup), not the kernel's interrupts-off time.
+        assert_eq!((a.irq_off_ns, a.steal_ns), (0, 1_321));
+        assert!(a.note.contains("came 1.3 us late to a CPU idle"), "{}", a.note);
         assert_eq!(a.preempt_wait_ns + a.ran_ahead_ns, 0);
         assert!(a.sched_ns > 0 && a.handler_ns > 0 && a.wakee_kernel_ns > 0, "{a:?}");
         assert_eq!(a.tasks.len(), 1);
@@ -1656,9 +1901,38 @@ mod tests {
             Some(" => copy_folio_from_iter_atomic+0x1a/0x40")
         );
         assert_eq!(w.events.len(), 10);
-        // Interrupted in user space: no kernel function to name.
+        // The expiry interrupted kernel code: its 9 us delay may be the kernel's
+        // interrupts-off time.
+        assert_eq!((a.irq_off_ns, a.steal_ns), (9_000, 0));
+        // Interrupted in user space: no kernel function to name, and the delay, with the
+        // interrupted task in user space all along (interrupts on), is the host's.
         let a = recorded(&kworker_with_stack("")).attribute(0, 777, intended, woke);
+        assert_eq!((a.irq_off_ns, a.steal_ns), (0, 9_000));
+        assert!(a.note.contains("came 9.0 us late to a CPU in user space"), "{}", a.note);
+        // Due while the CPU was idle, 10 us before the kworker switched in, 59 us before the
+        // expiry: up to the switch, after which interrupts were on, the timer's interrupt was
+        // not pending (it would have come then): the host's; after it, the kernel's may be.
+        let a = recorded(&kworker_with_stack("")).attribute(0, 777, 99_999_990_000, woke);
+        assert_eq!((a.irq_off_ns, a.steal_ns), (49_000, 10_000));
+        assert!(
+            a.note.contains("came 10.0 us late to a CPU that switched tasks"),
+            "{}",
+            a.note
+        );
         assert_eq!(a.cause.unwrap().path, "kernel (non-preemptible section)");
+        // Without a stack nothing tells user space from the kernel: the kernel's ...
+        let mut rec = recorded(KWORKER_HELD);
+        let a = rec.attribute(0, 777, intended, woke);
+        assert_eq!((a.irq_off_ns, a.steal_ns), (9_000, 0));
+        // ... unless the task is known to be a fair one running only in user space: then
+        // its 189 us of holding the CPU after waking a real-time task (prio 49) are the
+        // host's too, since the interrupt's return to user space would have preempted it.
+        rec.in_user_space([42]);
+        let a = rec.attribute(0, 777, intended, woke);
+        assert_eq!((a.irq_off_ns, a.preempt_wait_ns, a.steal_ns), (0, 0, 9_000 + 189_000));
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        assert!(a.note.contains("late to a CPU running a user-space loop"), "{}", a.note);
+        assert!(a.note.contains("it waited 189.0 us for kworker/0:1/42"), "{}", a.note);
         // Interrupted while running softirqs at an earlier interrupt's exit: that context,
         // cut at the earlier interrupt's entry.
         let nested = kworker_with_stack(
@@ -1701,14 +1975,71 @@ mod tests {
     latlab-posix-500     [000] d..2.   300.000084: sched_switch: prev_comm=latlab-posix prev_pid=500 prev_prio=4 prev_state=S ==> next_comm=latlab-posix next_pid=778 next_prio=4
 ";
 
+    /// `spans.len()` wakeups of a SCHED_OTHER thread (777) from idle, 10 ms apart, each on
+    /// time (its expiry 10 us into its 10 ms), its handler 10-12 us, switched in `span` us
+    /// after its `sched_waking` at 11 us.
+    fn idle_exits(spans: &[u64]) -> String {
+        let f = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+        let mut out = String::new();
+        for (k, span) in spans.iter().enumerate() {
+            let t = 500_000_000 + 10_000 * k as u64;
+            out += &format!(
+                "          <idle>-0       [000] d.h1.   {}: hrtimer_expire_entry: hrtimer=00000000ef75f1b4 function=hrtimer_wakeup now={}\n\
+                 \x20         <idle>-0       [000] d.h3.   {}: sched_waking: comm=cyc pid=777 prio=120 target_cpu=000\n\
+                 \x20         <idle>-0       [000] d.h1.   {}: hrtimer_expire_exit: hrtimer=00000000ef75f1b4\n\
+                 \x20         <idle>-0       [000] d..2.   {}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cyc next_pid=777 next_prio=120\n\
+                 \x20            cyc-777     [000] d..2.   {}: sched_switch: prev_comm=cyc prev_pid=777 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n",
+                f(t + 10),
+                (t + 10) * 1000,
+                f(t + 11),
+                f(t + 12),
+                f(t + 11 + span),
+                f(t + 41 + span),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn an_idle_exit_beyond_the_recordings_median_is_the_hosts() {
+        // 100 wakeups switched in 10 to 19 us after their wakeup, then one after 1 ms.
+        let mut spans: Vec<u64> = (0..100).map(|k| 10 + k % 10).collect();
+        spans.push(1_000);
+        let rec = recorded(&idle_exits(&spans));
+        assert_eq!(rec.idle_wakeup, Some(15_000), "the median of 101 spans");
+        // The slow one: expiry on time at 10 us, handler 10-12 us, switch at 1011 us.
+        let t = 500_000_000_000 + 10_000_000 * 100;
+        let (intended, woke) = (t + 10_000, t + 1_015_000);
+        let a = rec.attribute(0, 777, intended, woke);
+        assert_eq!(sum(&a), woke - intended, "{a:?}");
+        assert_eq!((a.irq_off_ns, a.handler_ns), (0, 2_000));
+        assert_eq!((a.sched_ns, a.steal_ns), (15_000, 984_000), "{a:?}");
+        assert!(
+            a.note
+                .contains("the idle CPU took 999.0 us to switch it in, 984.0 us more"),
+            "{}",
+            a.note
+        );
+        // A quick one (switched in 11 us after its wakeup: 12 us after its expiry, 2 of them
+        // its handler's) is all the kernel's.
+        let a = rec.attribute(0, 777, 500_010_010_000, 500_010_025_000);
+        assert_eq!((a.sched_ns, a.steal_ns), (10_000, 0), "{a:?}");
+        // Fewer than 100 idle wakeups tell no typical exit: all of it the kernel's.
+        let rec = recorded(&idle_exits(&spans[90..]));
+        assert_eq!(rec.idle_wakeup, None);
+        let t = 500_000_000_000 + 10_000_000 * 10;
+        let a = rec.attribute(0, 777, t + 10_000, t + 1_015_000);
+        assert_eq!((a.sched_ns, a.steal_ns), (999_000, 0), "{a:?}");
+    }
+
     #[test]
     fn a_thread_created_to_notify_waits_for_its_creator() {
         let (intended, woke) = (300_000_005_000, 300_000_090_000);
         let a = recorded(THREAD_CREATED).attribute(0, 778, intended, woke);
         assert_eq!(sum(&a), woke - intended, "{a:?}");
-        // Late expiry 5 us, handler 2 us, idle exit 2 us, the helper's 60 us up to the
-        // clone and 10 us after it, 6 us in the new thread.
-        assert_eq!((a.irq_off_ns, a.handler_ns), (5_000, 2_000), "{a:?}");
+        // Late expiry 5 us (to an idle CPU: the host's), handler 2 us, idle exit 2 us, the
+        // helper's 60 us up to the clone and 10 us after it, 6 us in the new thread.
+        assert_eq!((a.steal_ns, a.irq_off_ns, a.handler_ns), (5_000, 0, 2_000), "{a:?}");
         assert_eq!((a.sched_ns, a.ran_ahead_ns), (2_000, 60_000), "{a:?}");
         assert_eq!((a.preempt_wait_ns, a.wakee_kernel_ns), (10_000, 6_000), "{a:?}");
         assert!(!a.note.contains("no sched_waking"), "{}", a.note);
@@ -1730,13 +2061,13 @@ mod tests {
 
     #[test]
     fn a_wakeup_recorded_on_another_cpu_is_found_there() {
-        let rec = Recorded {
-            cpus: BTreeMap::from([
+        let rec = Recorded::new(
+            BTreeMap::from([
                 (0, CpuTrace::parse(HELPER_ELSEWHERE_CPU0, None, 0)),
                 (1, CpuTrace::parse(HELPER_ELSEWHERE_CPU1, None, 0)),
             ]),
-            stack_error: None,
-        };
+            None,
+        );
         let (intended, woke) = (400_000_010_000, 400_000_095_000);
         let a = rec.attribute(0, 778, intended, woke);
         assert_eq!(sum(&a), woke - intended, "{a:?}");
@@ -1871,10 +2202,10 @@ mod tests {
      kworker/1:1-50      [001] d..2.   10.014300: sched_waking: comm=writer pid=100 prio=120 target_cpu=001
           <idle>-0       [001] d..2.   10.014400: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=writer next_pid=100 next_prio=120
 ";
-        let rec = Recorded {
-            cpus: BTreeMap::from([(0, CpuTrace::parse(cpu0, None, 0)), (1, CpuTrace::parse(cpu1, None, 0))]),
-            stack_error: None,
-        };
+        let rec = Recorded::new(
+            BTreeMap::from([(0, CpuTrace::parse(cpu0, None, 0)), (1, CpuTrace::parse(cpu1, None, 0))]),
+            None,
+        );
         let (start, end) = (10_000_000_000, 10_015_000_000);
         let a = rec.off_cpu(100, start, end);
         assert_eq!(a.wakee_kernel_ns, 900_000, "{a:?}");

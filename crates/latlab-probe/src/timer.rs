@@ -134,7 +134,7 @@ impl CycleHistogram {
 /// that every sample the trace buffer still covers can be split after the run. A ring of
 /// [`WAKEUP_LOG`] entries, allocated before the run starts.
 #[derive(Debug)]
-struct WakeupLog {
+pub(crate) struct WakeupLog {
     entries: Vec<(u64, u64, u32)>,
     next: usize,
 }
@@ -312,9 +312,17 @@ impl ThreadCtx {
         self.loops = loops.map(|n| self.done + n);
     }
 
-    /// Its stream and the errors its loops met.
-    pub fn finish(self) -> (Stream, Vec<String>) {
-        (self.stream, self.errors)
+    /// Log every wakeup for the trace recorded beside the run ([`explain_from_trace`]), the
+    /// samples of at least `above_ns` to be explained from it.
+    pub(crate) fn traced(mut self, above_ns: u64) -> ThreadCtx {
+        self.wakeups = Some(WakeupLog::new());
+        self.spike_ns = above_ns;
+        self
+    }
+
+    /// Its stream, the errors its loops met, and its wakeups when [`ThreadCtx::traced`].
+    pub(crate) fn finish(self) -> (Stream, Vec<String>, Option<WakeupLog>) {
+        (self.stream, self.errors, self.wakeups)
     }
 
     /// True when the loop should end (loops done, duration over, or a stop signal).
@@ -358,7 +366,14 @@ impl ThreadCtx {
             self.stream.worst.len() < self.keep_worst || self.stream.worst.last().is_some_and(|w| w.latency_ns < lat);
         if worth_keeping {
             let mut tag = BTreeMap::new();
-            tag.insert("cpu".to_string(), self.cpu.to_string());
+            // A thread free to run anywhere (a scenario's task without affinity) is tagged
+            // with the CPU it woke on.
+            let cpu = match self.affinity.is_empty() {
+                // SAFETY: sched_getcpu has no arguments; -1 is an error.
+                true => usize::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(self.cpu),
+                false => self.cpu,
+            };
+            tag.insert("cpu".to_string(), cpu.to_string());
             tag.insert("tid".to_string(), tid.to_string());
             let attribution = match self.explainer.as_mut() {
                 Some(ex) => ex.attribute(lat),
@@ -649,10 +664,7 @@ where
         match t.finish() {
             Ok(rec) => {
                 for (((s, &cpu), &start), log) in streams.iter_mut().zip(&cfg.cpus).zip(&starts).zip(&logs) {
-                    attribute_from_trace(s, &rec, cpu, start, threshold);
-                    if let Some(log) = log {
-                        s.split = Some(split_from_trace(s.hist.count(), log.kept(), &rec, cpu));
-                    }
+                    explain_from_trace(s, &rec, (cpu, start), threshold, log.as_ref());
                 }
             }
             Err(e) => rc.trace_error = Some(e),
@@ -687,13 +699,30 @@ where
 
 /// Per-CPU ring buffer for the scheduler/irq tracepoints: about 100 bytes per event in the
 /// buffer, so 32 MiB holds some 300 k events, over a minute of a busy CPU's switches and irqs.
-const TRACE_BUFFER_KB: usize = 32 * 1024;
+pub(crate) const TRACE_BUFFER_KB: usize = 32 * 1024;
+
+/// Stream `s`, measured on `cpu` from `start` (CLOCK_MONOTONIC), explained from the trace
+/// recorded beside it: its kept samples of at least `threshold` attributed, and with its
+/// wakeup log every logged wakeup split as rtla timerlat splits them.
+pub(crate) fn explain_from_trace(
+    s: &mut Stream,
+    rec: &Recorded,
+    (cpu, start): (usize, u64),
+    threshold: u64,
+    log: Option<&WakeupLog>,
+) {
+    attribute_from_trace(s, rec, cpu, start, threshold);
+    if let Some(log) = log {
+        s.split = Some(split_from_trace(s.hist.count(), log.kept(), rec, cpu));
+    }
+}
 
 /// Kept samples above `threshold` get their attribution from the trace. Which thread was
 /// woken is in the sample's `tid` tag.
 fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, threshold: u64) {
     for w in s.worst.iter_mut().filter(|w| w.latency_ns >= threshold) {
         let tid = w.tag.get("tid").and_then(|t| t.parse().ok()).unwrap_or(0);
+        let cpu = w.tag.get("cpu").and_then(|c| c.parse().ok()).unwrap_or(cpu);
         let intended = start + w.at_ns;
         let steal_ns = w.attribution.steal_ns;
         w.attribution = rec.attribute(cpu, tid, intended, intended + w.latency_ns);
@@ -705,8 +734,9 @@ fn attribute_from_trace(s: &mut Stream, rec: &Recorded, cpu: usize, start: u64, 
             c.since_ns = c.since_ns.saturating_sub(start);
             c.until_ns = c.until_ns.saturating_sub(start);
         }
+        // The trace's host time (`steal_ns`) is the sample's own; /proc's steal is since the
+        // previous spike, so only the note gives it.
         if steal_ns > 0 {
-            w.attribution.steal_ns = steal_ns;
             w.attribution.note.push_str(&format!(
                 "; steal {:.1} ms on CPU {cpu} since the previous spike (/proc/stat, 1/USER_HZ resolution)",
                 steal_ns as f64 / 1e6

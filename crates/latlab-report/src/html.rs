@@ -159,7 +159,7 @@ fn sample(stream: &str, s: &Sample, h: u8) -> String {
         }
     };
     nonzero("asleep inside the call", a.blocked_ns);
-    nonzero("hypervisor steal", a.steal_ns);
+    nonzero("the host (outside the kernel)", a.steal_ns);
     for (name, text) in [
         ("on the CPU meanwhile", summary::tasks(a)),
         ("interrupts", summary::irqs(a)),

@@ -153,7 +153,7 @@ pub fn explain(s: &Sample) -> String {
         let _ = writeln!(out, "    interrupts: {}", irqs(a));
     }
     if a.steal_ns > 0 {
-        let _ = writeln!(out, "    hypervisor steal: {:.3} ms", ms(a.steal_ns));
+        let _ = writeln!(out, "    the host (outside the kernel): {:.3} ms", ms(a.steal_ns));
     }
     out
 }

@@ -24,7 +24,7 @@
 
 use crate::compare::fmt_latency;
 use crate::verdict::Bar;
-use latlab_core::{Nanos, RunResult, Stream};
+use latlab_core::{Nanos, RunMeta, RunResult, Stream};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -167,6 +167,10 @@ pub struct FigureRow {
     /// ([`with_replayed`]); not counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_replayed: Option<f64>,
+    /// For the maximum of traced machine runs, their median with the host's time taken out
+    /// of each sample ([`host_out_max`]): the kernel's own maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_host_out: Option<f64>,
 }
 
 impl FigureRow {
@@ -187,6 +191,39 @@ impl FigureRow {
             None => String::new(),
         }
     }
+
+    /// The machine's figure with the host's time out for a table cell, with the model's
+    /// ratio to it.
+    fn host_out_cell(&self) -> String {
+        match self.machine_host_out {
+            Some(v) => format!(
+                "{} ({})",
+                cell(self.figure, v),
+                crate::compare::ratio(v, self.model).map_or("-".into(), |x| format!("{x:.2}x"))
+            ),
+            None => String::new(),
+        }
+    }
+}
+
+/// The maximum of stream `s` of machine run `r` with the host's time taken out of each
+/// sample, when `r` was traced ([`RunMeta::TRACED_ABOVE_US`]: its kept samples above the
+/// threshold carry their own host time, `steal_ns`, the time their CPU was not the
+/// kernel's): the largest kept sample less its host time, and no less than the smallest
+/// kept one when the stream kept fewer than it measured (a sample not kept is no larger,
+/// and is counted whole). `None` for a run not traced.
+pub fn host_out_max(r: &RunResult, s: &Stream) -> Option<f64> {
+    r.meta.settings.get(RunMeta::TRACED_ABOVE_US)?;
+    let own = s
+        .worst
+        .iter()
+        .map(|w| w.latency_ns.saturating_sub(w.attribution.steal_ns))
+        .max();
+    let unkept = match (s.worst.len() as u64) < s.hist.count() {
+        true => s.worst.iter().map(|w| w.latency_ns).min(),
+        false => None,
+    };
+    Some(own.max(unkept).unwrap_or(0) as f64)
 }
 
 /// The median of `v` (the mean of the middle two for an even count); `v` is not empty.
@@ -225,18 +262,26 @@ pub fn scenario_rows(scenario: &str, model: &RunResult, runs: &[RunResult], nois
             out.unpaired.push(s.name.clone());
             continue;
         }
+        // Every run traced: the maximum with the host's time out, their median.
+        let host_out: Option<Vec<f64>> = runs.iter().zip(&on_machine).map(|(r, m)| host_out_max(r, m)).collect();
+        let host_out = host_out.map(median);
         for figure in Figure::ALL {
             let values: Vec<f64> = on_machine.iter().map(|m| figure.of(m)).collect();
             let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let machine = median(values);
             let model_v = figure.of(s);
-            let verdict = match figure.bar() {
-                None => Verdict::NotJudged,
-                Some(_) if noise.is_some_and(|n| n.decides(figure, model_v, machine)) => Verdict::Noise,
-                Some(bar) => match bar.holds(model_v, Some(machine), None) {
-                    Some(true) => Verdict::Inside,
-                    _ => Verdict::Outside,
+            let machine_host_out = host_out.filter(|_| figure == Figure::Max);
+            let within = |bar: Bar, of: f64| bar.holds(model_v, Some(of), None) == Some(true);
+            let verdict = match (figure.bar(), machine_host_out) {
+                (None, _) => Verdict::NotJudged,
+                // The trace tells the host's time in the very samples: the host decides the
+                // maximum when taking it out changes the verdict.
+                (Some(bar), Some(own)) if within(bar, machine) != within(bar, own) => Verdict::Noise,
+                (Some(_), None) if noise.is_some_and(|n| n.decides(figure, model_v, machine)) => Verdict::Noise,
+                (Some(bar), _) => match within(bar, machine) {
+                    true => Verdict::Inside,
+                    false => Verdict::Outside,
                 },
             };
             out.rows.push(FigureRow {
@@ -249,6 +294,7 @@ pub fn scenario_rows(scenario: &str, model: &RunResult, runs: &[RunResult], nois
                 ratio: crate::compare::ratio(machine, model_v),
                 verdict,
                 model_replayed: None,
+                machine_host_out,
             });
         }
     }
@@ -365,10 +411,7 @@ fn cell(figure: Figure, v: f64) -> String {
 /// gives its figure beside each set aside as the noise's, and a line under the tally says
 /// how many of them come within their bar.
 pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
-    let replayed = scenarios
-        .iter()
-        .flat_map(|s| &s.rows)
-        .any(|r| r.model_replayed.is_some());
+    let extras = extra_columns(scenarios);
     let mut table = vec![vec![
         "scenario / stream".to_string(),
         "figure".into(),
@@ -378,9 +421,7 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
         "model/machine".into(),
         "verdict".into(),
     ]];
-    if replayed {
-        table[0].push("model, noise replayed".into());
-    }
+    table[0].extend(extras.iter().map(|(head, _)| head.to_string()));
     let mut all = Vec::new();
     let mut notes = String::new();
     for sc in scenarios {
@@ -402,9 +443,10 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
                 r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
                 r.verdict.mark().into(),
             ]);
-            if replayed {
-                table.last_mut().expect("a row").push(r.replayed_cell());
-            }
+            table
+                .last_mut()
+                .expect("a row")
+                .extend(extras.iter().map(|(_, of)| of(r)));
         }
         all.extend(sc.rows.iter().cloned());
         if !sc.unpaired.is_empty() {
@@ -425,6 +467,23 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A column shown only when some row has a figure for it: its heading and its cell.
+type Extra = (&'static str, fn(&FigureRow) -> String);
+
+/// The columns after the verdict that `scenarios`' rows fill: the machine's maximum with
+/// the host's time out (traced runs), the model's figure with the noise replayed.
+fn extra_columns(scenarios: &[ScenarioRows]) -> Vec<Extra> {
+    let rows = || scenarios.iter().flat_map(|s| &s.rows);
+    let mut v: Vec<Extra> = Vec::new();
+    if rows().any(|r| r.machine_host_out.is_some()) {
+        v.push(("machine, host's time out", FigureRow::host_out_cell));
+    }
+    if rows().any(|r| r.model_replayed.is_some()) {
+        v.push(("model, noise replayed", FigureRow::replayed_cell));
+    }
+    v
 }
 
 /// The element id of scenario `name`'s section on the HTML page: `sc-` and the name with
@@ -460,10 +519,11 @@ pub fn render_html(scenarios: &[ScenarioRows], runs: usize) -> String {
     if let Some(line) = &replayed {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(line));
     }
+    let extras = extra_columns(scenarios);
     let _ = writeln!(
         out,
         "<table class=\"num verdicts\">\n<thead><tr><th>scenario / stream</th><th>figure</th><th>model</th><th>machine (median of {runs})</th><th>machine spread</th><th>model/machine</th><th>verdict</th>{}</tr></thead>",
-        if replayed.is_some() { "<th>model, noise replayed</th>" } else { "" }
+        extras.iter().map(|(head, _)| format!("<th>{}</th>", escape(head))).collect::<String>()
     );
     for sc in scenarios {
         let mut streams: Vec<&str> = sc.rows.iter().map(|r| r.stream.as_str()).collect();
@@ -500,8 +560,8 @@ pub fn render_html(scenarios: &[ScenarioRows], runs: usize) -> String {
                     r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
                     r.verdict.mark()
                 );
-                if replayed.is_some() {
-                    let _ = write!(out, "<td>{}</td>", escape(&r.replayed_cell()));
+                for (_, of) in &extras {
+                    let _ = write!(out, "<td>{}</td>", escape(&of(r)));
                 }
                 out.push_str("</tr>\n");
             }
@@ -653,6 +713,74 @@ mod tests {
         assert_eq!(json.matches("\"model_replayed\"").count(), 2, "{json}");
         let html = render_html(&[rows], 1);
         assert!(html.contains("<th>model, noise replayed</th>"), "{html}");
+    }
+
+    /// A traced machine run of stream t0: 98 samples of 10 us, then the kept ones,
+    /// (latency, host time).
+    fn traced(kept: &[(Nanos, Nanos)]) -> RunResult {
+        let mut r = run(Engine::Probe, &[("t0", &[10_000; 98])]);
+        r.meta.settings.insert(RunMeta::TRACED_ABOVE_US.into(), "20".into());
+        let s = &mut r.streams[0];
+        for &(latency_ns, steal_ns) in kept {
+            s.hist.record(latency_ns);
+            let attribution = latlab_core::Attribution {
+                steal_ns,
+                ..Default::default()
+            };
+            let w = latlab_core::Sample {
+                at_ns: 0,
+                latency_ns,
+                tag: Default::default(),
+                attribution,
+            };
+            s.offer_worst(w, 2);
+        }
+        r
+    }
+
+    #[test]
+    fn a_traced_max_is_the_hosts_when_its_host_time_decides_the_verdict() {
+        let mut quiet: Vec<Nanos> = vec![10_000; 99];
+        quiet.push(30_000);
+        let model = run(Engine::Sim, &[("t0", &quiet)]);
+        // A gap rule that would set any of these maxima aside: the trace decides instead.
+        let noise = Some(Noise {
+            max_gap_ns: 5_000_000,
+            lost_fraction: 0.0,
+        });
+        // 3 ms, 2.98 ms of it the host's: 25 us of the kernel's (the second kept sample).
+        let host = traced(&[(3_000_000, 2_980_000), (25_000, 0)]);
+        assert_eq!(host_out_max(&host, &host.streams[0]), Some(25_000.0));
+        let rows = scenario_rows("s", &model, std::slice::from_ref(&host), noise);
+        let max = row(&rows, "t0", Figure::Max);
+        assert_eq!((max.verdict, max.machine_host_out), (Verdict::Noise, Some(25_000.0)));
+        assert_eq!(
+            row(&rows, "t0", Figure::P99).machine_host_out,
+            None,
+            "the maximum's alone"
+        );
+        let text = render(std::slice::from_ref(&rows), 1);
+        assert!(text.contains("machine, host's time out"), "{text}");
+        assert!(text.contains("25.0 us (1.20x)"), "{text}");
+        // The same 3 ms with no host time in it: the kernel's, judged, outside.
+        let kernel = traced(&[(3_000_000, 0), (25_000, 0)]);
+        let rows = scenario_rows("s", &model, &[kernel], noise);
+        let max = row(&rows, "t0", Figure::Max);
+        assert_eq!(
+            (max.verdict, max.machine_host_out),
+            (Verdict::Outside, Some(3_000_000.0))
+        );
+        // A sample not kept counts whole: with one kept sample, the others may be as large.
+        let one = traced(&[(3_000_000, 2_980_000)]);
+        assert_eq!(host_out_max(&one, &one.streams[0]), Some(3_000_000.0));
+        // Untraced: the gap rule.
+        let mut spike: Vec<Nanos> = vec![10_000; 99];
+        spike.push(3_000_000);
+        let plain = run(Engine::Probe, &[("t0", &spike)]);
+        assert_eq!(host_out_max(&plain, &plain.streams[0]), None);
+        let rows = scenario_rows("s", &model, &[plain], noise);
+        assert_eq!(row(&rows, "t0", Figure::Max).verdict, Verdict::Noise);
+        assert!(!render(&[rows], 1).contains("host's time out"));
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub struct CpuList(pub Vec<usize>);
 fn p_cpus(s: &str) -> Result<CpuList, String> {
     parse::cpu_list(s).map(CpuList)
 }
-fn p_us(s: &str) -> Result<u64, String> {
+pub(crate) fn p_us(s: &str) -> Result<u64, String> {
     parse::duration_ns(s, "us")
 }
 fn p_size(s: &str) -> Result<u64, String> {

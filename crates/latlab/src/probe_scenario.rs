@@ -26,6 +26,11 @@ pub struct ScenarioArgs {
     /// Exit 0 even when a load died before the run ended (by default: exit 3).
     #[arg(long)]
     pub allow_load_failure: bool,
+    /// Explain the worst samples above this latency (`100us`; bare = us) from the scheduler,
+    /// irq and timer tracepoints recorded on every CPU (root, tracefs), the host's time
+    /// (the hypervisor's) apart from the kernel's, and split every wakeup as rtla timerlat.
+    #[arg(long, value_parser = crate::probe_cmd::p_us)]
+    pub trace_above: Option<u64>,
 }
 
 pub fn run(a: ScenarioArgs) -> anyhow::Result<ExitCode> {
@@ -41,6 +46,7 @@ pub fn run(a: ScenarioArgs) -> anyhow::Result<ExitCode> {
         keep_worst: 10,
         // The running binary through the kernel's own link to it (as `--load`).
         exe: Some("/proc/self/exe".into()),
+        trace_above_ns: a.trace_above,
     };
     let duration = s
         .duration(cfg.duration_ns)

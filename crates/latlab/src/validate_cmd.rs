@@ -46,6 +46,13 @@ pub struct ValidateArgs {
     /// noise rule sets aside (not counted either way).
     #[arg(long)]
     pub replay_noise: bool,
+    /// Run the machine's runs without recording the scheduler, irq and timer tracepoints.
+    /// By default (root, tracefs) every run's kept worst samples are explained from them,
+    /// the host's time in each (a late interrupt to a CPU idle or in a compute loop) apart
+    /// from the kernel's, and a maximum is the noise's when that time decides its verdict;
+    /// without, the calibration's noise rule decides.
+    #[arg(long)]
+    pub no_trace: bool,
     /// Print the rows and the tally as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -222,6 +229,7 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         keep_worst: 10,
         // The running binary through the kernel's own link to it (as `--load`).
         exe: Some("/proc/self/exe".into()),
+        trace_above_ns: (!a.no_trace).then_some(0),
     };
     let mut rows = Vec::new();
     // Each scenario's runs, the model's first, for the HTML page.
