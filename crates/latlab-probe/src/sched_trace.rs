@@ -172,8 +172,7 @@ impl Instance {
                 })
                 .collect();
             each.into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("a prefault thread panicked".into())))
-                .collect()
+                .try_for_each(|h| h.join().unwrap_or_else(|_| Err("a prefault thread panicked".into())))
         });
         self.record(false)?;
         written?;
