@@ -65,19 +65,6 @@ pub struct ScenarioOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Ring buffer per CPU for a traced run of `duration_ns` on `cpus` CPUs: the whole run of a
-/// busy CPU, so that no sample's window is overwritten before the run ends. A ping-pong
-/// pair's CPU records some 700,000 events a second (`pingpong-futex` on a 2-CPU guest
-/// overwrote 1.7 million of 3 s in 32 MiB), about 50 bytes each: 48 MiB a second. At
-/// least the probe's usual [`TRACE_BUFFER_KB`], at most an eighth of the memory available
-/// over all CPUs.
-fn trace_buffer_kb(duration_ns: u64, cpus: usize) -> usize {
-    const KB_PER_S: u64 = 48 * 1024;
-    let whole = (duration_ns.div_ceil(1_000_000_000) * KB_PER_S) as usize;
-    let cap = crate::write::meminfo_kb("MemAvailable").map_or(TRACE_BUFFER_KB as u64, |kb| kb / 8 / cpus.max(1) as u64);
-    whole.min(cap as usize).max(TRACE_BUFFER_KB)
-}
-
 /// Stack of a task's thread: its steps keep nothing large on it.
 const TASK_STACK: usize = 256 * 1024;
 /// How often a blocked step (pipe, futex) looks at the run's end, ms.
@@ -125,7 +112,7 @@ pub fn run(s: &Scenario, cfg: &ScenarioConfig) -> Result<ScenarioOutcome, String
     let traced_cpus = crate::parse::allowed_cpus();
     let tracer = match cfg
         .trace_above_ns
-        .map(|_| SchedTrace::start_with(&traced_cpus, trace_buffer_kb(duration, traced_cpus.len()), false))
+        .map(|_| SchedTrace::start_with(&traced_cpus, TRACE_BUFFER_KB, false))
     {
         Some(Err(e)) => {
             warnings.push(format!("samples not explained: {e}"));
