@@ -133,6 +133,11 @@ pub struct Stream {
     /// records, as iozone `-Q` lists them): empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<IoRecord>,
+    /// The same samples with the host's time (`Attribution::steal_ns`) taken out of each:
+    /// the kernel's own latencies (the probe's, when it traced the run and logged every
+    /// wakeup; a sample the recording no longer covered counts whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_out: Option<LatencyHistogram>,
 }
 
 /// One timed I/O call of a write stream: where it was, how long it took, how much it moved.
@@ -155,6 +160,7 @@ impl Stream {
             recorded: Vec::new(),
             split: None,
             records: Vec::new(),
+            host_out: None,
         }
     }
 

@@ -1102,6 +1102,10 @@ steps = [{ periodic = { period_us = 1000, loops = 100 } }]
         }
         let split = st.split.as_ref().expect("every wakeup split");
         assert!(split.irq.count() > 0 && split.irq.count() <= 100, "{}", split.note);
+        // Every sample again with its host time out: as many, none longer.
+        let own = st.host_out.as_ref().expect("the samples with the host's time out");
+        assert_eq!(own.count(), st.hist.count());
+        assert!(own.max() <= st.hist.max() && own.mean() <= st.hist.mean());
     }
 
     /// `count_per_cpu` runs as many copies per CPU as this process may use: each copy posts

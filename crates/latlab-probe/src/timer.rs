@@ -714,7 +714,23 @@ pub(crate) fn explain_from_trace(
     attribute_from_trace(s, rec, cpu, start, threshold);
     if let Some(log) = log {
         s.split = Some(split_from_trace(s.hist.count(), log.kept(), rec, cpu));
+        s.host_out = host_out_from_trace(s.hist.count(), log.kept(), rec, cpu);
     }
+}
+
+/// Every logged wakeup with the host's time the trace shows in it taken out, when the log
+/// holds every one of the stream's `count` samples (a sample the recording no longer covers
+/// counts whole).
+fn host_out_from_trace(count: u64, log: &[(u64, u64, u32)], rec: &Recorded, cpu: usize) -> Option<LatencyHistogram> {
+    if log.len() as u64 != count {
+        return None;
+    }
+    let mut h = LatencyHistogram::new();
+    for &(intended, woke, tid) in log {
+        let a = rec.attribute(cpu, tid, intended, woke);
+        h.record(woke.saturating_sub(intended).saturating_sub(a.steal_ns));
+    }
+    Some(h)
 }
 
 /// Kept samples above `threshold` get their attribution from the trace. Which thread was
