@@ -1016,12 +1016,20 @@ impl CpuTrace {
                 // The expiry's delay: the host's up to the last instant the CPU is known to
                 // have had interrupts on (the timer's, pending, would have come then), the
                 // kernel's interrupts-off time after it.
-                let (on_until, context) = match interrupts_on(&slices, (stack.as_ref(), user_space), intended, e) {
+                let known = (stack.as_ref(), user_space);
+                let (on_until, context) = match interrupts_on(&slices, known, intended, e) {
                     Some(context) => (e, context),
-                    None => (
-                        self.last_irqs_on(intended, e).unwrap_or(intended),
-                        "that switched tasks or took other interrupts meanwhile",
-                    ),
+                    None => match self.last_irqs_on(intended, e) {
+                        // After the last such instant, idle or in user space to the expiry.
+                        Some(t) if interrupts_on(&slices, known, t, e).is_some() => (
+                            e,
+                            "that switched tasks or took other interrupts, then ran idle or in user space",
+                        ),
+                        t => (
+                            t.unwrap_or(intended),
+                            "that switched tasks or took other interrupts meanwhile",
+                        ),
+                    },
                 };
                 let host = (on_until - intended) - busy(intended, on_until);
                 a.steal_ns = host;
@@ -1910,14 +1918,18 @@ mod tests {
         assert!(a.note.contains("came 9.0 us late to a CPU in user space"), "{}", a.note);
         // Due while the CPU was idle, 10 us before the kworker switched in, 59 us before the
         // expiry: up to the switch, after which interrupts were on, the timer's interrupt was
-        // not pending (it would have come then): the host's; after it, the kernel's may be.
-        let a = recorded(&kworker_with_stack("")).attribute(0, 777, 99_999_990_000, woke);
+        // not pending (it would have come then): the host's; after it, in the kernel's
+        // vfs_write, the kernel's may be ...
+        let a = recorded(&kworker_with_stack(" => vfs_write\n")).attribute(0, 777, 99_999_990_000, woke);
         assert_eq!((a.irq_off_ns, a.steal_ns), (49_000, 10_000));
         assert!(
             a.note.contains("came 10.0 us late to a CPU that switched tasks"),
             "{}",
             a.note
         );
+        // ... and in user space to the expiry, not.
+        let a = recorded(&kworker_with_stack("")).attribute(0, 777, 99_999_990_000, woke);
+        assert_eq!((a.irq_off_ns, a.steal_ns), (0, 59_000));
         assert_eq!(a.cause.unwrap().path, "kernel (non-preemptible section)");
         // Without a stack nothing tells user space from the kernel: the kernel's ...
         let mut rec = recorded(KWORKER_HELD);
@@ -1932,6 +1944,11 @@ mod tests {
         assert_eq!(sum(&a), woke - intended, "{a:?}");
         assert!(a.note.contains("late to a CPU running a user-space loop"), "{}", a.note);
         assert!(a.note.contains("it waited 189.0 us for kworker/0:1/42"), "{}", a.note);
+        // Due while the CPU was idle, then that task from the switch to the expiry: interrupts
+        // on all along, the whole delay the host's.
+        let a = rec.attribute(0, 777, 99_999_990_000, woke);
+        assert_eq!((a.irq_off_ns, a.steal_ns), (0, 59_000 + 189_000), "{a:?}");
+        assert!(a.note.contains("then ran idle or in user space"), "{}", a.note);
         // Interrupted while running softirqs at an earlier interrupt's exit: that context,
         // cut at the earlier interrupt's entry.
         let nested = kworker_with_stack(
