@@ -64,6 +64,22 @@ fn a_scenario_is_judged_figure_by_figure_with_the_models_side_repeatable() {
     for f in ["idle-model.json", "idle-machine-1.json", "idle-machine-2.json"] {
         assert!(std::path::Path::new(&s.path(&format!("out/{f}"))).exists(), "{f}");
     }
+    // Traced machine runs (root, tracefs) carry every sample with the host's time out, and
+    // the tails' rows show that figure; the body's do not.
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.path("out/idle-machine-1.json")).unwrap()).unwrap();
+    match run["meta"]["settings"].get("traced_above_us") {
+        None => eprintln!("skipping the traced rows: the machine runs were not traced: {stderr}"),
+        Some(_) => {
+            for st in run["streams"].as_array().unwrap() {
+                assert_eq!(st["host_out"]["count"], st["hist"]["count"], "{st}");
+            }
+            for r in rows {
+                let tail = r["figure"] == "p99" || r["figure"] == "max";
+                assert_eq!(r.get("machine_host_out").is_some(), tail, "{r}");
+            }
+        }
+    }
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
         page.contains("Model beside machine") && page.contains("<a href=\"#sc-idle\">idle</a> / "),
@@ -99,6 +115,7 @@ fn with_the_noise_replayed_its_figures_stand_beside_those_the_noise_decides() {
         ),
     );
     let out_dir = s.path("out");
+    // Untraced, so that the calibration's noise decides.
     let args = [
         "validate",
         IDLE,
@@ -110,6 +127,7 @@ fn with_the_noise_replayed_its_figures_stand_beside_those_the_noise_decides() {
         &m,
         "--json",
         "--replay-noise",
+        "--no-trace",
         "--out",
         &out_dir,
     ];

@@ -166,24 +166,30 @@ mod tests {
                 });
             }
             let mut dec = Decoder::new();
-            let blocks = calibrate(&mut dec);
-            // Best of five frames in CPU time, beside the same busy loops (a CPU's speed in
-            // CPU time moves with its SMT sibling's load, which this test does not control):
-            // within a factor of two of the 12 ms budget. A calibration by wall-clock time
-            // would count the time the busy loops took from it.
-            let frame = (0..5)
-                .map(|i| {
-                    let t = thread_cpu_ns();
-                    dec.dct_blocks(blocks, i);
-                    thread_cpu_ns() - t
-                })
-                .min()
-                .unwrap();
-            stop.store(true, Ordering::Relaxed);
+            // Best of five frames in CPU time, beside the same busy loops: within a factor of
+            // two of the 12 ms budget. A calibration by wall-clock time would count the time
+            // the busy loops took from it. A CPU's speed in CPU time moves with its SMT
+            // sibling's (or on a guest, the host's) load, which this test does not control
+            // and which can change between a calibration and its frames: one of three tries
+            // must come within the factor.
             let budget = WORK.as_nanos() as u64;
+            let frames: Vec<u64> = (0..3)
+                .map(|_| {
+                    let blocks = calibrate(&mut dec);
+                    (0..5)
+                        .map(|i| {
+                            let t = thread_cpu_ns();
+                            dec.dct_blocks(blocks, i);
+                            thread_cpu_ns() - t
+                        })
+                        .min()
+                        .unwrap()
+                })
+                .collect();
+            stop.store(true, Ordering::Relaxed);
             assert!(
-                frame > budget / 2 && frame < budget * 2,
-                "{frame} ns of CPU for a {budget} ns frame"
+                frames.iter().any(|&f| f > budget / 2 && f < budget * 2),
+                "{frames:?} ns of CPU for a {budget} ns frame"
             );
         });
     }
