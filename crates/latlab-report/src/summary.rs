@@ -77,6 +77,29 @@ pub fn headline(s: &Sample) -> String {
     format!("{:.3} ms at t={:.3} s", ms(s.latency_ns), s.at_ns as f64 / 1e9)
 }
 
+/// A sample in one line, what took longest first: `4.178 ms: khugepaged/38 on the CPU
+/// 4.170 ms; waiting for preemption 4.137 ms` (the task that held the CPU longest, the
+/// largest part, and the host's time when it had some).
+pub fn why(s: &Sample) -> String {
+    let a = &s.attribution;
+    let mut out = format!("{:.3} ms", ms(s.latency_ns));
+    let mut said = Vec::new();
+    if let Some(t) = a.tasks.first() {
+        said.push(format!("{}/{} on the CPU {:.3} ms", t.comm, t.pid, ms(t.ns)));
+    }
+    if let Some((name, v)) = parts(a).into_iter().filter(|&(_, v)| v > 0).max_by_key(|&(_, v)| v) {
+        said.push(format!("{name} {:.3} ms", ms(v)));
+    }
+    if a.steal_ns > 0 {
+        said.push(format!("the host {:.3} ms", ms(a.steal_ns)));
+    }
+    if !said.is_empty() {
+        out.push_str(": ");
+        out.push_str(&said.join("; "));
+    }
+    out
+}
+
 /// The parts of a sample's latency, named as [`explain`] names them, in its order.
 pub fn parts(a: &Attribution) -> [(&'static str, Nanos); 6] {
     [

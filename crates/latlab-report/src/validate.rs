@@ -197,6 +197,10 @@ pub struct FigureRow {
     /// time taken out of each sample (`Stream::host_out`): the kernel's own figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_host_out: Option<f64>,
+    /// For the maximum, the machine's worst sample without the host's time, over its runs,
+    /// in one line ([`crate::summary::why`]), when its runs explained their samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_worst: Option<String>,
 }
 
 impl FigureRow {
@@ -231,6 +235,30 @@ impl FigureRow {
         }
     }
 }
+
+/// The worst explained sample of `streams` (the same stream's runs) without its host time,
+/// in one line; `None` when no kept sample was explained.
+fn worst_explained(streams: &[&Stream]) -> Option<String> {
+    streams
+        .iter()
+        .flat_map(|s| &s.worst)
+        .filter(|w| !w.attribution.note.is_empty())
+        .max_by_key(|w| w.latency_ns.saturating_sub(w.attribution.steal_ns))
+        .map(crate::summary::why)
+}
+
+/// The lines under the table: for each maximum outside its bar, the machine's worst sample
+/// without the host's time, and what held it.
+fn why_lines(rows: &[FigureRow]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.figure == Figure::Max && r.verdict == Verdict::Outside)
+        .filter_map(|r| Some(format!("{} / {}: {}", r.scenario, r.stream, r.machine_worst.as_ref()?)))
+        .collect()
+}
+
+/// The heading of [`why_lines`].
+const WHY_HEAD: &str =
+    "the maxima outside their bar: the machine's worst sample without the host's time, and what held it";
 
 /// The median of `v` (the mean of the middle two for an even count); `v` is not empty.
 fn median(mut v: Vec<f64>) -> f64 {
@@ -307,6 +335,7 @@ pub fn scenario_rows(scenario: &str, model: &RunResult, runs: &[RunResult], nois
                 verdict,
                 model_replayed: None,
                 machine_host_out,
+                machine_worst: (figure == Figure::Max).then(|| worst_explained(&on_machine)).flatten(),
             });
         }
     }
@@ -472,6 +501,13 @@ pub fn render(scenarios: &[ScenarioRows], runs: usize) -> String {
     }
     let mut out = crate::compare::render_table(&table);
     out.push_str(&notes);
+    let why = why_lines(&all);
+    if !why.is_empty() {
+        let _ = writeln!(out, "{WHY_HEAD}:");
+        for w in &why {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
     out.push_str(&Tally::of(&all).line());
     out.push('\n');
     if let Some(line) = replayed_line(&all) {
@@ -581,6 +617,14 @@ pub fn render_html(scenarios: &[ScenarioRows], runs: usize) -> String {
         }
     }
     out.push_str("</table>\n");
+    let why = why_lines(&all);
+    if !why.is_empty() {
+        let _ = writeln!(out, "<p class=\"note\">{}:</p>\n<ul class=\"note\">", escape(WHY_HEAD));
+        for w in &why {
+            let _ = writeln!(out, "<li>{}</li>", escape(w));
+        }
+        out.push_str("</ul>\n");
+    }
     for sc in scenarios.iter().filter(|s| !s.unpaired.is_empty()) {
         let _ = writeln!(
             out,
@@ -764,9 +808,35 @@ mod tests {
         assert!(text.contains("machine, host's time out"), "{text}");
         assert!(text.contains("25.0 us (1.20x)"), "{text}"); // The same 3 ms with no host time in it: the kernel's, judged, outside; the p99
                                                              // (10 us either way) inside, though the lost time's rule would set it aside.
-        let rows = scenario_rows("s", &model, &[traced(0)], noise);
+        let mut kernel = traced(0);
+        let attribution = latlab_core::Attribution {
+            preempt_wait_ns: 2_990_000,
+            tasks: vec![latlab_core::TaskSlice {
+                comm: "khugepaged".into(),
+                pid: 38,
+                ns: 2_995_000,
+            }],
+            note: "ftrace".into(),
+            ..Default::default()
+        };
+        let worst = latlab_core::Sample {
+            at_ns: 0,
+            latency_ns: 3_000_000,
+            tag: Default::default(),
+            attribution,
+        };
+        kernel.streams[0].offer_worst(worst, 10);
+        let rows = scenario_rows("s", &model, &[kernel], noise);
         let max = row(&rows, "t0", Figure::Max);
         assert_eq!(max.verdict, Verdict::Outside);
+        // Under the table, what held the machine's worst sample.
+        let text = render(std::slice::from_ref(&rows), 1);
+        assert!(
+            text.contains("  s / t0: 3.000 ms: khugepaged/38 on the CPU 2.995 ms; waiting for preemption 2.990 ms\n"),
+            "{text}"
+        );
+        assert!(text.trim_end().lines().last().unwrap().contains("within 2x"), "{text}");
+        assert!(render_html(std::slice::from_ref(&rows), 1).contains("<li>s / t0: 3.000 ms: khugepaged/38"));
         assert_eq!(row(&rows, "t0", Figure::P99).verdict, Verdict::Inside);
         // Untraced: the calibration's rules.
         let mut plain = traced(0);
