@@ -1091,14 +1091,7 @@ steps = [{ periodic = { period_us = 1000, loops = 100 } }]
             let a = &w.attribution;
             assert!(a.note.starts_with("ftrace"), "{}", a.note);
             // The parts, the host's time among them, add up to the latency.
-            let parts = a.irq_off_ns
-                + a.steal_ns
-                + a.handler_ns
-                + a.preempt_wait_ns
-                + a.ran_ahead_ns
-                + a.sched_ns
-                + a.wakee_kernel_ns;
-            assert_eq!(parts, w.latency_ns, "{a:?}");
+            assert_eq!(crate::sched_trace::parts_sum(a), w.latency_ns, "{a:?}");
         }
         let split = st.split.as_ref().expect("every wakeup split");
         assert!(split.irq.count() > 0 && split.irq.count() <= 100, "{}", split.note);

@@ -962,14 +962,7 @@ impl CpuTrace {
 
     /// Explain one late wakeup of `tid` on this CPU; `foreign` is its wakeup when another
     /// CPU recorded it (a waker running there).
-    fn attribute(
-        &self,
-        tid: u32,
-        intended: u64,
-        woke: u64,
-        foreign: Option<&Event>,
-        (user_space, (idle_wakeup, user_preempt)): (&BTreeSet<u32>, (Option<u64>, Option<u64>)),
-    ) -> Attribution {
+    fn attribute(&self, tid: u32, intended: u64, woke: u64, foreign: Option<&Event>, known: &Known) -> Attribution {
         let ev = &self.events;
         let std::ops::Range { start: lo, end: hi } = self.window(intended, woke);
         // The wakeup: its time, whether it created the thread, and the first local event at
@@ -1016,12 +1009,12 @@ impl CpuTrace {
                 // The expiry's delay: the host's up to the last instant the CPU is known to
                 // have had interrupts on (the timer's, pending, would have come then), the
                 // kernel's interrupts-off time after it.
-                let known = (stack.as_ref(), user_space);
-                let (on_until, context) = match interrupts_on(&slices, known, intended, e) {
+                let stack = stack.as_ref();
+                let (on_until, context) = match interrupts_on(&slices, (stack, known), intended, e) {
                     Some(context) => (e, context),
                     None => match self.last_irqs_on(intended, e) {
                         // After the last such instant, idle or in user space to the expiry.
-                        Some(t) if interrupts_on(&slices, known, t, e).is_some() => (
+                        Some(t) if interrupts_on(&slices, (stack, known), t, e).is_some() => (
                             e,
                             "that switched tasks or took other interrupts, then ran idle or in user space",
                         ),
@@ -1084,8 +1077,8 @@ impl CpuTrace {
                 // longer than its median over the recording; the excess is the host's.
                 let rt_woken = matches!(wake.kind, Kind::Waking { prio, .. } if prio < 100);
                 match slices.iter().find(|sl| sl.start <= woken_at && woken_at <= sl.end) {
-                    Some(sl) if rt_woken && !created && foreign.is_none() && user_space.contains(&sl.pid) => {
-                        let host = user_preempt.map_or(0, |m| kept.saturating_sub(m));
+                    Some(sl) if rt_woken && !created && foreign.is_none() && known.user_space.contains(&sl.pid) => {
+                        let host = known.user_preempt.map_or(0, |m| kept.saturating_sub(m));
                         a.preempt_wait_ns += kept - host;
                         a.steal_ns += host;
                         if host > 0 {
@@ -1105,7 +1098,7 @@ impl CpuTrace {
                         // An idle CPU's exit takes the kernel no longer than its median over
                         // the recording: the excess is the time the host took to run it
                         // (a halted vCPU woken, its IPI delivered) or the idle state's.
-                        let host = idle_wakeup.map_or(0, |m| kept.saturating_sub(m));
+                        let host = known.idle_wakeup.map_or(0, |m| kept.saturating_sub(m));
                         a.sched_ns += kept - host;
                         a.steal_ns += host;
                         if host > 0 {
@@ -1119,9 +1112,9 @@ impl CpuTrace {
                     }
                 }
                 split(&mut a, first_switch, s);
-                a.cause = cause(&slices, &handlers, woken_at, s, woke - intended, stack.as_ref());
+                a.cause = cause(&slices, &handlers, woken_at, s, woke - intended, stack);
                 if a.cause.as_ref().is_some_and(|c| c.path == IN_KERNEL) {
-                    warnings.push(match &stack {
+                    warnings.push(match stack {
                         None => "no kernel stack recorded at the timer's expiry".to_string(),
                         Some((_, None)) => "the stack at the timer's expiry has no interrupt entry frame to tell the interrupted context by".to_string(),
                         Some(_) => "the stack at the timer's expiry is another task's".to_string(),
@@ -1227,7 +1220,7 @@ fn task_list(slices: &[Slice], tid: u32) -> Vec<TaskSlice> {
 /// Whether the CPU had interrupts on while its timer's interrupt was late (`[intended,
 /// expiry]`): one task held the CPU all along and it was the idle loop (which halts with
 /// interrupts on), a task the expiry's stack shows interrupted in user space, or one of
-/// `user_space`, the threads known to run only there. Then the delay is not the kernel's
+/// `known.user_space`, the threads known to run only there. Then the delay is not the kernel's
 /// but the host's (a hypervisor that had not run the vCPU or had not injected the
 /// interrupt, firmware, the idle state's exit; the idle loop's own irqs-off instants before
 /// it halts, and an interrupt's return to user space, are a few µs): `Some` of the context,
@@ -1235,7 +1228,7 @@ fn task_list(slices: &[Slice], tid: u32) -> Vec<TaskSlice> {
 /// nothing to tell).
 fn interrupts_on(
     slices: &[Slice],
-    (stack, user_space): (Option<&Interrupted>, &BTreeSet<u32>),
+    (stack, known): (Option<&Interrupted>, &Known),
     intended: u64,
     expiry: u64,
 ) -> Option<&'static str> {
@@ -1246,7 +1239,7 @@ fn interrupts_on(
     }
     match stack {
         _ if held.pid == 0 => Some("idle"),
-        _ if user_space.contains(&held.pid) => Some("running a user-space loop"),
+        _ if known.user_space.contains(&held.pid) => Some("running a user-space loop"),
         Some((pid, Some(frames))) if *pid == held.pid && frames.is_empty() => Some("in user space"),
         _ => None,
     }
@@ -1299,6 +1292,13 @@ const WAKEUPS_FOR_A_MEDIAN: usize = 100;
 /// The task a timer's expiry interrupted and its kernel frames below the interrupt's entry
 /// ([`interrupted`]; empty frames: user space, `None`: no entry frame to tell by).
 type Interrupted = (u32, Option<Vec<String>>);
+
+/// The parts of a probe's attribution, the host's time among them: the sample's latency
+/// when its wakeup was recorded (the invariant the tests hold [`Recorded::attribute`] to).
+#[cfg(test)]
+pub(crate) fn parts_sum(a: &Attribution) -> u64 {
+    a.irq_off_ns + a.steal_ns + a.handler_ns + a.preempt_wait_ns + a.ran_ahead_ns + a.sched_ns + a.wakee_kernel_ns
+}
 
 /// What a task running in the kernel without a preemption point is said to be doing when no
 /// stack tells the function.
@@ -1411,6 +1411,13 @@ pub struct Recorded {
     cpus: BTreeMap<usize, CpuTrace>,
     /// Why no kernel stacks were recorded, if none were.
     stack_error: Option<String>,
+    /// What the whole recording tells beyond one CPU's events.
+    known: Known,
+}
+
+/// What a recording tells of the machine beyond one CPU's events, for its attributions.
+#[derive(Clone, Debug, Default)]
+struct Known {
     /// Threads known to run in user space whenever they hold a CPU ([`Recorded::in_user_space`]).
     user_space: BTreeSet<u32>,
     /// The median time from a wakeup to the switch in of the woken task on an idle CPU, over
@@ -1423,13 +1430,14 @@ pub struct Recorded {
 impl Recorded {
     /// What was recorded on `cpus`, `stack_error` why no stacks were.
     fn new(cpus: BTreeMap<usize, CpuTrace>, stack_error: Option<String>) -> Recorded {
-        let idle_wakeup = switch_in_median(&cpus, |p| p == 0, |_| true);
+        let known = Known {
+            idle_wakeup: switch_in_median(&cpus, |p| p == 0, |_| true),
+            ..Known::default()
+        };
         Recorded {
             cpus,
             stack_error,
-            user_space: BTreeSet::new(),
-            idle_wakeup,
-            user_preempt: None,
+            known,
         }
     }
 
@@ -1438,9 +1446,9 @@ impl Recorded {
     /// expiry late while one of them held the CPU all along came late with interrupts on, as
     /// to an idle CPU, and a real-time task it woke would have preempted it at once.
     pub fn in_user_space(&mut self, tids: impl IntoIterator<Item = u32>) {
-        self.user_space.extend(tids);
-        let user = &self.user_space;
-        self.user_preempt = switch_in_median(&self.cpus, |p| user.contains(&p), |prio| prio < 100);
+        let k = &mut self.known;
+        k.user_space.extend(tids);
+        k.user_preempt = switch_in_median(&self.cpus, |p| k.user_space.contains(&p), |prio| prio < 100);
     }
 
     /// Lost events (ring buffer overruns) on `cpu`.
@@ -1479,13 +1487,7 @@ impl Recorded {
         match self.locate(cpu, tid, intended_ns, woke_ns) {
             Some((ran_on, foreign)) => {
                 let c = &self.cpus[&ran_on];
-                let mut a = c.attribute(
-                    tid,
-                    intended_ns,
-                    woke_ns,
-                    foreign.map(|(_, e)| e),
-                    (&self.user_space, (self.idle_wakeup, self.user_preempt)),
-                );
+                let mut a = c.attribute(tid, intended_ns, woke_ns, foreign.map(|(_, e)| e), &self.known);
                 if let Some(e) = self.stack_error.as_ref().filter(|_| a.cause.is_some()) {
                     a.note.push_str(&format!("; kernel stacks not recorded: {e}"));
                 }
@@ -1704,9 +1706,7 @@ mod tests {
     const TEXT: &str = include_str!("../tests/fixtures/sched_trace/cpu0.txt");
     const RAW: &str = include_str!("../tests/fixtures/sched_trace/cpu0.raw");
 
-    fn sum(a: &Attribution) -> u64 {
-        a.irq_off_ns + a.steal_ns + a.handler_ns + a.preempt_wait_ns + a.ran_ahead_ns + a.sched_ns + a.wakee_kernel_ns
-    }
+    use super::parts_sum as sum;
 
     fn recorded(text: &str) -> Recorded {
         Recorded::new(BTreeMap::from([(0, CpuTrace::parse(text, None, 0))]), None)
@@ -2001,20 +2001,26 @@ mod tests {
     latlab-posix-500     [000] d..2.   300.000084: sched_switch: prev_comm=latlab-posix prev_pid=500 prev_prio=4 prev_state=S ==> next_comm=latlab-posix next_pid=778 next_prio=4
 ";
 
-    /// `spans.len()` wakeups of a SCHED_OTHER thread (777) from idle, 10 ms apart, each on
-    /// time (its expiry 10 us into its 10 ms), its handler 10-12 us, switched in `span` us
-    /// after its `sched_waking` at 11 us.
-    fn idle_exits(spans: &[u64]) -> String {
+    /// `spans.len()` expiries from `base_us`, 10 ms apart, each waking thread 777 (kernel
+    /// priority `prio`) on time (its expiry 10 us into its 10 ms, the handler 10-12 us) on a
+    /// CPU `held` holds (`(comm, pid)`; `("swapper/0", 0)`: idle), the thread switched in
+    /// `span` us after its `sched_waking` at 11 us and out again 30 us later.
+    fn wakeups(held: (&str, u32), prio: u32, base_us: u64, spans: &[u64]) -> String {
         let f = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+        let (comm, pid) = held;
+        let head = match pid {
+            0 => "<idle>-0".to_string(),
+            _ => format!("{comm}-{pid}"),
+        };
         let mut out = String::new();
         for (k, span) in spans.iter().enumerate() {
-            let t = 500_000_000 + 10_000 * k as u64;
+            let t = base_us + 10_000 * k as u64;
             out += &format!(
-                "          <idle>-0       [000] d.h1.   {}: hrtimer_expire_entry: hrtimer=00000000ef75f1b4 function=hrtimer_wakeup now={}\n\
-                 \x20         <idle>-0       [000] d.h3.   {}: sched_waking: comm=cyc pid=777 prio=120 target_cpu=000\n\
-                 \x20         <idle>-0       [000] d.h1.   {}: hrtimer_expire_exit: hrtimer=00000000ef75f1b4\n\
-                 \x20         <idle>-0       [000] d..2.   {}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cyc next_pid=777 next_prio=120\n\
-                 \x20            cyc-777     [000] d..2.   {}: sched_switch: prev_comm=cyc prev_pid=777 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n",
+                "{head} [000] d.h1. {}: hrtimer_expire_entry: hrtimer=00000000ef75f1b4 function=hrtimer_wakeup now={}\n\
+                 {head} [000] d.h3. {}: sched_waking: comm=cyc pid=777 prio={prio} target_cpu=000\n\
+                 {head} [000] d.h1. {}: hrtimer_expire_exit: hrtimer=00000000ef75f1b4\n\
+                 {head} [000] d..2. {}: sched_switch: prev_comm={comm} prev_pid={pid} prev_prio=120 prev_state=R ==> next_comm=cyc next_pid=777 next_prio={prio}\n\
+                 cyc-777 [000] d..2. {}: sched_switch: prev_comm=cyc prev_pid=777 prev_prio={prio} prev_state=S ==> next_comm={comm} next_pid={pid} next_prio=120\n",
                 f(t + 10),
                 (t + 10) * 1000,
                 f(t + 11),
@@ -2026,28 +2032,14 @@ mod tests {
         out
     }
 
-    /// `spans.len()` expiries, 10 ms apart, each waking a SCHED_FIFO thread (777, prio 49)
-    /// on time while a hog (42) runs, the hog switched out `span` us after the wakeup.
+    /// [`wakeups`] of a SCHED_OTHER thread from idle, from 500 s.
+    fn idle_exits(spans: &[u64]) -> String {
+        wakeups(("swapper/0", 0), 120, 500_000_000, spans)
+    }
+
+    /// [`wakeups`] of a SCHED_FIFO thread (prio 49) while a hog (42) runs, from 600 s.
     fn hog_preemptions(spans: &[u64]) -> String {
-        let f = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
-        let mut out = String::new();
-        for (k, span) in spans.iter().enumerate() {
-            let t = 600_000_000 + 10_000 * k as u64;
-            out += &format!(
-                "             hog-42      [000] d.h1.   {}: hrtimer_expire_entry: hrtimer=00000000ef75f1b4 function=hrtimer_wakeup now={}\n\
-                 \x20            hog-42      [000] d.h3.   {}: sched_waking: comm=cyc pid=777 prio=49 target_cpu=000\n\
-                 \x20            hog-42      [000] d.h1.   {}: hrtimer_expire_exit: hrtimer=00000000ef75f1b4\n\
-                 \x20            hog-42      [000] d..2.   {}: sched_switch: prev_comm=hog prev_pid=42 prev_prio=120 prev_state=R ==> next_comm=cyc next_pid=777 next_prio=49\n\
-                 \x20            cyc-777     [000] d..2.   {}: sched_switch: prev_comm=cyc prev_pid=777 prev_prio=49 prev_state=S ==> next_comm=hog next_pid=42 next_prio=120\n",
-                f(t + 10),
-                (t + 10) * 1000,
-                f(t + 11),
-                f(t + 12),
-                f(t + 11 + span),
-                f(t + 41 + span),
-            );
-        }
-        out
+        wakeups(("hog", 42), 49, 600_000_000, spans)
     }
 
     #[test]
@@ -2064,7 +2056,7 @@ mod tests {
         // Known: the kernel's share is the recording's median from such a wakeup to the
         // switch (7 us), the rest the host's.
         rec.in_user_space([42]);
-        assert_eq!(rec.user_preempt, Some(7_000));
+        assert_eq!(rec.known.user_preempt, Some(7_000));
         let a = rec.attribute(0, 777, intended, woke);
         assert_eq!(sum(&a), woke - intended, "{a:?}");
         assert_eq!((a.preempt_wait_ns, a.steal_ns), (7_000, 492_000), "{a:?}");
@@ -2080,7 +2072,7 @@ mod tests {
         let mut spans: Vec<u64> = (0..100).map(|k| 10 + k % 10).collect();
         spans.push(1_000);
         let rec = recorded(&idle_exits(&spans));
-        assert_eq!(rec.idle_wakeup, Some(15_000), "the median of 101 spans");
+        assert_eq!(rec.known.idle_wakeup, Some(15_000), "the median of 101 spans");
         // The slow one: expiry on time at 10 us, handler 10-12 us, switch at 1011 us.
         let t = 500_000_000_000 + 10_000_000 * 100;
         let (intended, woke) = (t + 10_000, t + 1_015_000);
@@ -2100,7 +2092,7 @@ mod tests {
         assert_eq!((a.sched_ns, a.steal_ns), (10_000, 0), "{a:?}");
         // Fewer than 100 idle wakeups tell no typical exit: all of it the kernel's.
         let rec = recorded(&idle_exits(&spans[90..]));
-        assert_eq!(rec.idle_wakeup, None);
+        assert_eq!(rec.known.idle_wakeup, None);
         let t = 500_000_000_000 + 10_000_000 * 10;
         let a = rec.attribute(0, 777, t + 10_000, t + 1_015_000);
         assert_eq!((a.sched_ns, a.steal_ns), (999_000, 0), "{a:?}");
